@@ -1,0 +1,40 @@
+"""Grade -> gain under a spec (contract section 2, `gain`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evaluation_pipeline.spec import MAX_EXPONENTIAL_GRADE, EvaluationSpec
+
+
+class GainError(ValueError):
+    """A grade has no gain under the spec (gain map gap, or exponential overflow)."""
+
+
+def gains_for_grades(grades: np.ndarray, spec: EvaluationSpec) -> np.ndarray:
+    """Gains for an array of nonnegative integer grades.
+
+    A gain map must cover every grade present: a missing grade is an error, never a gain of 0.
+    """
+    grades = np.asarray(grades, dtype=np.int64)
+    if spec.gain == "linear":
+        return grades.astype(np.float64)
+    if spec.gain == "exponential":
+        if grades.size and grades.max() > MAX_EXPONENTIAL_GRADE:
+            raise GainError(
+                f"grade {int(grades.max())} overflows exponential gain 2^g - 1; "
+                "use linear gain or an explicit gain map"
+            )
+        return np.exp2(grades.astype(np.float64)) - 1.0
+    mapped_grades = np.array([g for g, _ in spec.gain], dtype=np.int64)
+    mapped_gains = np.array([v for _, v in spec.gain], dtype=np.float64)
+    slot = np.searchsorted(mapped_grades, grades)
+    slot_clipped = np.minimum(slot, len(mapped_grades) - 1)
+    covered = mapped_grades[slot_clipped] == grades
+    if not covered.all():
+        missing = sorted({int(g) for g in np.unique(grades[~covered])})
+        raise GainError(
+            f"the gain map {spec.gain_label()!r} has no gain for grade(s) "
+            f"{', '.join(map(str, missing))}; a gain map must cover every grade present"
+        )
+    return mapped_gains[slot_clipped]

@@ -1,0 +1,276 @@
+"""The evaluation spec: every convention an NDCG number depends on, declared and hashed.
+
+A spec is a small immutable value (in the manner of ir_measures' measure objects): each field
+has its choices, a default and a one-line meaning, the value prints and parses canonically, and
+``spec_id`` is the SHA-256 of that canonical form, so a result can name exactly what produced it.
+Fields and defaults follow the evaluation contract, section 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+GAINS = ("exponential", "linear")
+DISCOUNTS = ("log2",)
+IDEALS = ("candidates", "all_judged")
+TIES = ("average", "doc_id", "trec_eval")
+OPEN_POLICIES = ("incomplete", "exclude", "zero")
+ZERO_POLICIES = ("exclude", "zero")
+
+# One line per field: shown by `ndcg-eval spec --explain` and in reports.
+FIELD_DOCS: dict[str, str] = {
+    "cutoffs": "K for DCG@K and ideal DCG@K alike; any list of integers >= 1",
+    "gain": "grade -> gain: exponential (2^g - 1), linear (g), or an explicit {grade: gain} map",
+    "discount": "position p (1-based) divides by log2(p + 1)",
+    "ideal": "ideal order from the graded candidates of the query (candidates) or from every "
+    "graded document of the query in the judgment version (all_judged, as trec_eval)",
+    "ties": "equal scores: expected DCG over all orders of the tie group (average, as "
+    "scikit-learn), doc_id ascending (doc_id), or doc_id descending byte-wise (trec_eval)",
+    "unknown": "a candidate with an explicit unknown grade: leave the query open (incomplete), "
+    "drop it (exclude) or give it gain 0 (zero)",
+    "unjudged": "a candidate with no row in the judgment version: incomplete, exclude or zero",
+    "no_positive": "ideal DCG is 0: the query is counted apart (exclude) or scored 0 (zero)",
+    "missing_from_run": "a judged query with a positive grade that the ranker did not return: "
+    "counted apart (exclude) or scored 0 (zero, as trec_eval -c)",
+}
+
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "discount": DISCOUNTS,
+    "ideal": IDEALS,
+    "ties": TIES,
+    "unknown": OPEN_POLICIES,
+    "unjudged": OPEN_POLICIES,
+    "no_positive": ZERO_POLICIES,
+    "missing_from_run": ZERO_POLICIES,
+}
+
+# Exponential gain overflows float64 past 2^1023; a grade that high is a data error.
+MAX_EXPONENTIAL_GRADE = 1023
+
+
+class SpecError(ValueError):
+    """A spec field has a value outside its declared choices."""
+
+
+GainMap = tuple[tuple[int, float], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationSpec:
+    """Conventions behind an NDCG number (contract section 2). Defaults are the contract's."""
+
+    cutoffs: tuple[int, ...] = (5, 10)
+    gain: str | GainMap = "exponential"
+    discount: str = "log2"
+    ideal: str = "candidates"
+    ties: str = "average"
+    unknown: str = "incomplete"
+    unjudged: str = "exclude"
+    no_positive: str = "exclude"
+    missing_from_run: str = "exclude"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cutoffs", _validate_cutoffs(self.cutoffs))
+        object.__setattr__(self, "gain", _validate_gain(self.gain))
+        for name, choices in _CHOICES.items():
+            value = getattr(self, name)
+            if value not in choices:
+                raise SpecError(
+                    f"spec field {name!r}: {value!r} is not one of {', '.join(choices)} "
+                    f"({FIELD_DOCS[name]})"
+                )
+
+    # -- canonical form -------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain, JSON-ready mapping with the contract's field names."""
+        gain: Any = self.gain
+        if isinstance(gain, tuple):
+            gain = {str(grade): value for grade, value in gain}
+        return {
+            "cutoffs": list(self.cutoffs),
+            "gain": gain,
+            "discount": self.discount,
+            "ideal": self.ideal,
+            "ties": self.ties,
+            "unknown": self.unknown,
+            "unjudged": self.unjudged,
+            "no_positive": self.no_positive,
+            "missing_from_run": self.missing_from_run,
+        }
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @property
+    def spec_id(self) -> str:
+        """First 16 hex digits of the SHA-256 of the canonical JSON form."""
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:16]
+
+    def replace(self, **changes: Any) -> EvaluationSpec:
+        return dataclasses.replace(self, **changes)
+
+    # -- gains ----------------------------------------------------------------------------
+    def gain_label(self) -> str:
+        if self.gain == "exponential":
+            return "gain 2^g-1"
+        if self.gain == "linear":
+            return "gain g"
+        return "gain map " + ", ".join(f"{g}->{v:g}" for g, v in self.gain)
+
+    def describe(self) -> str:
+        """The conventions in words, for result sentences (contract section 4)."""
+        ideal = {
+            "candidates": "ideal over graded candidates",
+            "all_judged": "ideal over all judged documents",
+        }[self.ideal]
+        ties = {
+            "average": "ties averaged",
+            "doc_id": "ties by doc_id ascending",
+            "trec_eval": "ties by doc_id descending (trec_eval)",
+        }[self.ties]
+        parts = [self.gain_label(), "log2 discount", ideal, ties]
+        parts.append(f"unknown grades {_policy_words(self.unknown)}")
+        parts.append(f"unjudged {_policy_words(self.unjudged)}")
+        parts.append(
+            "queries without a positive grade "
+            + ("counted apart" if self.no_positive == "exclude" else "scored 0")
+        )
+        parts.append(
+            "queries missing from the run "
+            + ("counted apart" if self.missing_from_run == "exclude" else "scored 0")
+        )
+        return ", ".join(parts)
+
+
+def _policy_words(policy: str) -> str:
+    return {"incomplete": "leave a query open", "exclude": "excluded", "zero": "gain 0"}[policy]
+
+
+def _validate_cutoffs(cutoffs: Any) -> tuple[int, ...]:
+    if isinstance(cutoffs, (int, str)) or not hasattr(cutoffs, "__iter__"):
+        cutoffs = [cutoffs]
+    values = list(cutoffs)
+    if not values:
+        raise SpecError("spec field 'cutoffs': at least one cutoff K is required")
+    out = []
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise SpecError(f"spec field 'cutoffs': {value!r} is not an integer >= 1")
+        out.append(int(value))
+    return tuple(sorted(set(out)))
+
+
+def _validate_gain(gain: Any) -> str | GainMap:
+    if isinstance(gain, str):
+        if gain not in GAINS:
+            raise SpecError(
+                f"spec field 'gain': {gain!r} is not one of {', '.join(GAINS)} "
+                "or a {grade: gain} mapping"
+            )
+        return gain
+    items = gain.items() if isinstance(gain, Mapping) else gain
+    pairs: dict[int, float] = {}
+    try:
+        for grade, value in items:
+            grade_int = _as_grade(grade)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise SpecError(f"spec field 'gain': gain for grade {grade_int} is not a number")
+            value = float(value)
+            if not math.isfinite(value) or value < 0:
+                raise SpecError(
+                    f"spec field 'gain': gain for grade {grade_int} is {value}; "
+                    "gains must be finite and >= 0"
+                )
+            pairs[grade_int] = value
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, SpecError):
+            raise
+        raise SpecError(f"spec field 'gain': cannot read {gain!r} as a grade->gain map") from exc
+    if not pairs:
+        raise SpecError("spec field 'gain': an explicit gain map needs at least one grade")
+    return tuple(sorted(pairs.items()))
+
+
+def _as_grade(grade: Any) -> int:
+    # YAML and TOML keys arrive as int or str; both must spell a nonnegative integer.
+    if isinstance(grade, int) and not isinstance(grade, bool) and grade >= 0:
+        return grade
+    if isinstance(grade, str) and grade.strip().isdigit():
+        return int(grade.strip())
+    raise SpecError(f"spec field 'gain': grade {grade!r} is not an integer >= 0")
+
+
+PROFILES: dict[str, EvaluationSpec] = {
+    "default": EvaluationSpec(),
+    # Reproduces `trec_eval -m ndcg_cut.K` per query.
+    "trec_eval": EvaluationSpec(
+        gain="linear",
+        ideal="all_judged",
+        ties="trec_eval",
+        unknown="zero",
+        unjudged="zero",
+        no_positive="zero",
+    ),
+    # Reproduces sklearn.metrics.ndcg_score(y_true, y_score, k=K) per query.
+    "sklearn": EvaluationSpec(
+        gain="linear",
+        ideal="candidates",
+        ties="average",
+        unknown="zero",
+        unjudged="zero",
+        no_positive="zero",
+    ),
+}
+
+
+def profile(name: str) -> EvaluationSpec:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise SpecError(
+            f"unknown profile {name!r}; choose one of {', '.join(PROFILES)}"
+        ) from None
+
+
+def spec_from_mapping(data: Mapping[str, Any], *, source: str = "spec") -> EvaluationSpec:
+    """A flat mapping of contract field names, optionally with ``profile: NAME`` as its base."""
+    if not isinstance(data, Mapping):
+        raise SpecError(f"{source}: expected a mapping of spec fields, got {type(data).__name__}")
+    data = dict(data)
+    base = profile(str(data.pop("profile", "default")))
+    unknown_fields = sorted(set(data) - set(FIELD_DOCS))
+    if unknown_fields:
+        raise SpecError(
+            f"{source}: unknown spec field(s) {', '.join(unknown_fields)}; "
+            f"known fields: {', '.join(FIELD_DOCS)}"
+        )
+    try:
+        return base.replace(**data)
+    except SpecError as exc:
+        raise SpecError(f"{source}: {exc}") from None
+
+
+def load_spec(path: str | Path) -> EvaluationSpec:
+    """Read a spec from a YAML (.yaml/.yml) or TOML (.toml) file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read spec file ({exc.strerror})") from None
+    try:
+        if path.suffix.lower() == ".toml":
+            data = tomllib.loads(text)
+        else:
+            data = yaml.safe_load(text) or {}
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise SpecError(f"{path}: not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}") from None
+    return spec_from_mapping(data, source=str(path))

@@ -1,0 +1,32 @@
+"""A candidate pool: ranked output of one or more rankers with scores (contract section 1)."""
+
+from __future__ import annotations
+
+import pandera.polars as pa
+import polars as pl
+from pandera.api.polars.types import PolarsData
+
+from schemas.names import SAFE_NAME_PATTERN
+
+
+class CandidatePool(pa.DataFrameModel):
+    """One row per (ranker, query_id, doc_id); the score orders candidates and is never a grade."""
+
+    candidate_pool: str = pa.Field(str_matches=SAFE_NAME_PATTERN)
+    ranker: str = pa.Field(str_length={"min_value": 1})
+    query_id: str = pa.Field(str_length={"min_value": 1})
+    doc_id: str = pa.Field(str_length={"min_value": 1})
+    score: pl.Float64 = pa.Field()
+    rank: pl.Int64 | None = pa.Field(nullable=True)  # display only; order comes from score
+
+    class Config:
+        strict = False
+        unique = ["ranker", "query_id", "doc_id"]
+
+    @pa.check("score", error="score must be a finite number (no NaN or infinity)")
+    def score_is_finite(cls, data: PolarsData) -> pl.LazyFrame:
+        return data.lazyframe.select(pl.col(data.key).is_finite())
+
+    @pa.dataframe_check(error="[candidate_pool] one candidate pool per file: candidate_pool has several values")
+    def one_pool(cls, data: PolarsData) -> pl.LazyFrame:
+        return data.lazyframe.select(pl.col("candidate_pool") == pl.col("candidate_pool").first())

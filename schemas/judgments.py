@@ -1,0 +1,46 @@
+"""A judgment version: immutable reference grades with explicit unknowns (contract section 1)."""
+
+from __future__ import annotations
+
+import pandera.polars as pa
+import polars as pl
+from pandera.api.polars.types import PolarsData
+
+from schemas.names import SAFE_NAME_PATTERN
+
+UNKNOWN_HINT = (
+    "mark an unknown grade with grade_status 'unknown' and an empty grade; "
+    "a null, NaN, blank or negative grade is never read as unknown"
+)
+
+
+class Judgments(pa.DataFrameModel):
+    """Graded (query_id, doc_id) pairs of one judgment version; optional columns pass through."""
+
+    query_id: str = pa.Field(str_length={"min_value": 1})
+    doc_id: str = pa.Field(str_length={"min_value": 1})
+    grade: pl.Int64 = pa.Field(ge=0, nullable=True)
+    grade_status: str = pa.Field(isin=["graded", "unknown"])
+    judgment_version: str = pa.Field(str_matches=SAFE_NAME_PATTERN)
+
+    class Config:
+        strict = False  # judge, rubric, judged_at ... pass through
+        unique = ["query_id", "doc_id"]
+
+    @pa.dataframe_check(error=f"[grade] a graded row needs a grade >= 0; {UNKNOWN_HINT}")
+    def graded_rows_have_a_grade(cls, data: PolarsData) -> pl.LazyFrame:
+        return data.lazyframe.select(
+            ~((pl.col("grade_status") == "graded") & pl.col("grade").is_null())
+        )
+
+    @pa.dataframe_check(error="[grade] a row with grade_status 'unknown' must leave grade empty")
+    def unknown_rows_have_no_grade(cls, data: PolarsData) -> pl.LazyFrame:
+        return data.lazyframe.select(
+            ~((pl.col("grade_status") == "unknown") & pl.col("grade").is_not_null())
+        )
+
+    @pa.dataframe_check(error="[judgment_version] one judgment version per file: judgment_version has several values")
+    def one_version(cls, data: PolarsData) -> pl.LazyFrame:
+        return data.lazyframe.select(
+            pl.col("judgment_version") == pl.col("judgment_version").first()
+        )
