@@ -1,0 +1,7 @@
+"""NDCG evaluation with declared conventions and lineage.
+
+The metric code (``core``), readers and writers (``io``) and the spec never import Dagster;
+``orchestration`` and ``definitions`` assemble them into a Dagster code location.
+"""
+
+__version__ = "0.1.0"

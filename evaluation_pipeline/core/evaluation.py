@@ -1,0 +1,117 @@
+"""One evaluation: a judgment version x a candidate pool under a spec, with lineage.
+
+Lineage (contract section 5) is attached here, once, so every per-query and aggregate row names
+the exact grades, candidates and conventions behind it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import polars as pl
+
+from evaluation_pipeline import __version__
+from evaluation_pipeline.core.aggregates import aggregate
+from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
+from evaluation_pipeline.core.ndcg import score
+from evaluation_pipeline.spec import EvaluationSpec
+
+
+@dataclass(frozen=True)
+class Lineage:
+    judgment_version: str
+    judgments_sha256: str
+    candidate_pool: str
+    pool_sha256: str
+    spec_id: str
+    project_version: str = __version__
+
+    @classmethod
+    def of(cls, judgments: pl.DataFrame, pool: pl.DataFrame, spec: EvaluationSpec) -> Lineage:
+        return cls(
+            judgment_version=_single(judgments, "judgment_version"),
+            judgments_sha256=judgments_sha256(judgments),
+            candidate_pool=_single(pool, "candidate_pool"),
+            pool_sha256=pool_sha256(pool),
+            spec_id=spec.spec_id,
+        )
+
+    def columns(self) -> list[pl.Expr]:
+        return [pl.lit(v, dtype=pl.String).alias(k) for k, v in asdict(self).items()]
+
+
+def _single(frame: pl.DataFrame, column: str) -> str:
+    values = frame[column].unique().to_list()
+    if len(values) != 1:
+        raise ValueError(f"expected one {column}, found {len(values)}: {values[:5]}")
+    return str(values[0])
+
+
+def with_lineage(per_query: pl.DataFrame, lineage: Lineage) -> pl.DataFrame:
+    return per_query.with_columns(lineage.columns())
+
+
+def evaluate(
+    judgments: pl.DataFrame, pool: pl.DataFrame, spec: EvaluationSpec
+) -> tuple[pl.DataFrame, Lineage]:
+    """Per-query rows for every ranker of ``pool`` against ``judgments``, with lineage."""
+    lineage = Lineage.of(judgments, pool, spec)
+    return with_lineage(score(pool, judgments, spec), lineage), lineage
+
+
+def summarize(
+    per_query: pl.DataFrame,
+    spec: EvaluationSpec,
+    lineage: Lineage,
+    queries: pl.DataFrame | None = None,
+) -> dict:
+    """The machine-readable summary: macro means and status counts per ranker and cutoff."""
+    rows = aggregate(per_query, queries).filter(pl.col("slice_column") == "all")
+    results = []
+    for row in rows.iter_rows(named=True):
+        results.append(
+            {
+                "ranker": row["ranker"],
+                "cutoff": row["cutoff"],
+                "macro_ndcg": row["macro_ndcg"],
+                "weighted_ndcg": row["weighted_ndcg"],
+                "n_queries": row["n_queries"],
+                "n_with_number": row["n_with_number"],
+                "status_counts": {
+                    s: row[f"n_{s}"]
+                    for s in ("scored", "no_positive", "incomplete", "not_judged", "missing_from_run")
+                },
+                "mean_judged_at_k": row["mean_judged_at_k"],
+                "mean_candidate_recall": row["mean_candidate_recall"],
+                "sentence": result_sentence(row, spec, lineage),
+            }
+        )
+    return {
+        "lineage": asdict(lineage),
+        "spec": spec.to_dict(),
+        "spec_id": spec.spec_id,
+        "conventions": spec.describe(),
+        "weights": "query weights" if queries is not None else "none given: weighted mean not computed",
+        "results": results,
+    }
+
+
+def result_sentence(row: dict, spec: EvaluationSpec, lineage: Lineage) -> str:
+    """Contract section 4: the result in a sentence that keeps its definitions."""
+    value = "n/a" if row["macro_ndcg"] is None else f"{row['macro_ndcg']:.3f}"
+    apart = []
+    if row["n_no_positive"] and spec.no_positive == "exclude":
+        apart.append(f"{row['n_no_positive']:,} without a positive grade")
+    if row["n_incomplete"]:
+        apart.append(f"{row['n_incomplete']:,} incomplete")
+    if row["n_not_judged"]:
+        apart.append(f"{row['n_not_judged']:,} not judged")
+    if row["n_missing_from_run"] and spec.missing_from_run == "exclude":
+        apart.append(f"{row['n_missing_from_run']:,} missing from the run")
+    apart_text = f"; {', '.join(apart)} counted apart" if apart else ""
+    return (
+        f"NDCG@{row['cutoff']} {value} ({spec.describe()}) over {row['n_with_number']:,} of "
+        f"{row['n_queries']:,} queries{apart_text}; judgments {lineage.judgment_version} "
+        f"(sha256 {lineage.judgments_sha256[:8]}...), pool {lineage.candidate_pool}, "
+        f"ranker {row['ranker']}, spec {lineage.spec_id}."
+    )

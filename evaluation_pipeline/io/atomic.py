@@ -1,0 +1,50 @@
+"""Atomic writes: a reader sees the old file or the new one, never half of either.
+
+Each file is written to a temporary name in the same folder, flushed to disk, then renamed over
+the target (``os.replace`` is atomic within a file system).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+
+def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
+    """Call ``write(tmp_path)`` and move the result to ``path`` atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_parquet(frame: pl.DataFrame, path: str | Path) -> Path:
+    # Statistics and a fixed compression keep the bytes a function of the data alone.
+    return atomic_write(
+        path, lambda tmp: frame.write_parquet(tmp, compression="zstd", statistics=True)
+    )
+
+
+def write_json(data: Any, path: str | Path) -> Path:
+    text = json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n"
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_text(text: str, path: str | Path) -> Path:
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))

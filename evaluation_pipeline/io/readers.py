@@ -1,0 +1,308 @@
+"""Readers for judgment versions, candidate pools and queries: Parquet, CSV and TREC files.
+
+Every reader returns a frame validated by its pandera model, with the contract's column names
+and types, or raises :class:`schemas.InputError` naming the file, column, rule and rows.
+Text formats are read as strings first so that a bad value is reported as itself ("2.5",
+"NaN", "high") rather than as a failed cast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from schemas import CandidatePool, InputError, Judgments, Queries, validate
+from schemas.errors import violation
+from schemas.judgments import UNKNOWN_HINT
+from schemas.names import UnsafeNameError, check_safe_name
+
+FORMATS = ("parquet", "csv", "trec")
+_EXTENSIONS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".qrels": "trec",
+    ".run": "trec",
+    ".trec": "trec",
+    ".txt": "trec",
+}
+_INTEGER = r"^[+-]?[0-9]+$"
+
+
+def detect_format(path: Path, fmt: str | None) -> str:
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise InputError(str(path), [violation("(file)", f"format {fmt!r} is not one of "
+                                                   f"{', '.join(FORMATS)}", [])])
+        return fmt
+    found = _EXTENSIONS.get(path.suffix.lower())
+    if found is None:
+        raise InputError(
+            str(path),
+            [violation("(file)", f"cannot tell the format from the extension {path.suffix!r}; "
+                       f"name it .parquet, .csv, .qrels or .run, or pass --format", [])],
+        )
+    return found
+
+
+# -- public readers ---------------------------------------------------------------------------
+
+
+def read_judgments(path: str | Path, fmt: str | None = None, version: str | None = None) -> pl.DataFrame:
+    """A judgment version. Without a ``judgment_version`` column the name is ``version`` or the
+    file's stem. TREC qrels map ``rel < 0`` ("in pool, not judged") to ``grade_status=unknown``."""
+    path = Path(path)
+    fmt = detect_format(path, fmt)
+    if fmt == "trec":
+        frame, lines = _read_trec(path, ["query_id", "iteration", "doc_id", "rel"])
+        rel = _integer_column(frame, "rel", str(path), lines, "TREC rel must be an integer")
+        frame = frame.with_columns(
+            pl.when(rel >= 0).then(rel).otherwise(None).alias("grade"),
+            pl.when(rel >= 0).then(pl.lit("graded")).otherwise(pl.lit("unknown")).alias("grade_status"),
+        ).drop("iteration", "rel")
+    else:
+        frame, lines = _read_table(path, fmt)
+        _require(frame, ["grade", "grade_status"], path, lines,
+                 hint=f"every row states grade_status; {UNKNOWN_HINT}")
+        grade = _integer_column(frame, "grade", str(path), lines,
+                                f"grade must be a whole number; {UNKNOWN_HINT}")
+        frame = frame.with_columns(grade.alias("grade"),
+                                   pl.col("grade_status").cast(pl.String).str.strip_chars())
+    frame = _with_name_column(frame, "judgment_version", version, path, lines, "judgment version")
+    frame = _string_ids(frame, ["query_id", "doc_id"])
+    return validate(Judgments, frame, str(path), line_numbers=lines)
+
+
+def read_run(
+    path: str | Path,
+    fmt: str | None = None,
+    pool: str | None = None,
+    ranker: str | None = None,
+) -> pl.DataFrame:
+    """One ranker's (or several rankers') candidates with scores.
+
+    TREC runs map ``qid Q0 docno rank score tag`` (extra trailing fields ignored), tag to
+    ``ranker``. Without a ``ranker`` column the name is ``ranker`` or the file's stem; without a
+    ``candidate_pool`` column it is ``pool`` or the name of the file's folder.
+    """
+    path = Path(path)
+    fmt = detect_format(path, fmt)
+    if fmt == "trec":
+        frame, lines = _read_trec(path, ["query_id", "q0", "doc_id", "rank", "score", "ranker"])
+        frame = frame.drop("q0")
+        if ranker is not None:
+            frame = frame.with_columns(pl.lit(ranker).alias("ranker"))
+    else:
+        frame, lines = _read_table(path, fmt)
+        if "ranker" not in frame.columns:
+            frame = frame.with_columns(pl.lit(ranker or path.stem).alias("ranker"))
+    _require(frame, ["score"], path, lines)
+    score = _float_column(frame, "score", str(path), lines, text_allowed=fmt != "parquet")
+    frame = frame.with_columns(score.alias("score"))
+    if "rank" in frame.columns:
+        frame = frame.with_columns(
+            _integer_column(frame, "rank", str(path), lines, "rank must be a whole number")
+            .alias("rank")
+        )
+    frame = _with_name_column(frame, "candidate_pool", pool or path.parent.name, path, lines,
+                              "candidate pool", default_from_stem=False)
+    frame = _string_ids(frame, ["ranker", "query_id", "doc_id"])
+    return validate(CandidatePool, frame, str(path), line_numbers=lines)
+
+
+def read_pool(folder: str | Path, pool: str | None = None, fmt: str | None = None) -> pl.DataFrame:
+    """A candidate pool folder: one run file per ranker (``*.parquet``, ``*.csv``, ``*.run``)."""
+    folder = Path(folder)
+    files = sorted(
+        p for p in folder.iterdir()
+        if p.is_file() and not p.name.startswith(("_", ".")) and p.suffix.lower() in _EXTENSIONS
+    )
+    if not files:
+        raise InputError(str(folder), [violation("(folder)", "a pool folder needs at least one "
+                                                 "run file (.parquet, .csv, .run)", [])])
+    name = pool or folder.name
+    runs = [read_run(p, fmt=fmt, pool=name) for p in files]
+    columns = ["candidate_pool", "ranker", "query_id", "doc_id", "score"]
+    frame = pl.concat([r.select(columns) for r in runs], how="vertical")
+    # Each file was validated alone; a ranker split over two files could still repeat a row.
+    return validate(CandidatePool, frame, str(folder))
+
+
+def read_queries(path: str | Path, fmt: str | None = None) -> pl.DataFrame:
+    """Query weights (traffic) and string slice columns; ``weight`` defaults to 1 when absent."""
+    path = Path(path)
+    fmt = detect_format(path, fmt)
+    if fmt == "trec":
+        raise InputError(str(path), [violation("(file)", "queries come as Parquet or CSV", [])])
+    frame, lines = _read_table(path, fmt)
+    if "weight" in frame.columns:
+        weight = _float_column(frame, "weight", str(path), lines, text_allowed=fmt != "parquet")
+    else:
+        weight = pl.Series("weight", [1.0] * frame.height)
+    frame = _string_ids(frame.with_columns(weight.alias("weight")), ["query_id"])
+    return validate(Queries, frame, str(path), line_numbers=lines)
+
+
+# -- file formats -----------------------------------------------------------------------------
+
+
+def _read_table(path: Path, fmt: str) -> tuple[pl.DataFrame, pl.Series | None]:
+    source = str(path)
+    try:
+        if fmt == "parquet":
+            return pl.read_parquet(path), None
+        _check_utf8(path)
+        frame = pl.read_csv(path, infer_schema=False, encoding="utf8", raise_if_empty=True)
+    except FileNotFoundError:
+        raise InputError(source, [violation("(file)", "file not found", [])]) from None
+    except pl.exceptions.NoDataError:
+        raise InputError(source, [violation("(file)", "file is empty", [])]) from None
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        what = "not a readable Parquet file" if fmt == "parquet" else "not a readable CSV file"
+        raise InputError(source, [violation("(file)", f"{what}: {_first_line(exc)}", [])]) from None
+    frame = frame.rename({c: c.strip().lstrip("\ufeff") for c in frame.columns})
+    if frame.height == 0:
+        raise InputError(source, [violation("(file)", "file has a header but no rows", [])])
+    # Data row i (0-based) sits on line i + 2: the header is line 1.
+    return frame, pl.Series("line", range(2, frame.height + 2), dtype=pl.Int64)
+
+
+def _read_trec(path: Path, fields: list[str]) -> tuple[pl.DataFrame, pl.Series]:
+    """Whitespace-separated fields; ``#`` comment lines and blank lines are skipped."""
+    text = _check_utf8(path)
+    lines = pl.Series("text", [text]).str.split("\n").explode().str.strip_chars_end("\r")
+    frame = pl.DataFrame({"text": lines, "line": pl.int_range(1, len(lines) + 1, eager=True)})
+    frame = frame.filter(
+        pl.col("text").str.strip_chars().str.len_bytes() > 0,
+        ~pl.col("text").str.strip_chars_start().str.starts_with("#"),
+    )
+    if frame.height == 0:
+        raise InputError(str(path), [violation("(file)", "file has no data lines", [])])
+    pattern = r"^\s*" + r"\s+".join([r"(\S+)"] * len(fields))
+    parsed = frame.select(
+        pl.col("text").str.extract_groups(pattern).struct.rename_fields(fields).alias("f"),
+        "line",
+        "text",
+    ).unnest("f")
+    short = parsed.filter(pl.col(fields[0]).is_null())
+    if short.height:
+        raise InputError(
+            str(path),
+            [violation("(line)", f"a TREC line needs at least {len(fields)} whitespace-separated "
+                       f"fields ({' '.join(fields)})", short["line"].to_list(),
+                       [t[:60] for t in short["text"].head(5).to_list()])],
+            row_label="line",
+        )
+    return parsed.drop("text", "line"), parsed["line"]
+
+
+def _check_utf8(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(str(path), [violation("(file)", "file not found", [])]) from None
+    except IsADirectoryError:
+        raise InputError(str(path), [violation("(file)", "is a folder, not a file", [])]) from None
+    if not data.strip():
+        raise InputError(str(path), [violation("(file)", "file is empty", [])])
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            str(path),
+            [violation("(file)", f"not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}",
+                       [line])],
+            row_label="line",
+        ) from None
+
+
+# -- columns ----------------------------------------------------------------------------------
+
+
+def _require(frame, columns, path, lines, hint: str = "") -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        found = ", ".join(frame.columns[:8])
+        extra = ""
+        if len(frame.columns) == 1 and any(sep in frame.columns[0] for sep in ";\t|"):
+            extra = "; the header is one column: is the delimiter a comma?"
+        raise InputError(
+            str(path),
+            [violation(c, f"required column is missing (found: {found}){extra}"
+                       + (f"; {hint}" if hint else ""), []) for c in missing],
+        )
+
+
+def _row_numbers(lines: pl.Series | None, mask: pl.Series) -> list[int]:
+    index = mask.arg_true()
+    return (lines.gather(index) if lines is not None else index + 1).to_list()
+
+
+def _integer_column(frame, column, source, lines, rule) -> pl.Series:
+    values = frame[column]
+    if values.dtype.is_integer():
+        return values.cast(pl.Int64)
+    if values.dtype.is_float():
+        bad = values.is_nan() | (values.is_not_null() & (values != values.floor()))
+        if bad.any():
+            raise _cell_error(source, column, rule, lines, bad, values)
+        return values.cast(pl.Int64)
+    if values.dtype == pl.String:
+        text = values.str.strip_chars()
+        text = pl.when(text.str.len_bytes() == 0).then(None).otherwise(text)
+        text = pl.select(text).to_series()
+        bad = text.is_not_null() & ~text.str.contains(_INTEGER)
+        if bad.any():
+            raise _cell_error(source, column, rule, lines, bad, values)
+        return text.cast(pl.Int64, strict=False).rename(column)
+    raise InputError(source, [violation(column, f"{rule} (column has type {values.dtype})", [])])
+
+
+def _float_column(frame, column, source, lines, *, text_allowed: bool) -> pl.Series:
+    values = frame[column]
+    if values.dtype.is_float() or values.dtype.is_integer():
+        return values.cast(pl.Float64)
+    if values.dtype == pl.String and text_allowed:
+        parsed = values.str.strip_chars().cast(pl.Float64, strict=False)
+        bad = parsed.is_null() & values.is_not_null()
+        if bad.any():
+            raise _cell_error(source, column, f"{column} must be a number", lines, bad, values)
+        return parsed.rename(column)
+    raise InputError(
+        source,
+        [violation(column, f"{column} is stored as {values.dtype}; store it as float64", [])],
+    )
+
+
+def _cell_error(source, column, rule, lines, bad: pl.Series, values: pl.Series) -> InputError:
+    rows = _row_numbers(lines, bad)
+    examples = [str(v) for v in values.filter(bad).head(5).to_list()]
+    return InputError(source, [violation(column, rule, rows, examples)],
+                      row_label="line" if lines is not None else "row")
+
+
+def _with_name_column(frame, column, name, path, lines, what, default_from_stem=True):
+    if column not in frame.columns:
+        name = name or (path.stem if default_from_stem else None)
+        try:
+            check_safe_name(name, what)
+        except UnsafeNameError as exc:
+            raise InputError(str(path), [violation(column, str(exc), [])]) from None
+        return frame.with_columns(pl.lit(name).alias(column))
+    values = frame[column].cast(pl.String)
+    if name is not None and not (values == name).all():
+        raise InputError(str(path), [violation(
+            column, f"the file names a different {what} than the {name!r} asked for",
+            _row_numbers(lines, values != name), values.filter(values != name).head(5).to_list())])
+    return frame.with_columns(values.alias(column))
+
+
+def _string_ids(frame: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
+    present = [c for c in columns if c in frame.columns]
+    return frame.with_columns(pl.col(c).cast(pl.String) for c in present)
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
