@@ -81,8 +81,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     if args.run.is_dir():
         pool = read_pool(args.run, pool=args.pool, fmt=run_format)
     else:
-        pool = read_run(args.run, run_format, pool=args.pool or _stem_pool(args.run),
-                        ranker=args.ranker)
+        pool = read_run(args.run, run_format, pool=args.pool, ranker=args.ranker)
     queries = read_queries(args.queries) if args.queries else None
     per_query, lineage = evaluate(judgments, pool, spec)
     per_query = validate(PerQueryResults, per_query, "per-query results")
@@ -92,11 +91,6 @@ def cmd_score(args: argparse.Namespace) -> int:
     write_json(summary, args.out / SUMMARY_FILE)
     print(render_summary(summary, args.out))
     return 0
-
-
-def _stem_pool(run: Path) -> str:
-    # A lone run file without a candidate_pool column: its stem names the pool.
-    return run.stem
 
 
 def cmd_spec(args: argparse.Namespace) -> int:
