@@ -14,6 +14,12 @@ class Aggregates(pa.DataFrameModel):
     n_queries: pl.Int64 = pa.Field(ge=0)
     n_with_number: pl.Int64 = pa.Field(ge=0)
     macro_ndcg: pl.Float64 = pa.Field(ge=0, le=1 + 1e-12, nullable=True)
+    # Intervals and the weighted mean: optional columns, added by aggregate_with_intervals.
+    macro_ndcg_low: pl.Float64 | None = pa.Field(ge=0, le=1 + 1e-12, nullable=True)
+    macro_ndcg_high: pl.Float64 | None = pa.Field(ge=0, le=1 + 1e-12, nullable=True)
+    weighted_ndcg: pl.Float64 | None = pa.Field(ge=0, le=1 + 1e-12, nullable=True)
+    weighted_ndcg_low: pl.Float64 | None = pa.Field(ge=0, le=1 + 1e-12, nullable=True)
+    weighted_ndcg_high: pl.Float64 | None = pa.Field(ge=0, le=1 + 1e-12, nullable=True)
     n_scored: pl.Int64 = pa.Field(ge=0)
     n_no_positive: pl.Int64 = pa.Field(ge=0)
     n_incomplete: pl.Int64 = pa.Field(ge=0)
@@ -29,5 +35,5 @@ class Aggregates(pa.DataFrameModel):
     project_version: str
 
     class Config:
-        strict = False  # weighted means and intervals are added by the report
+        strict = False
         unique = ["ranker", "cutoff", "slice_column", "slice_value"]

@@ -1,0 +1,243 @@
+"""Paired comparison of rankers over per-query NDCG (contract section 4).
+
+Within one candidate pool, two rankers are compared on the queries that have a number (contract
+section 3, rule 5) for both: the paired mean difference (second minus first), its bootstrap
+interval, a sign-flip randomization p-value, wins / losses / ties and the most regressed
+queries. With more than two rankers the p-values are also Holm-adjusted over all pairs of a
+cutoff. Between pools the candidate sets differ, so the same numbers are labelled "not a pure
+reranker comparison" and carry candidate recall beside NDCG.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import polars as pl
+
+from evaluation_pipeline.core.statistics import (
+    holm,
+    percentile_interval,
+    rng_for,
+    sign_flip_p_value,
+)
+
+# Per-query NDCG differences within this are ties (float rounding, not a ranking change).
+TIE_TOLERANCE = 1e-12
+NOT_PURE = "not a pure reranker comparison"
+
+
+def paired_statistics(
+    first: np.ndarray,
+    second: np.ndarray,
+    *,
+    key: str,
+    ci_level: float,
+    n_bootstrap: int,
+    seed: int,
+) -> dict:
+    """Mean of ``second - first``, its bootstrap interval, sign-flip p-value, wins/losses/ties."""
+    difference = np.asarray(second, dtype=np.float64) - np.asarray(first, dtype=np.float64)
+    n = difference.size
+    out = {
+        "n_paired": int(n),
+        "mean_first": float(first.mean()) if n else None,
+        "mean_second": float(second.mean()) if n else None,
+        "mean_difference": float(difference.mean()) if n else None,
+        "difference_low": None,
+        "difference_high": None,
+        "p_value": 1.0,
+        "wins": int(np.sum(difference > TIE_TOLERANCE)),
+        "losses": int(np.sum(difference < -TIE_TOLERANCE)),
+        "ties": int(np.sum(np.abs(difference) <= TIE_TOLERANCE)),
+    }
+    if n == 0:
+        return out
+    rng = rng_for(seed, key)
+    if n >= 2:
+        index = rng.integers(0, n, size=(n_bootstrap, n))
+        low, high = percentile_interval(difference[index].mean(axis=1), ci_level)
+        out["difference_low"], out["difference_high"] = low, high
+    out["p_value"] = sign_flip_p_value(difference, n_bootstrap, rng)
+    return out
+
+
+def paired_frame(first: pl.DataFrame, second: pl.DataFrame) -> pl.DataFrame:
+    """Per-query rows of two results joined on (query_id, cutoff), with the difference.
+
+    Only queries with a number on both sides are paired; the rest are counted by the caller.
+    """
+    columns = ["query_id", "cutoff", "ndcg", "candidate_recall", "status"]
+    return (
+        first.select(columns)
+        .join(second.select(columns), on=["query_id", "cutoff"], how="inner", suffix="_second")
+        .rename({"ndcg": "ndcg_first", "candidate_recall": "candidate_recall_first",
+                 "status": "status_first"})
+        .filter(pl.col("ndcg_first").is_not_null() & pl.col("ndcg_second").is_not_null())
+        .with_columns((pl.col("ndcg_second") - pl.col("ndcg_first")).alias("difference"))
+        .sort("cutoff", "query_id")
+    )
+
+
+def ranker_pairs(rankers: list[str], baseline: str | None) -> list[tuple[str, str]]:
+    """Every pair (sorted names), or each ranker against a declared baseline."""
+    if baseline is None:
+        return list(combinations(sorted(rankers), 2))
+    if baseline not in rankers:
+        raise ValueError(f"baseline ranker {baseline!r} is not among {sorted(rankers)}")
+    return [(baseline, r) for r in sorted(rankers) if r != baseline]
+
+
+def candidate_sets_differ(per_query: pl.DataFrame) -> pl.DataFrame:
+    """Queries where rankers of one pool evidently rank different candidate sets.
+
+    Per-query results keep counts, not documents: a different number of candidates or a
+    different candidate recall proves the sets differ (equal counts do not prove them equal;
+    :func:`candidate_set_differences` checks the pool itself).
+    """
+    returned = per_query.filter(pl.col("status") != "missing_from_run")
+    return (
+        returned.group_by("query_id")
+        .agg(
+            pl.col("ranker").n_unique().alias("n_rankers"),
+            pl.col("n_candidates").n_unique().alias("n_sizes"),
+            pl.col("candidate_recall").n_unique().alias("n_recalls"),
+        )
+        .filter((pl.col("n_sizes") > 1) | (pl.col("n_recalls") > 1))
+        .select("query_id")
+        .sort("query_id")
+    )
+
+
+def candidate_set_differences(pool: pl.DataFrame) -> pl.DataFrame:
+    """Queries of a pool whose rankers do not all rank the same documents (exact check)."""
+    n_rankers = pool["ranker"].n_unique()
+    per_doc = pool.group_by("query_id", "doc_id").agg(pl.col("ranker").n_unique().alias("n"))
+    return (
+        per_doc.filter(pl.col("n") < n_rankers).select("query_id").unique().sort("query_id")
+    )
+
+
+def compare_rankers(
+    per_query: pl.DataFrame,
+    *,
+    baseline: str | None = None,
+    ci_level: float = 0.95,
+    n_bootstrap: int = 2000,
+    seed: int = 20261130,
+    n_regressions: int = 10,
+    differing_queries: pl.DataFrame | None = None,
+) -> dict:
+    """Every pair of rankers of one pool (or each against ``baseline``), per cutoff.
+
+    ``differing_queries`` (query_id) overrides the per-query evidence of candidate sets that
+    differ, e.g. with :func:`candidate_set_differences` of the pool.
+    """
+    rankers = sorted(per_query["ranker"].unique().to_list())
+    pairs = ranker_pairs(rankers, baseline)
+    differing = differing_queries if differing_queries is not None else candidate_sets_differ(per_query)
+    pure = differing.height == 0
+    results = []
+    for cutoff in sorted(per_query["cutoff"].unique().to_list()):
+        at_k = per_query.filter(pl.col("cutoff") == cutoff)
+        block = []
+        for first, second in pairs:
+            paired = paired_frame(
+                at_k.filter(pl.col("ranker") == first), at_k.filter(pl.col("ranker") == second)
+            )
+            block.append(
+                _pair_result(first, second, cutoff, paired, ci_level, n_bootstrap, seed,
+                             n_regressions)
+            )
+        _adjust(block, correct=len(rankers) > 2)
+        results.extend(block)
+    return {
+        "kind": "rankers within one pool",
+        "baseline": baseline,
+        "pairs_compared": "each ranker vs the baseline" if baseline else "every pair",
+        "pure_reranker_comparison": pure,
+        "note": None if pure else (
+            f"{NOT_PURE}: rankers rank different candidate sets for "
+            f"{differing.height} queries ({', '.join(differing['query_id'].head(5).to_list())}"
+            f"{' ...' if differing.height > 5 else ''})"
+        ),
+        "multiple_comparisons": "holm" if len(rankers) > 2 else "none (two rankers)",
+        "pairs": results,
+    }
+
+
+def compare_pools(
+    first: pl.DataFrame,
+    second: pl.DataFrame,
+    *,
+    ci_level: float = 0.95,
+    n_bootstrap: int = 2000,
+    seed: int = 20261130,
+    n_regressions: int = 10,
+) -> dict:
+    """The same rankers over two candidate pools: paired per ranker and cutoff, never pure."""
+    rankers = sorted(set(first["ranker"].unique()) & set(second["ranker"].unique()))
+    results = []
+    for cutoff in sorted(set(first["cutoff"].unique()) & set(second["cutoff"].unique())):
+        block = []
+        for ranker in rankers:
+            paired = paired_frame(
+                first.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff)),
+                second.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff)),
+            )
+            result = _pair_result(ranker, ranker, cutoff, paired, ci_level, n_bootstrap, seed,
+                                  n_regressions)
+            for side, frame in (("first", first), ("second", second)):
+                rows = frame.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff))
+                result[f"mean_candidate_recall_{side}"] = rows["candidate_recall"].mean()
+            block.append(result)
+        _adjust(block, correct=len(rankers) > 1)
+        results.extend(block)
+    return {
+        "kind": "rankers across two pools",
+        "pool_first": _single(first, "candidate_pool"),
+        "pool_second": _single(second, "candidate_pool"),
+        "pure_reranker_comparison": False,
+        "note": f"{NOT_PURE}: the candidate pools differ; candidate recall is shown beside NDCG",
+        "multiple_comparisons": "holm" if len(rankers) > 1 else "none (one ranker)",
+        "pairs": results,
+    }
+
+
+def _single(frame: pl.DataFrame, column: str) -> str | None:
+    if column not in frame.columns:
+        return None
+    values = frame[column].unique().to_list()
+    return str(values[0]) if len(values) == 1 else None
+
+
+def _pair_result(first, second, cutoff, paired, ci_level, n_bootstrap, seed, n_regressions):
+    key = f"{first}|{second}|{cutoff}"
+    stats = paired_statistics(
+        paired["ndcg_first"].to_numpy(), paired["ndcg_second"].to_numpy(),
+        key=key, ci_level=ci_level, n_bootstrap=n_bootstrap, seed=seed,
+    )
+    regressed = (
+        paired.filter(pl.col("difference") < -TIE_TOLERANCE)
+        .sort(["difference", "query_id"])
+        .head(n_regressions)
+    )
+    return {
+        "first": first,
+        "second": second,
+        "cutoff": int(cutoff),
+        **stats,
+        "rng_key": key,
+        "differences": paired["difference"].to_list(),
+        "regressions": [
+            {"query_id": r["query_id"], "ndcg_first": r["ndcg_first"],
+             "ndcg_second": r["ndcg_second"], "difference": r["difference"]}
+            for r in regressed.iter_rows(named=True)
+        ],
+    }
+
+
+def _adjust(block: list[dict], *, correct: bool) -> None:
+    adjusted = holm(np.array([r["p_value"] for r in block])) if correct else None
+    for i, result in enumerate(block):
+        result["p_value_holm"] = float(adjusted[i]) if correct else None

@@ -1,0 +1,73 @@
+"""Reports: report.json, aggregates.parquet, per_query.parquet and report.html for one evaluation.
+
+Field names of report.json are documented in REPORT_FORMAT.md beside this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+
+from evaluation_pipeline.core.evaluation import Lineage
+from evaluation_pipeline.io.atomic import write_json, write_parquet, write_text
+from evaluation_pipeline.report.build import build_report
+from evaluation_pipeline.report.config import ReportConfig
+from evaluation_pipeline.report.html import render_html
+from evaluation_pipeline.report.markdown import headline_markdown
+from evaluation_pipeline.spec import EvaluationSpec
+from schemas import Aggregates, validate
+
+REPORT_FILE = "report.json"
+AGGREGATES_FILE = "aggregates.parquet"
+PER_QUERY_FILE = "per_query.parquet"
+HTML_FILE = "report.html"
+TRACES_DIR = "traces"
+
+__all__ = ["ReportConfig", "headline_markdown", "write_report"]
+
+
+def write_report(
+    out_dir: Path,
+    per_query: pl.DataFrame,
+    spec: EvaluationSpec,
+    lineage: Lineage,
+    queries: pl.DataFrame | None = None,
+    config: ReportConfig | None = None,
+    *,
+    candidates: pl.DataFrame | None = None,
+    judgments: pl.DataFrame | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict:
+    """Write the report files into ``out_dir`` (each atomically) and return report.json's dict.
+
+    With ``candidates`` (the pool) and ``judgments`` the per-candidate traces of the most
+    regressed queries are written to ``traces/`` and linked from the page.
+    """
+    out_dir = Path(out_dir)
+    config = config or ReportConfig()
+    report, aggregates, differences = build_report(
+        per_query, spec, lineage, queries, config, progress
+    )
+    aggregates = validate(Aggregates, aggregates, "aggregates")
+    if candidates is not None and judgments is not None and report["comparison"]:
+        from evaluation_pipeline.report.traces import write_regression_traces
+
+        report["traces"] = write_regression_traces(
+            out_dir / TRACES_DIR, report["comparison"], candidates, judgments, spec, progress
+        )
+    report["files"] = {
+        "report": REPORT_FILE,
+        "aggregates": AGGREGATES_FILE,
+        "per_query": PER_QUERY_FILE,
+        "html": HTML_FILE,
+        "traces": TRACES_DIR if report["traces"] else None,
+    }
+    # Everything is computed before the first file is written.
+    html = render_html(report, differences)
+    write_parquet(per_query, out_dir / PER_QUERY_FILE)
+    write_parquet(aggregates, out_dir / AGGREGATES_FILE)
+    write_text(html, out_dir / HTML_FILE)
+    write_json(report, out_dir / REPORT_FILE)
+    return report

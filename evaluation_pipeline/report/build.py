@@ -1,0 +1,141 @@
+"""The report as data: aggregates with intervals, ranker comparison, sentences (report.json)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict
+
+import polars as pl
+
+from evaluation_pipeline.core.aggregates import aggregate_with_intervals
+from evaluation_pipeline.core.comparison import compare_rankers
+from evaluation_pipeline.core.evaluation import Lineage, result_sentence
+from evaluation_pipeline.core.ndcg import STATUSES
+from evaluation_pipeline.core.statistics import INTERVAL_METHOD, RNG_DESCRIPTION, TEST_METHOD
+from evaluation_pipeline.report.config import ReportConfig
+from evaluation_pipeline.spec import EvaluationSpec
+
+REPORT_FORMAT = "ndcg-eval-report"
+REPORT_FORMAT_VERSION = 1
+
+
+def build_report(
+    per_query: pl.DataFrame,
+    spec: EvaluationSpec,
+    lineage: Lineage,
+    queries: pl.DataFrame | None = None,
+    config: ReportConfig | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> tuple[dict, pl.DataFrame, dict]:
+    """(report.json dict, aggregates frame, per-pair per-query differences for the charts)."""
+    config = config or ReportConfig()
+    slices = config.slice_columns(queries)
+    aggregates = aggregate_with_intervals(
+        per_query, queries, slices,
+        ci_level=config.ci_level, n_bootstrap=config.n_bootstrap, seed=config.seed,
+        progress=(lambda i, n: progress("intervals", i, n)) if progress else None,
+    )
+    results = [_result(row, spec, lineage) for row in
+               aggregates.filter(pl.col("slice_column") == "all").iter_rows(named=True)]
+    slice_rows = [_numbers(row) | {"slice_column": row["slice_column"],
+                                   "slice_value": row["slice_value"]}
+                  for row in aggregates.filter(pl.col("slice_column") != "all").iter_rows(named=True)]
+    rankers = sorted(per_query["ranker"].unique().to_list())
+    comparison = None
+    differences: dict = {}
+    if len(rankers) >= 2:
+        comparison = compare_rankers(
+            per_query, baseline=config.baseline, ci_level=config.ci_level,
+            n_bootstrap=config.n_bootstrap, seed=config.seed,
+            n_regressions=config.n_regressions,
+        )
+        for pair in comparison["pairs"]:
+            differences[(pair["first"], pair["second"], pair["cutoff"])] = pair.pop("differences")
+            pair["sentence"] = comparison_sentence(pair, comparison)
+    top_cutoff = max(spec.cutoffs)
+    headline = [r["sentence"] for r in results if r["cutoff"] == top_cutoff]
+    if comparison:
+        headline += [p["sentence"] for p in comparison["pairs"] if p["cutoff"] == top_cutoff]
+    report = {
+        "format": REPORT_FORMAT,
+        "format_version": REPORT_FORMAT_VERSION,
+        "headline_cutoff": top_cutoff,
+        "headline": headline,
+        "lineage": asdict(lineage),
+        "spec": spec.to_dict(),
+        "spec_id": spec.spec_id,
+        "conventions": spec.describe(),
+        "weights": {
+            "given": queries is not None,
+            "description": "query weights from the queries table (traffic); queries without a "
+            "row weigh 0" if queries is not None else
+            "no query weights given: the weighted mean is not computed (null)",
+        },
+        "statistics": {
+            "ci_level": config.ci_level,
+            "n_bootstrap": config.n_bootstrap,
+            "seed": config.seed,
+            "rng": RNG_DESCRIPTION,
+            "interval_method": INTERVAL_METHOD,
+            "interval_minimum_queries": 2,
+            "test_method": TEST_METHOD,
+            "test_resamples": config.n_bootstrap,
+        },
+        "slices": list(slices),
+        "rankers": rankers,
+        "results": results,
+        "slice_results": slice_rows,
+        "comparison": comparison,
+        "traces": [],
+        "files": {},
+    }
+    return report, aggregates, differences
+
+
+def _numbers(row: dict) -> dict:
+    return {
+        "ranker": row["ranker"],
+        "cutoff": row["cutoff"],
+        "macro_ndcg": row["macro_ndcg"],
+        "macro_ndcg_interval": [row["macro_ndcg_low"], row["macro_ndcg_high"]],
+        "weighted_ndcg": row["weighted_ndcg"],
+        "weighted_ndcg_interval": [row["weighted_ndcg_low"], row["weighted_ndcg_high"]],
+        "n_queries": row["n_queries"],
+        "n_with_number": row["n_with_number"],
+        "status_counts": {s: row[f"n_{s}"] for s in STATUSES},
+        "mean_judged_at_k": row["mean_judged_at_k"],
+        "mean_candidate_recall": row["mean_candidate_recall"],
+    }
+
+
+def _result(row: dict, spec: EvaluationSpec, lineage: Lineage) -> dict:
+    return _numbers(row) | {"sentence": interval_sentence(row, spec, lineage)}
+
+
+def interval_sentence(row: dict, spec: EvaluationSpec, lineage: Lineage) -> str:
+    """The contract's result sentence with the macro mean's interval after the number."""
+    sentence = result_sentence(row, spec, lineage)
+    if row["macro_ndcg"] is None or row["macro_ndcg_low"] is None:
+        return sentence
+    prefix = f"NDCG@{row['cutoff']} {row['macro_ndcg']:.3f} "
+    interval = f"[{row['macro_ndcg_low']:.3f}, {row['macro_ndcg_high']:.3f}] "
+    return prefix + interval + sentence[len(prefix):]
+
+
+def comparison_sentence(pair: dict, comparison: dict) -> str:
+    if pair["mean_difference"] is None:
+        return (f"{pair['second']} vs {pair['first']}, NDCG@{pair['cutoff']}: no query has a "
+                "number for both.")
+    interval = ""
+    if pair["difference_low"] is not None:
+        interval = f" [{pair['difference_low']:+.3f}, {pair['difference_high']:+.3f}]"
+    p = f"p = {pair['p_value']:.4f}"
+    if pair.get("p_value_holm") is not None:
+        p += f", Holm-adjusted {pair['p_value_holm']:.4f}"
+    caveat = "" if comparison["pure_reranker_comparison"] else " (not a pure reranker comparison)"
+    return (
+        f"{pair['second']} vs {pair['first']}, NDCG@{pair['cutoff']}: "
+        f"{pair['mean_difference']:+.3f}{interval} over {pair['n_paired']:,} queries with a "
+        f"number for both ({p}); {pair['wins']} better, {pair['losses']} worse, "
+        f"{pair['ties']} tied{caveat}."
+    )

@@ -1,0 +1,47 @@
+"""What a report computes beyond the per-query rows: slices, intervals, comparisons."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+# Free text and the key are never slices: a slice groups queries by a shared property.
+NOT_SLICES = ("query_id", "query_text")
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """Report settings; every random draw derives from ``seed`` (recorded in report.json).
+
+    ``slices`` None means every string column of the queries table except query_id and
+    query_text. ``baseline`` None compares every pair of rankers.
+    """
+
+    slices: tuple[str, ...] | None = None
+    ci_level: float = 0.95
+    n_bootstrap: int = 2000
+    seed: int = 20261130
+    baseline: str | None = None
+    n_regressions: int = 10
+
+    def __post_init__(self) -> None:
+        if not 0 < self.ci_level < 1:
+            raise ValueError(f"ci_level must be in (0, 1), got {self.ci_level}")
+        if self.n_bootstrap < 1:
+            raise ValueError(f"n_bootstrap must be >= 1, got {self.n_bootstrap}")
+        if self.slices is not None:
+            object.__setattr__(self, "slices", tuple(self.slices))
+
+    def slice_columns(self, queries: pl.DataFrame | None) -> tuple[str, ...]:
+        if queries is None:
+            return ()
+        if self.slices is not None:
+            missing = [s for s in self.slices if s not in queries.columns]
+            if missing:
+                raise ValueError(f"slice column(s) {missing} are not in the queries table")
+            return self.slices
+        return tuple(
+            name for name, dtype in queries.schema.items()
+            if dtype == pl.String and name not in NOT_SLICES
+        )

@@ -1,0 +1,169 @@
+"""report.html: one self-contained page (inline CSS and SVG, no scripts, nothing fetched)."""
+
+from __future__ import annotations
+
+from html import escape
+
+from evaluation_pipeline.report import svg
+from evaluation_pipeline.spec import FIELD_DOCS
+
+CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;
+color:#222;line-height:1.45;padding:0 1rem}
+h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
+.headline{background:#f4f7fb;border-left:4px solid #1f5fa8;padding:.6rem 1rem}
+.headline p{margin:.3rem 0}.note{color:#8a4b00}
+table{border-collapse:collapse;margin:.5rem 0;font-size:.9rem}
+th,td{border-bottom:1px solid #e3e3e3;padding:.25rem .6rem;text-align:right}
+th:first-child,td:first-child{text-align:left}
+code{font-size:.85rem}.chart text{font-size:11px;fill:#333}dl{display:grid;
+grid-template-columns:max-content auto;gap:.2rem 1rem}dt{font-weight:600}dd{margin:0}
+"""
+
+STATUS_LABELS = (
+    ("scored", "scored"), ("no_positive", "no positive"), ("incomplete", "incomplete"),
+    ("not_judged", "not judged"), ("missing_from_run", "missing from run"),
+)
+
+
+def _f(value: float | None, digits: int = 4) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _interval(pair: list) -> str:
+    low, high = pair
+    return "" if low is None else f"[{low:.4f}, {high:.4f}]"
+
+
+def render_html(report: dict, differences: dict) -> str:
+    lineage = report["lineage"]
+    title = f"NDCG report: {lineage['judgment_version']} x {lineage['candidate_pool']}"
+    body = [f"<h1>{escape(title)}</h1>", '<section class="headline" id="headline">']
+    body += [f'<p class="sentence">{escape(s)}</p>' for s in report["headline"]]
+    comparison = report.get("comparison")
+    if comparison and comparison.get("note"):
+        body.append(f'<p class="note">{escape(comparison["note"])}</p>')
+    body.append("</section>")
+    body += _conventions(report)
+    for cutoff in report["spec"]["cutoffs"]:
+        body += _cutoff_table(report, cutoff)
+    body += _charts(report, differences)
+    if comparison:
+        body += _comparison(report, comparison)
+    body += _lineage(report)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
+        + "\n".join(body) + "</body></html>\n"
+    )
+
+
+def _conventions(report: dict) -> list[str]:
+    out = ["<h2>Declared conventions</h2>", f"<p>{escape(report['conventions'])}.</p>", "<dl>"]
+    for name, value in report["spec"].items():
+        out.append(f"<dt>{escape(name)} = <code>{escape(str(value))}</code></dt>"
+                   f"<dd>{escape(FIELD_DOCS.get(name, ''))}</dd>")
+    stats = report["statistics"]
+    out.append("</dl><p>Means are over queries with a number; the status counts say why the "
+               f"others are apart. Weights: {escape(report['weights']['description'])}. "
+               f"Intervals: {stats['ci_level']:.0%} {escape(stats['interval_method'])}, "
+               f"{stats['n_bootstrap']} resamples, seed {stats['seed']}.</p>")
+    return out
+
+
+def _cutoff_table(report: dict, cutoff: int) -> list[str]:
+    rows = [r for r in report["results"] if r["cutoff"] == cutoff]
+    head = ("<tr><th>ranker</th><th>NDCG (macro)</th><th>interval</th><th>weighted</th>"
+            "<th>interval</th><th>with number</th><th>queries</th>"
+            + "".join(f"<th>{label}</th>" for _, label in STATUS_LABELS)
+            + "<th>judged@K</th><th>candidate recall</th></tr>")
+    out = [f'<h2 id="ndcg-{cutoff}">NDCG@{cutoff}</h2>', f'<table class="results">{head}']
+    for r in rows:
+        attrs = f'data-ranker="{escape(r["ranker"])}" data-cutoff="{cutoff}"'
+        out.append(
+            f"<tr><td>{escape(r['ranker'])}</td>"
+            f'<td data-field="macro_ndcg" {attrs}>{_f(r["macro_ndcg"])}</td>'
+            f"<td>{_interval(r['macro_ndcg_interval'])}</td>"
+            f'<td data-field="weighted_ndcg" {attrs}>{_f(r["weighted_ndcg"])}</td>'
+            f"<td>{_interval(r['weighted_ndcg_interval'])}</td>"
+            f'<td data-field="n_with_number" {attrs}>{r["n_with_number"]}</td>'
+            f"<td>{r['n_queries']}</td>"
+            + "".join(f'<td data-field="n_{s}" {attrs}>{r["status_counts"][s]}</td>'
+                      for s, _ in STATUS_LABELS)
+            + f"<td>{_f(r['mean_judged_at_k'], 3)}</td>"
+            f"<td>{_f(r['mean_candidate_recall'], 3)}</td></tr>"
+        )
+    out.append("</table>")
+    return out
+
+
+def _charts(report: dict, differences: dict) -> list[str]:
+    cutoff = report["headline_cutoff"]
+    out = ["<h2>Charts</h2>", f"<h3>NDCG per ranker with {report['statistics']['ci_level']:.0%} "
+           "intervals</h3>"]
+    rows = [(f"{r['ranker']} @{r['cutoff']}", r["macro_ndcg"], *r["macro_ndcg_interval"])
+            for r in report["results"]]
+    out.append(svg.interval_chart(rows, "macro NDCG per ranker and cutoff"))
+    rankers = report["rankers"]
+    for column in report["slices"]:
+        rows = [r for r in report["slice_results"]
+                if r["slice_column"] == column and r["cutoff"] == cutoff]
+        values = sorted({r["slice_value"] for r in rows})
+        groups = [(value, [(r["ranker"], r["macro_ndcg"], r["n_with_number"])
+                           for r in rows if r["slice_value"] == value]) for value in values]
+        out.append(f"<h3>NDCG@{cutoff} by {escape(column)}</h3>")
+        out.append(svg.grouped_bars(groups, rankers, f"NDCG@{cutoff} by {column}"))
+    for (first, second, k), diffs in differences.items():
+        if k != cutoff:
+            continue
+        out.append(f"<h3>Per-query NDCG@{k} difference, {escape(second)} minus "
+                   f"{escape(first)} ({len(diffs)} queries)</h3>")
+        out.append(svg.histogram(diffs, f"{second} minus {first} at {k}"))
+    return out
+
+
+def _comparison(report: dict, comparison: dict) -> list[str]:
+    stats = report["statistics"]
+    out = ["<h2>Ranker comparison</h2>",
+           f"<p>{escape(comparison['kind'])}; {escape(comparison['pairs_compared'])}; "
+           f"multiple comparisons: {escape(comparison['multiple_comparisons'])}. "
+           f"Test: {escape(stats['test_method'])}.</p>"]
+    head = ("<tr><th>pair</th><th>K</th><th>paired</th><th>mean difference</th><th>interval</th>"
+            "<th>p</th><th>p (Holm)</th><th>better</th><th>worse</th><th>tied</th></tr>")
+    out.append(f'<table class="comparison">{head}')
+    for p in comparison["pairs"]:
+        interval = ("" if p["difference_low"] is None
+                    else f"[{p['difference_low']:+.4f}, {p['difference_high']:+.4f}]")
+        diff = "n/a" if p["mean_difference"] is None else f"{p['mean_difference']:+.4f}"
+        out.append(
+            f"<tr><td>{escape(p['second'])} vs {escape(p['first'])}</td><td>{p['cutoff']}</td>"
+            f"<td>{p['n_paired']}</td><td>{diff}</td><td>{interval}</td>"
+            f"<td>{p['p_value']:.4f}</td><td>{_f(p['p_value_holm'])}</td>"
+            f"<td>{p['wins']}</td><td>{p['losses']}</td><td>{p['ties']}</td></tr>")
+    out.append("</table><h3>Most regressed queries</h3>")
+    traces = {(t["ranker"], t["query_id"], t["cutoff"]): t["path"] for t in report["traces"]}
+    for p in comparison["pairs"]:
+        if not p["regressions"]:
+            continue
+        out.append(f"<h4>{escape(p['second'])} vs {escape(p['first'])}, NDCG@{p['cutoff']}</h4>"
+                   "<table><tr><th>query</th><th>first</th><th>second</th><th>difference</th>"
+                   "<th>traces</th></tr>")
+        for r in p["regressions"]:
+            links = []
+            for ranker in (p["first"], p["second"]):
+                path = traces.get((ranker, r["query_id"], p["cutoff"]))
+                if path:
+                    links.append(f'<a href="{escape(path)}">{escape(ranker)}</a>')
+            out.append(f"<tr><td>{escape(r['query_id'])}</td><td>{r['ndcg_first']:.4f}</td>"
+                       f"<td>{r['ndcg_second']:.4f}</td><td>{r['difference']:+.4f}</td>"
+                       f"<td>{' '.join(links) or 'not written'}</td></tr>")
+        out.append("</table>")
+    return out
+
+
+def _lineage(report: dict) -> list[str]:
+    out = ['<h2>Lineage</h2><dl class="lineage">']
+    for key, value in report["lineage"].items():
+        out.append(f"<dt>{escape(key)}</dt><dd><code>{escape(str(value))}</code></dd>")
+    out.append("</dl>")
+    return out
