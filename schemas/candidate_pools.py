@@ -6,7 +6,7 @@ import pandera.polars as pa
 import polars as pl
 from pandera.api.polars.types import PolarsData
 
-from schemas.names import SAFE_NAME_PATTERN
+from schemas.names import NAME_LIMITS_RULE, SAFE_NAME_PATTERN, name_within_limits
 
 
 class CandidatePool(pa.DataFrameModel):
@@ -22,6 +22,10 @@ class CandidatePool(pa.DataFrameModel):
     class Config:
         strict = False
         unique = ["ranker", "query_id", "doc_id"]
+
+    @pa.check("candidate_pool", error=NAME_LIMITS_RULE)
+    def candidate_pool_within_limits(cls, data: PolarsData) -> pl.LazyFrame:
+        return data.lazyframe.select(name_within_limits(data.key))
 
     @pa.check("score", error="score must be a finite number (no NaN or infinity)")
     def score_is_finite(cls, data: PolarsData) -> pl.LazyFrame:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 MAX_EXAMPLES = 5
+MAX_EXAMPLE_CHARS = 80  # a 30 MB cell is shown by its start, never whole
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class InputError(ValueError):
 def violation(column: str, rule: str, rows, values=(), count: int | None = None) -> RuleViolation:
     """Build a violation from failing row numbers and their values, keeping a few examples."""
     rows = list(rows)
-    values = [repr(v) if not isinstance(v, str) else repr(v) for v in list(values)[:MAX_EXAMPLES]]
+    values = [repr(_clip(v)) for v in list(values)[:MAX_EXAMPLES]]
     return RuleViolation(
         column=column,
         rule=rule,
@@ -58,3 +59,10 @@ def violation(column: str, rule: str, rows, values=(), count: int | None = None)
         examples=tuple(values),
         count=len(rows) if count is None else count,
     )
+
+
+def _clip(value: object) -> object:
+    """Shorten a long example value so that a message stays readable whatever the input."""
+    if isinstance(value, str) and len(value) > MAX_EXAMPLE_CHARS:
+        return value[: MAX_EXAMPLE_CHARS - 3] + "..."
+    return value

@@ -6,7 +6,7 @@ import pandera.polars as pa
 import polars as pl
 from pandera.api.polars.types import PolarsData
 
-from schemas.names import SAFE_NAME_PATTERN
+from schemas.names import NAME_LIMITS_RULE, SAFE_NAME_PATTERN, name_within_limits
 
 UNKNOWN_HINT = (
     "mark an unknown grade with grade_status 'unknown' and an empty grade; "
@@ -26,6 +26,10 @@ class Judgments(pa.DataFrameModel):
     class Config:
         strict = False  # judge, rubric, judged_at ... pass through
         unique = ["query_id", "doc_id"]
+
+    @pa.check("judgment_version", error=NAME_LIMITS_RULE)
+    def judgment_version_within_limits(cls, data: PolarsData) -> pl.LazyFrame:
+        return data.lazyframe.select(name_within_limits(data.key))
 
     @pa.dataframe_check(error=f"[grade] a graded row needs a grade >= 0; {UNKNOWN_HINT}")
     def graded_rows_have_a_grade(cls, data: PolarsData) -> pl.LazyFrame:

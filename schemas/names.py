@@ -7,9 +7,21 @@ from __future__ import annotations
 
 import re
 
+import polars as pl
+
 SAFE_NAME_PATTERN = r"^[A-Za-z0-9._-]+$"
 MAX_NAME_LENGTH = 200
 _SAFE_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+# What SAFE_NAME_PATTERN cannot say: "." and ".." match it but name folders, and a name is
+# bounded so that a path built from it stays valid.
+NAME_LIMITS_RULE = f"must not be '.' or '..' and must be at most {MAX_NAME_LENGTH} characters"
+
+
+def name_within_limits(column: str) -> pl.Expr:
+    """True where ``column`` is neither ``.`` nor ``..`` and at most MAX_NAME_LENGTH long."""
+    name = pl.col(column)
+    return (~name.is_in([".", ".."]) & (name.str.len_chars() <= MAX_NAME_LENGTH)).fill_null(True)
 
 
 class UnsafeNameError(ValueError):

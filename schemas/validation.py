@@ -33,6 +33,10 @@ def _rule_words(column: str, check: str, unique: Sequence[str]) -> str:
         return f"({', '.join(unique)}) must be unique: duplicate rows"
     if column == "grade" and check.startswith("greater_than_or_equal_to"):
         return f"grades are integers >= 0; {UNKNOWN_HINT}"
+    if column == "grade_status" and check == "not_nullable":
+        return f"must not be empty (null): every row states 'graded' or 'unknown'; {UNKNOWN_HINT}"
+    if check == "not_nan":
+        return "must be a number, not NaN"
     for pattern, words in _RULE_WORDS:
         match = re.match(pattern, check)
         if match:
@@ -71,6 +75,10 @@ def validate(
 def _violations(cases: pl.DataFrame, model, line_numbers) -> list[RuleViolation]:
     unique = list(getattr(model.Config, "unique", None) or [])
     model_name = model.__name__
+    missing_columns = set(
+        cases.filter(pl.col("check") == "column_in_dataframe")["failure_case"].cast(pl.String)
+    )
+    cases = _drop_nan_nulls(cases)
     out = []
     for (column, check), group in cases.group_by(["column", "check"], maintain_order=True):
         check = str(check)
@@ -78,6 +86,10 @@ def _violations(cases: pl.DataFrame, model, line_numbers) -> list[RuleViolation]
             for missing in group["failure_case"].unique(maintain_order=True).to_list():
                 out.append(RuleViolation(column=str(missing), rule="required column is missing"))
             continue
+        if check == "multiple_fields_uniqueness" and missing_columns & set(unique):
+            continue  # every row "repeats" a key that lacks a column: the missing column says it
+        if check == "not_nullable" and _is_nan(group["failure_case"]).all():
+            check = "not_nan"
         tagged = _TAGGED.match(check)
         if tagged:  # custom dataframe checks name their column as "[column] rule"
             column, check = tagged.groups()
@@ -99,6 +111,28 @@ def _violations(cases: pl.DataFrame, model, line_numbers) -> list[RuleViolation]
             )
         )
     return out
+
+
+def _is_nan(failure_case):
+    """pandera writes failure cases as text: a float NaN is "NaN", a null is null."""
+    return failure_case.cast(pl.String).is_in(["NaN", "nan"]).fill_null(False)
+
+
+def _drop_nan_nulls(cases: pl.DataFrame) -> pl.DataFrame:
+    """pandera's not_nullable check also fails a float NaN. Where another check of the column
+    (e.g. "must be finite") already reports that row, drop the misleading "empty (null)" case."""
+    cases = cases.with_row_index("_case")
+    nan_nulls = cases.filter(
+        (pl.col("check") == "not_nullable")
+        & _is_nan(pl.col("failure_case"))
+    )
+    if nan_nulls.height == 0:
+        return cases.drop("_case")
+    others = cases.filter(
+        (pl.col("check") != "not_nullable") & pl.col("index").is_not_null()
+    ).select("column", "index").unique()
+    redundant = nan_nulls.join(others, on=["column", "index"], how="semi")["_case"]
+    return cases.filter(~pl.col("_case").is_in(redundant.implode())).drop("_case")
 
 
 def _short(value: object) -> str:

@@ -8,12 +8,14 @@ Text formats are read as strings first so that a bad value is reported as itself
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 import polars as pl
 
 from schemas import CandidatePool, InputError, Judgments, Queries, validate
-from schemas.errors import violation
+from schemas.errors import MAX_EXAMPLES, violation
 from schemas.judgments import UNKNOWN_HINT
 from schemas.names import UnsafeNameError, check_safe_name
 
@@ -63,13 +65,14 @@ def read_judgments(path: str | Path, fmt: str | None = None, version: str | None
         ).drop("iteration", "rel")
     else:
         frame, lines = _read_table(path, fmt)
-        _require(frame, ["grade", "grade_status"], path, lines,
+        _require(frame, ["query_id", "doc_id", "grade", "grade_status"], path, lines,
                  hint=f"every row states grade_status; {UNKNOWN_HINT}")
         grade = _integer_column(frame, "grade", str(path), lines,
                                 f"grade must be a whole number; {UNKNOWN_HINT}")
         frame = frame.with_columns(grade.alias("grade"),
                                    pl.col("grade_status").cast(pl.String).str.strip_chars())
-    frame = _with_name_column(frame, "judgment_version", version, path, lines, "judgment version")
+    frame = _with_name_column(frame, "judgment_version", version, path, lines, "judgment version",
+                              default=path.stem)
     frame = _string_ids(frame, ["query_id", "doc_id"])
     return validate(Judgments, frame, str(path), line_numbers=lines)
 
@@ -95,9 +98,9 @@ def read_run(
             frame = frame.with_columns(pl.lit(ranker).alias("ranker"))
     else:
         frame, lines = _read_table(path, fmt)
+        _require(frame, ["query_id", "doc_id", "score"], path, lines)
         if "ranker" not in frame.columns:
             frame = frame.with_columns(pl.lit(ranker or path.stem).alias("ranker"))
-    _require(frame, ["score"], path, lines)
     score = _float_column(frame, "score", str(path), lines, text_allowed=fmt != "parquet")
     frame = frame.with_columns(score.alias("score"))
     if "rank" in frame.columns:
@@ -105,8 +108,8 @@ def read_run(
             _integer_column(frame, "rank", str(path), lines, "rank must be a whole number")
             .alias("rank")
         )
-    frame = _with_name_column(frame, "candidate_pool", pool or path.parent.name, path, lines,
-                              "candidate pool", default_from_stem=False)
+    frame = _with_name_column(frame, "candidate_pool", pool, path, lines, "candidate pool",
+                              default=path.parent.name)
     frame = _string_ids(frame, ["ranker", "query_id", "doc_id"])
     return validate(CandidatePool, frame, str(path), line_numbers=lines)
 
@@ -149,28 +152,69 @@ def read_queries(path: str | Path, fmt: str | None = None) -> pl.DataFrame:
 
 def _read_table(path: Path, fmt: str) -> tuple[pl.DataFrame, pl.Series | None]:
     source = str(path)
+    text = None
     try:
         if fmt == "parquet":
-            return pl.read_parquet(path), None
-        _check_utf8(path)
+            frame = pl.read_parquet(path)
+            if frame.height == 0:
+                raise InputError(source, [violation("(file)", "Parquet file has no rows", [])])
+            return frame, None
+        text = _check_utf8(path)
         frame = pl.read_csv(path, infer_schema=False, encoding="utf8", raise_if_empty=True)
     except FileNotFoundError:
         raise InputError(source, [violation("(file)", "file not found", [])]) from None
     except pl.exceptions.NoDataError:
         raise InputError(source, [violation("(file)", "file is empty", [])]) from None
     except (pl.exceptions.PolarsError, OSError) as exc:
+        ragged = _ragged_record(text) if text is not None else None
+        if ragged is not None:
+            line, found, expected, shown = ragged
+            raise InputError(source, [violation(
+                "(line)", f"a row has {found} fields where the header has {expected}; quote "
+                "cells that hold a comma", [line], [shown])], row_label="line") from None
         what = "not a readable Parquet file" if fmt == "parquet" else "not a readable CSV file"
         raise InputError(source, [violation("(file)", f"{what}: {_first_line(exc)}", [])]) from None
     frame = frame.rename({c: c.strip().lstrip("\ufeff") for c in frame.columns})
     if frame.height == 0:
         raise InputError(source, [violation("(file)", "file has a header but no rows", [])])
-    # Data row i (0-based) sits on line i + 2: the header is line 1.
-    return frame, pl.Series("line", range(2, frame.height + 2), dtype=pl.Int64)
+    return frame, _csv_line_numbers(text, frame.height)
+
+
+def _csv_line_numbers(text: str, height: int) -> pl.Series:
+    """The file line each data row starts on. With one record per line, data row i (0-based)
+    sits on line i + 2 (the header is line 1); a quoted cell holding a line break moves every
+    later row down, so then the records are walked to find where each starts."""
+    physical = text.count("\n") + (0 if text.endswith("\n") else 1)
+    simple = pl.Series("line", range(2, height + 2), dtype=pl.Int64)
+    if physical == height + 1 or '"' not in text:
+        return simple
+    reader = csv.reader(io.StringIO(text, newline=""))
+    starts, previous = [], 0
+    for _ in reader:
+        starts.append(previous + 1)
+        previous = reader.line_num
+    starts = starts[1:]  # the header
+    if len(starts) != height:  # the two parsers disagree: keep the simple numbering
+        return simple
+    return pl.Series("line", starts, dtype=pl.Int64)
+
+
+def _ragged_record(text: str) -> tuple[int, int, int, str] | None:
+    """The first record with more fields than the header: (line, fields, header fields, text)."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header, previous = None, 0
+    for record in reader:
+        if header is None:
+            header = record
+        elif len(record) > len(header):
+            return previous + 1, len(record), len(header), ",".join(record)
+        previous = reader.line_num
+    return None
 
 
 def _read_trec(path: Path, fields: list[str]) -> tuple[pl.DataFrame, pl.Series]:
     """Whitespace-separated fields; ``#`` comment lines and blank lines are skipped."""
-    text = _check_utf8(path)
+    text = _check_utf8(path, fields)
     lines = pl.Series("text", [text]).str.split("\n").explode().str.strip_chars_end("\r")
     frame = pl.DataFrame({"text": lines, "line": pl.int_range(1, len(lines) + 1, eager=True)})
     frame = frame.filter(
@@ -197,7 +241,9 @@ def _read_trec(path: Path, fields: list[str]) -> tuple[pl.DataFrame, pl.Series]:
     return parsed.drop("text", "line"), parsed["line"]
 
 
-def _check_utf8(path: Path) -> str:
+def _check_utf8(path: Path, fields: list[str] | None = None) -> str:
+    """The file's text. Bytes that are not UTF-8 are reported with their line and column: the
+    CSV header names the columns, or ``fields`` the whitespace-separated fields of a TREC line."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -209,13 +255,35 @@ def _check_utf8(path: Path) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        end = data.find(b"\n", exc.start)
+        end = len(data) if end < 0 else end
         line = data.count(b"\n", 0, exc.start) + 1
+        column = _column_at(data, start, exc.start, fields, line)
+        shown = data[start:min(end, start + 120)].decode("utf-8", errors="replace").rstrip("\r")
         raise InputError(
             str(path),
-            [violation("(file)", f"not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}",
-                       [line])],
+            [violation(column, f"not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start}; "
+                       "save the file as UTF-8 (e.g. it looks like latin-1 or cp1252)",
+                       [line], [shown])],
             row_label="line",
         ) from None
+
+
+def _column_at(data: bytes, line_start: int, offset: int, fields: list[str] | None,
+               line: int) -> str:
+    """Name of the column holding byte ``offset``; "(line)" when it cannot be told."""
+    before = data[line_start:offset].decode("utf-8", errors="replace")
+    if fields is not None:  # TREC: whitespace-separated
+        index = len(before.split()) - (0 if not before or before[-1].isspace() else 1)
+        return fields[index] if 0 <= index < len(fields) else "(line)"
+    if line == 1:
+        return "(header)"
+    header_end = data.find(b"\n")
+    header = data[:header_end].decode("utf-8", errors="replace").lstrip("\ufeff").rstrip("\r")
+    names = next(csv.reader([header]), [])
+    index = max(len(next(csv.reader([before]), [])) - 1, 0)
+    return names[index].strip() if index < len(names) else "(line)"
 
 
 # -- columns ----------------------------------------------------------------------------------
@@ -223,16 +291,22 @@ def _check_utf8(path: Path) -> str:
 
 def _require(frame, columns, path, lines, hint: str = "") -> None:
     missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        found = ", ".join(frame.columns[:8])
-        extra = ""
-        if len(frame.columns) == 1 and any(sep in frame.columns[0] for sep in ";\t|"):
-            extra = "; the header is one column: is the delimiter a comma?"
-        raise InputError(
-            str(path),
-            [violation(c, f"required column is missing (found: {found}){extra}"
-                       + (f"; {hint}" if hint else ""), []) for c in missing],
-        )
+    if not missing:
+        return
+    header = frame.columns[0] if len(frame.columns) == 1 else ""
+    separator = next((sep for sep in ";\t|" if sep in header), None)
+    if separator is not None:  # one violation: the fix is the delimiter, not the columns
+        raise InputError(str(path), [violation(
+            ", ".join(missing),
+            f"required columns are missing: the header is one column {header[:80]!r}; "
+            f"the file looks separated by {separator!r}: the delimiter must be a comma", [])])
+    found = ", ".join(c if len(c) <= 40 else c[:37] + "..." for c in frame.columns[:8])
+    found += " ..." if len(frame.columns) > 8 else ""
+    raise InputError(
+        str(path),
+        [violation(c, f"required column is missing (found: {found})"
+                   + (f"; {hint}" if hint else ""), []) for c in missing],
+    )
 
 
 def _row_numbers(lines: pl.Series | None, mask: pl.Series) -> list[int]:
@@ -283,19 +357,45 @@ def _cell_error(source, column, rule, lines, bad: pl.Series, values: pl.Series) 
                       row_label="line" if lines is not None else "row")
 
 
-def _with_name_column(frame, column, name, path, lines, what, default_from_stem=True):
+def _with_name_column(frame, column, name, path, lines, what, default=None):
+    """Give every row the version or pool name. A file without the column takes ``name``, else
+    ``default``; a file with it must hold one safe name, equal to ``name`` when one is asked."""
+    source = str(path)
+    label = "line" if lines is not None else "row"
     if column not in frame.columns:
-        name = name or (path.stem if default_from_stem else None)
+        name = name or default
         try:
             check_safe_name(name, what)
         except UnsafeNameError as exc:
-            raise InputError(str(path), [violation(column, str(exc), [])]) from None
-        return frame.with_columns(pl.lit(name).alias(column))
+            raise InputError(source, [violation(column, str(exc), [])]) from None
+        return frame.with_columns(pl.lit(name, dtype=pl.String).alias(column))
     values = frame[column].cast(pl.String)
-    if name is not None and not (values == name).all():
-        raise InputError(str(path), [violation(
+    unsafe = []
+    for value in values.drop_nulls().unique(maintain_order=True).head(100).to_list():
+        try:
+            check_safe_name(value, what)
+        except UnsafeNameError as exc:
+            rows = (values == value).fill_null(False)
+            unsafe.append(violation(column, str(exc), _row_numbers(lines, rows),
+                                    values.filter(rows).head(MAX_EXAMPLES).to_list()))
+        if len(unsafe) == MAX_EXAMPLES:
+            break
+    if unsafe:
+        raise InputError(source, unsafe, row_label=label)
+    present = values.drop_nulls()
+    if present.len() and present.n_unique() > 1:
+        first = present[0]
+        rows = (values != first).fill_null(False)
+        raise InputError(source, [violation(
+            column, f"one {what} per file: {column} has several values (the first is {first!r})",
+            _row_numbers(lines, rows), values.filter(rows).head(MAX_EXAMPLES).to_list())],
+            row_label=label)
+    if name is not None and present.len() and present[0] != name:
+        rows = (values != name).fill_null(False)
+        raise InputError(source, [violation(
             column, f"the file names a different {what} than the {name!r} asked for",
-            _row_numbers(lines, values != name), values.filter(values != name).head(5).to_list())])
+            _row_numbers(lines, rows), values.filter(rows).head(MAX_EXAMPLES).to_list())],
+            row_label=label)
     return frame.with_columns(values.alias(column))
 
 
