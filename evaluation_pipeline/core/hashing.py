@@ -16,20 +16,21 @@ import polars as pl
 _CHUNK_ROWS = 1_000_000
 
 
-def judgments_sha256(judgments: pl.DataFrame) -> str:
-    frame = judgments.select(
+def judgments_lines(judgments: pl.DataFrame) -> pl.DataFrame:
+    """The canonical columns of a judgment version, rows in key order."""
+    return judgments.select(
         pl.col("query_id").cast(pl.String),
         pl.col("doc_id").cast(pl.String),
         pl.col("grade").cast(pl.String).fill_null(""),
         pl.col("grade_status").cast(pl.String),
     ).sort(["query_id", "doc_id"])
-    return _sha256_lines(frame)
 
 
-def pool_sha256(pool: pl.DataFrame) -> str:
+def pool_lines(pool: pl.DataFrame) -> pl.DataFrame:
+    """The canonical columns of a candidate pool, rows in key order."""
     # -0.0 + 0.0 is +0.0: equal scores hash equally.
     bits = (pool["score"].cast(pl.Float64).to_numpy() + 0.0).view(np.int64)
-    frame = pl.DataFrame(
+    return pl.DataFrame(
         {
             "ranker": pool["ranker"].cast(pl.String),
             "query_id": pool["query_id"].cast(pl.String),
@@ -37,14 +38,48 @@ def pool_sha256(pool: pl.DataFrame) -> str:
             "score_bits": pl.Series(bits).cast(pl.String),
         }
     ).sort(["ranker", "query_id", "doc_id"])
-    return _sha256_lines(frame)
+
+
+def judgments_sha256(judgments: pl.DataFrame) -> str:
+    return _sha256_lines(judgments_lines(judgments))
+
+
+def pool_sha256(pool: pl.DataFrame) -> str:
+    return _sha256_lines(pool_lines(pool))
+
+
+class StreamingDigest:
+    """The same SHA-256 as :func:`judgments_sha256` / :func:`pool_sha256`, fed in pieces.
+
+    Valid only when the pieces arrive in key order and no key spans two pieces (batches of
+    whole queries of a file sorted by its key prefix): each piece is sorted, the pieces are not.
+    """
+
+    def __init__(self, lines) -> None:
+        self._lines = lines
+        self._digest = hashlib.sha256()
+
+    def update(self, frame: pl.DataFrame) -> None:
+        _update(self._digest, self._lines(frame))
+
+    def update_lines(self, lines: pl.DataFrame) -> None:
+        """Feed canonical lines already built (and sorted) by the ``lines`` function."""
+        _update(self._digest, lines)
+
+    def hexdigest(self) -> str:
+        return self._digest.hexdigest()
 
 
 def _sha256_lines(frame: pl.DataFrame) -> str:
     digest = hashlib.sha256()
+    _update(digest, frame)
+    return digest.hexdigest()
+
+
+def _update(digest, frame: pl.DataFrame) -> None:
+    # Every line ends with a newline, so the digest does not depend on how rows are chunked.
     for start in range(0, frame.height, _CHUNK_ROWS):
         chunk = frame.slice(start, _CHUNK_ROWS)
         text = chunk.select(pl.concat_str(pl.all(), separator="\t")).to_series().str.join("\n")
         digest.update(text.item().encode())
         digest.update(b"\n")
-    return digest.hexdigest()

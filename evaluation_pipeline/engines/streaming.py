@@ -1,0 +1,447 @@
+"""The streaming engine: score a Parquet run in batches of whole queries, in bounded memory.
+
+Both inputs are read batch by batch (``pyarrow`` with ``pre_buffer=False``, so finished buffers
+are released). The run must be sorted by (ranker, query_id) and the judgments by query_id, as a
+ranker's output and a canonical judgment version are; then each batch of whole queries meets
+exactly the judgment rows of its query range (a merge join), and peak memory depends on the
+batch, not the run. An input that is not sorted is detected on the stream; the engine then sorts
+it into a temporary Parquet file with polars' streaming engine, says so on stderr, and starts
+again. Rows come out in the in-memory engine's order, with the same values.
+
+Validation is part of the pass: cheap column checks on every batch; a batch that fails them is
+handed to the pandera model, whose message names the file, column, rule and rows. Keys are
+unique across the whole input because a sorted input cannot repeat a query outside its batch.
+The content hashes are computed on the stream (contract section 1: canonical lines sorted by
+key): each batch holds whole queries in key order, so sorting a batch sorts the whole.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from evaluation_pipeline.core.evaluation import Lineage
+from evaluation_pipeline.core.hashing import StreamingDigest, judgments_lines, pool_lines
+from evaluation_pipeline.core.ndcg import (
+    RESULT_SCHEMA,
+    index_judgments,
+    missing_from_run,
+    score_candidates,
+    sort_results,
+)
+from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.spec import EvaluationSpec
+from schemas import CandidatePool, InputError, Judgments, validate
+from schemas.errors import violation
+from schemas.names import UnsafeNameError, check_safe_name
+
+DEFAULT_BATCH_ROWS = 1_000_000
+RUN_COLUMNS = ("candidate_pool", "ranker", "query_id", "doc_id", "score")
+JUDGMENT_COLUMNS = ("query_id", "doc_id", "grade", "grade_status", "judgment_version")
+PROGRESS_SECONDS = 5.0
+
+
+class NotSorted(Exception):
+    """An input is not sorted by its key prefix: the stream cannot merge it."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+
+@dataclass
+class StreamResult:
+    lineage: Lineage
+    rows: int  # per-query rows written
+    candidates: int  # candidate rows read
+    notes: list[str] = field(default_factory=list)  # fallbacks taken, said on stderr too
+
+
+def score_streaming(
+    judgments_path: Path,
+    run_path: Path,
+    spec: EvaluationSpec,
+    out_path: Path,
+    *,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    judgment_version: str | None = None,
+    pool: str | None = None,
+    ranker: str | None = None,
+    progress: bool = True,
+) -> StreamResult:
+    """Per-query rows with lineage at ``out_path``, streamed; see the module docstring."""
+    judgments_path, run_path, out_path = Path(judgments_path), Path(run_path), Path(out_path)
+    run_files = _run_files(run_path)
+    names = _Names(judgment_version or judgments_path.stem, pool or
+                   (run_path.name if run_path.is_dir() else run_path.parent.name), ranker)
+    notes: list[str] = []
+    scratch = Path(tempfile.mkdtemp(prefix="ndcg-stream-", dir=out_path.parent
+                                    if out_path.parent.exists() else None))
+    try:
+        sources = {"judgments": [judgments_path], "run": run_files}
+        while True:
+            try:
+                return _stream(sources, names, spec, out_path, batch_rows, progress, notes,
+                               scratch)
+            except NotSorted as exc:
+                which = exc.what
+                if sources[which][0].parent == scratch:  # already sorted by us: cannot happen
+                    raise
+                note = (f"{which} input is not sorted by "
+                        f"{'(ranker, query_id)' if which == 'run' else 'query_id'}: sorting it "
+                        "into a temporary Parquet file first (an external sort), then streaming")
+                notes.append(note)
+                print(f"ndcg-eval: {note}", file=sys.stderr)
+                sources[which] = [_external_sort(which, sources[which], names, scratch)]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class _Names:
+    judgment_version: str
+    candidate_pool: str
+    ranker: str | None
+
+
+def _run_files(run_path: Path) -> list[Path]:
+    if run_path.is_dir():
+        files = sorted(p for p in run_path.iterdir() if p.suffix.lower() in (".parquet", ".pq")
+                       and not p.name.startswith(("_", ".")))
+        if not files:
+            raise InputError(str(run_path), [violation(
+                "(folder)", "the streaming engine needs at least one .parquet run file", [])])
+        return files
+    if run_path.suffix.lower() not in (".parquet", ".pq"):
+        raise InputError(str(run_path), [violation(
+            "(file)", "the streaming engine reads Parquet runs; use the local engine for "
+            "CSV and TREC files", [])])
+    return [run_path]
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+def _batches(paths: list[Path], columns: tuple[str, ...], fill: dict, batch_rows: int
+             ) -> Iterator[tuple[Path, int, pl.DataFrame]]:
+    """(file, first row number, frame) per Parquet batch, absent name columns filled in."""
+    for path in paths:
+        try:
+            reader = pq.ParquetFile(path, pre_buffer=False)
+        except FileNotFoundError:
+            raise InputError(str(path), [violation("(file)", "file not found", [])]) from None
+        except Exception as exc:  # noqa: BLE001 - any unreadable file is bad input
+            raise InputError(str(path), [violation(
+                "(file)", f"not a readable Parquet file: {str(exc)[:200]}", [])]) from None
+        present = [c for c in columns if c in reader.schema_arrow.names]
+        missing = [c for c in columns if c not in present and fill.get(c, path) is None]
+        if missing:
+            raise InputError(str(path), [violation(c, "required column is missing", [])
+                                         for c in missing])
+        offset = 0
+        for record_batch in reader.iter_batches(batch_size=batch_rows, columns=present):
+            frame = pl.from_arrow(record_batch)
+            for column, value in fill.items():
+                if column not in present:
+                    name = value(path) if callable(value) else value
+                    frame = frame.with_columns(pl.lit(name, dtype=pl.String).alias(column))
+            yield path, offset, frame.select(columns)
+            offset += frame.height
+
+
+def _whole_groups(batches, keys: list[str], what: str) -> Iterator[tuple[Path, int, pl.DataFrame]]:
+    """Re-cut batches so that no key group spans two; raise NotSorted if keys go down."""
+    carry: tuple[Path, int, pl.DataFrame] | None = None
+    for path, offset, frame in batches:
+        if carry is not None and carry[0] == path:
+            offset, frame = carry[1], pl.concat([carry[2], frame])
+        elif carry is not None:  # a new file: the previous file's tail is whole
+            _check_boundary(carry[2], frame, keys, what)
+            yield carry
+        carry = None
+        _check_sorted(frame, keys, what)
+        last = [frame[k][-1] for k in keys]
+        tail = pl.all_horizontal([pl.col(k) == v for k, v in zip(keys, last)])
+        start = int(frame.select(tail.arg_max()).item())
+        if start > 0:
+            yield path, offset, frame.slice(0, start)
+        carry = (path, offset + start, frame.slice(start))
+    if carry is not None:
+        yield carry
+
+
+def _check_sorted(frame: pl.DataFrame, keys: list[str], what: str) -> None:
+    """Byte-wise non-decreasing (key1, key2, ...) order, row to row."""
+    later = pl.lit(False)
+    equal_so_far = pl.lit(True)
+    for k in keys:
+        previous = pl.col(k).shift(1)
+        later = later | (equal_so_far & (pl.col(k) > previous))
+        equal_so_far = equal_so_far & (pl.col(k) == previous)
+    ok = frame.select((later | equal_so_far).slice(1).all()).item()
+    if not ok:
+        raise NotSorted(what)
+
+
+def _check_boundary(before: pl.DataFrame, after: pl.DataFrame, keys: list[str], what: str):
+    if after.height and before.height:
+        if tuple(before[k][-1] for k in keys) >= tuple(after[k][0] for k in keys):
+            raise NotSorted(what)
+
+
+# -- validation on the stream ------------------------------------------------------------------
+
+
+def _non_empty(*columns: str) -> pl.Expr:
+    return pl.all_horizontal([pl.col(c).is_not_null() & (pl.col(c).str.len_bytes() > 0)
+                              for c in columns])
+
+
+def _check_run(frame: pl.DataFrame, lines: pl.DataFrame, path: Path, offset: int,
+               names: dict) -> pl.DataFrame:
+    if not frame["score"].dtype.is_numeric():
+        raise InputError(str(path), [violation(
+            "score", f"score is stored as {frame['score'].dtype}; store it as float64", [])])
+    frame = frame.with_columns(pl.col("score").cast(pl.Float64),
+                               *(pl.col(c).cast(pl.String) for c in RUN_COLUMNS[:4]))
+    ok = frame.select(
+        _non_empty("candidate_pool", "ranker", "query_id", "doc_id").all()
+        & pl.col("score").is_finite().fill_null(False).all()
+    ).item()
+    ok = ok and not _adjacent_duplicates(lines, ["ranker", "query_id", "doc_id"])
+    ok = ok and _one_name(frame, "candidate_pool", names, "candidate pool", path)
+    if not ok:
+        _explain(CandidatePool, frame, path, offset)
+    return frame
+
+
+def _check_judgments(frame: pl.DataFrame, lines: pl.DataFrame, path: Path, offset: int,
+                     names: dict) -> pl.DataFrame:
+    if not frame["grade"].dtype.is_integer() and frame["grade"].null_count() < frame.height:
+        raise InputError(str(path), [violation(
+            "grade", f"grade is stored as {frame['grade'].dtype}; store it as int64", [])])
+    frame = frame.with_columns(pl.col("grade").cast(pl.Int64),
+                               *(pl.col(c).cast(pl.String) for c in
+                                 ("query_id", "doc_id", "grade_status", "judgment_version")))
+    status = pl.col("grade_status")
+    ok = frame.select(
+        (_non_empty("query_id", "doc_id")
+         & (((status == "graded") & (pl.col("grade") >= 0))
+            | ((status == "unknown") & pl.col("grade").is_null()))).fill_null(False).all()
+    ).item()
+    ok = ok and not _adjacent_duplicates(lines, ["query_id", "doc_id"])
+    ok = ok and _one_name(frame, "judgment_version", names, "judgment version", path)
+    if not ok:
+        _explain(Judgments, frame, path, offset)
+    return frame
+
+
+def _adjacent_duplicates(lines: pl.DataFrame, keys: list[str]) -> bool:
+    """Duplicate keys in rows already sorted by those keys sit next to each other."""
+    same = pl.all_horizontal([pl.col(k) == pl.col(k).shift(1) for k in keys])
+    return bool(lines.select(same.fill_null(False).any()).item())
+
+
+def _one_name(frame: pl.DataFrame, column: str, names: dict, what: str, path: Path) -> bool:
+    """One safe name per input, the same in every batch and every file."""
+    first = frame[column][0]
+    if column not in names:
+        try:
+            check_safe_name(first, what)
+        except UnsafeNameError:
+            return False
+        names[column] = first
+    if first != names[column]:
+        raise InputError(str(path), [violation(
+            column, f"one {what} per input: found {names[column]!r} and {first!r}", [])])
+    return frame.select((pl.col(column) == first).all()).item()
+
+
+def _explain(model, frame: pl.DataFrame, path: Path, offset: int):
+    """Let the pandera model name the failing rows (numbered in the whole file)."""
+    rows = pl.int_range(offset + 1, offset + frame.height + 1, eager=True, dtype=pl.Int64)
+    validate(model, frame, str(path), line_numbers=rows, row_label="row")
+    raise InputError(str(path), [violation("(batch)", "failed a streamed check that the "
+                                           f"{model.__name__} model accepts", [])])
+
+
+# -- the merge ---------------------------------------------------------------------------------
+
+
+class _JudgmentWindows:
+    """Judgment rows of whole queries, handed out by increasing query_id bound."""
+
+    def __init__(self, groups, on_batch) -> None:
+        self._groups = groups
+        self._on_batch = on_batch
+        self._pending: pl.DataFrame | None = None
+
+    def _next(self) -> pl.DataFrame | None:
+        item = next(self._groups, None)
+        return None if item is None else self._on_batch(*item)
+
+    def upto(self, bound: str) -> pl.DataFrame:
+        parts = []
+        while True:
+            if self._pending is None:
+                self._pending = self._next()
+                if self._pending is None:
+                    break
+            n = self._pending["query_id"].search_sorted(bound, side="right")
+            parts.append(self._pending.slice(0, n))
+            self._pending = self._pending.slice(n) if n < self._pending.height else None
+            if self._pending is not None:
+                break
+        return pl.concat(parts) if parts else pl.DataFrame(schema=_JUDGMENT_SCHEMA)
+
+    def rest(self) -> Iterator[pl.DataFrame]:
+        if self._pending is not None:
+            yield self._pending
+            self._pending = None
+        while (frame := self._next()) is not None:
+            yield frame
+
+
+_JUDGMENT_SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64,
+                    "grade_status": pl.String, "judgment_version": pl.String}
+
+
+def _stream(sources, names: _Names, spec, out_path, batch_rows, progress, notes, scratch):
+    judgment_digest = StreamingDigest(judgments_lines)
+    pool_digest = StreamingDigest(pool_lines)
+    seen_names: dict = {}
+    first_pass = [True]
+
+    def judgment_batch(path, offset, frame):
+        if first_pass[0]:
+            lines = judgments_lines(frame)
+            frame = _check_judgments(frame, lines, path, offset, seen_names)
+            judgment_digest.update_lines(lines)
+        return frame.with_columns(pl.col("grade").cast(pl.Int64),
+                                  *(pl.col(c).cast(pl.String) for c in
+                                    ("query_id", "doc_id", "grade_status")))
+
+    def open_judgments() -> _JudgmentWindows:
+        batches = _batches(sources["judgments"], JUDGMENT_COLUMNS,
+                           {"judgment_version": names.judgment_version}, batch_rows)
+        return _JudgmentWindows(_whole_groups(batches, ["query_id"], "judgments"),
+                                judgment_batch)
+
+    fill = {"candidate_pool": names.candidate_pool,
+            "ranker": names.ranker if names.ranker else (lambda p: p.stem)}
+    run_groups = _whole_groups(_batches(sources["run"], RUN_COLUMNS, fill, batch_rows),
+                               ["ranker", "query_id"], "run")
+    body = scratch / "per_query.body.parquet"
+    writer = pq.ParquetWriter(body, pl.DataFrame(schema=RESULT_SCHEMA).to_arrow().schema)
+    rows = candidates = 0
+    started = last_report = time.perf_counter()
+    windows: _JudgmentWindows | None = None
+    current_ranker: str | None = None
+
+    def write(frame: pl.DataFrame) -> None:
+        nonlocal rows
+        if frame.height:
+            writer.write_table(frame.to_arrow())
+            rows += frame.height
+
+    def finish_ranker() -> None:
+        for rest in windows.rest():
+            index = index_judgments(rest, spec)
+            write(missing_from_run(index, _NO_PAIRS, [current_ranker], spec))
+        first_pass[0] = False
+
+    try:
+        for path, offset, batch in run_groups:
+            lines = pool_lines(batch)
+            batch = _check_run(batch, lines, path, offset, seen_names)
+            pool_digest.update_lines(lines)
+            ranker = batch["ranker"][0]
+            if ranker != current_ranker:
+                if windows is not None:
+                    finish_ranker()
+                windows, current_ranker = open_judgments(), ranker
+            # Whole queries of one ranker: the batch never spans two rankers' ranges.
+            for part in batch.partition_by("ranker", maintain_order=True) if (
+                    batch["ranker"][-1] != ranker) else [batch]:
+                if part["ranker"][0] != current_ranker:
+                    finish_ranker()
+                    windows, current_ranker = open_judgments(), part["ranker"][0]
+                window = windows.upto(part["query_id"][-1])
+                index = index_judgments(window, spec)
+                scored = score_candidates(part, index, spec)
+                returned = part.select("ranker", "query_id").unique()
+                missing = missing_from_run(index, returned, [current_ranker], spec)
+                write(sort_results(pl.concat([scored, missing])))
+            candidates += batch.height
+            if progress and time.perf_counter() - last_report > PROGRESS_SECONDS:
+                last_report = time.perf_counter()
+                elapsed = last_report - started
+                print(f"ndcg-eval: {candidates:,} candidate rows scored in {elapsed:.0f}s "
+                      f"({candidates / elapsed:,.0f} rows/s)", file=sys.stderr)
+        if windows is None:
+            raise InputError(str(sources["run"][0]), [violation("(file)", "run has no rows", [])])
+        finish_ranker()
+    finally:
+        writer.close()
+
+    lineage = Lineage(
+        judgment_version=seen_names.get("judgment_version", names.judgment_version),
+        judgments_sha256=judgment_digest.hexdigest(),
+        candidate_pool=seen_names["candidate_pool"],
+        pool_sha256=pool_digest.hexdigest(),
+        spec_id=spec.spec_id,
+    )
+    atomic_write(out_path, lambda tmp: _with_lineage_file(body, tmp, lineage))
+    return StreamResult(lineage=lineage, rows=rows, candidates=candidates, notes=notes)
+
+
+_NO_PAIRS = pl.DataFrame(schema={"ranker": pl.String, "query_id": pl.String})
+
+
+def _with_lineage_file(body: Path, target: Path, lineage: Lineage) -> None:
+    """Copy the per-query rows, adding the lineage columns now that the hashes are known."""
+    reader = pq.ParquetFile(body, pre_buffer=False)
+    writer = None
+    try:
+        for record_batch in reader.iter_batches(batch_size=DEFAULT_BATCH_ROWS):
+            frame = pl.from_arrow(record_batch).with_columns(lineage.columns()).to_arrow()
+            writer = writer or pq.ParquetWriter(target, frame.schema, compression="zstd")
+            writer.write_table(frame)
+        if writer is None:
+            empty = pl.DataFrame(schema=RESULT_SCHEMA).with_columns(lineage.columns())
+            empty.write_parquet(target, compression="zstd")
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+def _external_sort(which: str, paths: list[Path], names: _Names, scratch: Path) -> Path:
+    """Sort an input by its key prefix into one Parquet file, out of core."""
+    frames = []
+    for path in paths:
+        frame = pl.scan_parquet(path)
+        present = frame.collect_schema().names()
+        if which == "run":
+            if "candidate_pool" not in present:
+                frame = frame.with_columns(pl.lit(names.candidate_pool).alias("candidate_pool"))
+            if "ranker" not in present:
+                frame = frame.with_columns(pl.lit(names.ranker or path.stem).alias("ranker"))
+            frame = frame.select(RUN_COLUMNS)
+        else:
+            if "judgment_version" not in present:
+                frame = frame.with_columns(
+                    pl.lit(names.judgment_version).alias("judgment_version"))
+            frame = frame.select(JUDGMENT_COLUMNS)
+        frames.append(frame)
+    keys = ["ranker", "query_id"] if which == "run" else ["query_id"]
+    target = scratch / f"{which}.sorted.parquet"
+    pl.concat(frames).sort(keys, maintain_order=True).sink_parquet(target, engine="streaming")
+    return target

@@ -1,0 +1,83 @@
+"""The streaming engine equals the in-memory engine exactly, batch size aside."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from evaluation_pipeline.engines import score_files
+from evaluation_pipeline.spec import profile
+from schemas import InputError
+from tests.conftest import EXAMPLES
+
+JUDGMENTS = EXAMPLES / "landing" / "judgments" / "maint-v2.csv"
+POOL = EXAMPLES / "landing" / "pools" / "pool-2026-11-28"
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    """The example version and pool as sorted Parquet (as a ranker and a version publish them)."""
+    judgments = pl.read_csv(JUDGMENTS, schema_overrides={"grade": pl.Int64})
+    judgments_path = tmp_path / "maint-v2.parquet"
+    judgments.sort("query_id", "doc_id").write_parquet(judgments_path)
+    pool = tmp_path / "pool-2026-11-28"
+    pool.mkdir()
+    for run in sorted(POOL.glob("*.parquet")):
+        frame = pl.read_parquet(run).sort("ranker", "query_id", pl.col("score"),
+                                          descending=[False, False, True])
+        frame.write_parquet(pool / run.name)
+    return judgments_path, pool
+
+
+def _both(judgments, run, tmp_path, spec, batch_rows=7):
+    local = score_files(judgments, run, spec, tmp_path / "local.parquet", engine="local")
+    streamed = score_files(judgments, run, spec, tmp_path / "stream.parquet",
+                           engine="streaming", batch_rows=batch_rows, progress=False)
+    return local, streamed, pl.read_parquet(local.per_query_path), pl.read_parquet(
+        streamed.per_query_path)
+
+
+@pytest.mark.parametrize("name", ["default", "trec_eval", "sklearn"])
+def test_tiny_batches_equal_in_memory(inputs, tmp_path, name):
+    local, streamed, a, b = _both(*inputs, tmp_path, profile(name))
+    assert a.height > 100
+    assert_frame_equal(a, b)
+    assert streamed.lineage == local.lineage  # the hashes on the stream are the whole-file ones
+    assert streamed.notes == []
+
+
+def test_unsorted_run_falls_back_to_an_external_sort(inputs, tmp_path, capsys):
+    judgments, pool = inputs
+    for run in pool.glob("*.parquet"):
+        pl.read_parquet(run).sample(fraction=1.0, shuffle=True, seed=3).write_parquet(run)
+    local, streamed, a, b = _both(judgments, pool, tmp_path, profile("default"), batch_rows=5)
+    assert_frame_equal(a, b)
+    assert streamed.lineage == local.lineage
+    assert any("not sorted" in note for note in streamed.notes)
+    assert "external sort" in capsys.readouterr().err
+
+
+def test_bad_run_row_is_named_with_its_file_row(inputs, tmp_path):
+    judgments, pool = inputs
+    run = pool / "dense-v2.parquet"
+    frame = pl.read_parquet(run)
+    frame = frame.with_columns(
+        pl.when(pl.int_range(pl.len()) == 40).then(float("nan")).otherwise("score").alias("score"))
+    frame.write_parquet(run)
+    with pytest.raises(InputError) as caught:
+        score_files(judgments, pool, profile("default"), tmp_path / "out.parquet",
+                    engine="streaming", batch_rows=16, progress=False)
+    text = str(caught.value)
+    assert "score" in text and "41 ('NaN')" in text  # the row's number in the file
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_duplicate_candidate_across_batches_is_refused(inputs, tmp_path):
+    judgments, pool = inputs
+    run = pool / "bm25-v3.parquet"
+    frame = pl.read_parquet(run)
+    pl.concat([frame.head(3), frame.slice(2, 1), frame.slice(3)]).write_parquet(run)
+    with pytest.raises(InputError, match="unique"):
+        score_files(judgments, pool, profile("default"), tmp_path / "out.parquet",
+                    engine="streaming", batch_rows=2, progress=False)
