@@ -1,0 +1,302 @@
+"""Assets: read, validate, call the core, write, attach metadata. Nothing else happens here.
+
+Ingest assets (``judgments``, ``candidate_pools``, ``queries``) publish validated inputs to the
+storage once per name and return a data version equal to their content SHA-256. Evaluation
+assets (``query_scores``, ``evaluation_report``) carry a code version derived from the project
+version and the spec_id, so changing the spec marks them stale.
+"""
+
+from dataclasses import asdict
+from datetime import UTC, datetime
+
+import dagster as dg
+import polars as pl
+
+from evaluation_pipeline import __version__
+from evaluation_pipeline.core.evaluation import Lineage, evaluate
+from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
+from evaluation_pipeline.io.readers import read_judgments, read_pool, read_queries
+from evaluation_pipeline.orchestration import quality
+from evaluation_pipeline.orchestration.partitions import (
+    POOL_DIMENSION,
+    VERSION_DIMENSION,
+    candidate_pool_partitions,
+    evaluation_partitions,
+    judgment_version_partitions,
+    split_evaluation_key,
+)
+from evaluation_pipeline.orchestration.resources import (
+    JUDGMENTS_FILE,
+    PER_QUERY_FILE,
+    POOL_FILE,
+    QUERIES_FILE,
+    EvaluationStorage,
+    LandingZone,
+)
+from evaluation_pipeline.report import headline_markdown, write_report
+from evaluation_pipeline.spec import EvaluationSpec
+from schemas.names import check_safe_name
+
+INGEST_GROUP = "ingest"
+EVALUATION_GROUP = "evaluation"
+
+
+def judgments_folder(version: str) -> tuple[str, ...]:
+    return ("judgments", version)
+
+
+def pool_folder(pool: str) -> tuple[str, ...]:
+    return ("pools", pool)
+
+
+QUERIES_FOLDER = ("queries",)
+
+
+def scores_folder(pool: str, version: str, spec_id: str) -> tuple[str, ...]:
+    return ("scores", pool, version, spec_id)
+
+
+def report_folder(pool: str, version: str, spec_id: str) -> tuple[str, ...]:
+    return ("reports", pool, version, spec_id)
+
+
+def evaluation_code_version(spec: EvaluationSpec) -> str:
+    return f"{__version__}+spec.{spec.spec_id}"
+
+
+def _published_at() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _table(frame: pl.DataFrame) -> dg.MetadataValue:
+    return dg.MetadataValue.md(
+        "| " + " | ".join(frame.columns) + " |\n|" + "---|" * len(frame.columns) + "\n"
+        + "\n".join("| " + " | ".join(str(v) for v in row) + " |" for row in frame.iter_rows())
+    )
+
+
+# -- ingest -----------------------------------------------------------------------------------
+
+
+@dg.asset(
+    partitions_def=judgment_version_partitions,
+    group_name=INGEST_GROUP,
+    kinds={"polars", "parquet"},
+    description="A judgment version: validated grades, published once under its name.",
+)
+def judgments(
+    context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage
+) -> dg.MaterializeResult:
+    version = check_safe_name(context.partition_key, "judgment version")
+    source = landing.judgment_file(version)
+    frame = read_judgments(source, version=version)
+    sha = judgments_sha256(frame)
+    distribution = quality.grade_distribution(frame)
+    manifest = {
+        "judgment_version": version,
+        "sha256": sha,
+        "rows": frame.height,
+        "grade_distribution": distribution,
+        "source": str(source),
+        "published_at": _published_at(),
+    }
+    written = storage.publish(judgments_folder(version), JUDGMENTS_FILE, frame, manifest,
+                              f"judgment version {version!r}")
+    context.log.info(f"judgment version {version}: " + ("published" if written else
+                     "already published with the same content; nothing written"))
+    return dg.MaterializeResult(
+        metadata={
+            "judgment_version": version,
+            "sha256": sha,
+            "dagster/row_count": frame.height,
+            "grade_distribution": dg.MetadataValue.json(distribution),
+            "unknown_count": distribution.get("unknown", 0),
+            "source": dg.MetadataValue.path(str(source)),
+            "published": dg.MetadataValue.path(str(storage.path(*judgments_folder(version),
+                                                                 JUDGMENTS_FILE))),
+            "newly_written": written,
+        },
+        data_version=dg.DataVersion(sha),
+    )
+
+
+@dg.asset(
+    partitions_def=candidate_pool_partitions,
+    group_name=INGEST_GROUP,
+    kinds={"polars", "parquet"},
+    description="A candidate pool: every ranker's scored candidates, published once.",
+)
+def candidate_pools(
+    context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage
+) -> dg.MaterializeResult:
+    pool = check_safe_name(context.partition_key, "candidate pool")
+    folder = landing.pool_folder(pool)
+    frame = read_pool(folder, pool=pool)
+    sha = pool_sha256(frame)
+    counts = quality.ranker_counts(frame)
+    disagreements = quality.candidate_set_disagreements(frame)
+    manifest = {
+        "candidate_pool": pool,
+        "sha256": sha,
+        "rows": frame.height,
+        "rankers": counts.to_dicts(),
+        "shared_candidate_sets": disagreements.height == 0,
+        "queries_with_different_candidate_sets": disagreements.height,
+        "source": str(folder),
+        "published_at": _published_at(),
+    }
+    written = storage.publish(pool_folder(pool), POOL_FILE, frame, manifest,
+                              f"candidate pool {pool!r}")
+    context.log.info(f"candidate pool {pool}: " + ("published" if written else
+                     "already published with the same content; nothing written"))
+    return dg.MaterializeResult(
+        metadata={
+            "candidate_pool": pool,
+            "sha256": sha,
+            "dagster/row_count": frame.height,
+            "rankers": _table(counts),
+            "shared_candidate_sets": disagreements.height == 0,
+            "queries_with_different_candidate_sets": disagreements.height,
+            "source": dg.MetadataValue.path(str(folder)),
+            "published": dg.MetadataValue.path(str(storage.path(*pool_folder(pool), POOL_FILE))),
+            "newly_written": written,
+        },
+        data_version=dg.DataVersion(sha),
+    )
+
+
+@dg.asset(
+    group_name=INGEST_GROUP,
+    kinds={"polars", "parquet"},
+    description="Query weights (traffic) and slice columns.",
+)
+def queries(
+    context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage
+) -> dg.MaterializeResult:
+    source = landing.queries_file()
+    frame = read_queries(source)
+    sha = quality.queries_sha256(frame)
+    # Unlike versions and pools, the queries table is replaced when it changes: weights are
+    # traffic, which moves, and every report records the hash it used.
+    storage.write_parquet(frame, *QUERIES_FOLDER, QUERIES_FILE)
+    storage.write_json({"sha256": sha, "rows": frame.height, "source": str(source),
+                        "published_at": _published_at()}, *QUERIES_FOLDER, "manifest.json")
+    context.log.info(f"queries: {frame.height} rows, sha256 {sha}")
+    return dg.MaterializeResult(
+        metadata={
+            "sha256": sha,
+            "dagster/row_count": frame.height,
+            "columns": dg.MetadataValue.json(frame.columns),
+            "source": dg.MetadataValue.path(str(source)),
+        },
+        data_version=dg.DataVersion(sha),
+    )
+
+
+# -- evaluation -------------------------------------------------------------------------------
+
+
+def _read_published(storage: EvaluationStorage, folder: tuple[str, ...], file_name: str,
+                    what: str) -> tuple[pl.DataFrame, dict]:
+    manifest = storage.manifest(*folder)
+    if manifest is None:
+        raise dg.Failure(f"{what} is not published yet in {storage.path(*folder)}; "
+                         "materialize its ingest partition (or land it) first")
+    return storage.read_parquet(*folder, file_name), manifest
+
+
+def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
+    """``query_scores`` and ``evaluation_report`` under ``spec`` (its spec_id is in the code
+    version, so a changed spec marks every partition stale)."""
+    code_version = evaluation_code_version(spec)
+    # Follow new upstream partitions, but never past a failed blocking check of an input.
+    automation = (
+        dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()
+    )
+
+    @dg.asset(
+        partitions_def=evaluation_partitions,
+        group_name=EVALUATION_GROUP,
+        kinds={"polars", "parquet"},
+        code_version=code_version,
+        automation_condition=automation,
+        deps=[
+            dg.AssetDep(judgments, partition_mapping=dg.MultiToSingleDimensionPartitionMapping(
+                partition_dimension_name=VERSION_DIMENSION)),
+            dg.AssetDep(candidate_pools, partition_mapping=dg.MultiToSingleDimensionPartitionMapping(
+                partition_dimension_name=POOL_DIMENSION)),
+        ],
+        metadata={"spec": dg.MetadataValue.json(spec.to_dict()), "spec_id": spec.spec_id},
+        description="Per-query NDCG for every ranker of a pool against a judgment version.",
+    )
+    def query_scores(
+        context: dg.AssetExecutionContext, storage: EvaluationStorage
+    ) -> dg.MaterializeResult:
+        pool, version = split_evaluation_key(context.partition_key)
+        grades, grades_manifest = _read_published(
+            storage, judgments_folder(version), JUDGMENTS_FILE, f"judgment version {version!r}")
+        candidates, pool_manifest = _read_published(
+            storage, pool_folder(pool), POOL_FILE, f"candidate pool {pool!r}")
+        per_query, lineage = evaluate(grades, candidates, spec)
+        # The hashes recomputed from the stored files must be the ones published.
+        for name, computed, published in (
+            ("judgments", lineage.judgments_sha256, grades_manifest["sha256"]),
+            ("pool", lineage.pool_sha256, pool_manifest["sha256"]),
+        ):
+            if computed != published:
+                raise dg.Failure(f"stored {name} content has sha256 {computed}, but "
+                                 f"{published} was published: the storage was altered")
+        path = storage.write_parquet(per_query, *scores_folder(pool, version, spec.spec_id),
+                                     PER_QUERY_FILE)
+        statuses = per_query.group_by("status").len().sort("status")
+        return dg.MaterializeResult(
+            metadata={
+                "dagster/row_count": per_query.height,
+                "status_counts": dg.MetadataValue.json(
+                    dict(zip(statuses["status"].to_list(), statuses["len"].to_list()))),
+                "lineage": dg.MetadataValue.json(asdict(lineage)),
+                "spec_id": spec.spec_id,
+                "per_query": dg.MetadataValue.path(path),
+            },
+            data_version=dg.DataVersion(
+                f"{lineage.judgments_sha256[:16]}-{lineage.pool_sha256[:16]}-{spec.spec_id}"),
+        )
+
+    @dg.asset(
+        partitions_def=evaluation_partitions,
+        group_name=EVALUATION_GROUP,
+        kinds={"polars", "html"},
+        code_version=code_version,
+        automation_condition=automation,
+        deps=[query_scores, queries],
+        metadata={"spec_id": spec.spec_id},
+        description="Aggregates, intervals, ranker comparison and the report, with lineage.",
+    )
+    def evaluation_report(
+        context: dg.AssetExecutionContext, storage: EvaluationStorage
+    ) -> dg.MaterializeResult:
+        pool, version = split_evaluation_key(context.partition_key)
+        scores = (*scores_folder(pool, version, spec.spec_id), PER_QUERY_FILE)
+        if not storage.exists(*scores):
+            raise dg.Failure(f"no scores at {storage.path(*scores)}: materialize query_scores "
+                             f"for {pool} x {version} first")
+        per_query = storage.read_parquet(*scores)
+        weights, queries_manifest = _read_published(
+            storage, QUERIES_FOLDER, QUERIES_FILE, "the queries table")
+        first = per_query.row(0, named=True)
+        lineage = Lineage(**{field: first[field] for field in Lineage.__dataclass_fields__})
+        with storage.staging() as staged:
+            report = write_report(staged, per_query, spec, lineage, weights)
+            written = storage.put_tree(staged, *report_folder(pool, version, spec.spec_id))
+        return dg.MaterializeResult(
+            metadata={
+                "headline": dg.MetadataValue.md(headline_markdown(report)),
+                "result": dg.MetadataValue.md("\n\n".join(report["headline"])),
+                "lineage": dg.MetadataValue.json(asdict(lineage)),
+                "queries_sha256": queries_manifest["sha256"],
+                "report": dg.MetadataValue.path(written["report.json"]),
+                "report_html": dg.MetadataValue.path(written["report.html"]),
+            },
+        )
+
+    return [query_scores, evaluation_report]

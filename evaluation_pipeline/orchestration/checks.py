@@ -1,0 +1,162 @@
+"""Asset checks. Blocking checks on the inputs keep scoring from running on a bad input; warning
+checks on the scores flag thin judgments.
+
+Every check carries the partitions of its asset, so a check run reads one partition only.
+"""
+
+from collections.abc import Iterable
+
+import dagster as dg
+import polars as pl
+
+from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
+from evaluation_pipeline.orchestration import quality
+from evaluation_pipeline.orchestration.assets import judgments_folder, pool_folder, scores_folder
+from evaluation_pipeline.orchestration.partitions import (
+    candidate_pool_partitions,
+    evaluation_partitions,
+    judgment_version_partitions,
+    split_evaluation_key,
+)
+from evaluation_pipeline.orchestration.resources import (
+    JUDGMENTS_FILE,
+    PER_QUERY_FILE,
+    POOL_FILE,
+    EvaluationStorage,
+    QualityPolicy,
+)
+from evaluation_pipeline.spec import EvaluationSpec
+from schemas import CandidatePool, InputError, Judgments, validate
+
+
+def _published_check(storage: EvaluationStorage, folder: tuple[str, ...], file_name: str,
+                     model, hash_of, what: str) -> dg.AssetCheckResult:
+    """The published file passes its schema and still has the published content hash."""
+    manifest = storage.manifest(*folder)
+    if manifest is None:
+        return dg.AssetCheckResult(passed=False, description=f"{what} is not published")
+    frame = storage.read_parquet(*folder, file_name)
+    try:
+        validate(model, frame, str(storage.path(*folder, file_name)))
+    except InputError as exc:
+        return dg.AssetCheckResult(passed=False, description=str(exc)[:2000])
+    sha = hash_of(frame)
+    return dg.AssetCheckResult(
+        passed=sha == manifest["sha256"],
+        description=None if sha == manifest["sha256"] else
+        f"stored content has sha256 {sha}, published as {manifest['sha256']}",
+        metadata={"sha256": sha, "rows": frame.height},
+    )
+
+
+@dg.asset_check(asset="judgments", blocking=True, partitions_def=judgment_version_partitions,
+                description="The published judgment version is valid and unaltered.")
+def judgments_valid(context: dg.AssetCheckExecutionContext,
+                    storage: EvaluationStorage) -> dg.AssetCheckResult:
+    version = context.partition_key
+    return _published_check(storage, judgments_folder(version), JUDGMENTS_FILE, Judgments,
+                            judgments_sha256, f"judgment version {version!r}")
+
+
+@dg.asset_check(asset="candidate_pools", blocking=True, partitions_def=candidate_pool_partitions,
+                description="The published candidate pool is valid and unaltered.")
+def candidate_pool_valid(context: dg.AssetCheckExecutionContext,
+                         storage: EvaluationStorage) -> dg.AssetCheckResult:
+    pool = context.partition_key
+    return _published_check(storage, pool_folder(pool), POOL_FILE, CandidatePool, pool_sha256,
+                             f"candidate pool {pool!r}")
+
+
+@dg.asset_check(asset="candidate_pools", blocking=True, partitions_def=candidate_pool_partitions,
+                description="Every ranker of the pool ranks the same candidate set per query "
+                "(an error when QualityPolicy.require_shared_candidates, else a warning).")
+def candidate_pool_shared_candidates(context: dg.AssetCheckExecutionContext,
+                                     storage: EvaluationStorage,
+                                     policy: QualityPolicy) -> dg.AssetCheckResult:
+    pool = context.partition_key
+    frame = storage.read_parquet(*pool_folder(pool), POOL_FILE)
+    differing = quality.candidate_set_disagreements(frame)
+    return dg.AssetCheckResult(
+        passed=differing.height == 0,
+        severity=dg.AssetCheckSeverity.ERROR if policy.require_shared_candidates
+        else dg.AssetCheckSeverity.WARN,
+        description=None if differing.height == 0 else
+        f"{differing.height} queries where the rankers rank different candidate sets: "
+        "comparing them is not a pure reranker comparison",
+        metadata={
+            "queries_with_different_candidate_sets": differing.height,
+            "examples": dg.MetadataValue.json(differing["query_id"].head(10).to_list()),
+        },
+    )
+
+
+def _earlier_version(instance: dg.DagsterInstance, version: str) -> str | None:
+    versions = instance.get_dynamic_partitions(judgment_version_partitions.name)
+    index = versions.index(version) if version in versions else -1
+    return versions[index - 1] if index > 0 else None
+
+
+def _by_ranker_table(frame: pl.DataFrame, column: str) -> dg.MetadataValue:
+    return dg.MetadataValue.json(
+        [{"ranker": r, "cutoff": k, column: v} for r, k, v in frame.iter_rows()])
+
+
+def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefinition]:
+    """Warning checks on ``query_scores`` under ``spec`` (they read its stored scores)."""
+
+    @dg.asset_check(asset="query_scores", partitions_def=evaluation_partitions,
+                    description="Mean judged@K per ranker and cutoff is at least "
+                    "QualityPolicy.min_judged_at_k.")
+    def judged_at_k_coverage(context: dg.AssetCheckExecutionContext, storage: EvaluationStorage,
+                             policy: QualityPolicy) -> dg.AssetCheckResult:
+        pool, version = split_evaluation_key(context.partition_key)
+        per_query = storage.read_parquet(*scores_folder(pool, version, spec.spec_id),
+                                         PER_QUERY_FILE)
+        coverage = quality.judged_at_k_by_ranker(per_query)
+        low = coverage.filter(pl.col("mean_judged_at_k") < policy.min_judged_at_k)
+        return dg.AssetCheckResult(
+            passed=low.height == 0,
+            severity=dg.AssetCheckSeverity.WARN,
+            description=None if low.height == 0 else
+            f"judged@K below {policy.min_judged_at_k} for "
+            + ", ".join(f"{r}@{k} ({v:.3f})" for r, k, v in low.iter_rows()),
+            metadata={"min_judged_at_k": policy.min_judged_at_k,
+                      "mean_judged_at_k": _by_ranker_table(coverage, "mean_judged_at_k")},
+        )
+
+    @dg.asset_check(asset="query_scores", partitions_def=evaluation_partitions,
+                    description="The share of incomplete queries does not rise against the "
+                    "previous judgment version of the same pool by more than "
+                    "QualityPolicy.max_incomplete_share_increase.")
+    def incomplete_share_trend(context: dg.AssetCheckExecutionContext,
+                               storage: EvaluationStorage,
+                               policy: QualityPolicy) -> dg.AssetCheckResult:
+        pool, version = split_evaluation_key(context.partition_key)
+        current = quality.incomplete_share(
+            storage.read_parquet(*scores_folder(pool, version, spec.spec_id), PER_QUERY_FILE))
+        earlier = _earlier_version(context.instance, version)
+        if earlier is None or not storage.exists(*scores_folder(pool, earlier, spec.spec_id),
+                                                 PER_QUERY_FILE):
+            return dg.AssetCheckResult(
+                passed=True, severity=dg.AssetCheckSeverity.WARN,
+                description="no earlier judgment version scored for this pool to compare with",
+                metadata={"incomplete_share": _by_ranker_table(current, "incomplete_share")})
+        before = quality.incomplete_share(
+            storage.read_parquet(*scores_folder(pool, earlier, spec.spec_id), PER_QUERY_FILE))
+        joined = current.join(before, on=["ranker", "cutoff"], suffix="_before")
+        risen = joined.filter(pl.col("incomplete_share") - pl.col("incomplete_share_before")
+                              > policy.max_incomplete_share_increase)
+        return dg.AssetCheckResult(
+            passed=risen.height == 0,
+            severity=dg.AssetCheckSeverity.WARN,
+            description=None if risen.height == 0 else
+            f"incomplete share rose against {earlier}: "
+            + ", ".join(f"{r}@{k} {b:.3f} -> {c:.3f}" for r, k, c, b in risen.iter_rows()),
+            metadata={"compared_with": earlier,
+                      "incomplete_share": _by_ranker_table(current, "incomplete_share")},
+        )
+
+    return [judged_at_k_coverage, incomplete_share_trend]
+
+
+ingest_checks = [judgments_valid, candidate_pool_valid, candidate_pool_shared_candidates]

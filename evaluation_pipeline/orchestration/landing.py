@@ -1,0 +1,136 @@
+"""The landing folder: where judgment versions and candidate pools arrive (no Dagster here).
+
+Layout: ``<landing>/judgments/<version>.<ext>`` (one file per version) and
+``<landing>/pools/<pool>/`` (one run file per ranker plus a ``_READY`` marker written last).
+Names become path components, so every name is checked with ``check_safe_name`` and every entry
+must resolve inside the landing folder: a symlink that points outside it is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from schemas.names import UnsafeNameError, check_safe_name
+
+JUDGMENTS_DIR = "judgments"
+POOLS_DIR = "pools"
+READY_MARKER = "_READY"
+JUDGMENT_EXTENSIONS = (".parquet", ".csv", ".qrels", ".txt", ".trec")
+RUN_EXTENSIONS = (".parquet", ".pq", ".csv", ".run", ".txt", ".trec", ".qrels")
+
+
+class LandingError(ValueError):
+    """A landing entry that cannot be ingested (unsafe name, outside the folder, missing)."""
+
+
+@dataclass(frozen=True)
+class LandedItem:
+    """One judgment file or pool folder, with a hash of its bytes for change detection."""
+
+    name: str
+    path: Path
+    files_sha256: str
+    mtime_ns: int
+
+
+def inside(root: Path, path: Path, what: str) -> Path:
+    """``path`` resolved, refused when it (or a symlink on the way) leads outside ``root``."""
+    resolved = path.resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise LandingError(f"{what} {path} is refused: it resolves to {resolved}, outside the "
+                           f"landing folder {root}")
+    return resolved
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def judgment_files(root: Path) -> tuple[list[LandedItem], list[str]]:
+    """Landed judgment versions by arrival (mtime, then name), and why any entry was skipped."""
+    folder = root / JUDGMENTS_DIR
+    items, skipped = [], []
+    if not folder.is_dir():
+        return items, skipped
+    seen: dict[str, Path] = {}
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith((".", "_")) or path.suffix.lower() not in JUDGMENT_EXTENSIONS:
+            continue
+        try:
+            name = check_safe_name(path.stem, "judgment version")
+            resolved = inside(root, path, "judgment file")
+            if not resolved.is_file():
+                raise LandingError(f"judgment file {path} is not a file")
+            if name in seen:
+                raise LandingError(f"judgment version {name!r} landed twice: {seen[name].name} "
+                                   f"and {path.name}; keep one file per version")
+        except (UnsafeNameError, LandingError) as exc:
+            skipped.append(str(exc))
+            continue
+        seen[name] = path
+        items.append(LandedItem(name, path, file_sha256(resolved), resolved.stat().st_mtime_ns))
+    return sorted(items, key=lambda i: (i.mtime_ns, i.name)), skipped
+
+
+def judgment_file(root: Path, version: str) -> Path:
+    check_safe_name(version, "judgment version")
+    matches = [p for p in (root / JUDGMENTS_DIR).glob(f"{version}.*")
+               if p.suffix.lower() in JUDGMENT_EXTENSIONS]
+    if len(matches) != 1:
+        found = "no file" if not matches else f"{len(matches)} files"
+        raise LandingError(f"judgment version {version!r}: expected one file "
+                           f"{root / JUDGMENTS_DIR}/{version}.<parquet|csv|qrels>, found {found}")
+    return inside(root, matches[0], "judgment file")
+
+
+def pool_folders(root: Path) -> tuple[list[LandedItem], list[str]]:
+    """Pools whose ``_READY`` marker has landed, by arrival of the marker, and skipped entries."""
+    folder = root / POOLS_DIR
+    items, skipped = [], []
+    if not folder.is_dir():
+        return items, skipped
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith((".", "_")) or not (path / READY_MARKER).exists():
+            continue
+        try:
+            name = check_safe_name(path.name, "candidate pool")
+            files = run_files(root, name)
+        except (UnsafeNameError, LandingError) as exc:
+            skipped.append(str(exc))
+            continue
+        digest = hashlib.sha256()
+        for run in files:
+            digest.update(f"{run.name}\t{file_sha256(run)}\n".encode())
+        marker = (path / READY_MARKER).stat().st_mtime_ns
+        items.append(LandedItem(name, path, digest.hexdigest(), marker))
+    return sorted(items, key=lambda i: (i.mtime_ns, i.name)), skipped
+
+
+def pool_folder(root: Path, pool: str) -> Path:
+    check_safe_name(pool, "candidate pool")
+    path = root / POOLS_DIR / pool
+    if not (path / READY_MARKER).exists():
+        raise LandingError(f"candidate pool {pool!r}: {path} has no {READY_MARKER} marker")
+    return inside(root, path, "pool folder")
+
+
+def run_files(root: Path, pool: str) -> list[Path]:
+    """The run files of a ready pool; every one must resolve inside the landing folder."""
+    folder = pool_folder(root, pool)
+    files = []
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith((".", "_")):
+            continue
+        # Every entry, not only run files: the reader lists the folder by itself.
+        resolved = inside(root, path, "pool entry")
+        if path.suffix.lower() in RUN_EXTENSIONS:
+            files.append(resolved)
+    if not files:
+        raise LandingError(f"candidate pool {pool!r}: {folder} holds no run file")
+    return files

@@ -1,0 +1,79 @@
+"""Facts about inputs and results that the pipeline records and checks (no Dagster here).
+
+Each function is one vectorized polars expression over a whole table; assets attach the results
+as metadata and asset checks compare them with the configured thresholds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import polars as pl
+
+
+def grade_distribution(judgments: pl.DataFrame) -> dict[str, int]:
+    """Rows per grade, with ``unknown`` for explicit unknown rows."""
+    counts = (
+        judgments.select(
+            pl.when(pl.col("grade_status") == "unknown")
+            .then(pl.lit("unknown"))
+            .otherwise(pl.col("grade").cast(pl.String))
+            .alias("grade")
+        )
+        .group_by("grade")
+        .len()
+        .sort("grade")
+    )
+    return dict(zip(counts["grade"].to_list(), counts["len"].to_list()))
+
+
+def ranker_counts(pool: pl.DataFrame) -> pl.DataFrame:
+    """Per ranker: queries answered and candidates returned."""
+    return (
+        pool.group_by("ranker")
+        .agg(pl.col("query_id").n_unique().alias("n_queries"), pl.len().alias("n_candidates"))
+        .sort("ranker")
+    )
+
+
+def candidate_set_disagreements(pool: pl.DataFrame) -> pl.DataFrame:
+    """Queries where the rankers of a pool do not rank the same candidate set.
+
+    A query answered by only some rankers counts as a disagreement too: the comparison between
+    rankers is then not a pure reranker comparison (contract section 1).
+    """
+    n_rankers = pool["ranker"].n_unique()
+    sets = pool.group_by("query_id", "ranker").agg(pl.col("doc_id").sort().alias("docs"))
+    return (
+        sets.group_by("query_id")
+        .agg(
+            pl.col("ranker").n_unique().alias("n_rankers"),
+            pl.col("docs").n_unique().alias("n_distinct_sets"),
+        )
+        .filter((pl.col("n_rankers") < n_rankers) | (pl.col("n_distinct_sets") > 1))
+        .sort("query_id")
+    )
+
+
+def queries_sha256(queries: pl.DataFrame) -> str:
+    """SHA-256 of the queries table, rows sorted by query_id and columns by name."""
+    canonical = queries.select(sorted(queries.columns)).sort("query_id")
+    return hashlib.sha256(canonical.write_csv().encode()).hexdigest()
+
+
+def judged_at_k_by_ranker(per_query: pl.DataFrame) -> pl.DataFrame:
+    """Mean judged@K per (ranker, cutoff) over the rows that carry it."""
+    return (
+        per_query.group_by("ranker", "cutoff")
+        .agg(pl.col("judged_at_k").mean().alias("mean_judged_at_k"))
+        .sort("ranker", "cutoff")
+    )
+
+
+def incomplete_share(per_query: pl.DataFrame) -> pl.DataFrame:
+    """Share of rows with status ``incomplete`` per (ranker, cutoff)."""
+    return (
+        per_query.group_by("ranker", "cutoff")
+        .agg((pl.col("status") == "incomplete").mean().alias("incomplete_share"))
+        .sort("ranker", "cutoff")
+    )

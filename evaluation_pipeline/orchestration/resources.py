@@ -1,0 +1,191 @@
+"""Resources: where published inputs and results live, where inputs land, and check thresholds.
+
+Environments differ by the values handed to these resources (a local folder or an fsspec URL
+such as ``s3://bucket/ndcg``), never by a branch inside an asset.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+import dagster as dg
+import polars as pl
+from upath import UPath
+
+from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.orchestration import landing
+from schemas.names import check_safe_name
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_STORAGE = REPO / ".storage"
+DEFAULT_LANDING = REPO / "examples" / "data" / "landing"
+DEFAULT_QUERIES = REPO / "examples" / "data" / "queries.csv"
+
+MANIFEST = "manifest.json"
+JUDGMENTS_FILE = "judgments.parquet"
+POOL_FILE = "candidates.parquet"
+QUERIES_FILE = "queries.parquet"
+PER_QUERY_FILE = "per_query.parquet"
+
+
+class PublishConflict(RuntimeError):
+    """A published name asked to hold different content: published inputs are immutable."""
+
+
+class EvaluationStorage(dg.ConfigurableResource):
+    """Published inputs and results under one base: a local folder or an fsspec URL.
+
+    Layout: ``judgments/<version>/``, ``pools/<pool>/``, ``queries/``,
+    ``scores/<pool>/<version>/<spec_id>/`` and ``reports/<pool>/<version>/<spec_id>/``. Every
+    path component is a fixed word or a name checked by ``check_safe_name``; every write is
+    atomic (temporary file, then rename or move).
+    """
+
+    base: str = str(DEFAULT_STORAGE)
+
+    # -- paths ----------------------------------------------------------------------------
+    def root(self) -> Path | UPath:
+        return UPath(self.base) if "://" in self.base else Path(self.base).resolve()
+
+    def path(self, *parts: str) -> Path | UPath:
+        target = self.root()
+        for part in parts:
+            target = target / check_safe_name(part, "storage path component")
+        return target
+
+    def is_local(self) -> bool:
+        return isinstance(self.root(), Path) and not isinstance(self.root(), UPath)
+
+    def exists(self, *parts: str) -> bool:
+        return self.path(*parts).exists()
+
+    # -- writes ---------------------------------------------------------------------------
+    def write(self, parts: tuple[str, ...], produce: Callable[[IO[bytes]], None]) -> str:
+        """Write ``parts`` atomically by calling ``produce(binary_handle)``; returns the path."""
+        target = self.path(*parts)
+        if self.is_local():
+            def _write(tmp: Path) -> None:
+                with open(tmp, "wb") as handle:
+                    produce(handle)
+            atomic_write(target, _write)
+            return str(target)
+        # Object stores have no rename: write a temporary key beside the target, then move it.
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"
+        try:
+            with tmp.open("wb") as handle:
+                produce(handle)
+            tmp.fs.mv(tmp.path, target.path)
+        except BaseException:
+            if tmp.exists():
+                tmp.unlink()
+            raise
+        return str(target)
+
+    def write_parquet(self, frame: pl.DataFrame, *parts: str) -> str:
+        # Fixed compression and statistics keep the bytes a function of the data alone.
+        return self.write(parts, lambda h: frame.write_parquet(h, compression="zstd",
+                                                               statistics=True))
+
+    def write_json(self, data: Any, *parts: str) -> str:
+        text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+        return self.write(parts, lambda h: h.write(text.encode()))
+
+    def put_tree(self, local: Path, *parts: str) -> dict[str, str]:
+        """Copy every file of a local folder to ``parts``, each file atomically."""
+        written = {}
+        for source in sorted(p for p in local.iterdir() if p.is_file()):
+            written[source.name] = self.write(
+                (*parts, source.name), lambda h, s=source: shutil.copyfileobj(open(s, "rb"), h)
+            )
+        return written
+
+    @contextmanager
+    def staging(self) -> Iterator[Path]:
+        """A local scratch folder for writers that only take a local path."""
+        with tempfile.TemporaryDirectory(prefix="ndcg-eval-") as tmp:
+            yield Path(tmp)
+
+    # -- reads ----------------------------------------------------------------------------
+    def read_parquet(self, *parts: str) -> pl.DataFrame:
+        target = self.path(*parts)
+        if self.is_local():
+            return pl.read_parquet(target)
+        with target.open("rb") as handle:
+            return pl.read_parquet(handle)
+
+    def read_json(self, *parts: str) -> Any:
+        return json.loads(self.path(*parts).read_text(encoding="utf-8"))
+
+    # -- published inputs -----------------------------------------------------------------
+    def manifest(self, *folder: str) -> dict | None:
+        return self.read_json(*folder, MANIFEST) if self.exists(*folder, MANIFEST) else None
+
+    def publish(self, folder: tuple[str, ...], file_name: str, frame: pl.DataFrame,
+                manifest: dict, what: str) -> bool:
+        """Publish ``frame`` under ``folder`` once. True when written, False when the same
+        content was already there; different content under a published name is refused."""
+        existing = self.manifest(*folder)
+        if existing is not None:
+            if existing["sha256"] == manifest["sha256"]:
+                return False
+            raise PublishConflict(
+                f"{what} is already published with content sha256 {existing['sha256']}; the "
+                f"landed input has sha256 {manifest['sha256']}. A published {what.split()[0]} "
+                "is immutable: land the changed content under a new name."
+            )
+        self.write_parquet(frame, *folder, file_name)
+        # The manifest is written last: its presence is what marks the folder as published.
+        self.write_json(manifest, *folder, MANIFEST)
+        return True
+
+
+class LandingZone(dg.ConfigurableResource):
+    """Where judgment files, pool folders and the queries table arrive."""
+
+    folder: str = str(DEFAULT_LANDING)
+    queries_path: str = str(DEFAULT_QUERIES)
+
+    def root(self) -> Path:
+        return Path(self.folder).resolve()
+
+    def judgment_files(self) -> tuple[list[landing.LandedItem], list[str]]:
+        return landing.judgment_files(self.root())
+
+    def judgment_file(self, version: str) -> Path:
+        return landing.judgment_file(self.root(), version)
+
+    def pool_folders(self) -> tuple[list[landing.LandedItem], list[str]]:
+        return landing.pool_folders(self.root())
+
+    def pool_folder(self, pool: str) -> Path:
+        landing.run_files(self.root(), pool)  # refuses entries that lead outside the landing
+        return landing.pool_folder(self.root(), pool)
+
+    def is_active(self, pool: str) -> bool:
+        """A pool stays active while its folder and ``_READY`` marker are in the landing."""
+        return (self.root() / landing.POOLS_DIR / check_safe_name(pool, "candidate pool")
+                / landing.READY_MARKER).exists()
+
+    def queries_file(self) -> Path:
+        return Path(self.queries_path).resolve()
+
+
+class QualityPolicy(dg.ConfigurableResource):
+    """Thresholds of the asset checks."""
+
+    # A pool whose rankers rank different candidate sets is not a pure reranker comparison:
+    # True blocks scoring, False only warns.
+    require_shared_candidates: bool = True
+    # Warn when the mean judged@K of a ranker falls below this share.
+    min_judged_at_k: float = 0.75
+    # Warn when the share of incomplete queries rises by more than this against the previous
+    # judgment version of the same pool.
+    max_incomplete_share_increase: float = 0.0
