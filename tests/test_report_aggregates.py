@@ -1,0 +1,130 @@
+"""Aggregates on a hand-computed example: macro vs weighted, small slices, statuses apart."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from evaluation_pipeline.core.aggregates import aggregate_with_intervals
+from evaluation_pipeline.core.evaluation import Lineage
+from evaluation_pipeline.report import ReportConfig, headline_markdown, write_report
+from evaluation_pipeline.spec import EvaluationSpec
+
+SHA_J, SHA_P = "a" * 64, "b" * 64
+LINEAGE = Lineage("v1", SHA_J, "pool-1", SHA_P, EvaluationSpec(cutoffs=(5,)).spec_id)
+
+
+def per_query_rows(rows: list[tuple], cutoff: int = 5, lineage: Lineage = LINEAGE) -> pl.DataFrame:
+    """(ranker, query_id, ndcg, status[, judged_at_k, candidate_recall[, n_candidates]])."""
+    records = []
+    for row in rows:
+        ranker, query_id, ndcg, status, *rest = row
+        judged, recall, n = (rest + [1.0, 1.0, 10][len(rest):])[:3]
+        records.append({
+            "ranker": ranker, "query_id": query_id, "cutoff": cutoff,
+            "dcg": None if ndcg is None else ndcg, "ideal_dcg": None if ndcg is None else 1.0,
+            "ndcg": ndcg, "status": status, "n_candidates": n, "n_graded": n, "n_unknown": 0,
+            "n_unjudged": 0, "judged_at_k": judged, "candidate_recall": recall,
+        })
+    schema = {"ranker": pl.String, "query_id": pl.String, "cutoff": pl.Int64,
+              "dcg": pl.Float64, "ideal_dcg": pl.Float64, "ndcg": pl.Float64,
+              "status": pl.String, "n_candidates": pl.Int64, "n_graded": pl.Int64,
+              "n_unknown": pl.Int64, "n_unjudged": pl.Int64, "judged_at_k": pl.Float64,
+              "candidate_recall": pl.Float64}
+    return pl.DataFrame(records, schema=schema).with_columns(lineage.columns())
+
+
+# q3 (no positive) and q4 (incomplete) have no number: counted apart, never averaged as 0.
+PER_QUERY = per_query_rows([
+    ("r", "q1", 0.5, "scored", 1.0, 0.5),
+    ("r", "q2", 1.0, "scored", 0.8, 1.0),
+    ("r", "q3", None, "no_positive", 0.6, None),
+    ("r", "q4", None, "incomplete", 0.4, 0.25),
+    ("r", "q5", 0.2, "scored", 0.2, 0.75),
+])
+QUERIES = pl.DataFrame({
+    "query_id": ["q1", "q2", "q3", "q4", "q5"],
+    "query_text": ["one", "two", "three", "four", "five"],
+    "weight": [1.0, 3.0, 10.0, 5.0, 0.0],
+    "band": ["a", "a", "b", "b", "b"],
+})
+
+
+def rows_by_slice(frame: pl.DataFrame) -> dict:
+    return {(r["slice_column"], r["slice_value"]): r for r in frame.iter_rows(named=True)}
+
+
+def test_macro_and_weighted_means_differ_and_statuses_are_apart():
+    rows = rows_by_slice(aggregate_with_intervals(PER_QUERY, QUERIES, ("band",), n_bootstrap=500))
+    everything = rows[("all", "all")]
+    assert everything["macro_ndcg"] == pytest.approx((0.5 + 1.0 + 0.2) / 3, abs=1e-12)
+    assert everything["weighted_ndcg"] == pytest.approx((0.5 * 1 + 1.0 * 3 + 0.2 * 0) / 4, abs=1e-12)
+    assert (everything["n_queries"], everything["n_with_number"]) == (5, 3)
+    assert (everything["n_scored"], everything["n_no_positive"], everything["n_incomplete"]) == (3, 1, 1)
+    assert everything["n_not_judged"] == everything["n_missing_from_run"] == 0
+    assert everything["mean_judged_at_k"] == pytest.approx((1.0 + 0.8 + 0.6 + 0.4 + 0.2) / 5)
+    # candidate_recall is null for q3 (no positive grade): mean over the four that have one.
+    assert everything["mean_candidate_recall"] == pytest.approx((0.5 + 1.0 + 0.25 + 0.75) / 4)
+    assert everything["macro_ndcg_low"] <= everything["macro_ndcg"] <= everything["macro_ndcg_high"]
+    assert 0.2 <= everything["macro_ndcg_low"] and everything["macro_ndcg_high"] <= 1.0
+
+
+def test_each_slice_has_its_own_counts_and_a_single_query_has_no_interval():
+    rows = rows_by_slice(aggregate_with_intervals(PER_QUERY, QUERIES, ("band",), n_bootstrap=500))
+    a, b = rows[("band", "a")], rows[("band", "b")]
+    assert (a["n_queries"], a["n_with_number"], a["n_no_positive"], a["n_incomplete"]) == (2, 2, 0, 0)
+    assert (b["n_queries"], b["n_with_number"], b["n_no_positive"], b["n_incomplete"]) == (3, 1, 1, 1)
+    assert a["macro_ndcg"] == pytest.approx(0.75)
+    assert a["weighted_ndcg"] == pytest.approx((0.5 + 3.0) / 4)
+    assert b["macro_ndcg"] == pytest.approx(0.2)
+    # q5 weighs 0: no weight behind slice b's number, so no weighted mean.
+    assert b["weighted_ndcg"] is None
+    assert b["macro_ndcg_low"] is None and b["macro_ndcg_high"] is None
+    assert a["macro_ndcg_low"] is not None
+
+
+def test_without_weights_the_weighted_mean_is_null_and_the_report_says_so(tmp_path):
+    spec = EvaluationSpec(cutoffs=(5,))
+    report = write_report(tmp_path, PER_QUERY, spec, LINEAGE, None, ReportConfig(n_bootstrap=200))
+    result = report["results"][0]
+    assert result["weighted_ndcg"] is None and result["weighted_ndcg_interval"] == [None, None]
+    assert report["weights"]["given"] is False
+    assert "no query weights given" in report["weights"]["description"]
+    assert "1 without a positive grade, 1 incomplete" in result["sentence"]
+    assert result["sentence"].startswith(
+        f"NDCG@5 {result['macro_ndcg']:.3f} [{result['macro_ndcg_interval'][0]:.3f}, "
+    )
+
+
+def test_same_seed_same_intervals_other_seed_other_intervals():
+    values = np.random.default_rng(0).uniform(0, 1, 40)
+    per_query = per_query_rows([("r", f"q{i:02d}", float(v), "scored") for i, v in enumerate(values)])
+    first = aggregate_with_intervals(per_query, n_bootstrap=300, seed=1)
+    again = aggregate_with_intervals(per_query, n_bootstrap=300, seed=1)
+    other = aggregate_with_intervals(per_query, n_bootstrap=300, seed=2)
+    assert first.equals(again)
+    assert first["macro_ndcg_low"][0] != other["macro_ndcg_low"][0]
+
+
+def test_write_report_writes_every_file_and_returns_report_json(tmp_path):
+    spec = EvaluationSpec(cutoffs=(5,))
+    config = ReportConfig(n_bootstrap=200, seed=5)
+    report = write_report(tmp_path, PER_QUERY, spec, LINEAGE, QUERIES, config)
+    assert {p.name for p in tmp_path.iterdir()} == {
+        "report.json", "aggregates.parquet", "per_query.parquet", "report.html"
+    }
+    assert json.loads((tmp_path / "report.json").read_text()) == report
+    # query_text is free text, never a slice; band is the one slice column.
+    assert report["slices"] == ["band"]
+    assert report["statistics"]["seed"] == 5 and report["statistics"]["n_bootstrap"] == 200
+    aggregates = pl.read_parquet(tmp_path / "aggregates.parquet")
+    assert set(aggregates["spec_id"]) == {LINEAGE.spec_id}
+    assert set(aggregates["judgments_sha256"]) == {SHA_J}
+    assert pl.read_parquet(tmp_path / "per_query.parquet").equals(PER_QUERY)
+    markdown = headline_markdown(report)
+    assert markdown.splitlines()[0].startswith("| ranker | K | NDCG |")
+    assert f"| r | 5 | {report['results'][0]['macro_ndcg']:.4f}" in markdown
+    assert report["results"][0]["sentence"] in markdown
