@@ -1,0 +1,202 @@
+"""Time NDCG@10 tools end to end, Parquet in, per-query results out, each in its own process.
+
+    python benchmarks/run.py --rows 1M --rows 10M [--tools ndcg-eval,streaming,...]
+
+Per tool: wall time, peak RSS of its process (``os.wait4``), candidate rows per second, the
+ratio to the floor (reading the needed columns into Arrow plus one sort) and to pytrec_eval,
+and the largest absolute difference of its per-query NDCG@10 from ours under the matching
+profile (trec_eval for pytrec_eval, ir_measures and ranx; sklearn for scikit-learn). Data comes
+from ``benchmarks/generate.py`` in ``benchmarks/data/``. Prints a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+PYTHON = sys.executable
+TOOLS = ("floor", "ndcg-eval", "streaming", "pytrec_eval", "ir_measures", "ranx", "sklearn")
+PROFILE = {"pytrec_eval": "trec_eval", "ir_measures": "trec_eval", "ranx": "trec_eval",
+           "sklearn": "sklearn", "ndcg-eval": "trec_eval", "streaming": "trec_eval"}
+MAX_ROWS = {"sklearn": 10_000_000, "ranx": 10_000_000, "ir_measures": 10_000_000,
+            "pytrec_eval": 10_000_000, "ndcg-eval": 10_000_000}  # past these they need > ~20 GB
+
+
+# -- what each child process does ---------------------------------------------------------------
+
+
+def child(tool: str, judgments: str, run: str, out: str) -> None:
+    import polars as pl
+
+    if tool == "floor":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(run, columns=["query_id", "doc_id", "score"], pre_buffer=False)
+        pq.read_table(judgments, columns=["query_id", "doc_id", "grade", "grade_status"])
+        pl.from_arrow(table).sort(["query_id", "score"], descending=[False, True])
+        return
+    if tool == "streaming":
+        from evaluation_pipeline.engines import score_files
+        from evaluation_pipeline.spec import profile
+
+        score_files(judgments, run, profile("trec_eval").replace(cutoffs=(10,)), out,
+                    engine="streaming", progress=False)
+        return
+    qrels = pl.read_parquet(judgments, columns=["query_id", "doc_id", "grade", "grade_status"])
+    qrels = qrels.filter(pl.col("grade_status") == "graded")
+    candidates = pl.read_parquet(run, columns=["query_id", "doc_id", "score"])
+    if tool in ("pytrec_eval", "ir_measures", "ranx"):
+        if tool == "pytrec_eval":
+            import pytrec_eval
+
+            qrel_dict, run_dict = _nested(qrels, "grade", int), _nested(candidates, "score", float)
+            measured = pytrec_eval.RelevanceEvaluator(qrel_dict, {"ndcg_cut.10"}).evaluate(run_dict)
+            result = {q: v["ndcg_cut_10"] for q, v in measured.items()}
+        elif tool == "ir_measures":
+            import ir_measures
+
+            rows = ir_measures.iter_calc(
+                [ir_measures.nDCG @ 10],
+                qrels.select("query_id", "doc_id", pl.col("grade").alias("relevance")).to_pandas(),
+                candidates.to_pandas(),
+            )
+            result = {m.query_id: m.value for m in rows}
+        else:
+            from ranx import Qrels, Run, evaluate
+
+            ids = {"query_id": object, "doc_id": object}  # ranx wants object ids
+            qrel = Qrels.from_df(qrels.to_pandas().astype(ids), q_id_col="query_id", doc_id_col="doc_id",
+                                 score_col="grade")
+            ranked = Run.from_df(candidates.to_pandas().astype(ids), q_id_col="query_id",
+                                 doc_id_col="doc_id", score_col="score")
+            evaluate(qrel, ranked, "ndcg@10", make_comparable=True)
+            result = dict(ranked.scores["ndcg@10"])
+        pl.DataFrame({"query_id": list(result), "ndcg": list(result.values())}).write_parquet(out)
+        return
+    if tool == "sklearn":
+        import numpy as np
+        from sklearn.metrics._ranking import _ndcg_sample_scores
+
+        joined = candidates.join(qrels.select("query_id", "doc_id", "grade"),
+                                 on=["query_id", "doc_id"], how="left").sort("query_id")
+        width = joined.group_by("query_id").len()["len"].unique()
+        if len(width) != 1:
+            raise SystemExit("scikit-learn needs the same number of candidates per query")
+        shape = (-1, int(width[0]))
+        y_true = joined["grade"].fill_null(0).to_numpy().reshape(shape).astype(float)
+        y_score = joined["score"].to_numpy().reshape(shape)
+        values = _ndcg_sample_scores(y_true, y_score, k=10, ignore_ties=False)
+        queries = joined["query_id"].to_numpy().reshape(shape)[:, 0]
+        keep = y_true.max(axis=1) > 0  # sklearn scores 0 where the ideal is 0, as we do under `zero`
+        pl.DataFrame({"query_id": queries, "ndcg": np.where(keep, values, 0.0)}).write_parquet(out)
+        return
+    raise SystemExit(f"unknown tool {tool}")
+
+
+def _nested(frame, value: str, cast) -> dict:
+    out: dict = {}
+    for q, d, v in frame.select("query_id", "doc_id", value).iter_rows():
+        out.setdefault(q, {})[d] = cast(v)
+    return out
+
+
+# -- the parent: time each child, compare ---------------------------------------------------------
+
+
+def timed(argv: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (GB) of one child process (and what it waited for)."""
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{argv[:4]} failed with {os.waitstatus_to_exitcode(status)}")
+    return wall, usage.ru_maxrss / 1024 / 1024  # ru_maxrss is in KiB on Linux
+
+
+def reference(judgments: Path, run: Path, name: str, scratch: Path):
+    import polars as pl
+
+    from evaluation_pipeline.engines import score_files
+    from evaluation_pipeline.spec import profile
+
+    out = scratch / f"reference-{name}.parquet"
+    if not out.exists():
+        score_files(judgments, run, profile(name).replace(cutoffs=(10,)), out,
+                    engine="streaming", progress=False)
+    return pl.read_parquet(out, columns=["query_id", "ndcg"]).drop_nulls("ndcg")
+
+
+def agreement(tool: str, out: Path, judgments: Path, run: Path, scratch: Path) -> str:
+    import polars as pl
+
+    ours = reference(judgments, run, PROFILE[tool], scratch)
+    theirs = pl.read_parquet(out, columns=["query_id", "ndcg"])
+    both = ours.join(theirs, on="query_id", suffix="_theirs")
+    diff = (both["ndcg"] - both["ndcg_theirs"]).abs().max()
+    return f"{diff:.1e} ({both.height:,} q)"
+
+
+def size_rows(text: str) -> int:
+    text = text.upper().replace("_", "")
+    return int(float(text[:-1]) * 1_000_000) if text.endswith("M") else int(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", action="append", help="1M, 10M, 100M (generated beforehand)")
+    parser.add_argument("--tools", default=",".join(TOOLS))
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(*args.child)
+        return 0
+    tools = args.tools.split(",")
+    lines = ["| rows | tool | wall s | peak RSS GB | rows/s | x floor | x pytrec_eval | "
+             "max abs diff vs ours |", "|---|---|---|---|---|---|---|---|"]
+    for size in args.rows or ["1M", "10M"]:
+        rows = size_rows(size)
+        tag = f"{rows // 1_000_000}M"
+        judgments, run = DATA / f"judgments-{tag}.parquet", DATA / f"run-{tag}.parquet"
+        if not run.exists():
+            raise SystemExit(f"{run} is missing: python benchmarks/generate.py --rows {rows}")
+        scratch = Path(tempfile.mkdtemp(prefix=f"bench-{tag}-"))
+        results = {}
+        for tool in tools:
+            if rows > MAX_ROWS.get(tool, rows):
+                continue
+            out = scratch / f"{tool}.parquet"
+            if tool == "ndcg-eval":
+                argv = [str(Path(PYTHON).parent / "ndcg-eval"), "score", "--judgments",
+                        str(judgments), "--run", str(run), "--profile", "trec_eval",
+                        "--cutoff", "10", "--out", str(scratch / "cli")]
+                out = scratch / "cli" / "per_query.parquet"
+            else:
+                argv = [PYTHON, __file__, "--child", tool, str(judgments), str(run), str(out)]
+            wall, peak = timed(argv)
+            agree = "" if tool == "floor" else agreement(tool, out, judgments, run, scratch)
+            results[tool] = (wall, peak, agree)
+            print(f"{tag} {tool}: {wall:.1f}s {peak:.2f} GB {agree}", file=sys.stderr)
+        floor = results.get("floor", (None,))[0]
+        pytrec = results.get("pytrec_eval", (None,))[0]
+        for tool, (wall, peak, agree) in results.items():
+            x_floor = f"{wall / floor:.1f}" if floor else "-"
+            x_pytrec = f"{wall / pytrec:.2f}" if pytrec else "-"
+            lines.append(f"| {tag} | {tool} | {wall:.1f} | {peak:.2f} | {rows / wall:,.0f} | "
+                         f"{x_floor} | {x_pytrec} | {agree} |")
+    print("\n".join(lines))
+    Path(DATA).mkdir(exist_ok=True)
+    (DATA / "last-run.json").write_text(json.dumps(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

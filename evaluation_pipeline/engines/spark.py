@@ -1,0 +1,201 @@
+"""The Spark engine: the same NDCG kernel, run by PySpark over whole queries.
+
+Run and judgments are each given a ``bucket`` (a hash of query_id), cogrouped on it, and each
+bucket (whole queries, every ranker, with all of those queries' judgment rows) is scored by the
+vectorized kernel in one ``applyInArrow`` call: the per-batch step of the streaming engine, with
+Spark deciding where it runs. Buckets rather than single queries keep one Python call per many
+queries. Inputs and output are Parquet at any URL the session can read and write.
+
+Validation runs as Spark aggregations (counts of broken rules, no row numbers: a distributed
+file has none). The content hashes follow contract section 1 exactly: the canonical lines are
+sorted by key in Spark and fed to the digest on the driver in order, which is a serial pass;
+callers that already hold the hashes (from publishing the version and the pool) pass them in.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import polars as pl
+import pyarrow as pa
+
+from evaluation_pipeline.core.evaluation import Lineage
+from evaluation_pipeline.core.hashing import StreamingDigest, judgments_lines, pool_lines
+from evaluation_pipeline.core.ndcg import (
+    RESULT_SCHEMA,
+    index_judgments,
+    missing_from_run,
+    score_candidates,
+)
+from evaluation_pipeline.spec import EvaluationSpec
+from schemas import InputError
+from schemas.errors import violation
+from schemas.names import check_safe_name
+
+BUCKETS = 64
+RUN_COLUMNS = ("candidate_pool", "ranker", "query_id", "doc_id", "score")
+JUDGMENT_COLUMNS = ("query_id", "doc_id", "grade", "grade_status", "judgment_version")
+_SPARK_TYPES = {pl.String(): "string", pl.Int64(): "bigint", pl.Float64(): "double"}
+RESULT_DDL = ", ".join(f"{name} {_SPARK_TYPES[dtype]}" for name, dtype in RESULT_SCHEMA.items())
+RESULT_ARROW = pa.schema([(name, {"string": pa.string(), "bigint": pa.int64(),
+                                  "double": pa.float64()}[_SPARK_TYPES[dtype]])
+                          for name, dtype in RESULT_SCHEMA.items()])
+
+
+def spark_session(master: str = "local[2]"):
+    """A local session whose Python workers run this interpreter (and see this package)."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    return (
+        SparkSession.builder.master(master)
+        .appName("ndcg-eval")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+
+
+def score_spark(
+    judgments_url: str,
+    run_url: str,
+    spec: EvaluationSpec,
+    out_url: str,
+    *,
+    judgment_version: str | None = None,
+    pool: str | None = None,
+    ranker: str | None = None,
+    spark=None,
+    judgments_sha256: str | None = None,
+    pool_sha256: str | None = None,
+    buckets: int = BUCKETS,
+) -> tuple[Lineage, int]:
+    """Per-query rows with lineage written as Parquet to ``out_url``; (lineage, row count)."""
+    from pyspark.sql import functions as F
+
+    spark = spark or spark_session()
+    judgments = _named(spark.read.parquet(judgments_url), "judgment_version",
+                       judgment_version or _stem(judgments_url)).select(*JUDGMENT_COLUMNS)
+    run = spark.read.parquet(run_url)
+    run = _named(run, "candidate_pool", pool or _parent(run_url))
+    run = _named(run, "ranker", ranker or _stem(run_url)).select(*RUN_COLUMNS)
+    run = run.withColumn("score", F.col("score").cast("double"))
+    version = _validate_judgments(judgments, judgments_url)
+    pool_name = _validate_run(run, run_url)
+    rankers = sorted(r[0] for r in run.select("ranker").distinct().collect())
+
+    def score_bucket(candidates: pa.Table, grades: pa.Table) -> pa.Table:
+        index = index_judgments(pl.from_arrow(grades), spec)
+        frame = pl.from_arrow(candidates)
+        scored = score_candidates(frame, index, spec)
+        returned = frame.select("ranker", "query_id").unique()
+        missing = missing_from_run(index, returned, rankers, spec)
+        return pl.concat([scored, missing]).to_arrow().cast(RESULT_ARROW)
+
+    bucket = (F.abs(F.xxhash64("query_id")) % buckets).alias("bucket")
+    per_query = (
+        run.select(bucket, *RUN_COLUMNS[1:]).groupBy("bucket")
+        .cogroup(judgments.select(bucket, *JUDGMENT_COLUMNS[:4]).groupBy("bucket"))
+        .applyInArrow(score_bucket, RESULT_DDL)
+    )
+    lineage = Lineage(
+        judgment_version=version,
+        judgments_sha256=judgments_sha256 or _digest(judgments, judgments_lines,
+                                                     ["query_id", "doc_id"]),
+        candidate_pool=pool_name,
+        pool_sha256=pool_sha256 or _digest(run, pool_lines, ["ranker", "query_id", "doc_id"]),
+        spec_id=spec.spec_id,
+    )
+    lineage_columns = [F.lit(v).alias(k) for k, v in lineage.__dict__.items()]
+    result = per_query.select("*", *lineage_columns).orderBy("ranker", "query_id", "cutoff")
+    result.write.mode("overwrite").parquet(out_url)
+    return lineage, spark.read.parquet(out_url).count()
+
+
+def _stem(url: str) -> str:
+    name = url.rstrip("/").rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+def _parent(url: str) -> str:
+    return _stem(url.rstrip("/").rsplit("/", 1)[0])
+
+
+def _named(frame, column: str, name: str):
+    from pyspark.sql import functions as F
+
+    return frame if column in frame.columns else frame.withColumn(column, F.lit(name))
+
+
+def _broken(source: str, checks: dict) -> None:
+    bad = [violation(column, f"{rule} ({count:,} rows)", []) for (column, rule), count in
+           checks.items() if count]
+    if bad:
+        raise InputError(source, bad)
+
+
+def _validate_run(run, source: str) -> str:
+    from pyspark.sql import functions as F
+
+    empty = lambda c: F.col(c).isNull() | (F.length(c) == 0)  # noqa: E731
+    counts = run.select(
+        *(F.sum(empty(c).cast("int")).alias(c) for c in RUN_COLUMNS[:4]),
+        F.sum((F.col("score").isNull() | F.isnan("score")
+               | (F.abs("score") == float("inf"))).cast("int")).alias("score"),
+        F.countDistinct("candidate_pool").alias("pools"),
+    ).first()
+    duplicates = (run.groupBy("ranker", "query_id", "doc_id").count()
+                  .filter("count > 1").count())
+    _broken(source, {**{(c, "must be non-empty"): counts[c] for c in RUN_COLUMNS[:4]},
+                     ("score", "score must be a finite number (no NaN or infinity)"):
+                         counts["score"],
+                     ("ranker, query_id, doc_id", "must be unique: duplicate rows"): duplicates,
+                     ("candidate_pool", "one candidate pool per input"):
+                         int(counts["pools"] > 1)})
+    name = run.select("candidate_pool").first()[0]
+    check_safe_name(name, "candidate pool")
+    return name
+
+
+def _validate_judgments(judgments, source: str) -> str:
+    from pyspark.sql import functions as F
+
+    status, grade = F.col("grade_status"), F.col("grade")
+    empty = lambda c: F.col(c).isNull() | (F.length(c) == 0)  # noqa: E731
+    counts = judgments.select(
+        *(F.sum(empty(c).cast("int")).alias(c) for c in ("query_id", "doc_id")),
+        F.sum((~(((status == "graded") & (grade >= 0))
+                 | ((status == "unknown") & grade.isNull()))).cast("int")).alias("grade"),
+        F.countDistinct("judgment_version").alias("versions"),
+    ).first()
+    duplicates = judgments.groupBy("query_id", "doc_id").count().filter("count > 1").count()
+    _broken(source, {("query_id", "must be non-empty"): counts["query_id"],
+                     ("doc_id", "must be non-empty"): counts["doc_id"],
+                     ("grade", "a graded row needs a grade >= 0 and an unknown row none"):
+                         counts["grade"] or 0,
+                     ("query_id, doc_id", "must be unique: duplicate rows"): duplicates,
+                     ("judgment_version", "one judgment version per input"):
+                         int(counts["versions"] > 1)})
+    name = judgments.select("judgment_version").first()[0]
+    check_safe_name(name, "judgment version")
+    return name
+
+
+def _digest(frame, lines, keys: list[str]) -> str:
+    """Contract section 1 SHA-256: canonical lines sorted in Spark, hashed on the driver."""
+    digest = StreamingDigest(lines)
+    batch: list = []
+    for row in frame.orderBy(*keys).toLocalIterator(prefetchPartitions=True):
+        batch.append(row.asDict())
+        if len(batch) == 100_000:
+            digest.update_lines(lines(pl.DataFrame(batch, schema_overrides=_DIGEST_TYPES)))
+            batch = []
+    if batch:
+        digest.update_lines(lines(pl.DataFrame(batch, schema_overrides=_DIGEST_TYPES)))
+    return digest.hexdigest()
+
+
+_DIGEST_TYPES = {"grade": pl.Int64, "score": pl.Float64}
