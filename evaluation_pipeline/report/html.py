@@ -13,8 +13,8 @@ color:#222;line-height:1.45;padding:0 1rem}
 h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
 .headline{background:#f4f7fb;border-left:4px solid #1f5fa8;padding:.6rem 1rem}
 .headline p{margin:.3rem 0}.note{color:#8a4b00}
-table{border-collapse:collapse;margin:.5rem 0;font-size:.9rem}
-th,td{border-bottom:1px solid #e3e3e3;padding:.25rem .5rem;text-align:right}td{white-space:nowrap}
+table{border-collapse:collapse;margin:.5rem 0;font-size:.85rem}
+th,td{border-bottom:1px solid #e3e3e3;padding:.25rem .4rem;text-align:right}td{white-space:nowrap}
 th:first-child,td:first-child{text-align:left}
 code{font-size:.85rem}.chart text{font-size:11px;fill:#333}dl{display:grid;
 grid-template-columns:max-content auto;gap:.2rem 1rem}dt{font-weight:600}dd{margin:0}
@@ -76,7 +76,7 @@ def _cutoff_table(report: dict, cutoff: int) -> list[str]:
     head = ("<tr><th>ranker</th><th>NDCG (macro)</th><th>interval</th><th>weighted</th>"
             "<th>interval</th><th>with number</th><th>queries</th>"
             + "".join(f"<th>{label}</th>" for _, label in STATUS_LABELS)
-            + "<th>judged@K</th><th>candidate recall</th></tr>")
+            + "<th>judged@K</th><th>cand. recall</th></tr>")
     out = [f'<h2 id="ndcg-{cutoff}">NDCG@{cutoff}</h2>', f'<table class="results">{head}']
     for r in rows:
         attrs = f'data-ranker="{escape(r["ranker"])}" data-cutoff="{cutoff}"'
