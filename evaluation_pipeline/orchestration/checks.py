@@ -90,10 +90,15 @@ def candidate_pool_shared_candidates(context: dg.AssetCheckExecutionContext,
     )
 
 
-def _earlier_version(instance: dg.DagsterInstance, version: str) -> str | None:
+def _earlier_scored_version(instance: dg.DagsterInstance, storage: EvaluationStorage,
+                            pool: str, version: str, spec_id: str) -> str | None:
+    """The last version registered before ``version`` that has scores for ``pool``."""
     versions = instance.get_dynamic_partitions(judgment_version_partitions.name)
-    index = versions.index(version) if version in versions else -1
-    return versions[index - 1] if index > 0 else None
+    earlier = versions[:versions.index(version)] if version in versions else []
+    for candidate in reversed(earlier):
+        if storage.exists(*scores_folder(pool, candidate, spec_id), PER_QUERY_FILE):
+            return candidate
+    return None
 
 
 def _by_ranker_table(frame: pl.DataFrame, column: str) -> dg.MetadataValue:
@@ -134,9 +139,9 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
         pool, version = split_evaluation_key(context.partition_key)
         current = quality.incomplete_share(
             storage.read_parquet(*scores_folder(pool, version, spec.spec_id), PER_QUERY_FILE))
-        earlier = _earlier_version(context.instance, version)
-        if earlier is None or not storage.exists(*scores_folder(pool, earlier, spec.spec_id),
-                                                 PER_QUERY_FILE):
+        earlier = _earlier_scored_version(context.instance, storage, pool, version,
+                                          spec.spec_id)
+        if earlier is None:
             return dg.AssetCheckResult(
                 passed=True, severity=dg.AssetCheckSeverity.WARN,
                 description="no earlier judgment version scored for this pool to compare with",

@@ -1,26 +1,20 @@
-"""Jobs: what one run materializes. Selections name groups and assets, checks come along."""
+"""Jobs: what one run materializes. Selections name groups and assets, checks come along, and
+partitions follow from the selected assets."""
 
 from __future__ import annotations
 
 import dagster as dg
 
 from evaluation_pipeline.orchestration.assets import EVALUATION_GROUP
-from evaluation_pipeline.orchestration.partitions import (
-    candidate_pool_partitions,
-    evaluation_partitions,
-    judgment_version_partitions,
-)
 
 ingest_judgments_job = dg.define_asset_job(
     "ingest_judgments",
     selection=dg.AssetSelection.assets("judgments"),
-    partitions_def=judgment_version_partitions,
     description="Validate and publish one judgment version, then check it.",
 )
 ingest_pool_job = dg.define_asset_job(
     "ingest_candidate_pool",
     selection=dg.AssetSelection.assets("candidate_pools"),
-    partitions_def=candidate_pool_partitions,
     description="Validate and publish one candidate pool, then check it.",
 )
 ingest_queries_job = dg.define_asset_job(
@@ -31,7 +25,6 @@ ingest_queries_job = dg.define_asset_job(
 evaluation_job = dg.define_asset_job(
     "evaluate",
     selection=dg.AssetSelection.groups(EVALUATION_GROUP),
-    partitions_def=evaluation_partitions,
     description="Score one pool against one judgment version and write the report.",
 )
 

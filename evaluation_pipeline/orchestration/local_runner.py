@@ -80,10 +80,9 @@ class LocalRunner:
         )
         error = None
         if not result.success:
-            failures = [e for e in result.all_events if e.is_step_failure]
             error = "; ".join(
-                f"{e.step_key}: {e.step_failure_data.error.message.strip()}"
-                for e in failures if e.step_failure_data.error
+                f"{e.step_key}: {_root_message(e.step_failure_data.error)}"
+                for e in result.all_events if e.is_step_failure and e.step_failure_data.error
             ) or "run failed"
         return RunOutcome(sensor_name or "", job_name, request.partition_key, request.run_key,
                           result.success, result.run_id, error)
@@ -113,3 +112,10 @@ def _unpack(result, cursor):
     if isinstance(result, list):
         return [r for r in result if isinstance(r, dg.RunRequest)], [], cursor
     return [], [], cursor  # a SkipReason or None
+
+
+def _root_message(error) -> str:
+    """The message of the error that caused a step failure, not Dagster's wrapper around it."""
+    while error.cause is not None:
+        error = error.cause
+    return error.message.strip()

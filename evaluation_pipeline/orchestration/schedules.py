@@ -42,8 +42,8 @@ def build_nightly_schedule(spec: EvaluationSpec, cron: str = DEFAULT_CRON,
         pools = evaluable_pools(context.instance, landing, storage, policy, context.log)
         if not pools:
             return dg.SkipReason("no active published candidate pool")
-        night = (context.scheduled_execution_time.date().isoformat()
-                 if context.scheduled_execution_time else "manual")
+        # One run per pool and night: the key repeats only if the same night is evaluated twice.
+        night = context.scheduled_execution_time.date().isoformat()
         return [
             dg.RunRequest(
                 run_key=evaluation_run_key(f"nightly-{night}", pool, latest, manifest,

@@ -1,0 +1,131 @@
+"""Pieces of the pipeline that need no Dagster run: landing, storage, quality facts, spec."""
+
+import os
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from evaluation_pipeline.io.readers import read_pool
+from evaluation_pipeline.orchestration import landing, quality
+from evaluation_pipeline.orchestration.assets import evaluation_code_version
+from evaluation_pipeline.orchestration.resources import EvaluationStorage, PublishConflict
+from evaluation_pipeline.spec import EvaluationSpec
+from schemas.names import UnsafeNameError
+from tests.conftest import EXAMPLES
+
+POOL = EXAMPLES / "landing" / "pools" / "pool-2026-11-28"
+
+
+@pytest.fixture
+def landed(tmp_path: Path) -> Path:
+    root = tmp_path / "landing"
+    (root / "judgments").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "landing" / "judgments" / "maint-v1.csv", root / "judgments")
+    shutil.copytree(POOL, root / "pools" / POOL.name)
+    return root
+
+
+def test_landing_lists_versions_and_ready_pools(landed: Path):
+    (landed / "pools" / "not-ready").mkdir()
+    shutil.copy(POOL / "bm25-v3.parquet", landed / "pools" / "not-ready")
+    versions, skipped = landing.judgment_files(landed)
+    pools, pool_skipped = landing.pool_folders(landed)
+    assert [v.name for v in versions] == ["maint-v1"] and not skipped
+    assert [p.name for p in pools] == [POOL.name] and not pool_skipped
+    assert len(versions[0].files_sha256) == 64
+
+
+def test_landing_refuses_symlinks_that_leave_the_folder(landed: Path, tmp_path: Path):
+    outside = tmp_path / "elsewhere.csv"
+    shutil.copy(EXAMPLES / "landing" / "judgments" / "maint-v2.csv", outside)
+    os.symlink(outside, landed / "judgments" / "maint-v2.csv")
+    os.symlink(tmp_path / "elsewhere.csv", landed / "pools" / POOL.name / "extra.csv")
+    versions, skipped = landing.judgment_files(landed)
+    assert [v.name for v in versions] == ["maint-v1"]
+    assert len(skipped) == 1 and "outside the landing folder" in skipped[0]
+    with pytest.raises(landing.LandingError, match="outside the landing folder"):
+        landing.judgment_file(landed, "maint-v2")
+    with pytest.raises(landing.LandingError, match="outside the landing folder"):
+        landing.run_files(landed, POOL.name)
+    pools, pool_skipped = landing.pool_folders(landed)
+    assert pools == [] and "outside the landing folder" in pool_skipped[0]
+
+
+def test_landing_skips_unsafe_names(landed: Path):
+    shutil.copy(EXAMPLES / "landing" / "judgments" / "maint-v2.csv",
+                landed / "judgments" / "maint v2.csv")
+    versions, skipped = landing.judgment_files(landed)
+    assert [v.name for v in versions] == ["maint-v1"]
+    assert "refused" in skipped[0]
+
+
+@pytest.mark.parametrize("base", ["local", "memory"])
+def test_storage_publishes_once_and_refuses_different_content(base: str, tmp_path: Path):
+    storage = EvaluationStorage(base=str(tmp_path / "store") if base == "local"
+                                else f"memory://ndcg-test-{os.getpid()}")
+    frame = pl.DataFrame({"query_id": ["q1", "q2"], "grade": [1, 2]})
+    assert storage.publish(("judgments", "v1"), "judgments.parquet", frame,
+                           {"sha256": "a" * 64}, "judgment version 'v1'") is True
+    assert storage.read_parquet("judgments", "v1", "judgments.parquet").equals(frame)
+    before = storage.path("judgments", "v1", "judgments.parquet").read_bytes()
+    # The same content again writes nothing.
+    assert storage.publish(("judgments", "v1"), "judgments.parquet", frame.head(1),
+                           {"sha256": "a" * 64}, "judgment version 'v1'") is False
+    assert storage.path("judgments", "v1", "judgments.parquet").read_bytes() == before
+    with pytest.raises(PublishConflict, match="already published with content sha256 a+; the "
+                       "landed input has sha256 b+"):
+        storage.publish(("judgments", "v1"), "judgments.parquet", frame.head(1),
+                        {"sha256": "b" * 64}, "judgment version 'v1'")
+    names = [p.name for p in storage.path("judgments", "v1").iterdir()]
+    assert sorted(names) == ["judgments.parquet", "manifest.json"]  # no temporary left over
+
+
+def test_storage_write_is_atomic_on_failure(tmp_path: Path):
+    storage = EvaluationStorage(base=str(tmp_path / "store"))
+    storage.write_json({"n": 1}, "reports", "x.json")
+
+    def fail(handle):
+        handle.write(b"partial")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        storage.write(("reports", "x.json"), fail)
+    assert storage.read_json("reports", "x.json") == {"n": 1}
+    assert [p.name for p in storage.path("reports").iterdir()] == ["x.json"]
+
+
+def test_storage_builds_paths_only_from_safe_names(tmp_path: Path):
+    storage = EvaluationStorage(base=str(tmp_path))
+    for bad in ("..", "a/b", "", "x y"):
+        with pytest.raises(UnsafeNameError):
+            storage.path("judgments", bad)
+
+
+def test_candidate_set_disagreements():
+    pool = read_pool(POOL)
+    assert quality.candidate_set_disagreements(pool).height == 0
+    first_query = pool["query_id"].min()
+    dropped = pool.filter(~((pl.col("ranker") == "bm25-v3") & (pl.col("query_id") == first_query)
+                            & (pl.col("doc_id") == pool.filter(
+                                pl.col("query_id") == first_query)["doc_id"].min())))
+    differing = quality.candidate_set_disagreements(dropped)
+    assert differing["query_id"].to_list() == [first_query]
+    counts = quality.ranker_counts(pool)
+    assert counts["ranker"].to_list() == ["bm25-v3", "dense-v2", "hybrid-v1"]
+    assert counts["n_candidates"].sum() == pool.height
+
+
+def test_grade_distribution_counts_unknown_apart():
+    judgments = pl.DataFrame(
+        {"grade": [0, 2, 2, None], "grade_status": ["graded", "graded", "graded", "unknown"]},
+        schema_overrides={"grade": pl.Int64},
+    )
+    assert quality.grade_distribution(judgments) == {"0": 1, "2": 2, "unknown": 1}
+
+
+def test_code_version_follows_the_spec():
+    default, linear = EvaluationSpec(), EvaluationSpec(gain="linear")
+    assert default.spec_id in evaluation_code_version(default)
+    assert evaluation_code_version(default) != evaluation_code_version(linear)
