@@ -59,8 +59,10 @@ def test_killed_writer_never_leaves_a_torn_file(tmp_path):
     target = tmp_path / "per_query.parquet"
     writer = textwrap.dedent(
         f"""
+        import sys
         import numpy as np, polars as pl
         from evaluation_pipeline.io.atomic import write_parquet
+        print("ready", flush=True)
         i = 0
         while True:
             i += 1
@@ -68,8 +70,9 @@ def test_killed_writer_never_leaves_a_torn_file(tmp_path):
             write_parquet(frame, {str(target)!r})
         """
     )
-    for delay in (0.8, 1.3, 1.9):
-        process = subprocess.Popen([sys.executable, "-c", writer])
+    for delay in (0.05, 0.2, 0.35, 0.6):
+        process = subprocess.Popen([sys.executable, "-c", writer], stdout=subprocess.PIPE, text=True)
+        assert process.stdout.readline().strip() == "ready"  # imports done: writing from now on
         time.sleep(delay)
         process.send_signal(signal.SIGKILL)
         process.wait()
