@@ -23,7 +23,7 @@ def judgments_lines(judgments: pl.DataFrame) -> pl.DataFrame:
         pl.col("doc_id").cast(pl.String),
         pl.col("grade").cast(pl.String).fill_null(""),
         pl.col("grade_status").cast(pl.String),
-    ).sort(["query_id", "doc_id"])
+    ).pipe(key_sorted, ["query_id", "doc_id"])
 
 
 def pool_lines(pool: pl.DataFrame) -> pl.DataFrame:
@@ -37,7 +37,31 @@ def pool_lines(pool: pl.DataFrame) -> pl.DataFrame:
             "doc_id": pool["doc_id"].cast(pl.String),
             "score_bits": pl.Series(bits).cast(pl.String),
         }
-    ).sort(["ranker", "query_id", "doc_id"])
+    ).pipe(key_sorted, ["ranker", "query_id", "doc_id"])
+
+
+def key_sorted(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """``frame.sort(keys)``, cheaper when rows already come in order of all keys but the last.
+
+    A ranker's output is sorted by (ranker, query_id) but not by doc_id; sorting by an integer
+    run id and doc_id gives the same order at a fraction of the cost of a multi-string sort.
+    """
+    lead = keys[:-1]
+    if lead and frame.height and sorted_by(frame, lead):
+        run_id = frame.select(pl.struct(lead).rle_id()).to_series().alias("__run")
+        return frame.with_columns(run_id).sort(["__run", keys[-1]]).drop("__run")
+    return frame.sort(keys)
+
+
+def sorted_by(frame: pl.DataFrame, keys: list[str]) -> bool:
+    """Rows are in non-decreasing (byte-wise) order of the key tuple."""
+    later = pl.lit(False)
+    equal_so_far = pl.lit(True)
+    for k in keys:
+        previous = pl.col(k).shift(1)
+        later = later | (equal_so_far & (pl.col(k) > previous))
+        equal_so_far = equal_so_far & (pl.col(k) == previous)
+    return bool(frame.select((later | equal_so_far).slice(1).all()).item())
 
 
 def judgments_sha256(judgments: pl.DataFrame) -> str:
@@ -78,8 +102,16 @@ def _sha256_lines(frame: pl.DataFrame) -> str:
 
 def _update(digest, frame: pl.DataFrame) -> None:
     # Every line ends with a newline, so the digest does not depend on how rows are chunked.
+    # The lines of a chunk lie back to back in the Arrow data buffer: hash it without a copy.
     for start in range(0, frame.height, _CHUNK_ROWS):
         chunk = frame.slice(start, _CHUNK_ROWS)
-        text = chunk.select(pl.concat_str(pl.all(), separator="\t")).to_series().str.join("\n")
-        digest.update(text.item().encode())
-        digest.update(b"\n")
+        lines = chunk.select(
+            pl.concat_str([pl.concat_str(pl.all(), separator="\t"), pl.lit("\n")])
+        ).to_series()
+        array = lines.to_arrow(compat_level=pl.CompatLevel.oldest())
+        array = array.combine_chunks() if hasattr(array, "combine_chunks") else array
+        offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[
+            array.offset : array.offset + len(array) + 1
+        ]
+        data = memoryview(array.buffers()[2])[offsets[0] : offsets[-1]]
+        digest.update(data)

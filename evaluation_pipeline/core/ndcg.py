@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from evaluation_pipeline.core.gains import gains_for_grades
+from evaluation_pipeline.core.hashing import sorted_by
 from evaluation_pipeline.spec import EvaluationSpec
 
 # Candidate classes (contract section 3, rule 1).
@@ -97,22 +98,26 @@ def score_candidates(
     """
     if candidates.height == 0:
         return pl.DataFrame(schema=RESULT_SCHEMA)
-    tie_descending = spec.ties == "trec_eval"
-    joined = (
-        candidates.select(
-            pl.col("ranker").cast(pl.String),
-            pl.col("query_id").cast(pl.String),
-            pl.col("doc_id").cast(pl.String),
-            pl.col("score").cast(pl.Float64),
-        )
-        .join(index.grades, on=["query_id", "doc_id"], how="left")
-        .sort(
-            ["ranker", "query_id", "score", "doc_id"],
-            descending=[False, False, True, tie_descending],
-        )
+    frame = candidates.select(
+        pl.col("ranker").cast(pl.String),
+        pl.col("query_id").cast(pl.String),
+        pl.col("doc_id").cast(pl.String),
+        pl.col("score").cast(pl.Float64),
     )
-    gid = pl.struct("ranker", "query_id").rle_id().alias("gid")
-    joined = joined.with_columns(gid)
+    # A ranker's output already comes grouped by (ranker, query_id): then the groups are runs
+    # and no string sort is needed. Other input is sorted by the group key once.
+    if not sorted_by(frame, ["ranker", "query_id"]):
+        frame = frame.sort(["ranker", "query_id"], maintain_order=True)
+    frame = frame.with_columns(pl.struct("ranker", "query_id").rle_id().alias("gid"))
+    joined = frame.join(index.grades, on=["query_id", "doc_id"], how="left",
+                        maintain_order="left")
+    group = joined["gid"].to_numpy()
+    # Within a group: score high to low, then the tie rule (doc_id byte-wise, only if needed).
+    order_keys = [-joined["score"].to_numpy(), group]
+    if spec.ties != "average":
+        doc_rank = joined["doc_id"].rank("dense").to_numpy().astype(np.int64)
+        order_keys.insert(0, -doc_rank if spec.ties == "trec_eval" else doc_rank)
+    joined = joined[np.lexsort(order_keys)]
     group = joined["gid"].to_numpy()
     n_groups = int(group[-1]) + 1
     score = joined["score"].to_numpy()
