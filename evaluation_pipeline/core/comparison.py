@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from evaluation_pipeline.core.statistics import (
+    bootstrap_mean,
     holm,
     percentile_interval,
     rng_for,
@@ -55,8 +56,7 @@ def paired_statistics(
         return out
     rng = rng_for(seed, key)
     if n >= 2:
-        index = rng.integers(0, n, size=(n_bootstrap, n))
-        low, high = percentile_interval(difference[index].mean(axis=1), ci_level)
+        low, high = percentile_interval(bootstrap_mean(difference, n_bootstrap, rng), ci_level)
         out["difference_low"], out["difference_high"] = low, high
     out["p_value"] = sign_flip_p_value(difference, n_bootstrap, rng)
     return out

@@ -21,6 +21,26 @@ TEST_METHOD = (
 )
 
 
+# Resample matrices are drawn in blocks of at most this many cells: memory stays bounded
+# (about 16 MB per block) for any number of queries, and the order of draws stays fixed.
+BLOCK_CELLS = 2_000_000
+
+
+def resample_blocks(n_resamples: int, n: int) -> list[int]:
+    """Sizes of the blocks of resamples (rows) drawn at once for ``n`` queries."""
+    rows = max(1, BLOCK_CELLS // max(n, 1))
+    return [min(rows, n_resamples - start) for start in range(0, n_resamples, rows)]
+
+
+def bootstrap_mean(values: np.ndarray, n_bootstrap: int, rng: np.random.Generator) -> np.ndarray:
+    """Means of ``n_bootstrap`` resamples (with replacement) of ``values``."""
+    n = len(values)
+    return np.concatenate([
+        values[rng.integers(0, n, size=(rows, n))].mean(axis=1)
+        for rows in resample_blocks(n_bootstrap, n)
+    ])
+
+
 def rng_for(seed: int, key: str) -> np.random.Generator:
     """The generator of one result: independent of evaluation order, reproducible by key."""
     return np.random.default_rng([seed, zlib.crc32(key.encode("utf-8"))])
@@ -37,15 +57,18 @@ def bootstrap_means(
     One index matrix (resamples x queries) serves both means, so they are paired.
     """
     n = len(values)
-    index = rng.integers(0, n, size=(n_bootstrap, n))
-    macro = values[index].mean(axis=1)
-    if weights is None:
-        return macro, None
-    w = weights[index]
-    total = w.sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        weighted = np.where(total > 0, (values[index] * w).sum(axis=1) / total, np.nan)
-    return macro, weighted
+    macro, weighted = [], []
+    for rows in resample_blocks(n_bootstrap, n):
+        index = rng.integers(0, n, size=(rows, n))
+        macro.append(values[index].mean(axis=1))
+        if weights is not None:
+            w = weights[index]
+            total = w.sum(axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                weighted.append(
+                    np.where(total > 0, (values[index] * w).sum(axis=1) / total, np.nan)
+                )
+    return np.concatenate(macro), (np.concatenate(weighted) if weights is not None else None)
 
 
 def percentile_interval(samples: np.ndarray, level: float) -> tuple[float | None, float | None]:
@@ -75,9 +98,11 @@ def sign_flip_p_value(differences: np.ndarray, n_resamples: int, rng: np.random.
         patterns = ((np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1) * 2 - 1
         flipped = np.abs((patterns * d).mean(axis=1))
         return float(np.mean(flipped >= observed - tolerance))
-    signs = rng.integers(0, 2, size=(n_resamples, n), dtype=np.int8) * 2 - 1
-    flipped = np.abs((signs * d).mean(axis=1))
-    return float((1 + np.sum(flipped >= observed - tolerance)) / (1 + n_resamples))
+    extreme = 0
+    for rows in resample_blocks(n_resamples, n):
+        signs = rng.integers(0, 2, size=(rows, n), dtype=np.int8) * 2 - 1
+        extreme += int(np.sum(np.abs((signs * d).mean(axis=1)) >= observed - tolerance))
+    return float((1 + extreme) / (1 + n_resamples))
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:
