@@ -288,9 +288,15 @@ def test_pool_whose_rankers_differ_is_not_scored(pipeline: Pipeline, tmp_path: P
             run = run.slice(1) if run_file.stem == "bm25-v3" else run
             run.write_parquet(split / run_file.name)
     (split / "_READY").touch()
+    automation = dg.evaluate_automation_conditions(defs=pipeline.defs,
+                                                   instance=pipeline.instance)
     pipeline.land_pool("pool-split", split)
     try:
         (outcome,) = pipeline.runner.tick("candidate_pools_landed")
+        # Declarative automation does not score past the failed blocking check either.
+        automation = dg.evaluate_automation_conditions(
+            defs=pipeline.defs, instance=pipeline.instance, cursor=automation.cursor)
+        assert automation.get_requested_partitions(dg.AssetKey("query_scores")) == set()
         record = pipeline.instance.get_latest_asset_check_evaluation_record(
             dg.AssetCheckKey(dg.AssetKey("candidate_pools"), "candidate_pool_shared_candidates"))
         evaluation = record.event.dagster_event.event_specific_data
@@ -313,12 +319,22 @@ def test_pool_whose_rankers_differ_is_not_scored(pipeline: Pipeline, tmp_path: P
 
 def test_new_pool_gets_reports_and_old_reports_stay_byte_identical(pipeline: Pipeline):
     old = _tree_bytes(pipeline.storage / "reports" / POOL_1)
+    automation = dg.evaluate_automation_conditions(defs=pipeline.defs,
+                                                   instance=pipeline.instance)
     pipeline.land_pool(POOL_2)
-    outcomes = pipeline.runner.run_until_quiet()
-    assert [(o.job, o.partition, o.success) for o in outcomes] == [
-        ("ingest_candidate_pool", POOL_2, True),
-        ("evaluate", evaluation_key(POOL_2, VERSION_1), True),
-    ]
+    (ingested,) = pipeline.runner.tick("candidate_pools_landed")
+    assert (ingested.job, ingested.partition, ingested.success) == (
+        "ingest_candidate_pool", POOL_2, True)
+    # Scores and report follow the new upstream partition by automation condition ...
+    automation = dg.evaluate_automation_conditions(
+        defs=pipeline.defs, instance=pipeline.instance, cursor=automation.cursor)
+    for asset in ("query_scores", "evaluation_report"):
+        assert automation.get_requested_partitions(dg.AssetKey(asset)) == {
+            evaluation_key(POOL_2, VERSION_1)}
+    # ... and the evaluation sensor requests the same run; it is executed here.
+    (evaluated,) = pipeline.runner.tick("evaluations_ready")
+    assert (evaluated.job, evaluated.partition, evaluated.success) == (
+        "evaluate", evaluation_key(POOL_2, VERSION_1), True)
     assert POOL_2 in pipeline.instance.get_dynamic_partitions("candidate_pools")
     report = json.loads(pipeline.report(POOL_2, VERSION_1).read_text())
     manifest = json.loads((pipeline.storage / "pools" / POOL_2 / "manifest.json").read_text())
