@@ -55,7 +55,8 @@ def main() -> int:
                 print(f"    {outcome.error}")
         if not outcomes:
             print("nothing new in the landing folder; the reports below are current")
-        print(f"\nDagster instance: {home} (browse it: dagster dev -w workspace.yaml)")
+        print(f"\nDagster instance: {home}; browse it with\n"
+              f"  DAGSTER_HOME={home} dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
         print(describe_reports(defs.resources["storage"], pipeline_spec(), instance))
     return 0 if all(o.success for o in outcomes) else 1
 

@@ -19,6 +19,7 @@ from evaluation_pipeline.definitions import build_definitions
 from evaluation_pipeline.orchestration.local_runner import LocalRunner
 from evaluation_pipeline.orchestration.partitions import evaluation_key
 from evaluation_pipeline.orchestration.resources import QualityPolicy
+from evaluation_pipeline.orchestration.sensors import evaluable_pools
 from tests.conftest import EXAMPLES
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
@@ -305,13 +306,15 @@ def test_pool_whose_rankers_differ_is_not_scored(pipeline: Pipeline, tmp_path: P
             evaluation.description)
         assert pipeline.runner.tick("evaluations_ready") == []
         assert not (pipeline.storage / "reports" / "pool-split").exists()
+        # With the rule relaxed, the same pool would be scored (the check only warns).
+        landing, storage = (pipeline.defs.resources["landing"],
+                            pipeline.defs.resources["storage"])
+        assert "pool-split" not in evaluable_pools(pipeline.instance, landing, storage,
+                                                   QualityPolicy())
+        assert "pool-split" in evaluable_pools(pipeline.instance, landing, storage,
+                                               QualityPolicy(require_shared_candidates=False))
     finally:
         shutil.rmtree(pipeline.landing / "pools" / "pool-split")
-    # With the rule relaxed, the same pool is only a warning and would be scored.
-    relaxed = build_definitions(storage_base=str(pipeline.storage),
-                                landing_folder=str(pipeline.landing),
-                                policy=QualityPolicy(require_shared_candidates=False))
-    assert relaxed.resources["policy"].require_shared_candidates is False
 
 
 # -- new landings: a pool, then a judgment version ----------------------------------------------

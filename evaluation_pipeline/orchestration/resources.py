@@ -102,9 +102,10 @@ class EvaluationStorage(dg.ConfigurableResource):
         """Copy every file of a local folder to ``parts``, each file atomically."""
         written = {}
         for source in sorted(p for p in local.iterdir() if p.is_file()):
-            written[source.name] = self.write(
-                (*parts, source.name), lambda h, s=source: shutil.copyfileobj(open(s, "rb"), h)
-            )
+            def copy(handle: IO[bytes], source: Path = source) -> None:
+                with open(source, "rb") as data:
+                    shutil.copyfileobj(data, handle)
+            written[source.name] = self.write((*parts, source.name), copy)
         return written
 
     @contextmanager
