@@ -7,7 +7,11 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from evaluation_pipeline.core.comparison import compare_pools, compare_rankers
+from evaluation_pipeline.core.comparison import (
+    candidate_set_differences,
+    compare_pools,
+    compare_rankers,
+)
 from evaluation_pipeline.core.evaluation import Lineage
 from evaluation_pipeline.core.statistics import holm, rng_for, sign_flip_p_value
 from tests.test_report_aggregates import LINEAGE, SHA_J, SHA_P, per_query_rows
@@ -122,3 +126,14 @@ def test_across_pools_is_labelled_and_carries_candidate_recall():
     assert pair["mean_difference"] == pytest.approx(0.2)
     assert pair["mean_candidate_recall_first"] == pytest.approx(0.5)
     assert pair["mean_candidate_recall_second"] == pytest.approx(0.9)
+
+
+def test_candidate_set_differences_in_a_pool_are_found_exactly():
+    pool = pl.DataFrame({
+        "ranker": ["a", "a", "b", "b", "a", "b"],
+        "query_id": ["q1", "q1", "q1", "q1", "q2", "q2"],
+        "doc_id": ["x", "y", "x", "z", "m", "m"],
+        "score": [2.0, 1.0, 2.0, 1.0, 1.0, 1.0],
+    })
+    assert candidate_set_differences(pool)["query_id"].to_list() == ["q1"]
+    assert candidate_set_differences(pool.filter(pl.col("query_id") == "q2")).height == 0

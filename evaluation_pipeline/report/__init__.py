@@ -48,7 +48,7 @@ def write_report(
     out_dir = Path(out_dir)
     config = config or ReportConfig()
     report, aggregates, differences = build_report(
-        per_query, spec, lineage, queries, config, progress
+        per_query, spec, lineage, queries, config, progress, candidates
     )
     aggregates = validate(Aggregates, aggregates, "aggregates")
     if candidates is not None and judgments is not None and report["comparison"]:

@@ -8,7 +8,7 @@ from dataclasses import asdict
 import polars as pl
 
 from evaluation_pipeline.core.aggregates import aggregate_with_intervals
-from evaluation_pipeline.core.comparison import compare_rankers
+from evaluation_pipeline.core.comparison import candidate_set_differences, compare_rankers
 from evaluation_pipeline.core.evaluation import Lineage, result_sentence
 from evaluation_pipeline.core.ndcg import STATUSES
 from evaluation_pipeline.core.statistics import INTERVAL_METHOD, RNG_DESCRIPTION, TEST_METHOD
@@ -26,8 +26,13 @@ def build_report(
     queries: pl.DataFrame | None = None,
     config: ReportConfig | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    candidates: pl.DataFrame | None = None,
 ) -> tuple[dict, pl.DataFrame, dict]:
-    """(report.json dict, aggregates frame, per-pair per-query differences for the charts)."""
+    """(report.json dict, aggregates frame, per-pair per-query differences for the charts).
+
+    With the pool (``candidates``) the candidate sets of the rankers are compared exactly;
+    without it, from the per-query counts.
+    """
     config = config or ReportConfig()
     slices = config.slice_columns(queries)
     aggregates = aggregate_with_intervals(
@@ -48,6 +53,9 @@ def build_report(
             per_query, baseline=config.baseline, ci_level=config.ci_level,
             n_bootstrap=config.n_bootstrap, seed=config.seed,
             n_regressions=config.n_regressions,
+            differing_queries=(
+                None if candidates is None else candidate_set_differences(candidates)
+            ),
         )
         for pair in comparison["pairs"]:
             differences[(pair["first"], pair["second"], pair["cutoff"])] = pair.pop("differences")
