@@ -19,6 +19,10 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/python -m evaluation_pipeline.main
 
+# The Dagster UI on the instance `make run` fills, bound to 127.0.0.1.
+ui: run
+	DAGSTER_HOME=$(CURDIR)/.dagster_home $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
