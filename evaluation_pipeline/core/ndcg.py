@@ -19,7 +19,6 @@ import numpy as np
 import polars as pl
 
 from evaluation_pipeline.core.gains import gains_for_grades
-from evaluation_pipeline.core.hashing import sorted_by
 from evaluation_pipeline.spec import EvaluationSpec
 
 # Candidate classes (contract section 3, rule 1).
@@ -98,38 +97,35 @@ def score_candidates(
     """
     if candidates.height == 0:
         return pl.DataFrame(schema=RESULT_SCHEMA)
-    frame = candidates.select(
-        pl.col("ranker").cast(pl.String),
-        pl.col("query_id").cast(pl.String),
-        pl.col("doc_id").cast(pl.String),
-        pl.col("score").cast(pl.Float64),
+    frame = _grouped(
+        candidates.select(
+            pl.col("ranker").cast(pl.String),
+            pl.col("query_id").cast(pl.String),
+            pl.col("doc_id").cast(pl.String),
+            pl.col("score").cast(pl.Float64),
+        )
     )
-    # A ranker's output already comes grouped by (ranker, query_id): then the groups are runs
-    # and no string sort is needed. Other input is sorted by the group key once.
-    if not sorted_by(frame, ["ranker", "query_id"]):
-        frame = frame.sort(["ranker", "query_id"], maintain_order=True)
-    frame = frame.with_columns(pl.struct("ranker", "query_id").rle_id().alias("gid"))
-    joined = frame.join(index.grades, on=["query_id", "doc_id"], how="left",
-                        maintain_order="left")
-    group = joined["gid"].to_numpy()
-    # Within a group: score high to low, then the tie rule (doc_id byte-wise, only if needed).
-    order_keys = [-joined["score"].to_numpy(), group]
-    if spec.ties != "average":
-        doc_rank = joined["doc_id"].rank("dense").to_numpy().astype(np.int64)
-        order_keys.insert(0, -doc_rank if spec.ties == "trec_eval" else doc_rank)
-    joined = joined[np.lexsort(order_keys)]
-    group = joined["gid"].to_numpy()
+    group = frame["gid"].to_numpy()
     n_groups = int(group[-1]) + 1
-    score = joined["score"].to_numpy()
-    cls = joined["grade_class"].fill_null(UNJUDGED).to_numpy()
-    gain = joined["gain"].fill_null(0.0).to_numpy()
+    keys = block_keys(frame)
+    cls, gain = _grade_candidates(frame, index)
+    # Exclusion moves later candidates up; `zero` and `incomplete` keep them with gain 0.
+    keep = (
+        (cls == GRADED)
+        | ((cls == UNKNOWN) & (spec.unknown != "exclude"))
+        | ((cls == UNJUDGED) & (spec.unjudged != "exclude"))
+    )
+    # Strings never move: only the numeric columns follow the ranking order.
+    order = _ranking_order(frame, group, spec.ties, max(spec.cutoffs), keep)
+    if order is not None:
+        group, cls, gain, keep = group[order], cls[order], gain[order], keep[order]
+        score = frame["score"].to_numpy()[order]
+    else:
+        score = frame["score"].to_numpy()
     average = spec.ties == "average"
     cutoffs = spec.cutoffs
 
-    keys = joined.select("ranker", "query_id").gather(_segment_starts(group))
-    counts = np.stack(
-        [np.bincount(group, cls == c, minlength=n_groups) for c in (GRADED, UNKNOWN, UNJUDGED)]
-    ).astype(np.int64)
+    counts = np.bincount(group * 3 + cls, minlength=3 * n_groups).reshape(n_groups, 3).T
     n_candidates = counts.sum(axis=0)
 
     # judged@K: share of graded documents in the first min(K, n) places, before exclusion.
@@ -139,12 +135,6 @@ def score_candidates(
     places = np.minimum(n_candidates[:, None], np.array(cutoffs)[None, :])
     judged_at_k = graded_top / places
 
-    # Exclusion moves later candidates up; `zero` and `incomplete` keep them with gain 0.
-    keep = (
-        (cls == GRADED)
-        | ((cls == UNKNOWN) & (spec.unknown != "exclude"))
-        | ((cls == UNJUDGED) & (spec.unjudged != "exclude"))
-    )
     k_group, k_score, k_gain = group[keep], score[keep], gain[keep]
     dcg = _tie_group_sums(k_group, k_score, k_gain, n_groups, cutoffs, average, _log2_discount)
 
@@ -179,6 +169,91 @@ def score_candidates(
     return _assemble(
         keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, spec
     )
+
+
+def _grouped(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with each (ranker, query_id) in one contiguous block and its block id ``gid``.
+
+    A ranker's output already comes grouped, and then nothing moves; other input is sorted by
+    the group key once (a string sort, the one expensive step this avoids in the common case).
+    """
+    # A block starts where either key changes.
+    ids = frame.select(pl.col("ranker").rle_id(), pl.col("query_id").rle_id())
+    changed = (ids["ranker"].diff() != 0) | (ids["query_id"].diff() != 0)
+    frame = frame.with_columns(changed.fill_null(False).cum_sum().cast(pl.Int64).alias("gid"))
+    if block_keys(frame).is_duplicated().any():
+        frame = frame.drop("gid").sort(["ranker", "query_id"], maintain_order=True)
+        frame = frame.with_columns(pl.struct("ranker", "query_id").rle_id().cast(pl.Int64).alias("gid"))
+    return frame
+
+
+def block_keys(frame: pl.DataFrame) -> pl.DataFrame:
+    """(ranker, query_id) of each block, in block order (a filter: cheaper than a gather)."""
+    first = pl.col("gid") != pl.col("gid").shift(1, fill_value=-1)
+    return frame.lazy().filter(first).select("ranker", "query_id").collect()
+
+
+def _grade_candidates(frame: pl.DataFrame, index: JudgmentIndex) -> tuple[np.ndarray, np.ndarray]:
+    """Each candidate's class (graded, unknown, unjudged) and gain, in ``frame``'s row order."""
+    matched = (
+        frame.lazy()
+        .select("query_id", "doc_id")
+        .with_row_index("row")
+        .join(index.grades.lazy(), on=["query_id", "doc_id"], how="inner")
+        .select("row", "grade_class", "gain")
+        .collect()
+    )
+    rows = matched["row"].to_numpy()
+    cls = np.full(frame.height, UNJUDGED, dtype=np.int8)
+    cls[rows] = matched["grade_class"].to_numpy()
+    gain = np.zeros(frame.height)
+    gain[rows] = matched["gain"].to_numpy()
+    return cls, gain
+
+
+def _ranking_order(
+    frame: pl.DataFrame, group: np.ndarray, ties: str, reach: int, keep: np.ndarray
+) -> np.ndarray | None:
+    """Row order within each group: score high to low, then the tie rule; None if already so.
+
+    Under ``average`` the order inside a tie group does not matter. Otherwise doc_id breaks
+    ties, ascending (``doc_id``) or descending (``trec_eval``), comparing UTF-8 bytes; only tie
+    groups that start within ``reach`` (the largest cutoff) can change a number, so only their
+    doc_ids are compared. ``keep`` marks the candidates that stay after exclusion: a tie group
+    further down moves up when excluded candidates before it drop out.
+    """
+    score = frame["score"].to_numpy()
+    same_group = group[1:] == group[:-1]
+    order = None
+    if (same_group & (score[1:] > score[:-1])).any():
+        by_score = frame.select(pl.arg_sort_by(["gid", "score"], descending=[False, True]))
+        order = by_score.to_series().to_numpy(writable=True)
+        score = score[order]
+    if ties == "average":
+        return order
+    tied = np.r_[False, same_group & (score[1:] == score[:-1])]
+    if not tied.any():
+        return order
+    # Tie groups as runs of rows; keep those whose first kept place is within reach.
+    first = np.flatnonzero(np.r_[tied[1:], False] & ~tied)
+    kept = keep if order is None else keep[order]
+    kept_before = np.cumsum(kept) - kept
+    place = kept_before - kept_before[np.repeat(*_starts_and_lengths(group))] + 1
+    first = first[place[first] <= reach]
+    if len(first) == 0:
+        return order
+    size = np.diff(np.r_[np.flatnonzero(~tied), len(tied)])[np.searchsorted(
+        np.flatnonzero(~tied), first)]
+    rows = np.repeat(first - np.r_[0, np.cumsum(size)[:-1]], size) + np.arange(size.sum())
+    if order is None:
+        order = np.arange(len(group))
+    tie_run = np.repeat(np.arange(len(first)), size)
+    docs = pl.DataFrame({"run": tie_run, "doc_id": frame["doc_id"].gather(order[rows])})
+    within = docs.select(
+        pl.arg_sort_by(["run", "doc_id"], descending=[False, ties == "trec_eval"])
+    ).to_series().to_numpy()
+    order[rows] = order[rows][within]
+    return order
 
 
 def missing_from_run(
@@ -252,11 +327,14 @@ def _segment_starts(group: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
 
 
+def _starts_and_lengths(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    starts = _segment_starts(group)
+    return starts, np.diff(np.r_[starts, len(group)])
+
+
 def _positions(group: np.ndarray) -> np.ndarray:
     """1-based position of each row within its segment."""
-    starts = _segment_starts(group)
-    lengths = np.diff(np.r_[starts, len(group)])
-    return np.arange(len(group)) - np.repeat(starts, lengths) + 1
+    return np.arange(len(group)) - np.repeat(*_starts_and_lengths(group)) + 1
 
 
 def _log2_discount(first: np.ndarray, last: np.ndarray, cutoff: int) -> np.ndarray:
@@ -287,11 +365,22 @@ def _tie_group_sums(group, score, value, n_groups, cutoffs, average, weight) -> 
     if average:
         boundary = np.r_[True, (group[1:] != group[:-1]) | (score[1:] != score[:-1])]
         first_row = np.flatnonzero(boundary)
+        last_row = np.r_[first_row[1:], len(group)] - 1
     else:
         first_row = np.arange(len(group))
-    last_row = np.r_[first_row[1:], len(group)] - 1
+        last_row = first_row
+    # Only tie groups that start within the largest cutoff contribute.
+    reach = position[first_row] <= max(cutoffs)
+    first_row, last_row = first_row[reach], last_row[reach]
     first, last = position[first_row], position[last_row]
-    mean_value = np.add.reduceat(value, first_row) / (last - first + 1)
+    if average:
+        # Sums over [first_row, last_row] for groups that need not be adjacent: reduce over the
+        # interleaved bounds and keep every other sum.
+        bounds = np.ravel(np.column_stack([first_row, last_row + 1]))
+        sums = np.add.reduceat(np.r_[value, 0.0], bounds)[::2]
+        mean_value = sums / (last - first + 1)
+    else:
+        mean_value = value[first_row]
     tie_group = group[first_row]
     for j, k in enumerate(cutoffs):
         within = first <= k
