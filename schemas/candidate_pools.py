@@ -6,6 +6,7 @@ import pandera.polars as pa
 import polars as pl
 from pandera.api.polars.types import PolarsData
 
+from schemas.keys import unique_rows
 from schemas.names import NAME_LIMITS_RULE, SAFE_NAME_PATTERN, name_within_limits
 
 
@@ -21,7 +22,14 @@ class CandidatePool(pa.DataFrameModel):
 
     class Config:
         strict = False
-        unique = ["ranker", "query_id", "doc_id"]
+        # Uniqueness of (ranker, query_id, doc_id) is `unique_candidates` below: pandera's
+        # own multi-column check costs several seconds per 10M rows.
+
+    @pa.dataframe_check(
+        error="[ranker, query_id, doc_id] (ranker, query_id, doc_id) must be unique: duplicate rows"
+    )
+    def unique_candidates(cls, data: PolarsData) -> pl.LazyFrame:
+        return unique_rows(data.lazyframe, ["ranker", "query_id", "doc_id"])
 
     @pa.check("candidate_pool", error=NAME_LIMITS_RULE)
     def candidate_pool_within_limits(cls, data: PolarsData) -> pl.LazyFrame:

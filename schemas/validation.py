@@ -44,7 +44,7 @@ def _rule_words(column: str, check: str, unique: Sequence[str]) -> str:
     return check  # custom checks carry their own sentence
 
 
-_TAGGED = re.compile(r"^\[(\w+)\] (.*)$", re.S)
+_TAGGED = re.compile(r"^\[([\w, ]+)\] (.*)$", re.S)
 
 
 def validate(
