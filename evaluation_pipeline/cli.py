@@ -22,11 +22,13 @@ from pathlib import Path
 import polars as pl
 
 from evaluation_pipeline import __version__
-from evaluation_pipeline.core.evaluation import Lineage, evaluate, summarize
 from evaluation_pipeline.core.comparison import compare_pools, compare_rankers
 from evaluation_pipeline.core.diff import judgment_version_diff, pool_diff
+from evaluation_pipeline.core.evaluation import Lineage, evaluate, summarize
 from evaluation_pipeline.core.explain import explain
 from evaluation_pipeline.core.gains import GainError
+from evaluation_pipeline.core.ndcg import sort_results
+from evaluation_pipeline.engines import ENGINES, score_files
 from evaluation_pipeline.io.atomic import write_json, write_parquet
 from evaluation_pipeline.io.readers import FORMATS, read_judgments, read_pool, read_queries, read_run
 from evaluation_pipeline.spec import (
@@ -76,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--judgment-version", help="version name when the file carries none")
     score.add_argument("--pool", help="candidate pool name when the file carries none")
     score.add_argument("--ranker", help="ranker name for a run file without one")
+    score.add_argument("--engine", choices=ENGINES, default="local",
+                       help="local (in memory, any format), streaming (Parquet in batches of "
+                       "whole queries, bounded memory) or spark (PySpark, any URL it reads)")
+    score.add_argument("--batch-rows", type=int, default=1_000_000, metavar="N",
+                       help="streaming: about N candidate rows per batch of whole queries")
     score.add_argument("--report", action="store_true",
                        help="also write report.json, aggregates.parquet, report.html, traces/")
     _spec_arguments(score)
@@ -168,6 +175,8 @@ def resolve_spec(args: argparse.Namespace) -> EvaluationSpec:
 
 def cmd_score(args: argparse.Namespace) -> int:
     spec = resolve_spec(args)
+    if args.engine != "local":
+        return _score_with_engine(args, spec)
     judgments = read_judgments(
         args.judgments, args.judgments_format or args.format, version=args.judgment_version
     )
@@ -188,6 +197,30 @@ def cmd_score(args: argparse.Namespace) -> int:
     if config is not None:
         report = write_report(args.out, per_query, spec, lineage, queries, config,
                               candidates=pool, judgments=judgments, progress=progress)
+        print()
+        print(render_report(report, args.out))
+    return 0
+
+
+def _score_with_engine(args: argparse.Namespace, spec: EvaluationSpec) -> int:
+    """Streaming or Spark: the engine writes per_query.parquet (for Spark, a folder of parts);
+    the summary and report are computed from what it wrote."""
+    queries = read_queries(args.queries) if args.queries else None
+    target = args.out / PER_QUERY_FILE
+    result = score_files(
+        args.judgments, args.run, spec, target, engine=args.engine, batch_rows=args.batch_rows,
+        judgment_version=args.judgment_version, pool=args.pool, ranker=args.ranker,
+    )
+    for note in result.notes:
+        print(f"ndcg-eval: {note}", file=sys.stderr)
+    per_query = pl.read_parquet(target / "*.parquet" if target.is_dir() else target)
+    per_query = sort_results(per_query)
+    summary = summarize(per_query, spec, result.lineage, queries)
+    write_json(summary, args.out / SUMMARY_FILE)
+    print(render_summary(summary, args.out))
+    if args.report:
+        report = write_report(args.out, per_query, spec, result.lineage, queries,
+                              report_config(args), progress=progress)
         print()
         print(render_report(report, args.out))
     return 0

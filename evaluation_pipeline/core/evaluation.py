@@ -6,6 +6,7 @@ the exact grades, candidates and conventions behind it.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 import polars as pl
@@ -55,8 +56,12 @@ def evaluate(
     judgments: pl.DataFrame, pool: pl.DataFrame, spec: EvaluationSpec
 ) -> tuple[pl.DataFrame, Lineage]:
     """Per-query rows for every ranker of ``pool`` against ``judgments``, with lineage."""
-    lineage = Lineage.of(judgments, pool, spec)
-    return with_lineage(score(pool, judgments, spec), lineage), lineage
+    # Hashing and scoring are independent, and both spend most of their time in polars and
+    # hashlib, which release the GIL: hash on a second thread while the kernel scores.
+    with ThreadPoolExecutor(max_workers=1) as hasher:
+        lineage = hasher.submit(Lineage.of, judgments, pool, spec)
+        per_query = score(pool, judgments, spec)
+        return with_lineage(per_query, lineage.result()), lineage.result()
 
 
 def summarize(
