@@ -8,7 +8,7 @@ comma := ,
 EXTRAS ?= test
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
-.PHONY: run test ui bench clean
+.PHONY: run test ui clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -29,6 +29,7 @@ from evaluation_pipeline.orchestration.resources import (
     EvaluationStorage,
     LandingZone,
     QualityPolicy,
+    ScoringEngine,
 )
 from evaluation_pipeline.orchestration.schedules import (
     DEFAULT_CRON,
@@ -55,6 +56,7 @@ def build_definitions(
     policy: QualityPolicy | None = None,
     nightly_cron: str | None = None,
     nightly_timezone: str | None = None,
+    engine: str | None = None,
 ) -> dg.Definitions:
     env = os.environ.get
     spec = pipeline_spec(spec_path)
@@ -87,6 +89,7 @@ def build_definitions(
                 queries_path=queries_path or env("NDCG_EVAL_QUERIES") or str(DEFAULT_QUERIES),
             ),
             "policy": policy or QualityPolicy(),
+            "scoring": ScoringEngine(engine=engine or env("NDCG_EVAL_ENGINE") or "local"),
         },
     )
 

@@ -32,6 +32,7 @@ from evaluation_pipeline.orchestration.resources import (
     QUERIES_FILE,
     EvaluationStorage,
     LandingZone,
+    ScoringEngine,
 )
 from evaluation_pipeline.report import headline_markdown, write_report
 from evaluation_pipeline.spec import EvaluationSpec
@@ -196,12 +197,17 @@ def queries(
 # -- evaluation -------------------------------------------------------------------------------
 
 
-def _read_published(storage: EvaluationStorage, folder: tuple[str, ...], file_name: str,
-                    what: str) -> tuple[pl.DataFrame, dict]:
+def _published_manifest(storage: EvaluationStorage, folder: tuple[str, ...], what: str) -> dict:
     manifest = storage.manifest(*folder)
     if manifest is None:
         raise dg.Failure(f"{what} is not published yet in {storage.path(*folder)}; "
                          "materialize its ingest partition (or land it) first")
+    return manifest
+
+
+def _read_published(storage: EvaluationStorage, folder: tuple[str, ...], file_name: str,
+                    what: str) -> tuple[pl.DataFrame, dict]:
+    manifest = _published_manifest(storage, folder, what)
     return storage.read_parquet(*folder, file_name), manifest
 
 
@@ -230,14 +236,33 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
         description="Per-query NDCG for every ranker of a pool against a judgment version.",
     )
     def query_scores(
-        context: dg.AssetExecutionContext, storage: EvaluationStorage
+        context: dg.AssetExecutionContext, storage: EvaluationStorage, scoring: ScoringEngine
     ) -> dg.MaterializeResult:
         pool, version = split_evaluation_key(context.partition_key)
-        grades, grades_manifest = _read_published(
-            storage, judgments_folder(version), JUDGMENTS_FILE, f"judgment version {version!r}")
-        candidates, pool_manifest = _read_published(
-            storage, pool_folder(pool), POOL_FILE, f"candidate pool {pool!r}")
-        per_query, lineage = evaluate(grades, candidates, spec)
+        if scoring.engine == "local":
+            grades, grades_manifest = _read_published(
+                storage, judgments_folder(version), JUDGMENTS_FILE, f"judgment version {version!r}")
+            candidates, pool_manifest = _read_published(
+                storage, pool_folder(pool), POOL_FILE, f"candidate pool {pool!r}")
+            per_query, lineage = evaluate(grades, candidates, spec)
+            path = storage.write_parquet(per_query, *scores_folder(pool, version, spec.spec_id),
+                                         PER_QUERY_FILE)
+        else:
+            # The engine reads the published files itself, batch by batch, and writes the rows.
+            grades_manifest = _published_manifest(
+                storage, judgments_folder(version), f"judgment version {version!r}")
+            pool_manifest = _published_manifest(
+                storage, pool_folder(pool), f"candidate pool {pool!r}")
+            target = storage.path(*scores_folder(pool, version, spec.spec_id), PER_QUERY_FILE)
+            result = scoring.score(
+                str(storage.path(*judgments_folder(version), JUDGMENTS_FILE)),
+                str(storage.path(*pool_folder(pool), POOL_FILE)),
+                spec,
+                str(target),
+            )
+            lineage, path = result.lineage, result.per_query_path
+            per_query = storage.read_per_query(*scores_folder(pool, version, spec.spec_id),
+                                               PER_QUERY_FILE)
         # The hashes recomputed from the stored files must be the ones published.
         for name, computed, published in (
             ("judgments", lineage.judgments_sha256, grades_manifest["sha256"]),
@@ -246,8 +271,6 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
             if computed != published:
                 raise dg.Failure(f"stored {name} content has sha256 {computed}, but "
                                  f"{published} was published: the storage was altered")
-        path = storage.write_parquet(per_query, *scores_folder(pool, version, spec.spec_id),
-                                     PER_QUERY_FILE)
         statuses = per_query.group_by("status").len().sort("status")
         return dg.MaterializeResult(
             metadata={

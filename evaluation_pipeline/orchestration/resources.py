@@ -19,6 +19,7 @@ import dagster as dg
 import polars as pl
 from upath import UPath
 
+from evaluation_pipeline.engines import ENGINES, score_files
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.orchestration import landing
 from schemas.names import check_safe_name
@@ -115,6 +116,13 @@ class EvaluationStorage(dg.ConfigurableResource):
             yield Path(tmp)
 
     # -- reads ----------------------------------------------------------------------------
+    def read_per_query(self, *parts: str) -> pl.DataFrame:
+        """Per-query rows as an engine wrote them: one file, or (Spark) a folder of parts."""
+        target = self.path(*parts)
+        if self.is_local() and Path(target).is_dir():
+            return pl.read_parquet(Path(target) / "*.parquet")
+        return self.read_parquet(*parts)
+
     def read_parquet(self, *parts: str) -> pl.DataFrame:
         target = self.path(*parts)
         if self.is_local():
@@ -177,6 +185,24 @@ class LandingZone(dg.ConfigurableResource):
 
     def queries_file(self) -> Path:
         return Path(self.queries_path).resolve()
+
+
+class ScoringEngine(dg.ConfigurableResource):
+    """Which executor of the one kernel scores a pool x version (evaluation_pipeline.engines).
+
+    ``local`` reads both inputs into memory; ``streaming`` reads the published Parquet files in
+    batches of whole queries (memory bounded by ``batch_rows``; needs local storage); ``spark``
+    runs on a Spark session (any URL Spark reads).
+    """
+
+    engine: str = "local"
+    batch_rows: int = 1_000_000
+
+    def score(self, judgments_path: str, pool_path: str, spec, out_path: str):
+        if self.engine not in ENGINES:
+            raise dg.Failure(f"engine {self.engine!r} is not one of {', '.join(ENGINES)}")
+        return score_files(judgments_path, pool_path, spec, out_path, engine=self.engine,
+                           batch_rows=self.batch_rows, progress=False)
 
 
 class QualityPolicy(dg.ConfigurableResource):
