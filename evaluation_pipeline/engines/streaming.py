@@ -29,7 +29,12 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from evaluation_pipeline.core.evaluation import Lineage
-from evaluation_pipeline.core.hashing import StreamingDigest, judgments_lines, pool_lines
+from evaluation_pipeline.core.hashing import (
+    StreamingDigest,
+    judgments_lines,
+    pool_lines,
+    sorted_by,
+)
 from evaluation_pipeline.core.ndcg import (
     RESULT_SCHEMA,
     index_judgments,
@@ -180,14 +185,7 @@ def _whole_groups(batches, keys: list[str], what: str) -> Iterator[tuple[Path, i
 
 def _check_sorted(frame: pl.DataFrame, keys: list[str], what: str) -> None:
     """Byte-wise non-decreasing (key1, key2, ...) order, row to row."""
-    later = pl.lit(False)
-    equal_so_far = pl.lit(True)
-    for k in keys:
-        previous = pl.col(k).shift(1)
-        later = later | (equal_so_far & (pl.col(k) > previous))
-        equal_so_far = equal_so_far & (pl.col(k) == previous)
-    ok = frame.select((later | equal_so_far).slice(1).all()).item()
-    if not ok:
+    if not sorted_by(frame, keys):
         raise NotSorted(what)
 
 
