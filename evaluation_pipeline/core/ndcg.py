@@ -1,8 +1,9 @@
 """Per-query NDCG@K under a declared spec (contract section 3), vectorized over whole columns.
 
-The run is sorted once (ranker, query, score descending, tie rule), segmented by (ranker, query),
-and every quantity is a segment reduction with ``np.bincount``: no Python loop over queries.
-All cutoffs are scored in the same pass.
+Candidates are segmented into (ranker, query) blocks (a ranker's output already comes grouped,
+so usually nothing moves), ordered by score within each block with one numeric sort, and every
+quantity is a segment reduction with ``np.bincount``: no Python loop over queries, and no string
+column is ever reordered. All cutoffs are scored in the same pass.
 
 Ties: a *tie group* is a run of equal scores within a query. Under ``ties=average`` a group
 contributes its mean gain times the sum of the discounts of the positions it spans (positions
