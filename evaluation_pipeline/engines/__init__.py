@@ -17,6 +17,9 @@ from evaluation_pipeline.core.evaluation import Lineage
 from evaluation_pipeline.spec import EvaluationSpec
 
 ENGINES = ("local", "streaming", "spark")
+# The input columns every engine reads (contract section 1), in canonical order.
+RUN_COLUMNS = ("candidate_pool", "ranker", "query_id", "doc_id", "score")
+JUDGMENT_COLUMNS = ("query_id", "doc_id", "grade", "grade_status", "judgment_version")
 
 
 @dataclass

@@ -28,14 +28,13 @@ from evaluation_pipeline.core.ndcg import (
     missing_from_run,
     score_candidates,
 )
+from evaluation_pipeline.engines import JUDGMENT_COLUMNS, RUN_COLUMNS
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
 from schemas.errors import violation
 from schemas.names import check_safe_name
 
 BUCKETS = 64
-RUN_COLUMNS = ("candidate_pool", "ranker", "query_id", "doc_id", "score")
-JUDGMENT_COLUMNS = ("query_id", "doc_id", "grade", "grade_status", "judgment_version")
 _SPARK_TYPES = {pl.String(): "string", pl.Int64(): "bigint", pl.Float64(): "double"}
 RESULT_DDL = ", ".join(f"{name} {_SPARK_TYPES[dtype]}" for name, dtype in RESULT_SCHEMA.items())
 RESULT_ARROW = pa.schema([(name, {"string": pa.string(), "bigint": pa.int64(),

@@ -43,14 +43,13 @@ from evaluation_pipeline.core.ndcg import (
     sort_results,
 )
 from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.engines import JUDGMENT_COLUMNS, RUN_COLUMNS
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import CandidatePool, InputError, Judgments, validate
 from schemas.errors import violation
 from schemas.names import UnsafeNameError, check_safe_name
 
 DEFAULT_BATCH_ROWS = 1_000_000
-RUN_COLUMNS = ("candidate_pool", "ranker", "query_id", "doc_id", "score")
-JUDGMENT_COLUMNS = ("query_id", "doc_id", "grade", "grade_status", "judgment_version")
 PROGRESS_SECONDS = 5.0
 
 
