@@ -30,7 +30,12 @@ from evaluation_pipeline.core.gains import GainError
 from evaluation_pipeline.core.ndcg import sort_results
 from evaluation_pipeline.engines import ENGINES, score_files
 from evaluation_pipeline.io.atomic import write_json, write_parquet
-from evaluation_pipeline.io.readers import FORMATS, read_judgments, read_pool, read_queries, read_run
+from evaluation_pipeline.io.readers import (
+    FORMATS,
+    read_candidates,
+    read_judgments,
+    read_queries,
+)
 from evaluation_pipeline.spec import (
     FIELD_DOCS,
     PROFILES,
@@ -181,10 +186,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         args.judgments, args.judgments_format or args.format, version=args.judgment_version
     )
     run_format = args.run_format or args.format
-    if args.run.is_dir():
-        pool = read_pool(args.run, pool=args.pool, fmt=run_format)
-    else:
-        pool = read_run(args.run, run_format, pool=args.pool, ranker=args.ranker)
+    pool = read_candidates(args.run, run_format, pool=args.pool, ranker=args.ranker)
     queries = read_queries(args.queries) if args.queries else None
     per_query, lineage = evaluate(judgments, pool, spec)
     per_query = validate(PerQueryResults, per_query, "per-query results")
@@ -275,17 +277,13 @@ def load_results(
     return per_query, spec, lineage
 
 
-def _read_candidates(path: Path, fmt: str | None, pool: str | None = None) -> pl.DataFrame:
-    return read_pool(path, pool=pool, fmt=fmt) if path.is_dir() else read_run(path, fmt, pool=pool)
-
-
 def cmd_report(args: argparse.Namespace) -> int:
     per_query, spec, lineage = load_results(args.results, args)
     queries = read_queries(args.queries) if args.queries else None
     candidates = judgments = None
     if args.judgments and args.run:
         judgments = read_judgments(args.judgments, args.format)
-        candidates = _read_candidates(args.run, args.format)
+        candidates = read_candidates(args.run, args.format)
     out = args.out or (args.results if args.results.is_dir() else args.results.parent)
     report = write_report(out, per_query, spec, lineage, queries, report_config(args),
                           candidates=candidates, judgments=judgments, progress=progress)
@@ -326,7 +324,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 0
     print(render_comparison(compare_pools(*frames, **options)))
     if same_version:
-        pools = [_read_candidates(p, args.format) for p in args.pools] if args.pools else None
+        pools = [read_candidates(p, args.format) for p in args.pools] if args.pools else None
         if pools:
             print()
             print(render_pool_diff(pool_diff(*pools, *frames)))
@@ -342,7 +340,7 @@ _EMPTY_JUDGMENTS = {"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int6
 def cmd_explain(args: argparse.Namespace) -> int:
     spec = resolve_spec(args)
     judgments = read_judgments(args.judgments, args.format, version=args.judgment_version)
-    candidates = _read_candidates(args.run, args.format, pool=args.pool)
+    candidates = read_candidates(args.run, args.format, pool=args.pool)
     traces = [explain(candidates, judgments, spec, query_id=args.query, ranker=args.ranker,
                       cutoff=k) for k in spec.cutoffs]
     if args.json:

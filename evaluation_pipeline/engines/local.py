@@ -6,7 +6,7 @@ from pathlib import Path
 
 from evaluation_pipeline.core.evaluation import Lineage, evaluate
 from evaluation_pipeline.io.atomic import write_parquet
-from evaluation_pipeline.io.readers import read_judgments, read_pool, read_run
+from evaluation_pipeline.io.readers import read_candidates, read_judgments
 from evaluation_pipeline.spec import EvaluationSpec
 
 
@@ -22,10 +22,7 @@ def score_local(
 ) -> tuple[Lineage, int]:
     """Per-query rows with lineage at ``out_path``; returns the lineage and the row count."""
     judgments = read_judgments(judgments_path, version=judgment_version)
-    if Path(run_path).is_dir():
-        candidates = read_pool(run_path, pool=pool)
-    else:
-        candidates = read_run(run_path, pool=pool, ranker=ranker)
+    candidates = read_candidates(run_path, pool=pool, ranker=ranker)
     per_query, lineage = evaluate(judgments, candidates, spec)
     write_parquet(per_query, out_path)
     return lineage, per_query.height

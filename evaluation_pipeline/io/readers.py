@@ -132,6 +132,16 @@ def read_pool(folder: str | Path, pool: str | None = None, fmt: str | None = Non
     return validate(CandidatePool, frame, str(folder))
 
 
+def read_candidates(
+    path: str | Path, fmt: str | None = None, pool: str | None = None, ranker: str | None = None
+) -> pl.DataFrame:
+    """A run file, or a pool folder with one run file per ranker."""
+    path = Path(path)
+    if path.is_dir():
+        return read_pool(path, pool=pool, fmt=fmt)
+    return read_run(path, fmt, pool=pool, ranker=ranker)
+
+
 def read_queries(path: str | Path, fmt: str | None = None) -> pl.DataFrame:
     """Query weights (traffic) and string slice columns; ``weight`` defaults to 1 when absent."""
     path = Path(path)
