@@ -98,7 +98,7 @@ def score_candidates(
     """
     if candidates.height == 0:
         return pl.DataFrame(schema=RESULT_SCHEMA)
-    frame = _grouped(
+    frame, keys = _grouped(
         candidates.select(
             pl.col("ranker").cast(pl.String),
             pl.col("query_id").cast(pl.String),
@@ -108,7 +108,6 @@ def score_candidates(
     )
     group = frame["gid"].to_numpy()
     n_groups = int(group[-1]) + 1
-    keys = block_keys(frame)
     cls, gain = _grade_candidates(frame, index)
     # Exclusion moves later candidates up; `zero` and `incomplete` keep them with gain 0.
     keep = (
@@ -172,8 +171,9 @@ def score_candidates(
     )
 
 
-def _grouped(frame: pl.DataFrame) -> pl.DataFrame:
-    """``frame`` with each (ranker, query_id) in one contiguous block and its block id ``gid``.
+def _grouped(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``frame`` with each (ranker, query_id) in one contiguous block and its block id ``gid``,
+    and the (ranker, query_id) of each block in block order.
 
     A ranker's output already comes grouped, and then nothing moves; other input is sorted by
     the group key once (a string sort, the one expensive step this avoids in the common case).
@@ -182,13 +182,15 @@ def _grouped(frame: pl.DataFrame) -> pl.DataFrame:
     ids = frame.select(pl.col("ranker").rle_id(), pl.col("query_id").rle_id())
     changed = (ids["ranker"].diff() != 0) | (ids["query_id"].diff() != 0)
     frame = frame.with_columns(changed.fill_null(False).cum_sum().cast(pl.Int64).alias("gid"))
-    if block_keys(frame).is_duplicated().any():
+    keys = _block_keys(frame)
+    if keys.is_duplicated().any():
         frame = frame.drop("gid").sort(["ranker", "query_id"], maintain_order=True)
         frame = frame.with_columns(pl.struct("ranker", "query_id").rle_id().cast(pl.Int64).alias("gid"))
-    return frame
+        keys = _block_keys(frame)
+    return frame, keys
 
 
-def block_keys(frame: pl.DataFrame) -> pl.DataFrame:
+def _block_keys(frame: pl.DataFrame) -> pl.DataFrame:
     """(ranker, query_id) of each block, in block order (a filter: cheaper than a gather)."""
     first = pl.col("gid") != pl.col("gid").shift(1, fill_value=-1)
     return frame.lazy().filter(first).select("ranker", "query_id").collect()
