@@ -343,9 +343,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
     candidates = read_candidates(args.run, args.format, pool=args.pool)
     traces = [explain(candidates, judgments, spec, query_id=args.query, ranker=args.ranker,
                       cutoff=k) for k in spec.cutoffs]
+    # Each trace names its grades; the pool and conventions behind it are the same for all.
+    context = {"candidate_pool": str(candidates["candidate_pool"][0]), "spec_id": spec.spec_id,
+               "conventions": spec.describe()}
     if args.json:
-        print(json.dumps([t.to_dict() for t in traces], indent=2))
+        print(json.dumps([{**t.to_dict(), **context} for t in traces], indent=2))
     else:
+        print(f"pool {context['candidate_pool']}, spec {spec.spec_id}: {context['conventions']}\n")
         print("\n\n".join(render_trace(t) for t in traces))
     return 0
 

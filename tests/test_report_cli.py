@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from evaluation_pipeline.cli import main
+from evaluation_pipeline.spec import EvaluationSpec
 from tests.conftest import EXAMPLES
 
 LANDING = EXAMPLES / "landing"
@@ -95,6 +96,8 @@ def test_explain_prints_a_trace_whose_ndcg_is_the_scored_one(tmp_path, capsys):
         & (pl.col("cutoff") == 5)
     ).row(0, named=True)
     assert trace["ndcg"] == row["ndcg"]
+    assert trace["candidate_pool"] == row["candidate_pool"]
+    assert trace["spec_id"] == EvaluationSpec(cutoffs=(5,)).spec_id  # --cutoff 5 over the default
     assert trace["dcg"] == pytest.approx(row["dcg"], rel=1e-12)
     assert trace["ideal_dcg"] == pytest.approx(row["ideal_dcg"], rel=1e-12)
 
