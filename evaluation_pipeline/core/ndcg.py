@@ -1,9 +1,11 @@
-"""Per-query NDCG@K under a declared spec (contract section 3), vectorized over whole columns.
+"""Per-query NDCG@K under a declared spec (contract section 3), over whole columns.
 
 Candidates are segmented into (ranker, query) blocks (a ranker's output already comes grouped,
-so usually nothing moves), ordered by score within each block with one numeric sort, and every
-quantity is a segment reduction with ``np.bincount``: no Python loop over queries, and no string
-column is ever reordered. All cutoffs are scored in the same pass.
+so usually nothing moves). The per-block steps (doc_id order, the merge with the query's
+judgments, the ranking by score, DCG, the ideal, judged@K and counts, for all cutoffs in one
+pass) are one compiled loop in ``core.kernel``; what comes before and after (gains, per-query
+facts, statuses, recall, the output frame) is column arithmetic. String columns are never
+reordered: the kernel reads them in place.
 
 Ties: a *tie group* is a run of equal scores within a query. Under ``ties=average`` a group
 contributes its mean gain times the sum of the discounts of the positions it spans (positions
@@ -19,11 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from evaluation_pipeline.core import kernel
+from evaluation_pipeline.core.buffers import string_buffers
 from evaluation_pipeline.core.gains import gains_for_grades
+from evaluation_pipeline.core.hashing import sorted_by
 from evaluation_pipeline.spec import EvaluationSpec
 
 # Candidate classes (contract section 3, rule 1).
-GRADED, UNKNOWN, UNJUDGED = 0, 1, 2
+GRADED, UNKNOWN, UNJUDGED = kernel.GRADED, kernel.UNKNOWN, kernel.UNJUDGED
 
 STATUSES = ("scored", "no_positive", "incomplete", "not_judged", "missing_from_run")
 
@@ -48,12 +53,16 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
 class JudgmentIndex:
     """A judgment version prepared for scoring under one spec: gains and per-query facts.
 
-    Built once per (version, spec) and shared by every batch of a streamed run.
+    Built once per (version, spec) and shared by every batch of a streamed run. ``grades`` is
+    in (query_id, doc_id) order, and ``queries`` gives each query's rows of it (``j_lo``,
+    ``j_hi``), so grading a block of candidates is a linear merge.
     """
 
     grades: pl.DataFrame  # query_id, doc_id, grade_class, gain
-    queries: pl.DataFrame  # query_id, n_positive, has_unknown, ideal_max_gain, ideal_dcg_K...
+    queries: pl.DataFrame  # query_id, n_positive, has_unknown, ideal_dcg_K..., j_lo, j_hi
     cutoffs: tuple[int, ...]
+    doc_offsets: np.ndarray
+    doc_data: np.ndarray
 
 
 def index_judgments(judgments: pl.DataFrame, spec: EvaluationSpec) -> JudgmentIndex:
@@ -71,21 +80,35 @@ def index_judgments(judgments: pl.DataFrame, spec: EvaluationSpec) -> JudgmentIn
             "gain": gain,
         }
     )
+    if not sorted_by(grades, ["query_id"]):
+        grades = grades.sort("query_id", maintain_order=True)
+    qid = grades["query_id"].rle_id().to_numpy()
+    starts = _block_bounds(qid)
+    doc_offsets, doc_data = string_buffers(grades["doc_id"])
+    order, _ = kernel.key_order(starts, doc_offsets, doc_data)
+    if not np.array_equal(order, np.arange(len(order))):
+        grades = grades[order]
+        doc_offsets, doc_data = string_buffers(grades["doc_id"])
+    n_queries = len(starts) - 1
     # The all_judged ideal: every graded document of the query, gains high to low.
-    ordered = grades.sort(["query_id", "gain"], descending=[False, True])
-    qid = ordered["query_id"].rle_id().to_numpy()
-    n_queries = int(qid[-1]) + 1 if len(qid) else 0
-    ideal = _ideal_dcg(qid, ordered["gain"].to_numpy(), n_queries, spec.cutoffs)
-    is_positive = ordered["gain"].to_numpy() > 0
-    is_unknown = ordered["grade_class"].to_numpy() == UNKNOWN
+    gains = grades["gain"].to_numpy()
+    by_gain = gains[np.lexsort((-gains, qid))]
+    ideal = kernel.ideal_dcg(starts, by_gain, np.array(spec.cutoffs, dtype=np.int64))
+    is_unknown = grades["grade_class"].to_numpy() == UNKNOWN
     facts = {
-        "query_id": ordered["query_id"].gather(_segment_starts(qid)),
-        "n_positive": np.bincount(qid, is_positive, minlength=n_queries).astype(np.int64),
+        "query_id": grades["query_id"].gather(starts[:-1]),
+        "n_positive": np.bincount(qid, gains > 0, minlength=n_queries).astype(np.int64),
         "has_unknown": np.bincount(qid, is_unknown, minlength=n_queries) > 0,
     }
     for j, k in enumerate(spec.cutoffs):
         facts[f"ideal_dcg_{k}"] = ideal[:, j]
-    return JudgmentIndex(grades=grades, queries=pl.DataFrame(facts), cutoffs=spec.cutoffs)
+    facts["j_lo"], facts["j_hi"] = starts[:-1], starts[1:]
+    return JudgmentIndex(grades=grades, queries=pl.DataFrame(facts), cutoffs=spec.cutoffs,
+                         doc_offsets=doc_offsets, doc_data=doc_data)
+
+
+_TIES = {"average": kernel.TIES_AVERAGE, "doc_id": kernel.TIES_DOC_ASC,
+         "trec_eval": kernel.TIES_DOC_DESC}
 
 
 def score_candidates(
@@ -106,43 +129,25 @@ def score_candidates(
             pl.col("score").cast(pl.Float64),
         )
     )
-    group = frame["gid"].to_numpy()
-    n_groups = int(group[-1]) + 1
-    cls, gain = _grade_candidates(frame, index)
-    # Exclusion moves later candidates up; `zero` and `incomplete` keep them with gain 0.
-    keep = (
-        (cls == GRADED)
-        | ((cls == UNKNOWN) & (spec.unknown != "exclude"))
-        | ((cls == UNJUDGED) & (spec.unjudged != "exclude"))
-    )
-    # Strings never move: only the numeric columns follow the ranking order.
-    order = _ranking_order(frame, group, spec.ties, max(spec.cutoffs), keep)
-    if order is not None:
-        group, cls, gain, keep = group[order], cls[order], gain[order], keep[order]
-        score = frame["score"].to_numpy()[order]
-    else:
-        score = frame["score"].to_numpy()
-    average = spec.ties == "average"
-    cutoffs = spec.cutoffs
-
-    counts = np.bincount(group * 3 + cls, minlength=3 * n_groups).reshape(n_groups, 3).T
-    n_candidates = counts.sum(axis=0)
-
-    # judged@K: share of graded documents in the first min(K, n) places, before exclusion.
-    graded_top = _tie_group_sums(
-        group, score, (cls == GRADED).astype(np.float64), n_groups, cutoffs, average, _count
-    )
-    places = np.minimum(n_candidates[:, None], np.array(cutoffs)[None, :])
-    judged_at_k = graded_top / places
-
-    k_group, k_score, k_gain = group[keep], score[keep], gain[keep]
-    dcg = _tie_group_sums(k_group, k_score, k_gain, n_groups, cutoffs, average, _log2_discount)
-
+    starts = _block_bounds(frame["gid"].to_numpy())
+    n_groups = len(starts) - 1
+    doc_offsets, doc_data = string_buffers(frame["doc_id"])
+    order, _ = kernel.key_order(starts, doc_offsets, doc_data)
     facts = keys.join(index.queries, on="query_id", how="left", maintain_order="left")
+    cutoffs = spec.cutoffs
+    dcg, candidate_ideal, judged_at_k, counts, positive_candidates = kernel.score_blocks(
+        starts, order, frame["score"].to_numpy(), doc_offsets, doc_data,
+        facts["j_lo"].fill_null(0).to_numpy(), facts["j_hi"].fill_null(0).to_numpy(),
+        index.doc_offsets, index.doc_data, index.grades["grade_class"].to_numpy(),
+        index.grades["gain"].to_numpy(), np.array(cutoffs, dtype=np.int64), _TIES[spec.ties],
+        spec.unknown != "exclude", spec.unjudged != "exclude", spec.ideal == "candidates",
+        _discount_prefix(max(cutoffs)),
+    )
+    counts = counts.T  # (class, block)
+
     judged = facts["n_positive"].is_not_null().to_numpy()
     if spec.ideal == "candidates":
-        order = np.lexsort((-k_gain, k_group))
-        ideal = _ideal_dcg(k_group[order], k_gain[order], n_groups, cutoffs)
+        ideal = candidate_ideal
     else:
         ideal = np.stack(
             [facts[f"ideal_dcg_{k}"].fill_null(0.0).to_numpy() for k in cutoffs], axis=1
@@ -162,13 +167,22 @@ def score_candidates(
     )
 
     n_positive = facts["n_positive"].fill_null(0).to_numpy()
-    positive_candidates = np.bincount(group, (cls == GRADED) & (gain > 0), minlength=n_groups)
     with np.errstate(divide="ignore", invalid="ignore"):
         recall = np.where(n_positive > 0, positive_candidates / n_positive, np.nan)
 
     return _assemble(
         keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, spec
     )
+
+
+def _discount_prefix(reach: int) -> np.ndarray:
+    """prefix[p] = sum of 1/log2(i + 1) for i = 1..p, p = 0..reach."""
+    return np.r_[0.0, np.cumsum(1.0 / np.log2(np.arange(1, reach + 1) + 1.0))]
+
+
+def _block_bounds(block_id: np.ndarray) -> np.ndarray:
+    """Start row of each run of equal ids, and the row count at the end (int64)."""
+    return np.r_[_segment_starts(block_id), len(block_id)].astype(np.int64)
 
 
 def _grouped(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -194,69 +208,6 @@ def _block_keys(frame: pl.DataFrame) -> pl.DataFrame:
     """(ranker, query_id) of each block, in block order (a filter: cheaper than a gather)."""
     first = pl.col("gid") != pl.col("gid").shift(1, fill_value=-1)
     return frame.lazy().filter(first).select("ranker", "query_id").collect()
-
-
-def _grade_candidates(frame: pl.DataFrame, index: JudgmentIndex) -> tuple[np.ndarray, np.ndarray]:
-    """Each candidate's class (graded, unknown, unjudged) and gain, in ``frame``'s row order."""
-    matched = (
-        frame.lazy()
-        .select("query_id", "doc_id")
-        .with_row_index("row")
-        .join(index.grades.lazy(), on=["query_id", "doc_id"], how="inner")
-        .select("row", "grade_class", "gain")
-        .collect()
-    )
-    rows = matched["row"].to_numpy()
-    cls = np.full(frame.height, UNJUDGED, dtype=np.int8)
-    cls[rows] = matched["grade_class"].to_numpy()
-    gain = np.zeros(frame.height)
-    gain[rows] = matched["gain"].to_numpy()
-    return cls, gain
-
-
-def _ranking_order(
-    frame: pl.DataFrame, group: np.ndarray, ties: str, reach: int, keep: np.ndarray
-) -> np.ndarray | None:
-    """Row order within each group: score high to low, then the tie rule; None if already so.
-
-    Under ``average`` the order inside a tie group does not matter. Otherwise doc_id breaks
-    ties, ascending (``doc_id``) or descending (``trec_eval``), comparing UTF-8 bytes; only tie
-    groups that start within ``reach`` (the largest cutoff) can change a number, so only their
-    doc_ids are compared. ``keep`` marks the candidates that stay after exclusion: a tie group
-    further down moves up when excluded candidates before it drop out.
-    """
-    score = frame["score"].to_numpy()
-    same_group = group[1:] == group[:-1]
-    order = None
-    if (same_group & (score[1:] > score[:-1])).any():
-        by_score = frame.select(pl.arg_sort_by(["gid", "score"], descending=[False, True]))
-        order = by_score.to_series().to_numpy(writable=True)
-        score = score[order]
-    if ties == "average":
-        return order
-    tied = np.r_[False, same_group & (score[1:] == score[:-1])]
-    if not tied.any():
-        return order
-    # Tie groups as runs of rows; keep those whose first kept place is within reach.
-    first = np.flatnonzero(np.r_[tied[1:], False] & ~tied)
-    kept = keep if order is None else keep[order]
-    kept_before = np.cumsum(kept) - kept
-    place = kept_before - kept_before[np.repeat(*_starts_and_lengths(group))] + 1
-    first = first[place[first] <= reach]
-    if len(first) == 0:
-        return order
-    size = np.diff(np.r_[np.flatnonzero(~tied), len(tied)])[np.searchsorted(
-        np.flatnonzero(~tied), first)]
-    rows = np.repeat(first - np.r_[0, np.cumsum(size)[:-1]], size) + np.arange(size.sum())
-    if order is None:
-        order = np.arange(len(group))
-    tie_run = np.repeat(np.arange(len(first)), size)
-    docs = pl.DataFrame({"run": tie_run, "doc_id": frame["doc_id"].gather(order[rows])})
-    within = docs.select(
-        pl.arg_sort_by(["run", "doc_id"], descending=[False, ties == "trec_eval"])
-    ).to_series().to_numpy()
-    order[rows] = order[rows][within]
-    return order
 
 
 def missing_from_run(
@@ -328,83 +279,6 @@ def _segment_starts(group: np.ndarray) -> np.ndarray:
     if len(group) == 0:
         return np.zeros(0, dtype=np.int64)
     return np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-
-
-def _starts_and_lengths(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    starts = _segment_starts(group)
-    return starts, np.diff(np.r_[starts, len(group)])
-
-
-def _positions(group: np.ndarray) -> np.ndarray:
-    """1-based position of each row within its segment."""
-    return np.arange(len(group)) - np.repeat(*_starts_and_lengths(group)) + 1
-
-
-def _log2_discount(first: np.ndarray, last: np.ndarray, cutoff: int) -> np.ndarray:
-    """Sum of 1/log2(p + 1) over positions first..min(last, cutoff)."""
-    single = 1.0 / np.log2(first + 1.0)
-    if np.array_equal(first, last):
-        return single
-    top = int(min(last.max(), cutoff)) if len(last) else 0
-    prefix = np.r_[0.0, np.cumsum(1.0 / np.log2(np.arange(1, top + 1) + 1.0))]
-    span = prefix[np.minimum(last, cutoff)] - prefix[np.minimum(first - 1, cutoff)]
-    return np.where(first == last, single, span)
-
-
-def _count(first: np.ndarray, last: np.ndarray, cutoff: int) -> np.ndarray:
-    """Number of positions first..min(last, cutoff)."""
-    return (np.minimum(last, cutoff) - first + 1).astype(np.float64)
-
-
-def _tie_group_sums(group, score, value, n_groups, cutoffs, average, weight) -> np.ndarray:
-    """sum over tie groups of mean(value) * weight(positions of the group up to K), per segment.
-
-    Returns an array (n_groups, len(cutoffs)).
-    """
-    out = np.zeros((n_groups, len(cutoffs)))
-    if len(group) == 0:
-        return out
-    position = _positions(group)
-    if average:
-        boundary = np.r_[True, (group[1:] != group[:-1]) | (score[1:] != score[:-1])]
-        first_row = np.flatnonzero(boundary)
-        last_row = np.r_[first_row[1:], len(group)] - 1
-    else:
-        first_row = np.arange(len(group))
-        last_row = first_row
-    # Only tie groups that start within the largest cutoff contribute.
-    reach = position[first_row] <= max(cutoffs)
-    first_row, last_row = first_row[reach], last_row[reach]
-    first, last = position[first_row], position[last_row]
-    if average:
-        # Sums over [first_row, last_row] for groups that need not be adjacent: reduce over the
-        # interleaved bounds and keep every other sum.
-        bounds = np.ravel(np.column_stack([first_row, last_row + 1]))
-        sums = np.add.reduceat(np.r_[value, 0.0], bounds)[::2]
-        mean_value = sums / (last - first + 1)
-    else:
-        mean_value = value[first_row]
-    tie_group = group[first_row]
-    for j, k in enumerate(cutoffs):
-        within = first <= k
-        if not within.any():
-            continue
-        w = weight(first[within], last[within], k)
-        out[:, j] = np.bincount(tie_group[within], mean_value[within] * w, minlength=n_groups)
-    return out
-
-
-def _ideal_dcg(group, sorted_gain, n_groups, cutoffs) -> np.ndarray:
-    """DCG@K of gains already sorted high to low within each segment."""
-    out = np.zeros((n_groups, len(cutoffs)))
-    if len(group) == 0:
-        return out
-    position = _positions(group)
-    contribution = sorted_gain / np.log2(position + 1.0)
-    for j, k in enumerate(cutoffs):
-        within = position <= k
-        out[:, j] = np.bincount(group[within], contribution[within], minlength=n_groups)
-    return out
 
 
 def _assemble(keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, spec):
