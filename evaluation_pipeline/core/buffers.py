@@ -22,3 +22,12 @@ def string_buffers(series: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     if data is None or data.size == 0:
         return offsets, np.zeros(1, dtype=np.uint8)
     return offsets, np.frombuffer(data, dtype=np.uint8)
+
+
+def string_set(series: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(offsets, data, head, tail): the buffers plus the 16-byte prefix keys the compiled
+    comparisons use (``core.kernel.prefix_keys``)."""
+    from evaluation_pipeline.core.kernel import prefix_keys
+
+    offsets, data = string_buffers(series)
+    return (offsets, data, *prefix_keys(offsets, data))

@@ -13,7 +13,8 @@ import polars as pl
 
 from evaluation_pipeline import __version__
 from evaluation_pipeline.core.aggregates import aggregate
-from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
+from evaluation_pipeline.core.blocks import Blocks
+from evaluation_pipeline.core.hashing import judgments_sha256, pool_blocks, pool_sha256
 from evaluation_pipeline.core.ndcg import score
 from evaluation_pipeline.spec import EvaluationSpec
 
@@ -28,12 +29,14 @@ class Lineage:
     project_version: str = __version__
 
     @classmethod
-    def of(cls, judgments: pl.DataFrame, pool: pl.DataFrame, spec: EvaluationSpec) -> Lineage:
+    def of(cls, judgments: pl.DataFrame, pool: pl.DataFrame, spec: EvaluationSpec,
+           pool_rows: Blocks | None = None) -> Lineage:
+        """``pool_rows``: the pool already cut into blocks, if the caller has them."""
         return cls(
             judgment_version=_single(judgments, "judgment_version"),
             judgments_sha256=judgments_sha256(judgments),
             candidate_pool=_single(pool, "candidate_pool"),
-            pool_sha256=pool_sha256(pool),
+            pool_sha256=pool_sha256(pool if pool_rows is None else pool_rows),
             spec_id=spec.spec_id,
         )
 
@@ -56,11 +59,13 @@ def evaluate(
     judgments: pl.DataFrame, pool: pl.DataFrame, spec: EvaluationSpec
 ) -> tuple[pl.DataFrame, Lineage]:
     """Per-query rows for every ranker of ``pool`` against ``judgments``, with lineage."""
-    # Hashing and scoring are independent, and both spend most of their time in polars and
-    # hashlib, which release the GIL: hash on a second thread while the kernel scores.
+    # The pool is cut into blocks once; then hashing and scoring are independent, and both
+    # spend their time in compiled loops, polars and hashlib, which release the GIL: hash on a
+    # second thread while the kernel scores.
+    blocks = pool_blocks(pool)
     with ThreadPoolExecutor(max_workers=1) as hasher:
-        lineage = hasher.submit(Lineage.of, judgments, pool, spec)
-        per_query = score(pool, judgments, spec)
+        lineage = hasher.submit(Lineage.of, judgments, pool, spec, blocks)
+        per_query = score(blocks, judgments, spec)
         return with_lineage(per_query, lineage.result()), lineage.result()
 
 

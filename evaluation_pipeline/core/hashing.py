@@ -4,6 +4,9 @@ The canonical content is one line per row, fields separated by a tab, rows sorte
 (byte-wise): judgments ``query_id, doc_id, grade ('' when unknown), grade_status``; pools
 ``ranker, query_id, doc_id, score`` with the score written as the decimal integer of its IEEE-754
 bit pattern (exact, and independent of any float formatting). Optional columns do not count.
+
+The lines are written by compiled loops (``core.kernel``) straight from the blocks the scorer
+uses (``core.blocks``), a few thousand blocks at a time, and fed to hashlib as they come.
 """
 
 from __future__ import annotations
@@ -13,108 +16,104 @@ import hashlib
 import numpy as np
 import polars as pl
 
+from evaluation_pipeline.core import kernel
+from evaluation_pipeline.core.blocks import Blocks, group_rows
+from evaluation_pipeline.core.buffers import string_buffers
+
+POOL_KEYS = ["ranker", "query_id"]
+JUDGMENT_KEYS = ["query_id"]
 _CHUNK_ROWS = 1_000_000
 
 
-def judgments_lines(judgments: pl.DataFrame) -> pl.DataFrame:
-    """The canonical columns of a judgment version, rows in key order."""
-    return judgments.select(
-        pl.col("query_id").cast(pl.String),
-        pl.col("doc_id").cast(pl.String),
-        pl.col("grade").cast(pl.String).fill_null(""),
-        pl.col("grade_status").cast(pl.String),
-    ).pipe(key_sorted, ["query_id", "doc_id"])
+def pool_blocks(pool: pl.DataFrame) -> Blocks:
+    """A pool's rows as (ranker, query_id) blocks, with the columns the hash and kernel read."""
+    return group_rows(
+        pool.select(
+            pl.col("ranker").cast(pl.String),
+            pl.col("query_id").cast(pl.String),
+            pl.col("doc_id").cast(pl.String),
+            pl.col("score").cast(pl.Float64),
+        ),
+        POOL_KEYS,
+    )
 
 
-def pool_lines(pool: pl.DataFrame) -> pl.DataFrame:
-    """The canonical columns of a candidate pool, rows in key order."""
+def judgment_blocks(judgments: pl.DataFrame) -> Blocks:
+    """A version's rows as query_id blocks."""
+    return group_rows(
+        judgments.select(
+            pl.col("query_id").cast(pl.String),
+            pl.col("doc_id").cast(pl.String),
+            pl.col("grade").cast(pl.Int64),
+            pl.col("grade_status").cast(pl.String),
+        ),
+        JUDGMENT_KEYS,
+    )
+
+
+def pool_sha256(pool: pl.DataFrame | Blocks) -> str:
+    digest = hashlib.sha256()
+    update_pool(digest, pool if isinstance(pool, Blocks) else pool_blocks(pool))
+    return digest.hexdigest()
+
+
+def judgments_sha256(judgments: pl.DataFrame | Blocks) -> str:
+    digest = hashlib.sha256()
+    blocks = judgments if isinstance(judgments, Blocks) else judgment_blocks(judgments)
+    update_judgments(digest, blocks)
+    return digest.hexdigest()
+
+
+def update_pool(digest, blocks: Blocks) -> None:
+    """Feed a pool's canonical lines to ``digest``."""
     # -0.0 + 0.0 is +0.0: equal scores hash equally.
-    bits = (pool["score"].cast(pl.Float64).to_numpy() + 0.0).view(np.int64)
-    return pl.DataFrame(
-        {
-            "ranker": pool["ranker"].cast(pl.String),
-            "query_id": pool["query_id"].cast(pl.String),
-            "doc_id": pool["doc_id"].cast(pl.String),
-            "score_bits": pl.Series(bits).cast(pl.String),
-        }
-    ).pipe(key_sorted, ["ranker", "query_id", "doc_id"])
+    bits = (blocks.frame["score"].to_numpy() + 0.0).view(np.int64)
+    rankers = string_buffers(blocks.keys["ranker"])
+    queries = string_buffers(blocks.keys["query_id"])
+    for chunk in _chunks(blocks):
+        digest.update(kernel.pool_lines(chunk, blocks.starts, blocks.order, *rankers, *queries,
+                                        *blocks.docs[:2], bits))
 
 
-def key_sorted(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """``frame.sort(keys)``, cheaper when rows already come in order of all keys but the last.
-
-    A ranker's output is sorted by (ranker, query_id) but not by doc_id; sorting by an integer
-    run id and doc_id gives the same order at a fraction of the cost of a multi-string sort.
-    """
-    lead = keys[:-1]
-    if lead and frame.height and sorted_by(frame, lead):
-        run_id = frame.select(pl.struct(lead).rle_id()).to_series().alias("__run")
-        return frame.with_columns(run_id).sort(["__run", keys[-1]]).drop("__run")
-    return frame.sort(keys)
+def update_judgments(digest, blocks: Blocks) -> None:
+    """Feed a version's canonical lines to ``digest``."""
+    graded = (blocks.frame["grade_status"] == "graded").to_numpy()
+    grade = blocks.frame["grade"].fill_null(0).to_numpy()
+    queries = string_buffers(blocks.keys["query_id"])
+    for chunk in _chunks(blocks):
+        digest.update(kernel.judgment_lines(chunk, blocks.starts, blocks.order, *queries,
+                                            *blocks.docs[:2], grade, graded))
 
 
-def sorted_by(frame: pl.DataFrame, keys: list[str]) -> bool:
-    """Rows are in non-decreasing (byte-wise) order of the key tuple."""
-    later = pl.lit(False)
-    equal_so_far = pl.lit(True)
-    for k in keys:
-        previous = pl.col(k).shift(1)
-        later = later | (equal_so_far & (pl.col(k) > previous))
-        equal_so_far = equal_so_far & (pl.col(k) == previous)
-    return bool(frame.select((later | equal_so_far).slice(1).all()).item())
-
-
-def judgments_sha256(judgments: pl.DataFrame) -> str:
-    return _sha256_lines(judgments_lines(judgments))
-
-
-def pool_sha256(pool: pl.DataFrame) -> str:
-    return _sha256_lines(pool_lines(pool))
+def _chunks(blocks: Blocks):
+    """Block numbers in canonical order, about a million rows at a time."""
+    order = blocks.canonical_blocks()
+    rows_before = np.cumsum(np.diff(blocks.starts)[order])
+    cuts = np.searchsorted(rows_before, np.arange(_CHUNK_ROWS, rows_before[-1] if len(
+        rows_before) else 0, _CHUNK_ROWS), side="right")
+    return np.split(order, cuts)
 
 
 class StreamingDigest:
     """The same SHA-256 as :func:`judgments_sha256` / :func:`pool_sha256`, fed in pieces.
 
-    Valid only when the pieces arrive in key order and no key spans two pieces (batches of
-    whole queries of a file sorted by its key prefix): each piece is sorted, the pieces are not.
+    Valid only when the pieces arrive in key order (batches of whole queries of a file sorted
+    by its key prefix, or rows fully sorted by key): each piece is put in canonical order, the
+    sequence of pieces is not.
     """
 
-    def __init__(self, lines) -> None:
-        self._lines = lines
+    def __init__(self, kind: str) -> None:
+        if kind not in ("pool", "judgments"):
+            raise ValueError(f"kind must be 'pool' or 'judgments', not {kind!r}")
+        self._kind = kind
         self._digest = hashlib.sha256()
 
-    def update(self, frame: pl.DataFrame) -> None:
-        _update(self._digest, self._lines(frame))
-
-    def update_lines(self, lines: pl.DataFrame) -> None:
-        """Feed canonical lines already built (and sorted) by the ``lines`` function."""
-        _update(self._digest, lines)
+    def update(self, piece: pl.DataFrame | Blocks) -> Blocks:
+        """Hash one piece; returns its blocks (whose ``duplicate`` flags a repeated key)."""
+        if isinstance(piece, pl.DataFrame):
+            piece = pool_blocks(piece) if self._kind == "pool" else judgment_blocks(piece)
+        (update_pool if self._kind == "pool" else update_judgments)(self._digest, piece)
+        return piece
 
     def hexdigest(self) -> str:
         return self._digest.hexdigest()
-
-
-def _sha256_lines(frame: pl.DataFrame) -> str:
-    digest = hashlib.sha256()
-    _update(digest, frame)
-    return digest.hexdigest()
-
-
-def _update(digest, frame: pl.DataFrame) -> None:
-    # Every line ends with a newline, so the digest does not depend on how rows are chunked.
-    # The lines of a chunk lie back to back in the Arrow data buffer: hash it without a copy.
-    for start in range(0, frame.height, _CHUNK_ROWS):
-        chunk = frame.slice(start, _CHUNK_ROWS)
-        # One flat concat (fields and separators interleaved) is twice as fast as a nested one.
-        parts = []
-        for name in chunk.columns:
-            parts += [pl.col(name), pl.lit("\t")]
-        parts[-1] = pl.lit("\n")
-        lines = chunk.select(pl.concat_str(parts)).to_series()
-        array = lines.to_arrow(compat_level=pl.CompatLevel.oldest())
-        array = array.combine_chunks() if hasattr(array, "combine_chunks") else array
-        offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[
-            array.offset : array.offset + len(array) + 1
-        ]
-        data = memoryview(array.buffers()[2])[offsets[0] : offsets[-1]]
-        digest.update(data)

@@ -23,12 +23,46 @@ TIES_AVERAGE, TIES_DOC_ASC, TIES_DOC_DESC = 0, 1, 2
 _INSERTION_RUN = 16
 
 
+@njit(cache=True, nogil=True)
+def prefix_keys(off, data):
+    """Bytes 0-7 and 8-15 of every string as big-endian integers (zero-padded): comparing
+    these pairs orders strings byte-wise except between strings that share 16 bytes."""
+    n = len(off) - 1
+    head = np.zeros(n, np.uint64)
+    tail = np.zeros(n, np.uint64)
+    for i in range(n):
+        a, z = off[i], off[i + 1]
+        h = np.uint64(0)
+        t = np.uint64(0)
+        for k in range(8):
+            h = (h << np.uint64(8)) | np.uint64(data[a + k] if a + k < z else 0)
+        for k in range(8, 16):
+            t = (t << np.uint64(8)) | np.uint64(data[a + k] if a + k < z else 0)
+        head[i] = h
+        tail[i] = t
+    return head, tail
+
+
 @njit(cache=True, nogil=True, inline="always")
-def _compare(data_a, off_a, i, data_b, off_b, j):
-    """-1, 0 or 1: string i of (data_a, off_a) against string j of (data_b, off_b), byte-wise."""
+def _compare(sa, i, sb, j):
+    """-1, 0 or 1: string i of ``sa`` against string j of ``sb``, byte-wise. A string set is
+    (offsets, data, head, tail) with the keys of :func:`prefix_keys`."""
+    ha, hb = sa[2][i], sb[2][j]
+    if ha != hb:
+        return -1 if ha < hb else 1
+    ta, tb = sa[3][i], sb[3][j]
+    if ta != tb:
+        return -1 if ta < tb else 1
+    # Kept out of line: unpacking the buffers here costs twenty times the comparison above.
+    return _compare_rest(sa[0], sa[1], i, sb[0], sb[1], j)
+
+
+@njit(cache=True, nogil=True)
+def _compare_rest(off_a, data_a, i, off_b, data_b, j):
+    """Strings whose first 16 bytes (zero-padded) are equal: the rest, then the lengths."""
     a0, a1, b0, b1 = off_a[i], off_a[i + 1], off_b[j], off_b[j + 1]
     n = min(a1 - a0, b1 - b0)
-    for k in range(n):
+    for k in range(16, n):
         x, y = data_a[a0 + k], data_b[b0 + k]
         if x != y:
             return -1 if x < y else 1
@@ -38,7 +72,7 @@ def _compare(data_a, off_a, i, data_b, off_b, j):
 
 
 @njit(cache=True, nogil=True)
-def _sort_segment(idx, tmp, lo, hi, data, off):
+def _sort_segment(idx, tmp, lo, hi, strings):
     """Stable sort of idx[lo:hi] (row numbers) by the bytes of their strings: insertion sort
     of short runs, then bottom-up merges."""
     for s in range(lo, hi, _INSERTION_RUN):
@@ -46,7 +80,7 @@ def _sort_segment(idx, tmp, lo, hi, data, off):
         for i in range(s + 1, e):
             v = idx[i]
             j = i - 1
-            while j >= s and _compare(data, off, idx[j], data, off, v) > 0:
+            while j >= s and _compare(strings, idx[j], strings, v) > 0:
                 idx[j + 1] = idx[j]
                 j -= 1
             idx[j + 1] = v
@@ -59,7 +93,7 @@ def _sort_segment(idx, tmp, lo, hi, data, off):
             m, e = min(s + width, hi), min(s + 2 * width, hi)
             i, j, k = s, m, s
             while i < m and j < e:
-                if _compare(data, off, src[j], data, off, src[i]) < 0:
+                if _compare(strings, src[j], strings, src[i]) < 0:
                     dst[k] = src[j]
                     j += 1
                 else:
@@ -81,12 +115,15 @@ def _sort_segment(idx, tmp, lo, hi, data, off):
 
 
 @njit(cache=True, nogil=True)
-def key_order(starts, off, data):
+def key_order(starts, strings):
     """Row numbers with each block's rows ordered by their string (doc_id), and the first row
     found whose string repeats an earlier one of its block (-1 if none).
 
-    Blocks already in order (a canonical file) cost one comparison per row.
+    Blocks already in order (a canonical file) cost one comparison per row. Others are sorted
+    by the 16-byte prefix keys (two stable numeric sorts), and only rows whose first 16 bytes
+    are equal are compared further.
     """
+    head, tail = strings[2], strings[3]
     n = starts[-1]
     idx = np.arange(n)
     tmp = np.empty(n, np.int64)
@@ -95,22 +132,30 @@ def key_order(starts, off, data):
         lo, hi = starts[b], starts[b + 1]
         in_order = True
         for i in range(lo + 1, hi):
-            if _compare(data, off, i - 1, data, off, i) >= 0:
+            if _compare(strings, i - 1, strings, i) >= 0:
                 in_order = False
                 break
         if in_order:
             continue
-        _sort_segment(idx, tmp, lo, hi, data, off)
-        if duplicate < 0:
-            for i in range(lo + 1, hi):
-                if _compare(data, off, idx[i - 1], data, off, idx[i]) == 0:
-                    duplicate = idx[i]
-                    break
+        by_tail = lo + np.argsort(tail[lo:hi], kind="mergesort")
+        idx[lo:hi] = by_tail[np.argsort(head[by_tail], kind="mergesort")]
+        # Rows that share their first 16 bytes: order them by the rest. Only these can repeat.
+        i = lo
+        while i < hi:
+            j = i + 1
+            while j < hi and head[idx[j]] == head[idx[i]] and tail[idx[j]] == tail[idx[i]]:
+                j += 1
+            if j - i > 1:
+                _sort_segment(idx, tmp, i, j, strings)
+                for r in range(i + 1, j):
+                    if duplicate < 0 and _compare(strings, idx[r - 1], strings, idx[r]) == 0:
+                        duplicate = idx[r]
+            i = j
     return idx, duplicate
 
 
 @njit(cache=True, nogil=True)
-def score_blocks(starts, order, score, off, data, j_lo, j_hi, j_off, j_data, j_class,
+def score_blocks(starts, order, score, docs, j_lo, j_hi, judged_docs, j_class,
                  j_gain, cutoffs, ties, keep_unknown, keep_unjudged, ideal_from_candidates,
                  prefix):
     """Per block: DCG@K, the candidates' ideal DCG@K, judged@K (rows x cutoffs), counts of
@@ -144,7 +189,7 @@ def score_blocks(starts, order, score, off, data, j_lo, j_hi, j_off, j_data, j_c
             row = order[lo + t]
             cls, gain = UNJUDGED, 0.0
             while jp < je:
-                c = _compare(j_data, j_off, jp, data, off, row)
+                c = _compare(judged_docs, jp, docs, row)
                 if c < 0:
                     jp += 1
                     continue
@@ -284,48 +329,65 @@ def _put_str(out, at, data, off, i):
 
 
 @njit(cache=True, nogil=True)
-def pool_lines(rows, r_off, r_data, q_off, q_data, d_off, d_data, bits):
-    """``ranker\\tquery_id\\tdoc_id\\tscore_bits\\n`` for ``rows`` in the given order, as bytes."""
+def pool_lines(blocks, starts, order, r_off, r_data, q_off, q_data, d_off, d_data, bits):
+    """``ranker\tquery_id\tdoc_id\tscore_bits\n`` for the rows of ``blocks`` (in that order,
+    each block's rows in ``order``), as bytes. Ranker and query_id are per block."""
     size = 0
-    for i in rows:
-        size += (r_off[i + 1] - r_off[i]) + (q_off[i + 1] - q_off[i]) + (
-            d_off[i + 1] - d_off[i]) + _digits(bits[i]) + 4
+    for b in blocks:
+        key = (r_off[b + 1] - r_off[b]) + (q_off[b + 1] - q_off[b]) + 4
+        for t in range(starts[b], starts[b + 1]):
+            i = order[t]
+            size += key + (d_off[i + 1] - d_off[i]) + _digits(bits[i])
     out = np.empty(size, np.uint8)
     at = 0
-    for i in rows:
-        at = _put_str(out, at, r_data, r_off, i)
-        out[at] = 9
-        at = _put_str(out, at + 1, q_data, q_off, i)
-        out[at] = 9
-        at = _put_str(out, at + 1, d_data, d_off, i)
-        out[at] = 9
-        at = _put_int(out, at + 1, bits[i])
-        out[at] = 10
-        at += 1
+    for b in blocks:
+        for t in range(starts[b], starts[b + 1]):
+            i = order[t]
+            at = _put_str(out, at, r_data, r_off, b)
+            out[at] = 9
+            at = _put_str(out, at + 1, q_data, q_off, b)
+            out[at] = 9
+            at = _put_str(out, at + 1, d_data, d_off, i)
+            out[at] = 9
+            at = _put_int(out, at + 1, bits[i])
+            out[at] = 10
+            at += 1
     return out
 
 
 @njit(cache=True, nogil=True)
-def judgment_lines(rows, q_off, q_data, d_off, d_data, grade, has_grade, s_off, s_data):
-    """``query_id\\tdoc_id\\tgrade\\tgrade_status\\n`` (grade empty when unknown) as bytes."""
+def judgment_lines(blocks, starts, order, q_off, q_data, d_off, d_data, grade, graded):
+    """``query_id\tdoc_id\tgrade\tgrade_status\n`` (grade empty when unknown) for the rows
+    of ``blocks``, as bytes. query_id is per block."""
     size = 0
-    for i in rows:
-        size += (q_off[i + 1] - q_off[i]) + (d_off[i + 1] - d_off[i]) + (
-            s_off[i + 1] - s_off[i]) + 4
-        if has_grade[i]:
-            size += _digits(grade[i])
+    for b in blocks:
+        key = (q_off[b + 1] - q_off[b]) + 4
+        for t in range(starts[b], starts[b + 1]):
+            i = order[t]
+            size += key + (d_off[i + 1] - d_off[i]) + (6 + _digits(grade[i]) if graded[i] else 7)
     out = np.empty(size, np.uint8)
     at = 0
-    for i in rows:
-        at = _put_str(out, at, q_data, q_off, i)
-        out[at] = 9
-        at = _put_str(out, at + 1, d_data, d_off, i)
-        out[at] = 9
-        at += 1
-        if has_grade[i]:
-            at = _put_int(out, at, grade[i])
-        out[at] = 9
-        at = _put_str(out, at + 1, s_data, s_off, i)
-        out[at] = 10
-        at += 1
+    for b in blocks:
+        for t in range(starts[b], starts[b + 1]):
+            i = order[t]
+            at = _put_str(out, at, q_data, q_off, b)
+            out[at] = 9
+            at = _put_str(out, at + 1, d_data, d_off, i)
+            out[at] = 9
+            at += 1
+            if graded[i]:
+                at = _put_int(out, at, grade[i])
+                out[at] = 9
+                out[at + 1:at + 7] = _GRADED
+                at += 7
+            else:
+                out[at] = 9
+                out[at + 1:at + 8] = _UNKNOWN
+                at += 8
+            out[at] = 10
+            at += 1
     return out
+
+
+_GRADED = np.frombuffer(b"graded", dtype=np.uint8)
+_UNKNOWN = np.frombuffer(b"unknown", dtype=np.uint8)

@@ -22,9 +22,10 @@ import numpy as np
 import polars as pl
 
 from evaluation_pipeline.core import kernel
-from evaluation_pipeline.core.buffers import string_buffers
+from evaluation_pipeline.core.blocks import Blocks, group_rows
+from evaluation_pipeline.core.buffers import string_set
 from evaluation_pipeline.core.gains import gains_for_grades
-from evaluation_pipeline.core.hashing import sorted_by
+from evaluation_pipeline.core.hashing import pool_blocks
 from evaluation_pipeline.spec import EvaluationSpec
 
 # Candidate classes (contract section 3, rule 1).
@@ -61,8 +62,7 @@ class JudgmentIndex:
     grades: pl.DataFrame  # query_id, doc_id, grade_class, gain
     queries: pl.DataFrame  # query_id, n_positive, has_unknown, ideal_dcg_K..., j_lo, j_hi
     cutoffs: tuple[int, ...]
-    doc_offsets: np.ndarray
-    doc_data: np.ndarray
+    docs: tuple  # doc_id of ``grades`` as a string set (``core.buffers.string_set``)
 
 
 def index_judgments(judgments: pl.DataFrame, spec: EvaluationSpec) -> JudgmentIndex:
@@ -80,15 +80,12 @@ def index_judgments(judgments: pl.DataFrame, spec: EvaluationSpec) -> JudgmentIn
             "gain": gain,
         }
     )
-    if not sorted_by(grades, ["query_id"]):
-        grades = grades.sort("query_id", maintain_order=True)
-    qid = grades["query_id"].rle_id().to_numpy()
-    starts = _block_bounds(qid)
-    doc_offsets, doc_data = string_buffers(grades["doc_id"])
-    order, _ = kernel.key_order(starts, doc_offsets, doc_data)
-    if not np.array_equal(order, np.arange(len(order))):
-        grades = grades[order]
-        doc_offsets, doc_data = string_buffers(grades["doc_id"])
+    blocks = group_rows(grades, ["query_id"])
+    # Each query's rows by doc_id: the order the kernel merges candidates with.
+    grades = blocks.frame[blocks.order]
+    starts = blocks.starts
+    qid = np.repeat(np.arange(blocks.n_blocks), np.diff(starts))
+    docs = string_set(grades["doc_id"])
     n_queries = len(starts) - 1
     # The all_judged ideal: every graded document of the query, gains high to low.
     gains = grades["gain"].to_numpy()
@@ -96,7 +93,7 @@ def index_judgments(judgments: pl.DataFrame, spec: EvaluationSpec) -> JudgmentIn
     ideal = kernel.ideal_dcg(starts, by_gain, np.array(spec.cutoffs, dtype=np.int64))
     is_unknown = grades["grade_class"].to_numpy() == UNKNOWN
     facts = {
-        "query_id": grades["query_id"].gather(starts[:-1]),
+        "query_id": blocks.keys["query_id"],
         "n_positive": np.bincount(qid, gains > 0, minlength=n_queries).astype(np.int64),
         "has_unknown": np.bincount(qid, is_unknown, minlength=n_queries) > 0,
     }
@@ -104,7 +101,7 @@ def index_judgments(judgments: pl.DataFrame, spec: EvaluationSpec) -> JudgmentIn
         facts[f"ideal_dcg_{k}"] = ideal[:, j]
     facts["j_lo"], facts["j_hi"] = starts[:-1], starts[1:]
     return JudgmentIndex(grades=grades, queries=pl.DataFrame(facts), cutoffs=spec.cutoffs,
-                         doc_offsets=doc_offsets, doc_data=doc_data)
+                         docs=docs)
 
 
 _TIES = {"average": kernel.TIES_AVERAGE, "doc_id": kernel.TIES_DOC_ASC,
@@ -112,33 +109,24 @@ _TIES = {"average": kernel.TIES_AVERAGE, "doc_id": kernel.TIES_DOC_ASC,
 
 
 def score_candidates(
-    candidates: pl.DataFrame, index: JudgmentIndex, spec: EvaluationSpec
+    candidates: pl.DataFrame | Blocks, index: JudgmentIndex, spec: EvaluationSpec
 ) -> pl.DataFrame:
     """Per-query rows for every (ranker, query) in ``candidates`` and every cutoff.
 
-    ``candidates`` holds whole queries (ranker, query_id, doc_id, score); rows for queries a
-    ranker did not return come from :func:`missing_from_run`.
+    ``candidates`` holds whole queries (ranker, query_id, doc_id, score), as a frame or as the
+    blocks :func:`core.hashing.pool_blocks` makes of one; rows for queries a ranker did not
+    return come from :func:`missing_from_run`.
     """
-    if candidates.height == 0:
+    blocks = candidates if isinstance(candidates, Blocks) else pool_blocks(candidates)
+    if blocks.frame.height == 0:
         return pl.DataFrame(schema=RESULT_SCHEMA)
-    frame, keys = _grouped(
-        candidates.select(
-            pl.col("ranker").cast(pl.String),
-            pl.col("query_id").cast(pl.String),
-            pl.col("doc_id").cast(pl.String),
-            pl.col("score").cast(pl.Float64),
-        )
-    )
-    starts = _block_bounds(frame["gid"].to_numpy())
-    n_groups = len(starts) - 1
-    doc_offsets, doc_data = string_buffers(frame["doc_id"])
-    order, _ = kernel.key_order(starts, doc_offsets, doc_data)
+    keys, starts, n_groups = blocks.keys, blocks.starts, blocks.n_blocks
     facts = keys.join(index.queries, on="query_id", how="left", maintain_order="left")
     cutoffs = spec.cutoffs
     dcg, candidate_ideal, judged_at_k, counts, positive_candidates = kernel.score_blocks(
-        starts, order, frame["score"].to_numpy(), doc_offsets, doc_data,
+        starts, blocks.order, blocks.frame["score"].to_numpy(), blocks.docs,
         facts["j_lo"].fill_null(0).to_numpy(), facts["j_hi"].fill_null(0).to_numpy(),
-        index.doc_offsets, index.doc_data, index.grades["grade_class"].to_numpy(),
+        index.docs, index.grades["grade_class"].to_numpy(),
         index.grades["gain"].to_numpy(), np.array(cutoffs, dtype=np.int64), _TIES[spec.ties],
         spec.unknown != "exclude", spec.unjudged != "exclude", spec.ideal == "candidates",
         _discount_prefix(max(cutoffs)),
@@ -178,36 +166,6 @@ def score_candidates(
 def _discount_prefix(reach: int) -> np.ndarray:
     """prefix[p] = sum of 1/log2(i + 1) for i = 1..p, p = 0..reach."""
     return np.r_[0.0, np.cumsum(1.0 / np.log2(np.arange(1, reach + 1) + 1.0))]
-
-
-def _block_bounds(block_id: np.ndarray) -> np.ndarray:
-    """Start row of each run of equal ids, and the row count at the end (int64)."""
-    return np.r_[_segment_starts(block_id), len(block_id)].astype(np.int64)
-
-
-def _grouped(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``frame`` with each (ranker, query_id) in one contiguous block and its block id ``gid``,
-    and the (ranker, query_id) of each block in block order.
-
-    A ranker's output already comes grouped, and then nothing moves; other input is sorted by
-    the group key once (a string sort, the one expensive step this avoids in the common case).
-    """
-    # A block starts where either key changes.
-    ids = frame.select(pl.col("ranker").rle_id(), pl.col("query_id").rle_id())
-    changed = (ids["ranker"].diff() != 0) | (ids["query_id"].diff() != 0)
-    frame = frame.with_columns(changed.fill_null(False).cum_sum().cast(pl.Int64).alias("gid"))
-    keys = _block_keys(frame)
-    if keys.is_duplicated().any():
-        frame = frame.drop("gid").sort(["ranker", "query_id"], maintain_order=True)
-        frame = frame.with_columns(pl.struct("ranker", "query_id").rle_id().cast(pl.Int64).alias("gid"))
-        keys = _block_keys(frame)
-    return frame, keys
-
-
-def _block_keys(frame: pl.DataFrame) -> pl.DataFrame:
-    """(ranker, query_id) of each block, in block order (a filter: cheaper than a gather)."""
-    first = pl.col("gid") != pl.col("gid").shift(1, fill_value=-1)
-    return frame.lazy().filter(first).select("ranker", "query_id").collect()
 
 
 def missing_from_run(
@@ -255,13 +213,14 @@ def missing_from_run(
 
 
 def score(
-    candidates: pl.DataFrame, judgments: pl.DataFrame, spec: EvaluationSpec
+    candidates: pl.DataFrame | Blocks, judgments: pl.DataFrame, spec: EvaluationSpec
 ) -> pl.DataFrame:
     """Every per-query row of a whole run in memory: scored queries plus missing_from_run."""
+    blocks = candidates if isinstance(candidates, Blocks) else pool_blocks(candidates)
     index = index_judgments(judgments, spec)
-    scored = score_candidates(candidates, index, spec)
-    returned = candidates.select("ranker", "query_id").unique()
-    rankers = sorted(candidates["ranker"].cast(pl.String).unique().to_list())
+    scored = score_candidates(blocks, index, spec)
+    returned = blocks.keys
+    rankers = sorted(returned["ranker"].unique().to_list())
     missing = missing_from_run(index, returned, rankers, spec)
     return sort_results(pl.concat([scored, missing]))
 

@@ -21,7 +21,7 @@ import polars as pl
 import pyarrow as pa
 
 from evaluation_pipeline.core.evaluation import Lineage
-from evaluation_pipeline.core.hashing import StreamingDigest, judgments_lines, pool_lines
+from evaluation_pipeline.core.hashing import StreamingDigest
 from evaluation_pipeline.core.ndcg import (
     RESULT_SCHEMA,
     index_judgments,
@@ -102,10 +102,10 @@ def score_spark(
     )
     lineage = Lineage(
         judgment_version=version,
-        judgments_sha256=judgments_sha256 or _digest(judgments, judgments_lines,
+        judgments_sha256=judgments_sha256 or _digest(judgments, "judgments",
                                                      ["query_id", "doc_id"]),
         candidate_pool=pool_name,
-        pool_sha256=pool_sha256 or _digest(run, pool_lines, ["ranker", "query_id", "doc_id"]),
+        pool_sha256=pool_sha256 or _digest(run, "pool", ["ranker", "query_id", "doc_id"]),
         spec_id=spec.spec_id,
     )
     lineage_columns = [F.lit(v).alias(k) for k, v in lineage.__dict__.items()]
@@ -183,17 +183,17 @@ def _validate_judgments(judgments, source: str) -> str:
     return name
 
 
-def _digest(frame, lines, keys: list[str]) -> str:
+def _digest(frame, kind: str, keys: list[str]) -> str:
     """Contract section 1 SHA-256: canonical lines sorted in Spark, hashed on the driver."""
-    digest = StreamingDigest(lines)
+    digest = StreamingDigest(kind)
     batch: list = []
     for row in frame.orderBy(*keys).toLocalIterator(prefetchPartitions=True):
         batch.append(row.asDict())
         if len(batch) == 100_000:
-            digest.update_lines(lines(pl.DataFrame(batch, schema_overrides=_DIGEST_TYPES)))
+            digest.update(pl.DataFrame(batch, schema_overrides=_DIGEST_TYPES))
             batch = []
     if batch:
-        digest.update_lines(lines(pl.DataFrame(batch, schema_overrides=_DIGEST_TYPES)))
+        digest.update(pl.DataFrame(batch, schema_overrides=_DIGEST_TYPES))
     return digest.hexdigest()
 
 

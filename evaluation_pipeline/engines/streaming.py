@@ -29,12 +29,8 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from evaluation_pipeline.core.evaluation import Lineage
-from evaluation_pipeline.core.hashing import (
-    StreamingDigest,
-    judgments_lines,
-    pool_lines,
-    sorted_by,
-)
+from evaluation_pipeline.core.blocks import Blocks, sorted_by
+from evaluation_pipeline.core.hashing import StreamingDigest
 from evaluation_pipeline.core.ndcg import (
     RESULT_SCHEMA,
     index_judgments,
@@ -202,8 +198,9 @@ def _non_empty(*columns: str) -> pl.Expr:
                               for c in columns])
 
 
-def _check_run(frame: pl.DataFrame, lines: pl.DataFrame, path: Path, offset: int,
-               names: dict) -> pl.DataFrame:
+def _check_run(frame: pl.DataFrame, path: Path, offset: int, names: dict,
+               digest: StreamingDigest) -> tuple[pl.DataFrame, Blocks]:
+    """The batch checked, cast, and fed to the pool digest; with its blocks for the kernel."""
     if not frame["score"].dtype.is_numeric():
         raise InputError(str(path), [violation(
             "score", f"score is stored as {frame['score'].dtype}; store it as float64", [])])
@@ -213,15 +210,17 @@ def _check_run(frame: pl.DataFrame, lines: pl.DataFrame, path: Path, offset: int
         _non_empty("candidate_pool", "ranker", "query_id", "doc_id").all()
         & pl.col("score").is_finite().fill_null(False).all()
     ).item()
-    ok = ok and not _adjacent_duplicates(lines, ["ranker", "query_id", "doc_id"])
+    blocks = digest.update(frame) if ok else None
+    ok = ok and blocks.duplicate < 0  # the blocks' doc_id order puts repeats side by side
     ok = ok and _one_name(frame, "candidate_pool", names, "candidate pool", path)
     if not ok:
         _explain(CandidatePool, frame, path, offset)
-    return frame
+    return frame, blocks
 
 
-def _check_judgments(frame: pl.DataFrame, lines: pl.DataFrame, path: Path, offset: int,
-                     names: dict) -> pl.DataFrame:
+def _check_judgments(frame: pl.DataFrame, path: Path, offset: int, names: dict,
+                     digest: StreamingDigest) -> pl.DataFrame:
+    """The batch checked, cast, and fed to the judgments digest."""
     if not frame["grade"].dtype.is_integer() and frame["grade"].null_count() < frame.height:
         raise InputError(str(path), [violation(
             "grade", f"grade is stored as {frame['grade'].dtype}; store it as int64", [])])
@@ -234,17 +233,11 @@ def _check_judgments(frame: pl.DataFrame, lines: pl.DataFrame, path: Path, offse
          & (((status == "graded") & (pl.col("grade") >= 0))
             | ((status == "unknown") & pl.col("grade").is_null()))).fill_null(False).all()
     ).item()
-    ok = ok and not _adjacent_duplicates(lines, ["query_id", "doc_id"])
+    ok = ok and digest.update(frame).duplicate < 0
     ok = ok and _one_name(frame, "judgment_version", names, "judgment version", path)
     if not ok:
         _explain(Judgments, frame, path, offset)
     return frame
-
-
-def _adjacent_duplicates(lines: pl.DataFrame, keys: list[str]) -> bool:
-    """Duplicate keys in rows already sorted by those keys sit next to each other."""
-    same = pl.all_horizontal([pl.col(k) == pl.col(k).shift(1) for k in keys])
-    return bool(lines.select(same.fill_null(False).any()).item())
 
 
 def _one_name(frame: pl.DataFrame, column: str, names: dict, what: str, path: Path) -> bool:
@@ -312,16 +305,14 @@ _JUDGMENT_SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int6
 
 
 def _stream(sources, names: _Names, spec, out_path, batch_rows, progress, notes, scratch):
-    judgment_digest = StreamingDigest(judgments_lines)
-    pool_digest = StreamingDigest(pool_lines)
+    judgment_digest = StreamingDigest("judgments")
+    pool_digest = StreamingDigest("pool")
     seen_names: dict = {}
     first_pass = [True]
 
     def judgment_batch(path, offset, frame):
         if first_pass[0]:
-            lines = judgments_lines(frame)
-            frame = _check_judgments(frame, lines, path, offset, seen_names)
-            judgment_digest.update_lines(lines)
+            frame = _check_judgments(frame, path, offset, seen_names, judgment_digest)
         return frame.with_columns(pl.col("grade").cast(pl.Int64),
                                   *(pl.col(c).cast(pl.String) for c in
                                     ("query_id", "doc_id", "grade_status")))
@@ -357,23 +348,22 @@ def _stream(sources, names: _Names, spec, out_path, batch_rows, progress, notes,
 
     try:
         for path, offset, batch in run_groups:
-            lines = pool_lines(batch)
-            batch = _check_run(batch, lines, path, offset, seen_names)
-            pool_digest.update_lines(lines)
+            batch, blocks = _check_run(batch, path, offset, seen_names, pool_digest)
             ranker = batch["ranker"][0]
             if ranker != current_ranker:
                 if windows is not None:
                     finish_ranker()
                 windows, current_ranker = open_judgments(), ranker
             # Whole queries of one ranker: the batch never spans two rankers' ranges.
-            for part in batch.partition_by("ranker", maintain_order=True) if (
-                    batch["ranker"][-1] != ranker) else [batch]:
+            one_ranker = batch["ranker"][-1] == ranker
+            for part in [batch] if one_ranker else batch.partition_by("ranker",
+                                                                      maintain_order=True):
                 if part["ranker"][0] != current_ranker:
                     finish_ranker()
                     windows, current_ranker = open_judgments(), part["ranker"][0]
                 window = windows.upto(part["query_id"][-1])
                 index = index_judgments(window, spec)
-                scored = score_candidates(part, index, spec)
+                scored = score_candidates(blocks if one_ranker else part, index, spec)
                 returned = part.select("ranker", "query_id").unique()
                 missing = missing_from_run(index, returned, [current_ranker], spec)
                 write(sort_results(pl.concat([scored, missing])))
