@@ -51,32 +51,24 @@ def group_rows(frame: pl.DataFrame, keys: list[str]) -> Blocks:
     other input is sorted by the keys once (a string sort, the one expensive step this avoids
     in the common case).
     """
-    grouped = _with_block_ids(frame, keys)
-    block_keys = _block_keys(grouped, keys)
+    starts = _block_starts(frame, keys)
+    block_keys = frame.select(keys).gather(starts[:-1])
     if block_keys.is_duplicated().any():
-        grouped = _with_block_ids(frame.sort(keys, maintain_order=True), keys)
-        block_keys = _block_keys(grouped, keys)
-    block = grouped["__block"].to_numpy()
-    starts = np.r_[np.flatnonzero(np.r_[True, block[1:] != block[:-1]]) if len(block) else
-                   np.zeros(0, np.int64), len(block)].astype(np.int64)
-    grouped = grouped.drop("__block")
+        frame = frame.sort(keys, maintain_order=True)
+        starts = _block_starts(frame, keys)
+        block_keys = frame.select(keys).gather(starts[:-1])
+    grouped = frame
     docs = string_set(grouped["doc_id"])
     order, duplicate = kernel.key_order(starts, docs)
     return Blocks(grouped, block_keys, starts, docs, order, int(duplicate))
 
 
-def _with_block_ids(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    # A block starts where any key changes.
-    changed = pl.lit(False)
-    for k in keys:
-        changed = changed | (pl.col(k).rle_id().diff() != 0)
-    return frame.with_columns(changed.fill_null(False).cum_sum().cast(pl.Int64).alias("__block"))
-
-
-def _block_keys(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """The keys of each block, in block order (a filter: cheaper than a gather)."""
-    first = pl.col("__block") != pl.col("__block").shift(1, fill_value=-1)
-    return frame.lazy().filter(first).select(keys).collect()
+def _block_starts(frame: pl.DataFrame, keys: list[str]) -> np.ndarray:
+    """First row of each run of equal keys, then the row count (int64)."""
+    key = pl.struct(keys) if len(keys) > 1 else pl.col(keys[0])
+    run = frame.select(key.rle_id()).to_series().to_numpy()
+    first = np.flatnonzero(np.r_[True, run[1:] != run[:-1]]) if len(run) else []
+    return np.r_[first, len(run)].astype(np.int64)
 
 
 def sorted_by(frame: pl.DataFrame, keys: list[str]) -> bool:

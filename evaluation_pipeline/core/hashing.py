@@ -70,9 +70,11 @@ def update_pool(digest, blocks: Blocks) -> None:
     bits = (blocks.frame["score"].to_numpy() + 0.0).view(np.int64)
     rankers = string_buffers(blocks.keys["ranker"])
     queries = string_buffers(blocks.keys["query_id"])
+    out = np.empty(0, np.uint8)
     for chunk in _chunks(blocks):
-        digest.update(kernel.pool_lines(chunk, blocks.starts, blocks.order, *rankers, *queries,
-                                        *blocks.docs[:2], bits))
+        out, size = kernel.pool_lines(chunk, blocks.starts, blocks.order, *rankers, *queries,
+                                      *blocks.docs[:2], bits, out)
+        digest.update(out[:size])
 
 
 def update_judgments(digest, blocks: Blocks) -> None:
@@ -80,9 +82,11 @@ def update_judgments(digest, blocks: Blocks) -> None:
     graded = (blocks.frame["grade_status"] == "graded").to_numpy()
     grade = blocks.frame["grade"].fill_null(0).to_numpy()
     queries = string_buffers(blocks.keys["query_id"])
+    out = np.empty(0, np.uint8)
     for chunk in _chunks(blocks):
-        digest.update(kernel.judgment_lines(chunk, blocks.starts, blocks.order, *queries,
-                                            *blocks.docs[:2], grade, graded))
+        out, size = kernel.judgment_lines(chunk, blocks.starts, blocks.order, *queries,
+                                          *blocks.docs[:2], grade, graded, out)
+        digest.update(out[:size])
 
 
 def _chunks(blocks: Blocks):
