@@ -24,11 +24,12 @@ import polars as pl
 from evaluation_pipeline import __version__
 from evaluation_pipeline.core.comparison import compare_pools, compare_rankers
 from evaluation_pipeline.core.diff import judgment_version_diff, pool_diff
-from evaluation_pipeline.core.evaluation import Lineage, evaluate, summarize
+from evaluation_pipeline.core.evaluation import Lineage, summarize
 from evaluation_pipeline.core.explain import explain
 from evaluation_pipeline.core.gains import GainError
 from evaluation_pipeline.core.ndcg import sort_results
 from evaluation_pipeline.engines import ENGINES, score_files
+from evaluation_pipeline.engines.local import read_and_evaluate
 from evaluation_pipeline.io.atomic import write_json, write_parquet
 from evaluation_pipeline.io.readers import (
     FORMATS,
@@ -54,7 +55,7 @@ from evaluation_pipeline.report.terminal import (
     render_report,
     render_trace,
 )
-from schemas import InputError, PerQueryResults, validate
+from schemas import InputError, validate
 from schemas.names import UnsafeNameError
 
 EXIT_BAD_INPUT = 2
@@ -182,14 +183,12 @@ def cmd_score(args: argparse.Namespace) -> int:
     spec = resolve_spec(args)
     if args.engine != "local":
         return _score_with_engine(args, spec)
-    judgments = read_judgments(
-        args.judgments, args.judgments_format or args.format, version=args.judgment_version
-    )
-    run_format = args.run_format or args.format
-    pool = read_candidates(args.run, run_format, pool=args.pool, ranker=args.ranker)
+    judgments, pool, per_query, lineage = read_and_evaluate(
+        args.judgments, args.run, spec, judgments_format=args.judgments_format or args.format,
+        run_format=args.run_format or args.format, judgment_version=args.judgment_version,
+        pool=args.pool, ranker=args.ranker)
     queries = read_queries(args.queries) if args.queries else None
-    per_query, lineage = evaluate(judgments, pool, spec)
-    per_query = validate(PerQueryResults, per_query, "per-query results")
+    per_query = validate("PerQueryResults", per_query, "per-query results")
     summary = summarize(per_query, spec, lineage, queries)
     config = report_config(args) if args.report else None
     # Everything is computed and validated before the first byte is written.
@@ -261,7 +260,7 @@ def load_results(
     file = path / PER_QUERY_FILE if path.is_dir() else path
     if not file.exists():
         raise ResultsError(f"{file}: no such file (expected ndcg-eval score output)")
-    per_query = validate(PerQueryResults, pl.read_parquet(file), str(file))
+    per_query = validate("PerQueryResults", pl.read_parquet(file), str(file))
     lineage = _lineage_of(per_query, file)
     summary = file.parent / SUMMARY_FILE
     if args is not None and (getattr(args, "spec", None) or getattr(args, "profile", None)):

@@ -1,17 +1,34 @@
 """pandera models for every table of the evaluation contract, one module per table.
 
-Validation goes through :func:`schemas.validation.validate`, which turns pandera's failure cases
-into an :class:`schemas.errors.InputError` naming the file, column, rule and example rows.
+Validation goes through :func:`validate` (``schemas.screening``): a frame that breaks no rule
+passes a one-pass polars screen of the same rules; any other frame goes to the pandera model,
+whose failure cases become an :class:`schemas.errors.InputError` naming the file, column, rule
+and example rows (``schemas.validation``). The models, and pandera with them, are imported when
+first used: a clean input never pays for the import.
 """
 
-from schemas.aggregates import Aggregates
-from schemas.candidate_pools import CandidatePool
+from __future__ import annotations
+
+import importlib
+
 from schemas.errors import InputError, RuleViolation
-from schemas.judgments import Judgments
 from schemas.names import check_safe_name
-from schemas.per_query_results import PerQueryResults
-from schemas.queries import Queries
-from schemas.validation import validate
+from schemas.screening import validate
+
+_MODELS = {
+    "Aggregates": "schemas.aggregates",
+    "CandidatePool": "schemas.candidate_pools",
+    "Judgments": "schemas.judgments",
+    "PerQueryResults": "schemas.per_query_results",
+    "Queries": "schemas.queries",
+}
+
+
+def __getattr__(name: str):
+    if name in _MODELS:
+        return getattr(importlib.import_module(_MODELS[name]), name)
+    raise AttributeError(f"module 'schemas' has no attribute {name!r}")
+
 
 __all__ = [
     "Aggregates",

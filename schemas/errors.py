@@ -7,6 +7,11 @@ from dataclasses import dataclass, field
 MAX_EXAMPLES = 5
 MAX_EXAMPLE_CHARS = 80  # a 30 MB cell is shown by its start, never whole
 
+UNKNOWN_HINT = (
+    "mark an unknown grade with grade_status 'unknown' and an empty grade; "
+    "a null, NaN, blank or negative grade is never read as unknown"
+)
+
 
 @dataclass(frozen=True)
 class RuleViolation:

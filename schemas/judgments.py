@@ -6,12 +6,8 @@ import pandera.polars as pa
 import polars as pl
 from pandera.api.polars.types import PolarsData
 
+from schemas.errors import UNKNOWN_HINT
 from schemas.names import NAME_LIMITS_RULE, SAFE_NAME_PATTERN, name_within_limits
-
-UNKNOWN_HINT = (
-    "mark an unknown grade with grade_status 'unknown' and an empty grade; "
-    "a null, NaN, blank or negative grade is never read as unknown"
-)
 
 
 class Judgments(pa.DataFrameModel):

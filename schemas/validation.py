@@ -10,7 +10,7 @@ import pandera.polars as pa
 import polars as pl
 
 from schemas.errors import MAX_EXAMPLES, InputError, RuleViolation
-from schemas.judgments import UNKNOWN_HINT
+from schemas.errors import UNKNOWN_HINT
 
 # pandera's built-in check names, said as rules.
 _RULE_WORDS: list[tuple[str, str]] = [

@@ -56,13 +56,16 @@ def with_lineage(per_query: pl.DataFrame, lineage: Lineage) -> pl.DataFrame:
 
 
 def evaluate(
-    judgments: pl.DataFrame, pool: pl.DataFrame, spec: EvaluationSpec
+    judgments: pl.DataFrame, pool: pl.DataFrame, spec: EvaluationSpec,
+    blocks: Blocks | None = None,
 ) -> tuple[pl.DataFrame, Lineage]:
-    """Per-query rows for every ranker of ``pool`` against ``judgments``, with lineage."""
+    """Per-query rows for every ranker of ``pool`` against ``judgments``, with lineage.
+
+    ``blocks``: the pool already cut into blocks (``core.hashing.pool_blocks``), if at hand."""
     # The pool is cut into blocks once; then hashing and scoring are independent, and both
     # spend their time in compiled loops, polars and hashlib, which release the GIL: hash on a
     # second thread while the kernel scores.
-    blocks = pool_blocks(pool)
+    blocks = pool_blocks(pool) if blocks is None else blocks
     with ThreadPoolExecutor(max_workers=1) as hasher:
         lineage = hasher.submit(Lineage.of, judgments, pool, spec, blocks)
         per_query = score(blocks, judgments, spec)

@@ -4,10 +4,43 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
+
 from evaluation_pipeline.core.evaluation import Lineage, evaluate
+from evaluation_pipeline.core.hashing import pool_blocks
 from evaluation_pipeline.io.atomic import write_parquet
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
 from evaluation_pipeline.spec import EvaluationSpec
+from schemas import InputError
+from schemas.errors import violation
+
+
+def read_and_evaluate(
+    judgments_path: Path,
+    run_path: Path,
+    spec: EvaluationSpec,
+    *,
+    judgments_format: str | None = None,
+    run_format: str | None = None,
+    judgment_version: str | None = None,
+    pool: str | None = None,
+    ranker: str | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, Lineage]:
+    """(judgments, candidates, per-query rows, lineage) of two input files, all validated."""
+    judgments = read_judgments(judgments_path, judgments_format, version=judgment_version)
+    # Repeated (ranker, query_id, doc_id) rows are found while the pool is cut into blocks
+    # (each query's documents in order), not by a separate pass; a pool that has some is read
+    # again with the check on, for the reader's message.
+    candidates = read_candidates(run_path, run_format, pool=pool, ranker=ranker,
+                                 check_keys=False)
+    blocks = pool_blocks(candidates)
+    if blocks.duplicate >= 0:
+        read_candidates(run_path, run_format, pool=pool, ranker=ranker)  # raises, with rows
+        raise InputError(str(run_path), [violation(
+            "ranker, query_id, doc_id", "(ranker, query_id, doc_id) must be unique: duplicate "
+            f"rows, e.g. {blocks.duplicate_key()}", [])])
+    per_query, lineage = evaluate(judgments, candidates, spec, blocks=blocks)
+    return judgments, candidates, per_query, lineage
 
 
 def score_local(
@@ -21,8 +54,8 @@ def score_local(
     ranker: str | None = None,
 ) -> tuple[Lineage, int]:
     """Per-query rows with lineage at ``out_path``; returns the lineage and the row count."""
-    judgments = read_judgments(judgments_path, version=judgment_version)
-    candidates = read_candidates(run_path, pool=pool, ranker=ranker)
-    per_query, lineage = evaluate(judgments, candidates, spec)
+    _, _, per_query, lineage = read_and_evaluate(
+        judgments_path, run_path, spec, judgment_version=judgment_version, pool=pool,
+        ranker=ranker)
     write_parquet(per_query, out_path)
     return lineage, per_query.height

@@ -41,7 +41,7 @@ from evaluation_pipeline.core.ndcg import (
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.engines import JUDGMENT_COLUMNS, RUN_COLUMNS
 from evaluation_pipeline.spec import EvaluationSpec
-from schemas import CandidatePool, InputError, Judgments, validate
+from schemas import InputError, validate
 from schemas.errors import violation
 from schemas.names import UnsafeNameError, check_safe_name
 
@@ -214,7 +214,7 @@ def _check_run(frame: pl.DataFrame, path: Path, offset: int, names: dict,
     ok = ok and blocks.duplicate < 0  # the blocks' doc_id order puts repeats side by side
     ok = ok and _one_name(frame, "candidate_pool", names, "candidate pool", path)
     if not ok:
-        _explain(CandidatePool, frame, path, offset)
+        _explain("CandidatePool", frame, path, offset)
     return frame, blocks
 
 
@@ -236,7 +236,7 @@ def _check_judgments(frame: pl.DataFrame, path: Path, offset: int, names: dict,
     ok = ok and digest.update(frame).duplicate < 0
     ok = ok and _one_name(frame, "judgment_version", names, "judgment version", path)
     if not ok:
-        _explain(Judgments, frame, path, offset)
+        _explain("Judgments", frame, path, offset)
     return frame
 
 
@@ -260,7 +260,7 @@ def _explain(model, frame: pl.DataFrame, path: Path, offset: int):
     rows = pl.int_range(offset + 1, offset + frame.height + 1, eager=True, dtype=pl.Int64)
     validate(model, frame, str(path), line_numbers=rows, row_label="row")
     raise InputError(str(path), [violation("(batch)", "failed a streamed check that the "
-                                           f"{model.__name__} model accepts", [])])
+                                           f"{model} model accepts", [])])
 
 
 # -- the merge ---------------------------------------------------------------------------------

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import polars as pl
 
-from schemas import CandidatePool, InputError, Judgments, Queries, validate
+from schemas import InputError, validate
 from schemas.errors import MAX_EXAMPLES, violation
-from schemas.judgments import UNKNOWN_HINT
+from schemas.errors import UNKNOWN_HINT
 from schemas.names import UnsafeNameError, check_safe_name
 
 FORMATS = ("parquet", "csv", "trec")
@@ -74,7 +74,7 @@ def read_judgments(path: str | Path, fmt: str | None = None, version: str | None
     frame = _with_name_column(frame, "judgment_version", version, path, lines, "judgment version",
                               default=path.stem)
     frame = _string_ids(frame, ["query_id", "doc_id"])
-    return validate(Judgments, frame, str(path), line_numbers=lines)
+    return validate("Judgments", frame, str(path), line_numbers=lines)
 
 
 def read_run(
@@ -82,8 +82,12 @@ def read_run(
     fmt: str | None = None,
     pool: str | None = None,
     ranker: str | None = None,
+    check_keys: bool = True,
 ) -> pl.DataFrame:
     """One ranker's (or several rankers') candidates with scores.
+
+    ``check_keys=False`` leaves the uniqueness of (ranker, query_id, doc_id) to the caller
+    (scoring finds repeats as it orders each query's documents, then reads again with it on).
 
     TREC runs map ``qid Q0 docno rank score tag`` (extra trailing fields ignored), tag to
     ``ranker``. Without a ``ranker`` column the name is ``ranker`` or the file's stem; without a
@@ -111,10 +115,11 @@ def read_run(
     frame = _with_name_column(frame, "candidate_pool", pool, path, lines, "candidate pool",
                               default=path.parent.name)
     frame = _string_ids(frame, ["ranker", "query_id", "doc_id"])
-    return validate(CandidatePool, frame, str(path), line_numbers=lines)
+    return validate("CandidatePool", frame, str(path), line_numbers=lines, check_keys=check_keys)
 
 
-def read_pool(folder: str | Path, pool: str | None = None, fmt: str | None = None) -> pl.DataFrame:
+def read_pool(folder: str | Path, pool: str | None = None, fmt: str | None = None,
+              check_keys: bool = True) -> pl.DataFrame:
     """A candidate pool folder: one run file per ranker (``*.parquet``, ``*.csv``, ``*.run``)."""
     folder = Path(folder)
     files = sorted(
@@ -125,21 +130,22 @@ def read_pool(folder: str | Path, pool: str | None = None, fmt: str | None = Non
         raise InputError(str(folder), [violation("(folder)", "a pool folder needs at least one "
                                                  "run file (.parquet, .csv, .run)", [])])
     name = pool or folder.name
-    runs = [read_run(p, fmt=fmt, pool=name) for p in files]
+    runs = [read_run(p, fmt=fmt, pool=name, check_keys=check_keys) for p in files]
     columns = ["candidate_pool", "ranker", "query_id", "doc_id", "score"]
     frame = pl.concat([r.select(columns) for r in runs], how="vertical")
     # Each file was validated alone; a ranker split over two files could still repeat a row.
-    return validate(CandidatePool, frame, str(folder))
+    return validate("CandidatePool", frame, str(folder), check_keys=check_keys)
 
 
 def read_candidates(
-    path: str | Path, fmt: str | None = None, pool: str | None = None, ranker: str | None = None
+    path: str | Path, fmt: str | None = None, pool: str | None = None, ranker: str | None = None,
+    check_keys: bool = True,
 ) -> pl.DataFrame:
     """A run file, or a pool folder with one run file per ranker."""
     path = Path(path)
     if path.is_dir():
-        return read_pool(path, pool=pool, fmt=fmt)
-    return read_run(path, fmt, pool=pool, ranker=ranker)
+        return read_pool(path, pool=pool, fmt=fmt, check_keys=check_keys)
+    return read_run(path, fmt, pool=pool, ranker=ranker, check_keys=check_keys)
 
 
 def read_queries(path: str | Path, fmt: str | None = None) -> pl.DataFrame:
@@ -154,7 +160,7 @@ def read_queries(path: str | Path, fmt: str | None = None) -> pl.DataFrame:
     else:
         weight = pl.Series("weight", [1.0] * frame.height)
     frame = _string_ids(frame.with_columns(weight.alias("weight")), ["query_id"])
-    return validate(Queries, frame, str(path), line_numbers=lines)
+    return validate("Queries", frame, str(path), line_numbers=lines)
 
 
 # -- file formats -----------------------------------------------------------------------------

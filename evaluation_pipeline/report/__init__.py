@@ -17,7 +17,7 @@ from evaluation_pipeline.report.config import ReportConfig
 from evaluation_pipeline.report.html import render_html
 from evaluation_pipeline.report.markdown import headline_markdown
 from evaluation_pipeline.spec import EvaluationSpec
-from schemas import Aggregates, validate
+from schemas import validate
 
 REPORT_FILE = "report.json"
 AGGREGATES_FILE = "aggregates.parquet"
@@ -50,7 +50,7 @@ def write_report(
     report, aggregates, differences = build_report(
         per_query, spec, lineage, queries, config, progress, candidates
     )
-    aggregates = validate(Aggregates, aggregates, "aggregates")
+    aggregates = validate("Aggregates", aggregates, "aggregates")
     if candidates is not None and judgments is not None and report["comparison"]:
         from evaluation_pipeline.report.traces import write_regression_traces
 
