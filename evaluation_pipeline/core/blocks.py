@@ -65,7 +65,12 @@ def group_rows(frame: pl.DataFrame, keys: list[str]) -> Blocks:
 
 def _block_starts(frame: pl.DataFrame, keys: list[str]) -> np.ndarray:
     """First row of each run of equal keys, then the row count (int64)."""
-    key = pl.struct(keys) if len(keys) > 1 else pl.col(keys[0])
+    # A column with one value (a single ranker) cannot start a block: leave it out.
+    varying = [k for k in keys if frame.height and not frame.select(
+        (pl.col(k) == pl.col(k).first()).all()).item()]
+    if not varying:
+        return np.array([0, frame.height] if frame.height else [0], dtype=np.int64)
+    key = pl.struct(varying) if len(varying) > 1 else pl.col(varying[0])
     run = frame.select(key.rle_id()).to_series().to_numpy()
     first = np.flatnonzero(np.r_[True, run[1:] != run[:-1]]) if len(run) else []
     return np.r_[first, len(run)].astype(np.int64)

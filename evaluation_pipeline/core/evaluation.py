@@ -15,7 +15,7 @@ from evaluation_pipeline import __version__
 from evaluation_pipeline.core.aggregates import aggregate
 from evaluation_pipeline.core.blocks import Blocks
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_blocks, pool_sha256
-from evaluation_pipeline.core.ndcg import score
+from evaluation_pipeline.core.ndcg import JudgmentIndex, score
 from evaluation_pipeline.spec import EvaluationSpec
 
 
@@ -30,11 +30,12 @@ class Lineage:
 
     @classmethod
     def of(cls, judgments: pl.DataFrame, pool: pl.DataFrame, spec: EvaluationSpec,
-           pool_rows: Blocks | None = None) -> Lineage:
-        """``pool_rows``: the pool already cut into blocks, if the caller has them."""
+           pool_rows: Blocks | None = None, judgments_digest: str | None = None) -> Lineage:
+        """``pool_rows``, ``judgments_digest``: the pool's blocks and the judgments' SHA-256,
+        if the caller already has them."""
         return cls(
             judgment_version=_single(judgments, "judgment_version"),
-            judgments_sha256=judgments_sha256(judgments),
+            judgments_sha256=judgments_digest or judgments_sha256(judgments),
             candidate_pool=_single(pool, "candidate_pool"),
             pool_sha256=pool_sha256(pool if pool_rows is None else pool_rows),
             spec_id=spec.spec_id,
@@ -45,10 +46,10 @@ class Lineage:
 
 
 def _single(frame: pl.DataFrame, column: str) -> str:
+    if frame.height and frame.select((pl.col(column) == pl.col(column).first()).all()).item():
+        return str(frame[column][0])
     values = frame[column].unique().to_list()
-    if len(values) != 1:
-        raise ValueError(f"expected one {column}, found {len(values)}: {values[:5]}")
-    return str(values[0])
+    raise ValueError(f"expected one {column}, found {len(values)}: {values[:5]}")
 
 
 def with_lineage(per_query: pl.DataFrame, lineage: Lineage) -> pl.DataFrame:
@@ -57,18 +58,21 @@ def with_lineage(per_query: pl.DataFrame, lineage: Lineage) -> pl.DataFrame:
 
 def evaluate(
     judgments: pl.DataFrame, pool: pl.DataFrame, spec: EvaluationSpec,
-    blocks: Blocks | None = None,
+    blocks: Blocks | None = None, index: JudgmentIndex | None = None,
+    judgments_digest: str | None = None,
 ) -> tuple[pl.DataFrame, Lineage]:
     """Per-query rows for every ranker of ``pool`` against ``judgments``, with lineage.
 
-    ``blocks``: the pool already cut into blocks (``core.hashing.pool_blocks``), if at hand."""
+    Work the caller has done can be handed in: the pool cut into blocks
+    (``core.hashing.pool_blocks``), the judgment index for ``spec``, the judgments' SHA-256.
+    """
     # The pool is cut into blocks once; then hashing and scoring are independent, and both
     # spend their time in compiled loops, polars and hashlib, which release the GIL: hash on a
     # second thread while the kernel scores.
     blocks = pool_blocks(pool) if blocks is None else blocks
     with ThreadPoolExecutor(max_workers=1) as hasher:
-        lineage = hasher.submit(Lineage.of, judgments, pool, spec, blocks)
-        per_query = score(blocks, judgments, spec)
+        lineage = hasher.submit(Lineage.of, judgments, pool, spec, blocks, judgments_digest)
+        per_query = score(blocks, judgments, spec, index=index)
         return with_lineage(per_query, lineage.result()), lineage.result()
 
 

@@ -14,6 +14,7 @@ Everything is compiled with ``cache=True`` (the first process compiles, later on
 from __future__ import annotations
 
 import numpy as np
+from llvmlite import ir
 from numba import njit
 from numba.core import cgutils, types
 from numba.extending import intrinsic
@@ -32,23 +33,45 @@ def prefix_keys(off, data):
     n = len(off) - 1
     head = np.zeros(n, np.uint64)
     tail = np.zeros(n, np.uint64)
+    end = len(data)
     for i in range(n):
         a, length = off[i], off[i + 1] - off[i]
-        head[i] = _word(data, a, min(length, 8))
+        head[i] = _word(data, a, min(length, 8), end)
         if length > 8:
-            tail[i] = _word(data, a + 8, min(length - 8, 8))
+            tail[i] = _word(data, a + 8, min(length - 8, 8), end)
     return head, tail
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _word(data, at, count):
+def _word(data, at, count, end):
     """``count`` (0..8) bytes from ``data[at]`` as the high bytes of a big-endian uint64."""
+    if count == 0:
+        return np.uint64(0)
+    if at + 8 <= end:  # one unaligned load, then keep the first `count` bytes
+        w = _load_big_endian(data, at)
+        return w if count == 8 else w & ~(_ALL_ONES >> np.uint64(8 * count))
     w = np.uint64(0)
     for k in range(count):
         w = (w << np.uint64(8)) | np.uint64(data[at + k])
-    if count == 0:
-        return w
     return w << np.uint64(8 * (8 - count)) if count < 8 else w
+
+
+_ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@intrinsic
+def _load_big_endian(typingctx, data, at):
+    """The 8 bytes ``data[at:at+8]`` of a uint8 array as a big-endian uint64 (one load)."""
+    signature = types.uint64(data, types.int64)
+
+    def codegen(context, builder, sig, args):
+        array = context.make_array(sig.args[0])(context, builder, args[0])
+        pointer = builder.bitcast(builder.gep(array.data, [args[1]]), ir.IntType(64).as_pointer())
+        value = builder.load(pointer, align=1)
+        swap = builder.module.declare_intrinsic("llvm.bswap", [ir.IntType(64)])
+        return builder.call(swap, [value])
+
+    return signature, codegen
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -128,8 +151,8 @@ def key_order(starts, strings):
     found whose string repeats an earlier one of its block (-1 if none).
 
     Blocks already in order (a canonical file) cost one comparison per row. Others are sorted
-    by the 16-byte prefix keys (two stable numeric sorts), and only rows whose first 16 bytes
-    are equal are compared further.
+    by the 16-byte prefix keys, and only rows whose first 16 bytes are equal are compared
+    further.
     """
     head, tail = strings[2], strings[3]
     n = starts[-1]
@@ -285,15 +308,16 @@ def score_blocks(starts, order, score, docs, j_lo, j_hi, judged_docs, j_class,
 
 
 @njit(cache=True, nogil=True)
-def ideal_dcg(starts, sorted_gain, cutoffs):
-    """DCG@K per segment of gains already sorted high to low within each segment."""
+def ideal_dcg(starts, gain, cutoffs):
+    """DCG@K per segment of its gains ordered high to low (the ideal ranking)."""
     n_segments, n_k = len(starts) - 1, len(cutoffs)
     out = np.zeros((n_segments, n_k))
     reach = cutoffs.max()
     for s in range(n_segments):
         lo, hi = starts[s], starts[s + 1]
+        best = np.sort(gain[lo:hi])[::-1]
         for i in range(min(hi - lo, reach)):
-            contribution = sorted_gain[lo + i] / np.log2(i + 2.0)
+            contribution = best[i] / np.log2(i + 2.0)
             for j in range(n_k):
                 if i < cutoffs[j]:
                     out[s, j] += contribution

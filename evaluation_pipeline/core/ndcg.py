@@ -89,8 +89,7 @@ def index_judgments(judgments: pl.DataFrame, spec: EvaluationSpec) -> JudgmentIn
     n_queries = len(starts) - 1
     # The all_judged ideal: every graded document of the query, gains high to low.
     gains = grades["gain"].to_numpy()
-    by_gain = gains[np.lexsort((-gains, qid))]
-    ideal = kernel.ideal_dcg(starts, by_gain, np.array(spec.cutoffs, dtype=np.int64))
+    ideal = kernel.ideal_dcg(starts, gains, np.array(spec.cutoffs, dtype=np.int64))
     is_unknown = grades["grade_class"].to_numpy() == UNKNOWN
     facts = {
         "query_id": blocks.keys["query_id"],
@@ -213,11 +212,14 @@ def missing_from_run(
 
 
 def score(
-    candidates: pl.DataFrame | Blocks, judgments: pl.DataFrame, spec: EvaluationSpec
+    candidates: pl.DataFrame | Blocks, judgments: pl.DataFrame, spec: EvaluationSpec,
+    index: JudgmentIndex | None = None,
 ) -> pl.DataFrame:
-    """Every per-query row of a whole run in memory: scored queries plus missing_from_run."""
+    """Every per-query row of a whole run in memory: scored queries plus missing_from_run.
+
+    ``index``: ``index_judgments(judgments, spec)``, if the caller has built it."""
     blocks = candidates if isinstance(candidates, Blocks) else pool_blocks(candidates)
-    index = index_judgments(judgments, spec)
+    index = index_judgments(judgments, spec) if index is None else index
     scored = score_candidates(blocks, index, spec)
     returned = blocks.keys
     rankers = sorted(returned["ranker"].unique().to_list())

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import polars as pl
 
 from evaluation_pipeline.core.evaluation import Lineage, evaluate
-from evaluation_pipeline.core.hashing import pool_blocks
+from evaluation_pipeline.core.hashing import judgments_sha256, pool_blocks
+from evaluation_pipeline.core.ndcg import JudgmentIndex, index_judgments
 from evaluation_pipeline.io.atomic import write_parquet
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
 from evaluation_pipeline.spec import EvaluationSpec
@@ -27,20 +29,31 @@ def read_and_evaluate(
     ranker: str | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, Lineage]:
     """(judgments, candidates, per-query rows, lineage) of two input files, all validated."""
-    judgments = read_judgments(judgments_path, judgments_format, version=judgment_version)
-    # Repeated (ranker, query_id, doc_id) rows are found while the pool is cut into blocks
-    # (each query's documents in order), not by a separate pass; a pool that has some is read
-    # again with the check on, for the reader's message.
-    candidates = read_candidates(run_path, run_format, pool=pool, ranker=ranker,
-                                 check_keys=False)
-    blocks = pool_blocks(candidates)
-    if blocks.duplicate >= 0:
-        read_candidates(run_path, run_format, pool=pool, ranker=ranker)  # raises, with rows
-        raise InputError(str(run_path), [violation(
-            "ranker, query_id, doc_id", "(ranker, query_id, doc_id) must be unique: duplicate "
-            f"rows, e.g. {blocks.duplicate_key()}", [])])
-    per_query, lineage = evaluate(judgments, candidates, spec, blocks=blocks)
+    with ThreadPoolExecutor(max_workers=1) as side:
+        # The judgments (read, indexed for the spec, hashed) on a second thread, while the run
+        # is read and cut into blocks: both are mostly polars and compiled loops, GIL released.
+        judged = side.submit(_read_judgments, judgments_path, judgments_format,
+                             judgment_version, spec)
+        # Repeated (ranker, query_id, doc_id) rows are found while the pool is cut into blocks
+        # (each query's documents in order), not by a separate pass; a pool that has some is
+        # read again with the check on, for the reader's message.
+        candidates = read_candidates(run_path, run_format, pool=pool, ranker=ranker,
+                                     check_keys=False)
+        blocks = pool_blocks(candidates)
+        if blocks.duplicate >= 0:
+            read_candidates(run_path, run_format, pool=pool, ranker=ranker)  # raises, with rows
+            raise InputError(str(run_path), [violation(
+                "ranker, query_id, doc_id", "(ranker, query_id, doc_id) must be unique: "
+                f"duplicate rows, e.g. {blocks.duplicate_key()}", [])])
+        judgments, index, digest = judged.result()
+    per_query, lineage = evaluate(judgments, candidates, spec, blocks=blocks, index=index,
+                                  judgments_digest=digest)
     return judgments, candidates, per_query, lineage
+
+
+def _read_judgments(path, fmt, version, spec) -> tuple[pl.DataFrame, JudgmentIndex, str]:
+    judgments = read_judgments(path, fmt, version=version)
+    return judgments, index_judgments(judgments, spec), judgments_sha256(judgments)
 
 
 def score_local(

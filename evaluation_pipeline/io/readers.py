@@ -386,8 +386,12 @@ def _with_name_column(frame, column, name, path, lines, what, default=None):
             raise InputError(source, [violation(column, str(exc), [])]) from None
         return frame.with_columns(pl.lit(name, dtype=pl.String).alias(column))
     values = frame[column].cast(pl.String)
+    if values.null_count() == 0 and (values == values[0]).all():  # the usual case: one name
+        distinct = [values[0]]
+    else:
+        distinct = values.drop_nulls().unique(maintain_order=True).head(100).to_list()
     unsafe = []
-    for value in values.drop_nulls().unique(maintain_order=True).head(100).to_list():
+    for value in distinct:
         try:
             check_safe_name(value, what)
         except UnsafeNameError as exc:
@@ -399,7 +403,7 @@ def _with_name_column(frame, column, name, path, lines, what, default=None):
     if unsafe:
         raise InputError(source, unsafe, row_label=label)
     present = values.drop_nulls()
-    if present.len() and present.n_unique() > 1:
+    if len(distinct) > 1:
         first = present[0]
         rows = (values != first).fill_null(False)
         raise InputError(source, [violation(
