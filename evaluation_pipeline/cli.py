@@ -30,6 +30,7 @@ from evaluation_pipeline.core.gains import GainError
 from evaluation_pipeline.core.ndcg import sort_results
 from evaluation_pipeline.engines import ENGINES, score_files
 from evaluation_pipeline.engines.local import read_and_evaluate
+from evaluation_pipeline.engines.streaming import DEFAULT_BATCH_ROWS
 from evaluation_pipeline.io.atomic import write_json, write_parquet
 from evaluation_pipeline.io.readers import (
     FORMATS,
@@ -87,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--engine", choices=ENGINES, default="local",
                        help="local (in memory, any format), streaming (Parquet in batches of "
                        "whole queries, bounded memory) or spark (PySpark, any URL it reads)")
-    score.add_argument("--batch-rows", type=int, default=1_000_000, metavar="N",
+    score.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS, metavar="N",
                        help="streaming: about N candidate rows per batch of whole queries")
     score.add_argument("--report", action="store_true",
                        help="also write report.json, aggregates.parquet, report.html, traces/")

@@ -44,18 +44,19 @@ class Blocks:
         return self.frame.select(*self.keys.columns, "doc_id").row(self.duplicate, named=True)
 
 
-def group_rows(frame: pl.DataFrame, keys: list[str]) -> Blocks:
+def group_rows(frame: pl.DataFrame, keys: list[str], starts: np.ndarray | None = None
+               ) -> Blocks:
     """``frame`` (with ``keys`` and ``doc_id``) as blocks of equal keys.
 
     A ranker's output and a canonical version already come grouped, and then nothing moves;
     other input is sorted by the keys once (a string sort, the one expensive step this avoids
-    in the common case).
+    in the common case). ``starts``: ``block_starts(frame, keys)``, if the caller has it.
     """
-    starts = _block_starts(frame, keys)
+    starts = block_starts(frame, keys) if starts is None else starts
     block_keys = frame.select(keys).gather(starts[:-1])
     if block_keys.is_duplicated().any():
         frame = frame.sort(keys, maintain_order=True)
-        starts = _block_starts(frame, keys)
+        starts = block_starts(frame, keys)
         block_keys = frame.select(keys).gather(starts[:-1])
     grouped = frame
     docs = string_set(grouped["doc_id"])
@@ -63,11 +64,11 @@ def group_rows(frame: pl.DataFrame, keys: list[str]) -> Blocks:
     return Blocks(grouped, block_keys, starts, docs, order, int(duplicate))
 
 
-def _block_starts(frame: pl.DataFrame, keys: list[str]) -> np.ndarray:
+def block_starts(frame: pl.DataFrame, keys: list[str]) -> np.ndarray:
     """First row of each run of equal keys, then the row count (int64)."""
     # A column with one value (a single ranker) cannot start a block: leave it out.
-    varying = [k for k in keys if frame.height and not frame.select(
-        (pl.col(k) == pl.col(k).first()).all()).item()]
+    varying = [k for k in keys if frame.height and (frame[k][0] != frame[k][-1] or not frame.select(
+        (pl.col(k) == pl.col(k).first()).all()).item())]
     if not varying:
         return np.array([0, frame.height] if frame.height else [0], dtype=np.int64)
     key = pl.struct(varying) if len(varying) > 1 else pl.col(varying[0])

@@ -19,8 +19,8 @@ def string_buffers(series: pl.Series) -> tuple[np.ndarray, np.ndarray]:
         array = array.cast(pa.large_string())
     _, offsets, data = array.buffers()
     offsets = np.frombuffer(offsets, dtype=np.int64)[array.offset:array.offset + len(array) + 1]
-    if data is None or data.size == 0:
-        return offsets, np.zeros(1, dtype=np.uint8)
+    if data is None or data.size == 0:  # read-only like np.frombuffer: one compiled signature
+        return offsets, np.frombuffer(b"\0", dtype=np.uint8)
     return offsets, np.frombuffer(data, dtype=np.uint8)
 
 

@@ -25,8 +25,10 @@ JUDGMENT_KEYS = ["query_id"]
 _CHUNK_ROWS = 1_000_000
 
 
-def pool_blocks(pool: pl.DataFrame) -> Blocks:
-    """A pool's rows as (ranker, query_id) blocks, with the columns the hash and kernel read."""
+def pool_blocks(pool: pl.DataFrame, starts: np.ndarray | None = None) -> Blocks:
+    """A pool's rows as (ranker, query_id) blocks, with the columns the hash and kernel read.
+
+    ``starts``: ``core.blocks.block_starts(pool, POOL_KEYS)``, if the caller has it."""
     return group_rows(
         pool.select(
             pl.col("ranker").cast(pl.String),
@@ -35,6 +37,7 @@ def pool_blocks(pool: pl.DataFrame) -> Blocks:
             pl.col("score").cast(pl.Float64),
         ),
         POOL_KEYS,
+        starts,
     )
 
 

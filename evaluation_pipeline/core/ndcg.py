@@ -252,10 +252,13 @@ def _assemble(keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, sp
         ndcg_rows = np.where(status_rows == "scored", dcg_rows / ideal_rows, np.nan)
     if spec.no_positive == "zero":
         ndcg_rows = np.where(status_rows == "no_positive", 0.0, ndcg_rows)
+    # Strings are gathered by polars: numpy would go through Python string objects.
+    key_rows = keys.select("ranker", "query_id") if k == 1 else keys.select(
+        pl.col("ranker", "query_id").gather(np.repeat(np.arange(n), k)))
     frame = pl.DataFrame(
         {
-            "ranker": np.repeat(keys["ranker"].to_numpy(), k),
-            "query_id": np.repeat(keys["query_id"].to_numpy(), k),
+            "ranker": key_rows["ranker"],
+            "query_id": key_rows["query_id"],
             "cutoff": np.tile(np.array(cutoffs, dtype=np.int64), n),
             "dcg": dcg_rows,
             "ideal_dcg": ideal_rows,

@@ -37,7 +37,7 @@ def score_files(
     out_path: str | Path,
     *,
     engine: str = "local",
-    batch_rows: int = 1_000_000,
+    batch_rows: int | None = None,
     judgment_version: str | None = None,
     pool: str | None = None,
     ranker: str | None = None,
@@ -53,9 +53,10 @@ def score_files(
                                     judgment_version=judgment_version, pool=pool, ranker=ranker)
         return EngineResult(lineage, str(out_path), rows)
     if engine == "streaming":
-        from evaluation_pipeline.engines.streaming import score_streaming
+        from evaluation_pipeline.engines.streaming import DEFAULT_BATCH_ROWS, score_streaming
 
-        result = score_streaming(judgments_path, run_path, spec, out_path, batch_rows=batch_rows,
+        result = score_streaming(judgments_path, run_path, spec, out_path,
+                                 batch_rows=batch_rows or DEFAULT_BATCH_ROWS,
                                  judgment_version=judgment_version, pool=pool, ranker=ranker,
                                  progress=progress)
         return EngineResult(result.lineage, str(out_path), result.rows, result.notes)

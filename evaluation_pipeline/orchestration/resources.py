@@ -20,6 +20,7 @@ import polars as pl
 from upath import UPath
 
 from evaluation_pipeline.engines import ENGINES, score_files
+from evaluation_pipeline.engines.streaming import DEFAULT_BATCH_ROWS
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.orchestration import landing
 from schemas.names import check_safe_name
@@ -196,7 +197,7 @@ class ScoringEngine(dg.ConfigurableResource):
     """
 
     engine: str = "local"
-    batch_rows: int = 1_000_000
+    batch_rows: int = DEFAULT_BATCH_ROWS
 
     def score(self, judgments_path: str, pool_path: str, spec, out_path: str):
         if self.engine not in ENGINES:
