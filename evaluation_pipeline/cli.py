@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -394,5 +395,17 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
 
 
+def run() -> None:
+    """The ``ndcg-eval`` command: main(), then exit without the interpreter's teardown.
+
+    By then every output is written, closed and renamed into place; tearing down gigabytes of
+    frames and the compiler's state took 0.7 s of a 5.6 s run at 10M rows.
+    """
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

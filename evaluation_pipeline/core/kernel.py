@@ -195,6 +195,14 @@ def key_order(starts, strings):
     return idx, duplicate
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _non_increasing(values, lo, hi):
+    for i in range(lo + 1, hi):
+        if values[i] > values[i - 1]:
+            return False
+    return True
+
+
 @njit(cache=True, nogil=True)
 def score_blocks(starts, order, score, docs, j_lo, j_hi, judged_docs, j_class,
                  j_gain, cutoffs, ties, keep_unknown, keep_unjudged, ideal_from_candidates,
@@ -222,6 +230,7 @@ def score_blocks(starts, order, score, docs, j_lo, j_hi, judged_docs, j_class,
     by_doc_gain = np.empty(longest)
     kept_score = np.empty(longest)
     kept_gain = np.empty(longest)
+    rank_buffer = np.empty(longest, np.int64)
     for b in range(n_blocks):
         lo, m = starts[b], starts[b + 1] - starts[b]
         # Grade: merge the block's doc_ids (ascending) with the query's judged doc_ids.
@@ -245,8 +254,31 @@ def score_blocks(starts, order, score, docs, j_lo, j_hi, judged_docs, j_class,
             counts[b, cls] += 1
             if cls == GRADED and gain > 0:
                 positives[b] += 1
-        # Rank: score high to low; a stable sort keeps doc_id order within equal scores.
-        rank = np.argsort(by_doc_score[:m], kind="mergesort")
+        # Rank: score high to low, equal scores in slot (doc_id) order. A ranker's output
+        # usually lists a query's candidates by score already: then the rank is the input order
+        # with each run of equal scores put in slot order, and no sort is needed.
+        rank = rank_buffer
+        if _non_increasing(score, lo, lo + m):
+            for t in range(m):
+                rank[order[lo + t] - lo] = m - 1 - t if ties == TIES_DOC_DESC else t
+            i = 0
+            while i < m:
+                j = i + 1
+                while j < m and score[lo + j] == score[lo + i]:
+                    j += 1
+                if j - i > _INSERTION_RUN:
+                    rank[i:j] = np.sort(rank[i:j])
+                else:
+                    for u in range(i + 1, j):  # insertion sort, in place
+                        v = rank[u]
+                        w = u - 1
+                        while w >= i and rank[w] > v:
+                            rank[w + 1] = rank[w]
+                            w -= 1
+                        rank[w + 1] = v
+                i = j
+        else:  # a stable sort keeps slot order within equal scores
+            rank[:m] = np.argsort(by_doc_score[:m], kind="mergesort")
 
         # judged@K over the first min(K, n) places before exclusion; under `average` a tie
         # group counts its share of graded documents for each place it spans.
@@ -466,3 +498,10 @@ def judgment_lines(blocks, starts, order, q_off, q_data, d_off, d_data, grade, g
 
 _GRADED = np.frombuffer(b"graded", dtype=np.uint8)
 _UNKNOWN = np.frombuffer(b"unknown", dtype=np.uint8)
+
+
+def warm_up() -> None:
+    """Start the compiler and load a cached function (about half a second, once per process,
+    paid by whichever compiled function runs first): call on a spare thread while files are
+    read, so that the first real call does not pay it."""
+    ideal_dcg(np.array([0, 1], dtype=np.int64), np.ones(1), np.array([1], dtype=np.int64))

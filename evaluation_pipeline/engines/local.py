@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import polars as pl
 
+from evaluation_pipeline.core import kernel
 from evaluation_pipeline.core.evaluation import Lineage, evaluate
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_blocks
 from evaluation_pipeline.core.ndcg import JudgmentIndex, index_judgments
@@ -29,6 +31,7 @@ def read_and_evaluate(
     ranker: str | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, Lineage]:
     """(judgments, candidates, per-query rows, lineage) of two input files, all validated."""
+    threading.Thread(target=kernel.warm_up, daemon=True).start()
     with ThreadPoolExecutor(max_workers=1) as side:
         # The judgments (read, indexed for the spec, hashed) on a second thread, while the run
         # is read and cut into blocks: both are mostly polars and compiled loops, GIL released.
