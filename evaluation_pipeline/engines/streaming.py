@@ -33,6 +33,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from evaluation_pipeline.core.evaluation import Lineage
+from evaluation_pipeline.core import kernel
 from evaluation_pipeline.core.blocks import Blocks, block_starts, sorted_by
 from evaluation_pipeline.core.hashing import StreamingDigest, pool_blocks
 from evaluation_pipeline.core.ndcg import (
@@ -85,6 +86,7 @@ def score_streaming(
     progress: bool = True,
 ) -> StreamResult:
     """Per-query rows with lineage at ``out_path``, streamed; see the module docstring."""
+    threading.Thread(target=kernel.warm_up, daemon=True).start()  # while the first batch reads
     judgments_path, run_path, out_path = Path(judgments_path), Path(run_path), Path(out_path)
     run_files = _run_files(run_path)
     names = _Names(judgment_version or judgments_path.stem, pool or
