@@ -60,6 +60,8 @@ def build_definitions(
 ) -> dg.Definitions:
     env = os.environ.get
     spec = pipeline_spec(spec_path)
+    storage = EvaluationStorage(
+        base=storage_base or env("NDCG_EVAL_STORAGE") or str(DEFAULT_STORAGE))
     return dg.Definitions(
         assets=[judgments, candidate_pools, queries, *build_evaluation_assets(spec)],
         asset_checks=[*ingest_checks, *build_evaluation_checks(spec)],
@@ -82,14 +84,15 @@ def build_definitions(
             )
         ],
         resources={
-            "storage": EvaluationStorage(
-                base=storage_base or env("NDCG_EVAL_STORAGE") or str(DEFAULT_STORAGE)),
+            "storage": storage,
             "landing": LandingZone(
                 folder=landing_folder or env("NDCG_EVAL_LANDING") or str(DEFAULT_LANDING),
                 queries_path=queries_path or env("NDCG_EVAL_QUERIES") or str(DEFAULT_QUERIES),
             ),
             "policy": policy or QualityPolicy(),
-            "scoring": ScoringEngine(engine=engine or env("NDCG_EVAL_ENGINE") or "local"),
+            # Streaming keeps a scoring run's memory to its batches; it reads local files.
+            "scoring": ScoringEngine(engine=engine or env("NDCG_EVAL_ENGINE") or (
+                "streaming" if storage.is_local() else "local")),
         },
     )
 

@@ -198,6 +198,20 @@ def test_nightly_schedule_evaluates_latest_version_against_active_pools(pipeline
     assert request.run_key.startswith(f"nightly-2026-12-01:{POOL_1}:{VERSION_1}:")
 
 
+def test_published_inputs_are_in_key_order_and_scored_by_streaming(pipeline: Pipeline):
+    """Local storage scores with the streaming engine by default; inputs are published sorted
+    by key, so it streams them as they are, without a sort first."""
+    import polars as pl
+
+    assert pipeline.defs.resources["scoring"].engine == "streaming"
+    pool = pl.read_parquet(pipeline.storage / "pools" / POOL_1 / "candidates.parquet")
+    assert pool.equals(pool.sort("ranker", "query_id", "doc_id"))
+    grades = pl.read_parquet(pipeline.storage / "judgments" / VERSION_1 / "judgments.parquet")
+    assert grades.equals(grades.sort("query_id", "doc_id"))
+    assert build_definitions(storage_base="memory://bucket/x").resources[
+        "scoring"].engine == "local"  # remote storage: the in-memory engine reads it
+
+
 def test_whole_definitions_load_with_configured_schedule(tmp_path: Path):
     defs = build_definitions(storage_base=str(tmp_path), nightly_cron="30 3 * * 1-5",
                              nightly_timezone="Europe/Berlin")

@@ -90,7 +90,8 @@ def judgments(
 ) -> dg.MaterializeResult:
     version = check_safe_name(context.partition_key, "judgment version")
     source = landing.judgment_file(version)
-    frame = read_judgments(source, version=version)
+    # Published in key order: the streaming engine then reads it without sorting it first.
+    frame = read_judgments(source, version=version).sort("query_id", "doc_id")
     sha = judgments_sha256(frame)
     distribution = quality.grade_distribution(frame)
     manifest = {
@@ -132,7 +133,7 @@ def candidate_pools(
 ) -> dg.MaterializeResult:
     pool = check_safe_name(context.partition_key, "candidate pool")
     folder = landing.pool_folder(pool)
-    frame = read_pool(folder, pool=pool)
+    frame = read_pool(folder, pool=pool).sort("ranker", "query_id", "doc_id")
     sha = pool_sha256(frame)
     counts = quality.ranker_counts(frame)
     disagreements = quality.candidate_set_disagreements(frame)
