@@ -381,8 +381,15 @@ def _stream(sources, names: _Names, spec, out_path, batch_rows, progress, notes,
 
     fill = {"candidate_pool": names.candidate_pool,
             "ranker": names.ranker if names.ranker else (lambda p: p.stem)}
-    run_groups = _whole_groups(_batches(sources["run"], RUN_COLUMNS, fill, batch_rows),
+    def checked_run_batches():
+        groups = _whole_groups(_batches(sources["run"], RUN_COLUMNS, fill, batch_rows),
                                ["ranker", "query_id"], "run")
+        for path, offset, batch, starts in groups:
+            yield (path, offset, *_check_run(batch, path, offset, seen_names, starts))
+
+    # Three stages on their own threads: Parquet decoding; cutting, checking and ordering each
+    # batch (blocks); then, here, the judgments and the kernel. The pool digest is a fourth.
+    run_batches = _read_ahead(checked_run_batches())
     body = scratch / "per_query.body.parquet"
     writer = pq.ParquetWriter(body, pl.DataFrame(schema=RESULT_SCHEMA).to_arrow().schema)
     rows = candidates = 0
@@ -407,8 +414,7 @@ def _stream(sources, names: _Names, spec, out_path, batch_rows, progress, notes,
     hasher = ThreadPoolExecutor(max_workers=1)
     hashing = None
     try:
-        for path, offset, batch, starts in run_groups:
-            batch, blocks = _check_run(batch, path, offset, seen_names, starts)
+        for path, offset, batch, blocks in run_batches:
             if hashing is not None:
                 hashing.result()
             hashing = hasher.submit(pool_digest.update, blocks)
@@ -427,7 +433,8 @@ def _stream(sources, names: _Names, spec, out_path, batch_rows, progress, notes,
                 window = windows.upto(part["query_id"][-1])
                 index = index_judgments(window, spec)
                 scored = score_candidates(blocks if one_ranker else part, index, spec)
-                returned = part.select("ranker", "query_id").unique()
+                returned = blocks.keys if one_ranker else part.select(
+                    "ranker", "query_id").unique()
                 missing = missing_from_run(index, returned, [current_ranker], spec)
                 write(sort_results(pl.concat([scored, missing])))
             candidates += batch.height
