@@ -204,14 +204,15 @@ def _non_increasing(values, lo, hi):
 
 
 @njit(cache=True, nogil=True)
-def score_blocks(starts, order, score, docs, j_lo, j_hi, judged_docs, j_class,
+def score_blocks(starts, order, score, docs, j_lo, j_hi, j_order, judged_docs, j_class,
                  j_gain, cutoffs, ties, keep_unknown, keep_unjudged, ideal_from_candidates,
                  prefix):
     """Per block: DCG@K, the candidates' ideal DCG@K, judged@K (rows x cutoffs), counts of
     graded, unknown and unjudged candidates, and the number of positive-graded candidates.
 
     ``order`` lists each block's rows by doc_id (``key_order``); the block's judgments are rows
-    ``j_lo[b]:j_hi[b]`` of the judgment arrays, sorted by doc_id, so grading is a linear merge.
+    ``j_order[j_lo[b]:j_hi[b]]`` of the judgment arrays, in doc_id order, so grading is a linear
+    merge.
     ``prefix[p]`` is the sum of 1/log2(i + 1) for i = 1..p. The arithmetic is the contract's
     (section 3) term by term, in rank order, so sums are reproducible to the last bit.
     """
@@ -239,12 +240,13 @@ def score_blocks(starts, order, score, docs, j_lo, j_hi, judged_docs, j_class,
             row = order[lo + t]
             cls, gain = UNJUDGED, 0.0
             while jp < je:
-                c = _compare(judged_docs, jp, docs, row)
+                jr = j_order[jp]
+                c = _compare(judged_docs, jr, docs, row)
                 if c < 0:
                     jp += 1
                     continue
                 if c == 0:
-                    cls, gain = j_class[jp], j_gain[jp]
+                    cls, gain = j_class[jr], j_gain[jr]
                 break
             # trec_eval breaks ties by doc_id descending: feed the docs in reverse.
             slot = m - 1 - t if ties == TIES_DOC_DESC else t

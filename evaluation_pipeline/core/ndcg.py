@@ -23,7 +23,6 @@ import polars as pl
 
 from evaluation_pipeline.core import kernel
 from evaluation_pipeline.core.blocks import Blocks, group_rows
-from evaluation_pipeline.core.buffers import string_set
 from evaluation_pipeline.core.gains import gains_for_grades
 from evaluation_pipeline.core.hashing import pool_blocks
 from evaluation_pipeline.spec import EvaluationSpec
@@ -32,6 +31,7 @@ from evaluation_pipeline.spec import EvaluationSpec
 GRADED, UNKNOWN, UNJUDGED = kernel.GRADED, kernel.UNKNOWN, kernel.UNJUDGED
 
 STATUSES = ("scored", "no_positive", "incomplete", "not_judged", "missing_from_run")
+_SCORED, _NO_POSITIVE, _INCOMPLETE, _NOT_JUDGED = range(4)
 
 RESULT_SCHEMA: dict[str, pl.DataType] = {
     "ranker": pl.String(),
@@ -54,15 +54,17 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
 class JudgmentIndex:
     """A judgment version prepared for scoring under one spec: gains and per-query facts.
 
-    Built once per (version, spec) and shared by every batch of a streamed run. ``grades`` is
-    in (query_id, doc_id) order, and ``queries`` gives each query's rows of it (``j_lo``,
-    ``j_hi``), so grading a block of candidates is a linear merge.
+    Built once per (version, spec) and shared by every batch of a streamed run. ``grades``
+    holds each query's rows together, ``order`` lists them by doc_id within the query, and
+    ``queries`` gives each query's span of ``order`` (``j_lo``, ``j_hi``), so grading a block of
+    candidates is a linear merge.
     """
 
     grades: pl.DataFrame  # query_id, doc_id, grade_class, gain
     queries: pl.DataFrame  # query_id, n_positive, has_unknown, ideal_dcg_K..., j_lo, j_hi
     cutoffs: tuple[int, ...]
     docs: tuple  # doc_id of ``grades`` as a string set (``core.buffers.string_set``)
+    order: np.ndarray  # rows of ``grades``, each query's by doc_id
 
 
 def index_judgments(judgments: pl.DataFrame, spec: EvaluationSpec) -> JudgmentIndex:
@@ -80,12 +82,10 @@ def index_judgments(judgments: pl.DataFrame, spec: EvaluationSpec) -> JudgmentIn
             "gain": gain,
         }
     )
+    # Each query's rows, and their order by doc_id: the order the kernel merges candidates with.
     blocks = group_rows(grades, ["query_id"])
-    # Each query's rows by doc_id: the order the kernel merges candidates with.
-    grades = blocks.frame[blocks.order]
-    starts = blocks.starts
+    grades, starts = blocks.frame, blocks.starts
     qid = np.repeat(np.arange(blocks.n_blocks), np.diff(starts))
-    docs = string_set(grades["doc_id"])
     n_queries = len(starts) - 1
     # The all_judged ideal: every graded document of the query, gains high to low.
     gains = grades["gain"].to_numpy()
@@ -100,7 +100,7 @@ def index_judgments(judgments: pl.DataFrame, spec: EvaluationSpec) -> JudgmentIn
         facts[f"ideal_dcg_{k}"] = ideal[:, j]
     facts["j_lo"], facts["j_hi"] = starts[:-1], starts[1:]
     return JudgmentIndex(grades=grades, queries=pl.DataFrame(facts), cutoffs=spec.cutoffs,
-                         docs=docs)
+                         docs=blocks.docs, order=blocks.order)
 
 
 _TIES = {"average": kernel.TIES_AVERAGE, "doc_id": kernel.TIES_DOC_ASC,
@@ -125,7 +125,7 @@ def score_candidates(
     dcg, candidate_ideal, judged_at_k, counts, positive_candidates = kernel.score_blocks(
         starts, blocks.order, blocks.frame["score"].to_numpy(), blocks.docs,
         facts["j_lo"].fill_null(0).to_numpy(), facts["j_hi"].fill_null(0).to_numpy(),
-        index.docs, index.grades["grade_class"].to_numpy(),
+        index.order, index.docs, index.grades["grade_class"].to_numpy(),
         index.grades["gain"].to_numpy(), np.array(cutoffs, dtype=np.int64), _TIES[spec.ties],
         spec.unknown != "exclude", spec.unjudged != "exclude", spec.ideal == "candidates",
         _discount_prefix(max(cutoffs)),
@@ -149,9 +149,9 @@ def score_candidates(
     if spec.unjudged == "incomplete":
         incomplete |= counts[UNJUDGED] > 0
     no_positive = ideal[:, 0] <= 0  # gains sorted high to low: ideal@1 is 0 iff all are 0
-    status = np.select(
-        [~judged, incomplete, no_positive], ["not_judged", "incomplete", "no_positive"], "scored"
-    )
+    # Status codes index STATUSES; the strings are made once, by polars, in _assemble.
+    status = np.select([~judged, incomplete, no_positive],
+                       [_NOT_JUDGED, _INCOMPLETE, _NO_POSITIVE], _SCORED).astype(np.int8)
 
     n_positive = facts["n_positive"].fill_null(0).to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -245,13 +245,13 @@ def _segment_starts(group: np.ndarray) -> np.ndarray:
 def _assemble(keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, spec):
     n, k = keys.height, len(cutoffs)
     status_rows = np.repeat(status, k)
-    open_rows = np.isin(status_rows, ("incomplete", "not_judged"))
+    open_rows = (status_rows == _INCOMPLETE) | (status_rows == _NOT_JUDGED)
     dcg_rows = np.where(open_rows, np.nan, dcg.reshape(-1))
     ideal_rows = np.where(open_rows, np.nan, ideal.reshape(-1))
     with np.errstate(divide="ignore", invalid="ignore"):
-        ndcg_rows = np.where(status_rows == "scored", dcg_rows / ideal_rows, np.nan)
+        ndcg_rows = np.where(status_rows == _SCORED, dcg_rows / ideal_rows, np.nan)
     if spec.no_positive == "zero":
-        ndcg_rows = np.where(status_rows == "no_positive", 0.0, ndcg_rows)
+        ndcg_rows = np.where(status_rows == _NO_POSITIVE, 0.0, ndcg_rows)
     # Strings are gathered by polars: numpy would go through Python string objects.
     key_rows = keys.select("ranker", "query_id") if k == 1 else keys.select(
         pl.col("ranker", "query_id").gather(np.repeat(np.arange(n), k)))
@@ -263,7 +263,8 @@ def _assemble(keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, sp
             "dcg": dcg_rows,
             "ideal_dcg": ideal_rows,
             "ndcg": ndcg_rows,
-            "status": status_rows,
+            "status": pl.Series(status_rows).replace_strict(
+                list(range(len(STATUSES))), list(STATUSES), return_dtype=pl.String),
             "n_candidates": np.repeat(counts.sum(axis=0), k),
             "n_graded": np.repeat(counts[GRADED], k),
             "n_unknown": np.repeat(counts[UNKNOWN], k),
