@@ -43,13 +43,6 @@ def child(tool: str, judgments: str, run: str, out: str) -> None:
         pq.read_table(judgments, columns=["query_id", "doc_id", "grade", "grade_status"])
         pl.from_arrow(table).sort(["query_id", "score"], descending=[False, True])
         return
-    if tool == "streaming":
-        from evaluation_pipeline.engines import score_files
-        from evaluation_pipeline.spec import profile
-
-        score_files(judgments, run, profile("trec_eval").replace(cutoffs=(10,)), out,
-                    engine="streaming", progress=False)
-        return
     qrels = pl.read_parquet(judgments, columns=["query_id", "doc_id", "grade", "grade_status"])
     qrels = qrels.filter(pl.col("grade_status") == "graded")
     candidates = pl.read_parquet(run, columns=["query_id", "doc_id", "score"])
@@ -174,11 +167,14 @@ def main(argv: list[str] | None = None) -> int:
             if rows > MAX_ROWS.get(tool, rows):
                 continue
             out = scratch / f"{tool}.parquet"
-            if tool == "ndcg-eval":
+            if tool in ("ndcg-eval", "streaming"):  # the command as users run it
+                folder = scratch / tool
                 argv = [str(Path(PYTHON).parent / "ndcg-eval"), "score", "--judgments",
                         str(judgments), "--run", str(run), "--profile", "trec_eval",
-                        "--cutoff", "10", "--out", str(scratch / "cli")]
-                out = scratch / "cli" / "per_query.parquet"
+                        "--cutoff", "10", "--out", str(folder)]
+                if tool == "streaming":
+                    argv += ["--engine", "streaming"]
+                out = folder / "per_query.parquet"
             else:
                 argv = [PYTHON, __file__, "--child", tool, str(judgments), str(run), str(out)]
             wall, peak = timed(argv)

@@ -28,7 +28,7 @@ from evaluation_pipeline.core.diff import judgment_version_diff, pool_diff
 from evaluation_pipeline.core.evaluation import Lineage, summarize
 from evaluation_pipeline.core.explain import explain
 from evaluation_pipeline.core.gains import GainError
-from evaluation_pipeline.core.ndcg import sort_results
+from evaluation_pipeline.core.ndcg import RESULT_SCHEMA, sort_results
 from evaluation_pipeline.engines import ENGINES, score_files
 from evaluation_pipeline.engines.local import read_and_evaluate
 from evaluation_pipeline.engines.streaming import DEFAULT_BATCH_ROWS
@@ -216,7 +216,10 @@ def _score_with_engine(args: argparse.Namespace, spec: EvaluationSpec) -> int:
     )
     for note in result.notes:
         print(f"ndcg-eval: {note}", file=sys.stderr)
-    per_query = pl.read_parquet(target / "*.parquet" if target.is_dir() else target)
+    # The summary needs no lineage columns (the lineage is known): leaving them unread keeps a
+    # 100M-row streamed run under 1 GB. A report copies the rows, so it reads them all.
+    per_query = pl.read_parquet(target / "*.parquet" if target.is_dir() else target,
+                                columns=None if args.report else list(RESULT_SCHEMA))
     per_query = sort_results(per_query)
     summary = summarize(per_query, spec, result.lineage, queries)
     write_json(summary, args.out / SUMMARY_FILE)
