@@ -6,7 +6,7 @@ The canonical content is one line per row, fields separated by a tab, rows sorte
 bit pattern (exact, and independent of any float formatting). Optional columns do not count.
 
 The lines are written by compiled loops (``core.kernel``) straight from the blocks the scorer
-uses (``core.blocks``), a few thousand blocks at a time, and fed to hashlib as they come.
+uses (``core.blocks``), about a million lines at a time, and fed to hashlib as they come.
 """
 
 from __future__ import annotations

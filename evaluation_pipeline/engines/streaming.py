@@ -13,6 +13,11 @@ handed to the pandera model, whose message names the file, column, rule and rows
 unique across the whole input because a sorted input cannot repeat a query outside its batch.
 The content hashes are computed on the stream (contract section 1: canonical lines sorted by
 key): each batch holds whole queries in key order, so sorting a batch sorts the whole.
+
+The work runs in stages on their own threads, one batch in flight between stages: Parquet
+decoding; cutting a batch into query blocks, checking it and ordering each block's documents;
+the judgments window and the kernel (this thread); and the pool digest. Each stage is mostly
+polars, pyarrow, compiled loops or hashlib, which release the GIL.
 """
 
 from __future__ import annotations
