@@ -6,6 +6,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from evaluation_pipeline.core.kernel import prefix_keys
+
 
 def string_buffers(series: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, data) of a non-null string column: value i is ``data[offsets[i]:offsets[i+1]]``.
@@ -27,7 +29,5 @@ def string_buffers(series: pl.Series) -> tuple[np.ndarray, np.ndarray]:
 def string_set(series: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(offsets, data, head, tail): the buffers plus the 16-byte prefix keys the compiled
     comparisons use (``core.kernel.prefix_keys``)."""
-    from evaluation_pipeline.core.kernel import prefix_keys
-
     offsets, data = string_buffers(series)
     return (offsets, data, *prefix_keys(offsets, data))

@@ -22,9 +22,9 @@ import numpy as np
 import polars as pl
 
 from evaluation_pipeline.core import kernel
-from evaluation_pipeline.core.blocks import Blocks, group_rows
+from evaluation_pipeline.core.blocks import Blocks
 from evaluation_pipeline.core.gains import gains_for_grades
-from evaluation_pipeline.core.hashing import pool_blocks
+from evaluation_pipeline.core.hashing import judgment_blocks, pool_blocks
 from evaluation_pipeline.spec import EvaluationSpec
 
 # Candidate classes (contract section 3, rule 1).
@@ -67,24 +67,26 @@ class JudgmentIndex:
     order: np.ndarray  # rows of ``grades``, each query's by doc_id
 
 
-def index_judgments(judgments: pl.DataFrame, spec: EvaluationSpec) -> JudgmentIndex:
-    """Gains for graded rows and, per query, the facts the statuses and all_judged ideal need."""
-    graded = judgments["grade_status"].cast(pl.String) == "graded"
-    grade_values = judgments["grade"].fill_null(0).to_numpy()
-    is_graded = graded.to_numpy()
-    gain = np.zeros(judgments.height)
+def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec) -> JudgmentIndex:
+    """Gains for graded rows and, per query, the facts the statuses and all_judged ideal need.
+
+    ``judgments``: a version, or the blocks :func:`core.hashing.judgment_blocks` made of it
+    (the same blocks serve the content hash)."""
+    blocks = judgments if isinstance(judgments, Blocks) else judgment_blocks(judgments)
+    # Each query's rows, and their order by doc_id: the order the kernel merges candidates with.
+    rows, starts = blocks.frame, blocks.starts
+    is_graded = (rows["grade_status"] == "graded").to_numpy()
+    grade_values = rows["grade"].fill_null(0).to_numpy()
+    gain = np.zeros(rows.height)
     gain[is_graded] = gains_for_grades(grade_values[is_graded], spec)
     grades = pl.DataFrame(
         {
-            "query_id": judgments["query_id"].cast(pl.String),
-            "doc_id": judgments["doc_id"].cast(pl.String),
+            "query_id": rows["query_id"],
+            "doc_id": rows["doc_id"],
             "grade_class": pl.Series(np.where(is_graded, GRADED, UNKNOWN), dtype=pl.Int8),
             "gain": gain,
         }
     )
-    # Each query's rows, and their order by doc_id: the order the kernel merges candidates with.
-    blocks = group_rows(grades, ["query_id"])
-    grades, starts = blocks.frame, blocks.starts
     qid = np.repeat(np.arange(blocks.n_blocks), np.diff(starts))
     n_queries = len(starts) - 1
     # The all_judged ideal: every graded document of the query, gains high to low.
@@ -232,14 +234,7 @@ def sort_results(results: pl.DataFrame) -> pl.DataFrame:
     return results.sort(["ranker", "query_id", "cutoff"])
 
 
-# -- segment arithmetic ---------------------------------------------------------------------
-
-
-def _segment_starts(group: np.ndarray) -> np.ndarray:
-    """Index of the first row of each run of equal values in a sorted id array."""
-    if len(group) == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+# -- the output frame ------------------------------------------------------------------------
 
 
 def _assemble(keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, spec):

@@ -10,7 +10,7 @@ import polars as pl
 
 from evaluation_pipeline.core import kernel
 from evaluation_pipeline.core.evaluation import Lineage, evaluate
-from evaluation_pipeline.core.hashing import judgments_sha256, pool_blocks
+from evaluation_pipeline.core.hashing import judgment_blocks, judgments_sha256, pool_blocks
 from evaluation_pipeline.core.ndcg import JudgmentIndex, index_judgments
 from evaluation_pipeline.io.atomic import write_parquet
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
@@ -56,7 +56,8 @@ def read_and_evaluate(
 
 def _read_judgments(path, fmt, version, spec) -> tuple[pl.DataFrame, JudgmentIndex, str]:
     judgments = read_judgments(path, fmt, version=version)
-    return judgments, index_judgments(judgments, spec), judgments_sha256(judgments)
+    blocks = judgment_blocks(judgments)  # one cut for the index and the hash
+    return judgments, index_judgments(blocks, spec), judgments_sha256(blocks)
 
 
 def score_local(
