@@ -8,15 +8,18 @@ that are prefixes of one another, multi-byte UTF-8, and rows in any order.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import struct
 
 import numpy as np
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluation_pipeline.core import kernel
+from evaluation_pipeline.core import blocks as blocks_module
+from evaluation_pipeline.core import hashing, kernel
 from evaluation_pipeline.core.hashing import StreamingDigest, judgments_sha256, pool_sha256
 
 PREFIXES = ["", "d", "https://example.org/docs/", "0123456789abcdef", "0123456", "é"]
@@ -115,3 +118,39 @@ def test_decimal_writer_is_str(value):
     out = np.zeros(24, np.uint8)
     end = kernel._put_int(out, 2, np.int64(value))
     assert bytes(out[2:end]).decode() == str(value)
+
+
+@contextlib.contextmanager
+def small_thresholds():
+    """Large inputs are ordered in two halves on two threads and hashed in chunks on two
+    threads; shrink both thresholds so that these paths run on hypothesis-sized inputs."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(blocks_module, "_SPLIT_ROWS", 4)
+        patch.setattr(hashing, "_CHUNK_ROWS", 3)
+        yield
+
+
+@settings(max_examples=150, deadline=None)
+@given(pools(), versions())
+def test_halves_and_chunks_give_the_same_digests_and_order(pool_rows, version_rows):
+    pool = pl.DataFrame(pool_rows, schema=["ranker", "query_id", "doc_id", "score"], orient="row")
+    version = pl.DataFrame(version_rows, schema={"query_id": pl.String, "doc_id": pl.String,
+                                                 "grade": pl.Int64, "grade_status": pl.String},
+                           orient="row")
+    whole = hashing.pool_blocks(pool)
+    with small_thresholds():
+        assert pool_sha256(pool) == reference_pool_sha256(pool_rows)
+        assert judgments_sha256(version) == reference_judgments_sha256(version_rows)
+        halves = hashing.pool_blocks(pool)
+    np.testing.assert_array_equal(halves.order, whole.order)
+
+
+@pytest.mark.parametrize("repeat_at", [1, 2, 5, 9])
+def test_duplicates_are_found_in_either_half(repeat_at):
+    docs = [f"https://example.org/docs/{i}" for i in range(10)]
+    docs[repeat_at] = docs[repeat_at - 1]
+    frame = pl.DataFrame({"ranker": ["r"] * 10, "query_id": [f"q{i // 2}" for i in range(10)],
+                          "doc_id": docs, "score": [1.0] * 10})
+    with small_thresholds():
+        blocks = hashing.pool_blocks(frame)
+    assert blocks.duplicate == (repeat_at if repeat_at % 2 else -1)

@@ -6,8 +6,6 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from evaluation_pipeline.core.kernel import prefix_keys
-
 
 def string_buffers(series: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, data) of a non-null string column: value i is ``data[offsets[i]:offsets[i+1]]``.
@@ -24,10 +22,3 @@ def string_buffers(series: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     if data is None or data.size == 0:  # read-only like np.frombuffer: one compiled signature
         return offsets, np.frombuffer(b"\0", dtype=np.uint8)
     return offsets, np.frombuffer(data, dtype=np.uint8)
-
-
-def string_set(series: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(offsets, data, head, tail): the buffers plus the 16-byte prefix keys the compiled
-    comparisons use (``core.kernel.prefix_keys``)."""
-    offsets, data = string_buffers(series)
-    return (offsets, data, *prefix_keys(offsets, data))

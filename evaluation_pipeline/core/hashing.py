@@ -19,6 +19,7 @@ import polars as pl
 from evaluation_pipeline.core import kernel
 from evaluation_pipeline.core.blocks import Blocks, group_rows
 from evaluation_pipeline.core.buffers import string_buffers
+from evaluation_pipeline.core.threads import helper
 
 POOL_KEYS = ["ranker", "query_id"]
 JUDGMENT_KEYS = ["query_id"]
@@ -73,11 +74,8 @@ def update_pool(digest, blocks: Blocks) -> None:
     bits = (blocks.frame["score"].to_numpy() + 0.0).view(np.int64)
     rankers = string_buffers(blocks.keys["ranker"])
     queries = string_buffers(blocks.keys["query_id"])
-    out = np.empty(0, np.uint8)
-    for chunk in _chunks(blocks):
-        out, size = kernel.pool_lines(chunk, blocks.starts, blocks.order, *rankers, *queries,
-                                      *blocks.docs[:2], bits, out)
-        digest.update(out[:size])
+    _feed(digest, _chunks(blocks), lambda chunk, out: kernel.pool_lines(
+        chunk, blocks.starts, blocks.order, *rankers, *queries, *blocks.docs[:2], bits, out))
 
 
 def update_judgments(digest, blocks: Blocks) -> None:
@@ -85,11 +83,29 @@ def update_judgments(digest, blocks: Blocks) -> None:
     graded = (blocks.frame["grade_status"] == "graded").to_numpy()
     grade = blocks.frame["grade"].fill_null(0).to_numpy()
     queries = string_buffers(blocks.keys["query_id"])
-    out = np.empty(0, np.uint8)
-    for chunk in _chunks(blocks):
-        out, size = kernel.judgment_lines(chunk, blocks.starts, blocks.order, *queries,
-                                          *blocks.docs[:2], grade, graded, out)
+    _feed(digest, _chunks(blocks), lambda chunk, out: kernel.judgment_lines(
+        chunk, blocks.starts, blocks.order, *queries, *blocks.docs[:2], grade, graded, out))
+
+
+def _feed(digest, chunks: list, write) -> None:
+    """``digest.update`` with the lines ``write(chunk, buffer) -> (buffer, size)`` of each chunk.
+
+    With several chunks, the lines of one are written while the one before is hashed on a
+    helper thread (both release the GIL): SHA-256 alone is about 40% of the work. Two buffers
+    take turns; one is reused only after its hash is done."""
+    if len(chunks) == 1:
+        out, size = write(chunks[0], np.empty(0, np.uint8))
         digest.update(out[:size])
+        return
+    buffers = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
+    hashing = None
+    for k, chunk in enumerate(chunks):
+        buffers[k % 2], size = write(chunk, buffers[k % 2])
+        if hashing is not None:
+            hashing.result()
+        hashing = helper("sha256").submit(digest.update, buffers[k % 2][:size])
+    if hashing is not None:
+        hashing.result()
 
 
 def _chunks(blocks: Blocks):
@@ -98,7 +114,7 @@ def _chunks(blocks: Blocks):
     rows_before = np.cumsum(np.diff(blocks.starts)[order])
     cuts = np.searchsorted(rows_before, np.arange(_CHUNK_ROWS, rows_before[-1] if len(
         rows_before) else 0, _CHUNK_ROWS), side="right")
-    return np.split(order, cuts)
+    return np.split(order, cuts) if len(order) else []
 
 
 class StreamingDigest:

@@ -63,7 +63,7 @@ class JudgmentIndex:
     grades: pl.DataFrame  # query_id, doc_id, grade_class, gain
     queries: pl.DataFrame  # query_id, n_positive, has_unknown, ideal_dcg_K..., j_lo, j_hi
     cutoffs: tuple[int, ...]
-    docs: tuple  # doc_id of ``grades`` as a string set (``core.buffers.string_set``)
+    docs: tuple  # doc_id of ``grades`` as a string set (``core.blocks.order_documents``)
     order: np.ndarray  # rows of ``grades``, each query's by doc_id
 
 
