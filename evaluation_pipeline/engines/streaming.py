@@ -1,7 +1,7 @@
 """The streaming engine: score a Parquet run in batches of whole queries, in bounded memory.
 
-Both inputs are read batch by batch (``pyarrow`` with ``pre_buffer=False``, so finished buffers
-are released). The run must be sorted by (ranker, query_id) and the judgments by query_id, as a
+Both inputs are read batch by batch (slices of a polars scan, which reads only the row groups
+a slice covers). The run must be sorted by (ranker, query_id) and the judgments by query_id, as a
 ranker's output and a canonical judgment version are; then each batch of whole queries meets
 exactly the judgment rows of its query range (a merge join), and peak memory depends on the
 batch, not the run. An input that is not sorted is detected on the stream; the engine then sorts
@@ -211,15 +211,17 @@ def _read_batches(paths: list[Path], columns: tuple[str, ...], fill: dict, batch
         if missing:
             raise InputError(str(path), [violation(c, "required column is missing", [])
                                          for c in missing])
-        offset = 0
-        for record_batch in reader.iter_batches(batch_size=batch_rows, columns=present):
-            frame = pl.from_arrow(record_batch)
+        # Each batch is a slice of a lazy scan: polars reads only the row groups (and pages)
+        # the slice covers, straight into its own columns. Twice as fast here as pyarrow's
+        # batch reader plus a conversion to polars, and it holds less.
+        scan = pl.scan_parquet(path).select(present)
+        for offset in range(0, reader.metadata.num_rows, batch_rows):
+            frame = scan.slice(offset, batch_rows).collect()
             for column, value in fill.items():
                 if column not in present:
                     name = value(path) if callable(value) else value
                     frame = frame.with_columns(pl.lit(name, dtype=pl.String).alias(column))
             yield path, offset, frame.select(columns)
-            offset += frame.height
 
 
 def _whole_groups(batches, keys: list[str], what: str
@@ -241,9 +243,15 @@ def _whole_groups(batches, keys: list[str], what: str
         last = int(starts[-2]) if len(starts) > 1 else 0
         if last > 0:
             yield path, offset, frame.slice(0, last), starts[:-1]
-        carry = (path, offset + last, frame.slice(last))
+        # The tail (part of one group) is copied: a slice would keep the whole batch alive
+        # until the next batch is scored.
+        carry = (path, offset + last, _copy(frame.slice(last)))
     if carry is not None:
         yield (*carry, np.array([0, carry[2].height], dtype=np.int64))
+
+
+def _copy(frame: pl.DataFrame) -> pl.DataFrame:
+    return pl.from_arrow(frame.to_arrow())
 
 
 def _check_boundary(before: pl.DataFrame, after: pl.DataFrame, keys: list[str], what: str):
