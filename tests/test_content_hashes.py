@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import struct
 
 import numpy as np
@@ -19,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluation_pipeline.core import blocks as blocks_module
-from evaluation_pipeline.core import hashing, kernel
+from evaluation_pipeline.core import hashing, kernel, threads
 from evaluation_pipeline.core.hashing import StreamingDigest, judgments_sha256, pool_sha256
 
 PREFIXES = ["", "d", "https://example.org/docs/", "0123456789abcdef", "0123456", "é"]
@@ -154,3 +155,19 @@ def test_duplicates_are_found_in_either_half(repeat_at):
     with small_thresholds():
         blocks = hashing.pool_blocks(frame)
     assert blocks.duplicate == (repeat_at if repeat_at % 2 else -1)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_helper_threads_work_in_a_forked_child():
+    # A multiprocess launcher may fork after the parent used the helpers: the child must get
+    # threads of its own, not hang on the parent's.
+    threads.helper("sha256").submit(int).result()
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if the helper runs work
+        try:
+            code = 0 if threads.helper("sha256").submit(lambda: 7).result(timeout=10) == 7 else 1
+        except BaseException:  # noqa: BLE001 - any failure is the child's non-zero exit
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
