@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from evaluation_pipeline.engines import score_files
+from evaluation_pipeline.core.ndcg import score_candidates
+from evaluation_pipeline.engines import score_files, streaming
 from evaluation_pipeline.spec import profile
 from schemas import InputError
 from tests.conftest import EXAMPLES
@@ -81,3 +84,45 @@ def test_duplicate_candidate_across_batches_is_refused(inputs, tmp_path):
     with pytest.raises(InputError, match="unique"):
         score_files(judgments, pool, profile("default"), tmp_path / "out.parquet",
                     engine="streaming", batch_rows=2, progress=False)
+
+
+@pytest.mark.parametrize("batch_rows", [2, 16])
+def test_no_stage_thread_outlives_a_refused_run(inputs, tmp_path, batch_rows):
+    # Every stage reads the one before it on a thread of its own; a run refused midway must
+    # stop them all (a long-lived process such as a Dagster code server would keep them).
+    judgments, pool = inputs
+    run = pool / "dense-v2.parquet"
+    frame = pl.read_parquet(run)
+    frame.with_columns(pl.when(pl.int_range(pl.len()) == 40).then(float("nan"))
+                       .otherwise("score").alias("score")).write_parquet(run)
+    with pytest.raises(InputError) as caught:
+        score_files(judgments, pool, profile("default"), tmp_path / "out.parquet",
+                    engine="streaming", batch_rows=batch_rows, progress=False)
+    _assert_no_stage_threads(caught)
+
+
+def test_no_stage_thread_outlives_a_failure_in_the_kernel_stage(inputs, tmp_path, monkeypatch):
+    # The last stage fails while the others are still reading ahead.
+    calls = []
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("scoring failed")
+        return score_candidates(*args, **kwargs)
+
+    monkeypatch.setattr(streaming, "score_candidates", failing)
+    with pytest.raises(RuntimeError, match="scoring failed") as caught:
+        score_files(*inputs, profile("default"), tmp_path / "out.parquet", engine="streaming",
+                    batch_rows=4, progress=False)
+    _assert_no_stage_threads(caught)
+
+
+def _assert_no_stage_threads(caught) -> None:
+    # ``caught`` holds the traceback, and with it every frame of the failed run, as an error
+    # report would: the threads must stop without waiting for those frames to be collected.
+    assert caught.value is not None
+    for thread in threading.enumerate():
+        if thread.name == "ndcg-read-ahead":
+            thread.join(timeout=5)
+            assert not thread.is_alive(), "a streaming stage thread is still running"

@@ -174,6 +174,11 @@ def _read_ahead(items: Iterator) -> Iterator:
             slot.put((None, done))
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer
             slot.put((exc, None))
+        finally:
+            # Stopped early: close the source, so that a stage it reads from stops as well.
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
 
     producer = threading.Thread(target=produce, daemon=True, name="ndcg-read-ahead")
     producer.start()
@@ -351,6 +356,10 @@ class _JudgmentWindows:
                 break
         return pl.concat(parts) if parts else pl.DataFrame(schema=_JUDGMENT_SCHEMA)
 
+    def close(self) -> None:
+        """Stop reading (and the read-ahead thread behind it)."""
+        self._groups.close()
+
     def rest(self) -> Iterator[pl.DataFrame]:
         if self._pending is not None:
             yield self._pending
@@ -391,16 +400,63 @@ def _stream(sources, names: _Names, spec, out_path, batch_rows, progress, notes,
             yield (path, offset, *_check_run(batch, path, offset, seen_names, starts))
 
     # Stages on their own threads: reading, cutting, checking and ordering each batch (blocks);
-    # then, here, the judgments and the kernel; the pool digest. The read is not a stage of its
-    # own: polars decodes a slice on its own threads, and the extra batch in flight cost 0.1 to
-    # 0.15 GB and 0.4 s at 10M rows.
+    # the judgments window of each batch, indexed, and the feed of the pool digest; then, here,
+    # the kernel and the writes. The digest itself runs on a thread of its own. The read is not
+    # a stage of its own: polars decodes a slice on its own threads, and the extra batch in
+    # flight cost 0.1 to 0.15 GB and 0.4 s at 10M rows.
     run_batches = _read_ahead(checked_run_batches())
+    hasher = ThreadPoolExecutor(max_workers=1)
+
+    def steps() -> Iterator[tuple]:
+        """In output order: ("score", candidates, index, returned keys, ranker) per batch part,
+        ("rest", None, index, None, ranker) for judged queries after a ranker's last batch,
+        and ("batch", rows) after each batch."""
+        windows: _JudgmentWindows | None = None
+        current: str | None = None
+        hashing = None
+
+        def finish_ranker() -> Iterator[tuple]:
+            for rest in windows.rest():
+                yield "rest", None, index_judgments(rest, spec), None, current
+            first_pass[0] = False
+
+        try:
+            for _path, _offset, batch, blocks in run_batches:
+                # The pool digest, in batch order, one batch in flight: memory stays bounded.
+                if hashing is not None:
+                    hashing.result()
+                hashing = hasher.submit(pool_digest.update, blocks)
+                ranker = batch["ranker"][0]
+                if ranker != current:
+                    if windows is not None:
+                        yield from finish_ranker()
+                    windows, current = open_judgments(), ranker
+                # Whole queries of one ranker: the batch never spans two rankers' ranges.
+                one_ranker = batch["ranker"][-1] == ranker
+                for part in [batch] if one_ranker else batch.partition_by(
+                        "ranker", maintain_order=True):
+                    if part["ranker"][0] != current:
+                        yield from finish_ranker()
+                        windows, current = open_judgments(), part["ranker"][0]
+                    index = index_judgments(windows.upto(part["query_id"][-1]), spec)
+                    returned = blocks.keys if one_ranker else part.select(
+                        "ranker", "query_id").unique()
+                    yield "score", blocks if one_ranker else part, index, returned, current
+                yield "batch", batch.height, None, None, None
+            if windows is None:
+                raise InputError(str(sources["run"][0]),
+                                 [violation("(file)", "run has no rows", [])])
+            yield from finish_ranker()
+            if hashing is not None:
+                hashing.result()
+        finally:
+            if windows is not None:  # stopped early: stop the judgments' read-ahead too
+                windows.close()
+
     body = scratch / "per_query.body.parquet"
     writer = pq.ParquetWriter(body, pl.DataFrame(schema=RESULT_SCHEMA).to_arrow().schema)
     rows = candidates = 0
     started = last_report = time.perf_counter()
-    windows: _JudgmentWindows | None = None
-    current_ranker: str | None = None
 
     def write(frame: pl.DataFrame) -> None:
         nonlocal rows
@@ -408,52 +464,27 @@ def _stream(sources, names: _Names, spec, out_path, batch_rows, progress, notes,
             writer.write_table(frame.to_arrow())
             rows += frame.height
 
-    def finish_ranker() -> None:
-        for rest in windows.rest():
-            index = index_judgments(rest, spec)
-            write(missing_from_run(index, _NO_PAIRS, [current_ranker], spec))
-        first_pass[0] = False
-
-    # The pool digest is fed on a second thread (compiled loops and hashlib release the GIL),
-    # in batch order, one batch in flight so that memory stays bounded.
-    hasher = ThreadPoolExecutor(max_workers=1)
-    hashing = None
+    stream = _read_ahead(steps())
     try:
-        for path, offset, batch, blocks in run_batches:
-            if hashing is not None:
-                hashing.result()
-            hashing = hasher.submit(pool_digest.update, blocks)
-            ranker = batch["ranker"][0]
-            if ranker != current_ranker:
-                if windows is not None:
-                    finish_ranker()
-                windows, current_ranker = open_judgments(), ranker
-            # Whole queries of one ranker: the batch never spans two rankers' ranges.
-            one_ranker = batch["ranker"][-1] == ranker
-            for part in [batch] if one_ranker else batch.partition_by("ranker",
-                                                                      maintain_order=True):
-                if part["ranker"][0] != current_ranker:
-                    finish_ranker()
-                    windows, current_ranker = open_judgments(), part["ranker"][0]
-                window = windows.upto(part["query_id"][-1])
-                index = index_judgments(window, spec)
-                scored = score_candidates(blocks if one_ranker else part, index, spec)
-                returned = blocks.keys if one_ranker else part.select(
-                    "ranker", "query_id").unique()
-                missing = missing_from_run(index, returned, [current_ranker], spec)
+        for kind, what, index, returned, ranker in stream:
+            if kind == "score":
+                scored = score_candidates(what, index, spec)
+                missing = missing_from_run(index, returned, [ranker], spec)
                 write(sort_results(pl.concat([scored, missing])))
-            candidates += batch.height
-            if progress and time.perf_counter() - last_report > PROGRESS_SECONDS:
-                last_report = time.perf_counter()
-                elapsed = last_report - started
-                print(f"ndcg-eval: {candidates:,} candidate rows scored in {elapsed:.0f}s "
-                      f"({candidates / elapsed:,.0f} rows/s)", file=sys.stderr)
-        if windows is None:
-            raise InputError(str(sources["run"][0]), [violation("(file)", "run has no rows", [])])
-        finish_ranker()
-        if hashing is not None:
-            hashing.result()
+            elif kind == "rest":
+                write(missing_from_run(index, _NO_PAIRS, [ranker], spec))
+            else:
+                candidates += what
+                if progress and time.perf_counter() - last_report > PROGRESS_SECONDS:
+                    last_report = time.perf_counter()
+                    elapsed = last_report - started
+                    print(f"ndcg-eval: {candidates:,} candidate rows scored in {elapsed:.0f}s "
+                          f"({candidates / elapsed:,.0f} rows/s)", file=sys.stderr)
     finally:
+        # Stop the stages in order, each after the thread that reads it has ended (a long-lived
+        # process, such as a code server, would otherwise keep them until garbage collection).
+        stream.close()
+        run_batches.close()
         hasher.shutdown(wait=True, cancel_futures=True)
         writer.close()
 
