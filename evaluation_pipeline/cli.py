@@ -222,8 +222,9 @@ def _score_with_engine(args: argparse.Namespace, spec: EvaluationSpec) -> int:
     # The summary reads the columns its means and counts need, in any row order (the lineage is
     # known): all columns, sorted, took 0.9 GB at 100M rows, the peak of a streamed run. A
     # report lists rows, so it reads them all, in order (Spark writes parts in any order).
-    per_query = pl.read_parquet(target / "*.parquet" if target.is_dir() else target,
-                                columns=None if args.report else list(SUMMARY_COLUMNS))
+    files = sorted(target.glob("*.parquet")) if target.is_dir() else target
+    per_query = pl.read_parquet(files, columns=None if args.report else list(SUMMARY_COLUMNS),
+                                glob=False)
     if args.report:
         per_query = sort_results(per_query)
     summary = summarize(per_query, spec, result.lineage, queries)
@@ -270,7 +271,7 @@ def load_results(
     file = path / PER_QUERY_FILE if path.is_dir() else path
     if not file.exists():
         raise ResultsError(f"{file}: no such file (expected ndcg-eval score output)")
-    per_query = validate("PerQueryResults", pl.read_parquet(file), str(file))
+    per_query = validate("PerQueryResults", pl.read_parquet(file, glob=False), str(file))
     lineage = _lineage_of(per_query, file)
     summary = file.parent / SUMMARY_FILE
     if args is not None and (getattr(args, "spec", None) or getattr(args, "profile", None)):

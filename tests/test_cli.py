@@ -85,13 +85,15 @@ def test_streaming_engine_gives_the_same_numbers_and_lineage(tmp_path):
     parquet_judgments = tmp_path / "maint-v2.parquet"
     pl.read_csv(judgments, schema_overrides={"grade": pl.Int64}).write_parquet(parquet_judgments)
     run = EXAMPLES / "landing/pools/pool-2026-11-28/hybrid-v1.parquet"
-    for name, engine in (("local", "local"), ("streaming", "streaming")):
+    # "[*]" in the output folder: its files are read back by name, not as a pattern.
+    for name, engine in (("local", "local"), ("streaming[*]", "streaming")):
         assert main(["score", "--judgments", str(parquet_judgments), "--run", str(run),
                      "--engine", engine, "--batch-rows", "50", "--out", str(tmp_path / name)]) == 0
     local = json.loads((tmp_path / "local/summary.json").read_text())
-    streamed = json.loads((tmp_path / "streaming/summary.json").read_text())
+    streamed = json.loads((tmp_path / "streaming[*]/summary.json").read_text())
     assert local["lineage"] == streamed["lineage"]
     assert local["results"] == streamed["results"]
     a = pl.read_parquet(tmp_path / "local/per_query.parquet")
-    b = pl.read_parquet(tmp_path / "streaming/per_query.parquet")
+    b = pl.read_parquet(tmp_path / "streaming[*]/per_query.parquet", glob=False)
     assert a.equals(b)
+    assert main(["report", str(tmp_path / "streaming[*]"), "--out", str(tmp_path / "report")]) == 0

@@ -126,3 +126,20 @@ def _assert_no_stage_threads(caught) -> None:
         if thread.name == "ndcg-read-ahead":
             thread.join(timeout=5)
             assert not thread.is_alive(), "a streaming stage thread is still running"
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_file_names_with_pattern_characters_are_read_as_names(inputs, tmp_path, shuffled):
+    # "[", "*" and "?" are legal in file names; a scan must not expand them as a pattern
+    # (neither the batch reader nor the external sort of an unsorted run).
+    judgments, pool = inputs
+    odd = tmp_path / "runs[*?]" / pool.name
+    odd.mkdir(parents=True)
+    for run in pool.glob("*.parquet"):
+        frame = pl.read_parquet(run)
+        if shuffled:
+            frame = frame.sample(fraction=1.0, shuffle=True, seed=5)
+        frame.write_parquet(odd / run.name.replace("-", "[*?]"))
+    local, streamed, a, b = _both(judgments, odd, tmp_path, profile("default"), batch_rows=9)
+    assert_frame_equal(a, b)
+    assert streamed.lineage == local.lineage

@@ -16,9 +16,9 @@ key): each batch holds whole queries in key order, so sorting a batch sorts the 
 
 The work runs in stages on their own threads, one batch in flight between stages: reading a
 run batch, cutting it into query blocks, checking it and ordering each block's documents; the
-judgments window and the kernel (this thread); and the pool digest. The judgments are read one
-batch ahead on a thread of their own. Each stage is mostly polars, compiled loops or hashlib,
-which release the GIL.
+judgments window of the batch, indexed; the kernel and the writes (the calling thread); and
+the pool digest. The judgments are read one batch ahead on a thread of their own. Each stage
+is mostly polars, compiled loops or hashlib, which release the GIL.
 """
 
 from __future__ import annotations
@@ -220,7 +220,7 @@ def _read_batches(paths: list[Path], columns: tuple[str, ...], fill: dict, batch
         # Each batch is a slice of a lazy scan: polars reads only the row groups (and pages)
         # the slice covers, straight into its own columns. Twice as fast here as pyarrow's
         # batch reader plus a conversion to polars, and it holds less.
-        scan = pl.scan_parquet(path).select(present)
+        scan = pl.scan_parquet(path, glob=False).select(present)  # the name is not a pattern
         for offset in range(0, reader.metadata.num_rows, batch_rows):
             frame = scan.slice(offset, batch_rows).collect()
             for column, value in fill.items():
@@ -523,7 +523,7 @@ def _external_sort(which: str, paths: list[Path], names: _Names, scratch: Path) 
     """Sort an input by its key prefix into one Parquet file, out of core."""
     frames = []
     for path in paths:
-        frame = pl.scan_parquet(path)
+        frame = pl.scan_parquet(path, glob=False)
         present = frame.collect_schema().names()
         if which == "run":
             if "candidate_pool" not in present:

@@ -171,12 +171,13 @@ def _read_table(path: Path, fmt: str) -> tuple[pl.DataFrame, pl.Series | None]:
     text = None
     try:
         if fmt == "parquet":
-            frame = pl.read_parquet(path)
+            frame = pl.read_parquet(path, glob=False)  # "[", "*", "?" are legal in names
             if frame.height == 0:
                 raise InputError(source, [violation("(file)", "Parquet file has no rows", [])])
             return frame, None
         text = _check_utf8(path)
-        frame = pl.read_csv(path, infer_schema=False, encoding="utf8", raise_if_empty=True)
+        frame = pl.read_csv(path, infer_schema=False, encoding="utf8", raise_if_empty=True,
+                            glob=False)
     except FileNotFoundError:
         raise InputError(source, [violation("(file)", "file not found", [])]) from None
     except pl.exceptions.NoDataError:
