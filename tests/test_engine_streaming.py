@@ -143,3 +143,28 @@ def test_file_names_with_pattern_characters_are_read_as_names(inputs, tmp_path, 
     local, streamed, a, b = _both(judgments, odd, tmp_path, profile("default"), batch_rows=9)
     assert_frame_equal(a, b)
     assert streamed.lineage == local.lineage
+
+
+def test_a_name_that_changes_between_batches_is_refused(inputs, tmp_path):
+    # Each batch alone holds one safe name, so only the stream can see the input hold two.
+    judgments, pool = inputs
+    frame = pl.read_parquet(judgments)
+    first_query = frame["query_id"][0]  # the file is sorted by query: a prefix of whole ones
+    frame.with_columns(pl.when(pl.col("query_id") == first_query).then(pl.lit("maint-v2"))
+                       .otherwise(pl.lit("maint-v3")).alias("judgment_version")
+                       ).write_parquet(judgments)
+    with pytest.raises(InputError, match="one judgment version per input: found 'maint-v2' "
+                                         "and 'maint-v3'"):
+        score_files(judgments, pool, profile("default"), tmp_path / "out.parquet",
+                    engine="streaming", batch_rows=10, progress=False)
+    assert not (tmp_path / "out.parquet").exists()
+
+    judgments_ok = tmp_path / "ok.parquet"
+    frame.write_parquet(judgments_ok)
+    first, *rest = sorted(pool.glob("*.parquet"))
+    pl.read_parquet(first).with_columns(pl.lit("another-pool").alias("candidate_pool")
+                                        ).write_parquet(first)
+    with pytest.raises(InputError, match="one candidate pool per input"):
+        score_files(judgments_ok, pool, profile("default"), tmp_path / "out.parquet",
+                    engine="streaming", batch_rows=50, progress=False)
+    assert not (tmp_path / "out.parquet").exists()
