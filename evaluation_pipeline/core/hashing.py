@@ -30,29 +30,23 @@ def pool_blocks(pool: pl.DataFrame, starts: np.ndarray | None = None) -> Blocks:
     """A pool's rows as (ranker, query_id) blocks, with the columns the hash and kernel read.
 
     ``starts``: ``core.blocks.block_starts(pool, POOL_KEYS)``, if the caller has it."""
-    return group_rows(
-        pool.select(
-            pl.col("ranker").cast(pl.String),
-            pl.col("query_id").cast(pl.String),
-            pl.col("doc_id").cast(pl.String),
-            pl.col("score").cast(pl.Float64),
-        ),
-        POOL_KEYS,
-        starts,
-    )
+    return group_rows(_typed(pool, _POOL_FIELDS), POOL_KEYS, starts)
 
 
 def judgment_blocks(judgments: pl.DataFrame) -> Blocks:
     """A version's rows as query_id blocks."""
-    return group_rows(
-        judgments.select(
-            pl.col("query_id").cast(pl.String),
-            pl.col("doc_id").cast(pl.String),
-            pl.col("grade").cast(pl.Int64),
-            pl.col("grade_status").cast(pl.String),
-        ),
-        JUDGMENT_KEYS,
-    )
+    return group_rows(_typed(judgments, _JUDGMENT_FIELDS), JUDGMENT_KEYS)
+
+
+# The fields of each kind's canonical lines, with the types the lines are written from.
+_POOL_FIELDS = {"ranker": pl.String, "query_id": pl.String, "doc_id": pl.String,
+                "score": pl.Float64}
+_JUDGMENT_FIELDS = {"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64,
+                    "grade_status": pl.String}
+
+
+def _typed(frame: pl.DataFrame, fields: dict) -> pl.DataFrame:
+    return frame.select(pl.col(name).cast(dtype) for name, dtype in fields.items())
 
 
 def pool_sha256(pool: pl.DataFrame | Blocks) -> str:
