@@ -9,8 +9,7 @@ import pandera.errors as pa_errors
 import pandera.polars as pa
 import polars as pl
 
-from schemas.errors import MAX_EXAMPLES, InputError, RuleViolation
-from schemas.errors import UNKNOWN_HINT
+from schemas.errors import MAX_EXAMPLES, UNKNOWN_HINT, InputError, RuleViolation
 
 # pandera's built-in check names, said as rules.
 _RULE_WORDS: list[tuple[str, str]] = [

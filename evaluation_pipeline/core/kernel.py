@@ -493,8 +493,8 @@ def pool_lines(blocks, starts, order, r_off, r_data, q_off, q_data, d_off, d_dat
 @njit(cache=True, nogil=True)
 def judgment_lines(blocks, starts, order, q_off, q_data, d_off, d_data, grade, graded, out):
     r"""``query_id\tdoc_id\tgrade\tgrade_status\n`` (grade empty when unknown) for the rows
-    of ``blocks``, as bytes (in ``out`` when it is large enough), like :func:`pool_lines`. query_id is per
-    block."""
+    of ``blocks``, as bytes (in ``out`` when it is large enough), like :func:`pool_lines`.
+    query_id is per block."""
     size = 0  # an upper bound (20 characters of grade, 7 of status), so one pass writes
     for b in blocks:
         key = (q_off[b + 1] - q_off[b]) + 4 + 27

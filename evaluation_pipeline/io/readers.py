@@ -15,8 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from schemas import InputError, validate
-from schemas.errors import MAX_EXAMPLES, violation
-from schemas.errors import UNKNOWN_HINT
+from schemas.errors import MAX_EXAMPLES, UNKNOWN_HINT, violation
 from schemas.names import UnsafeNameError, check_safe_name
 
 FORMATS = ("parquet", "csv", "trec")
