@@ -171,3 +171,20 @@ def test_helper_threads_work_in_a_forked_child():
         os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.text("ab9é\u4e2d\x00", max_size=30), max_size=20), min_size=1,
+                max_size=5), st.integers(0, 3), st.integers(0, 3))
+def test_string_buffers_copy_every_view(pieces, skip_head, skip_tail):
+    """Strings of up to 12 bytes live in the view itself, longer ones in one of the array's data
+    buffers; a column may come in several chunks and as a slice of them."""
+    from evaluation_pipeline.core.buffers import string_buffers
+
+    column = pl.concat([pl.Series("s", p, dtype=pl.String) for p in pieces], rechunk=False)
+    column = column.slice(skip_head, max(len(column) - skip_head - skip_tail, 0))
+    offsets, data = string_buffers(column)
+    assert offsets[0] == 0 and len(offsets) == len(column) + 1
+    assert [bytes(data[a:z]).decode() for a, z in zip(offsets[:-1], offsets[1:])] == \
+        column.to_list()
+    assert not offsets.flags.writeable and not data.flags.writeable

@@ -92,15 +92,13 @@ _SPLIT_ROWS = 1_000_000  # below this a second thread saves less than it costs
 
 def block_starts(frame: pl.DataFrame, keys: list[str]) -> np.ndarray:
     """First row of each run of equal keys, then the row count (int64)."""
-    # A column with one value (a single ranker) cannot start a block: leave it out.
-    varying = [k for k in keys if frame.height and (frame[k][0] != frame[k][-1] or not frame.select(
-        (pl.col(k) == pl.col(k).first()).all()).item())]
-    if not varying:
-        return np.array([0, frame.height] if frame.height else [0], dtype=np.int64)
-    key = pl.struct(varying) if len(varying) > 1 else pl.col(varying[0])
-    run = frame.select(key.rle_id()).to_series().to_numpy()
-    first = np.flatnonzero(np.r_[True, run[1:] != run[:-1]]) if len(run) else []
-    return np.r_[first, len(run)].astype(np.int64)
+    if frame.height == 0:
+        return np.array([0], dtype=np.int64)
+    # A row starts a block where any key differs from the row before. Run lazily: the streaming
+    # engine does this comparison several times faster than an eager select or rle_id here.
+    changed = pl.any_horizontal([pl.col(k) != pl.col(k).shift(1) for k in keys])
+    first = frame.lazy().select(changed.fill_null(True).arg_true()).collect().to_series()
+    return np.r_[first.to_numpy(), frame.height].astype(np.int64)
 
 
 def sorted_by(frame: pl.DataFrame, keys: list[str]) -> bool:

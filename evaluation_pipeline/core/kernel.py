@@ -447,6 +447,48 @@ def _copy_word(typingctx, dst, dst_at, src, src_at):
     return signature, codegen
 
 
+@intrinsic
+def _copy_from_address(typingctx, dst, dst_at, address, count):
+    """memcpy(dst + dst_at, (uint8 *) address, count): bytes of a buffer known by its address."""
+    signature = types.void(dst, types.int64, types.int64, types.int64)
+
+    def codegen(context, builder, sig, args):
+        d, d_at, a, n = args
+        d_array = context.make_array(sig.args[0])(context, builder, d)
+        source = builder.inttoptr(a, ir.IntType(8).as_pointer())
+        cgutils.raw_memcpy(builder, builder.gep(d_array.data, [d_at]), source, n, 1)
+        return context.get_dummy_value()
+
+    return signature, codegen
+
+
+@njit(cache=True, nogil=True)
+def view_bytes_total(views):
+    """The total length of the strings of Arrow string views (``views`` as int32, 4 per view)."""
+    total = 0
+    for i in range(len(views) // 4):
+        total += views[4 * i]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def views_to_strings(views, view_bytes, addresses, offsets, data, first):
+    """Arrow string views (16 bytes each: length, then the string inline when it has at most 12
+    bytes, else a prefix, a buffer number and an offset) copied into ``data``, from row
+    ``first`` on, with their ``offsets`` (``offsets[first]`` set by the caller).
+    ``views``: the views as int32 (4 per view); ``view_bytes``: the same memory as uint8;
+    ``addresses``: where each data buffer of the array starts."""
+    at = offsets[first]
+    for i in range(len(views) // 4):
+        length = views[4 * i]
+        if length <= 12:
+            _copy_bytes(data, at, view_bytes, 16 * i + 4, length)
+        else:
+            _copy_from_address(data, at, addresses[views[4 * i + 2]] + views[4 * i + 3], length)
+        at += length
+        offsets[first + i + 1] = at
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _put_str(out, at, data, off, i):
     """String i at ``out[at]``; returns the end. Ids are short: up to 16 bytes go as two words
