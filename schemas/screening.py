@@ -56,7 +56,8 @@ def _types(frame: pl.DataFrame, required: dict, optional: dict) -> bool:
 
 
 def _no_nulls(frame: pl.DataFrame, columns) -> bool:
-    return all(frame[c].null_count() == 0 for c in columns)
+    # By expression, not frame[c]: that would materialize a literal column (one pool name).
+    return sum(frame.select(pl.col(c).null_count() for c in columns).row(0)) == 0
 
 
 def _one_safe_name(frame: pl.DataFrame, column: str) -> bool:

@@ -46,8 +46,10 @@ class Lineage:
 
 
 def _single(frame: pl.DataFrame, column: str) -> str:
-    if frame.height and frame.select((pl.col(column) == pl.col(column).first()).all()).item():
-        return str(frame[column][0])
+    # By expression, not frame[column]: a literal column (the reader's one name) stays one.
+    value = pl.col(column)
+    if frame.height and frame.select((value == value.first()).all()).item():
+        return str(frame.select(value.first()).item())
     values = frame[column].unique().to_list()
     raise ValueError(f"expected one {column}, found {len(values)}: {values[:5]}")
 

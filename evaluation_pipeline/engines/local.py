@@ -41,7 +41,7 @@ def read_and_evaluate(
         # (each query's documents in order), not by a separate pass; a pool that has some is
         # read again with the check on, for the reader's message.
         candidates = read_candidates(run_path, run_format, pool=pool, ranker=ranker,
-                                     check_keys=False)
+                                     check_keys=False, display=False)
         blocks = pool_blocks(candidates)
         if blocks.duplicate >= 0:
             read_candidates(run_path, run_format, pool=pool, ranker=ranker)  # raises, with rows
@@ -55,8 +55,13 @@ def read_and_evaluate(
 
 
 def _read_judgments(path, fmt, version, spec) -> tuple[pl.DataFrame, JudgmentIndex, str]:
-    judgments = read_judgments(path, fmt, version=version)
+    judgments = read_judgments(path, fmt, version=version, check_keys=False)
     blocks = judgment_blocks(judgments)  # one cut for the index and the hash
+    if blocks.duplicate >= 0:  # as for the pool: the reader's message, with rows
+        read_judgments(path, fmt, version=version)
+        raise InputError(str(path), [violation(
+            "query_id, doc_id", "(query_id, doc_id) must be unique: "
+            f"duplicate rows, e.g. {blocks.duplicate_key()}", [])])
     return judgments, index_judgments(blocks, spec), judgments_sha256(blocks)
 
 

@@ -50,9 +50,13 @@ def detect_format(path: Path, fmt: str | None) -> str:
 # -- public readers ---------------------------------------------------------------------------
 
 
-def read_judgments(path: str | Path, fmt: str | None = None, version: str | None = None) -> pl.DataFrame:
+def read_judgments(path: str | Path, fmt: str | None = None, version: str | None = None,
+                   check_keys: bool = True) -> pl.DataFrame:
     """A judgment version. Without a ``judgment_version`` column the name is ``version`` or the
-    file's stem. TREC qrels map ``rel < 0`` ("in pool, not judged") to ``grade_status=unknown``."""
+    file's stem. TREC qrels map ``rel < 0`` ("in pool, not judged") to ``grade_status=unknown``.
+
+    ``check_keys=False`` leaves the uniqueness of (query_id, doc_id) to the caller, as for
+    ``read_run``."""
     path = Path(path)
     fmt = detect_format(path, fmt)
     if fmt == "trec":
@@ -63,7 +67,7 @@ def read_judgments(path: str | Path, fmt: str | None = None, version: str | None
             pl.when(rel >= 0).then(pl.lit("graded")).otherwise(pl.lit("unknown")).alias("grade_status"),
         ).drop("iteration", "rel")
     else:
-        frame, lines = _read_table(path, fmt)
+        frame, lines = _read_table(path, fmt, constant=("judgment_version",))
         _require(frame, ["query_id", "doc_id", "grade", "grade_status"], path, lines,
                  hint=f"every row states grade_status; {UNKNOWN_HINT}")
         grade = _integer_column(frame, "grade", str(path), lines,
@@ -73,7 +77,7 @@ def read_judgments(path: str | Path, fmt: str | None = None, version: str | None
     frame = _with_name_column(frame, "judgment_version", version, path, lines, "judgment version",
                               default=path.stem)
     frame = _string_ids(frame, ["query_id", "doc_id"])
-    return validate("Judgments", frame, str(path), line_numbers=lines)
+    return validate("Judgments", frame, str(path), line_numbers=lines, check_keys=check_keys)
 
 
 def read_run(
@@ -82,11 +86,14 @@ def read_run(
     pool: str | None = None,
     ranker: str | None = None,
     check_keys: bool = True,
+    display: bool = True,
 ) -> pl.DataFrame:
     """One ranker's (or several rankers') candidates with scores.
 
     ``check_keys=False`` leaves the uniqueness of (ranker, query_id, doc_id) to the caller
     (scoring finds repeats as it orders each query's documents, then reads again with it on).
+    ``display=False`` leaves out the display-only ``rank`` of a Parquet file when it is stored
+    as int64, where no value can break its rule (scoring never reads it).
 
     TREC runs map ``qid Q0 docno rank score tag`` (extra trailing fields ignored), tag to
     ``ranker``. Without a ``ranker`` column the name is ``ranker`` or the file's stem; without a
@@ -100,7 +107,8 @@ def read_run(
         if ranker is not None:
             frame = frame.with_columns(pl.lit(ranker).alias("ranker"))
     else:
-        frame, lines = _read_table(path, fmt)
+        frame, lines = _read_table(path, fmt, constant=("candidate_pool", "ranker"),
+                                   unread={} if display else {"rank": pl.Int64})
         _require(frame, ["query_id", "doc_id", "score"], path, lines)
         if "ranker" not in frame.columns:
             frame = frame.with_columns(pl.lit(ranker or path.stem).alias("ranker"))
@@ -138,13 +146,13 @@ def read_pool(folder: str | Path, pool: str | None = None, fmt: str | None = Non
 
 def read_candidates(
     path: str | Path, fmt: str | None = None, pool: str | None = None, ranker: str | None = None,
-    check_keys: bool = True,
+    check_keys: bool = True, display: bool = True,
 ) -> pl.DataFrame:
-    """A run file, or a pool folder with one run file per ranker."""
+    """A run file, or a pool folder with one run file per ranker (``read_run``)."""
     path = Path(path)
     if path.is_dir():
         return read_pool(path, pool=pool, fmt=fmt, check_keys=check_keys)
-    return read_run(path, fmt, pool=pool, ranker=ranker, check_keys=check_keys)
+    return read_run(path, fmt, pool=pool, ranker=ranker, check_keys=check_keys, display=display)
 
 
 def read_queries(path: str | Path, fmt: str | None = None) -> pl.DataFrame:
@@ -165,12 +173,16 @@ def read_queries(path: str | Path, fmt: str | None = None) -> pl.DataFrame:
 # -- file formats -----------------------------------------------------------------------------
 
 
-def _read_table(path: Path, fmt: str) -> tuple[pl.DataFrame, pl.Series | None]:
+def _read_table(path: Path, fmt: str, constant: tuple[str, ...] = (), unread: dict | None = None,
+                ) -> tuple[pl.DataFrame, pl.Series | None]:
+    """The file's rows, and for text files the line each starts on. Parquet only:
+    ``constant``, columns that usually hold one value (a pool's name, its one ranker), and
+    ``unread``, columns left out when stored with the given type; see ``_read_parquet``."""
     source = str(path)
     text = None
     try:
         if fmt == "parquet":
-            frame = pl.read_parquet(path, glob=False)  # "[", "*", "?" are legal in names
+            frame = _read_parquet(path, constant, unread or {})
             if frame.height == 0:
                 raise InputError(source, [violation("(file)", "Parquet file has no rows", [])])
             return frame, None
@@ -194,6 +206,28 @@ def _read_table(path: Path, fmt: str) -> tuple[pl.DataFrame, pl.Series | None]:
     if frame.height == 0:
         raise InputError(source, [violation("(file)", "file has a header but no rows", [])])
     return frame, _csv_line_numbers(text, frame.height)
+
+
+def _read_parquet(path: Path, constant: tuple[str, ...], unread: dict) -> pl.DataFrame:
+    """A Parquet file's rows. A string column of ``constant`` that holds one value and no null
+    comes back as a literal column, which polars keeps unmaterialized: finding that out is one
+    aggregate pass, cheaper than building ten million copies of the name as strings. A column
+    of ``unread`` stored with the type given there is left out."""
+    names = pl.read_parquet_schema(path)
+    names = {c: t for c, t in names.items() if unread.get(c) != t}
+    strings = [c for c in constant if names.get(c) == pl.String]
+    if not strings:  # "[", "*", "?" are legal in names: no glob
+        return pl.read_parquet(path, columns=list(names), glob=False)
+    facts = pl.scan_parquet(path, glob=False).select(
+        *(pl.col(c).first().alias(f"first {c}") for c in strings),
+        *(((pl.col(c).null_count() == 0) & (pl.col(c) == pl.col(c).first()).all())
+          .alias(f"one {c}") for c in strings),
+    ).collect().row(0, named=True)
+    literal = {c: facts[f"first {c}"] for c in strings if facts[f"one {c}"]}
+    rest = [c for c in names if c not in literal]
+    frame = pl.read_parquet(path, columns=rest, glob=False)
+    return frame.with_columns(
+        pl.lit(v, dtype=pl.String).alias(c) for c, v in literal.items()).select(list(names))
 
 
 def _csv_line_numbers(text: str, height: int) -> pl.Series:
@@ -385,6 +419,14 @@ def _with_name_column(frame, column, name, path, lines, what, default=None):
         except UnsafeNameError as exc:
             raise InputError(source, [violation(column, str(exc), [])]) from None
         return frame.with_columns(pl.lit(name, dtype=pl.String).alias(column))
+    text = pl.col(column).cast(pl.String)
+    first, one = frame.lazy().select(
+        text.first().alias("first"),
+        ((text.null_count() == 0) & (text == text.first()).all()).alias("one"),
+    ).collect().row(0)
+    if one and (name is None or first == name) and _safe(first, what):
+        # The usual case, checked by expressions: a literal column from the reader stays one.
+        return frame.with_columns(text.alias(column))
     values = frame[column].cast(pl.String)
     if values.null_count() == 0 and (values == values[0]).all():  # the usual case: one name
         distinct = [values[0]]
@@ -417,6 +459,14 @@ def _with_name_column(frame, column, name, path, lines, what, default=None):
             _row_numbers(lines, rows), values.filter(rows).head(MAX_EXAMPLES).to_list())],
             row_label=label)
     return frame.with_columns(values.alias(column))
+
+
+def _safe(name: str, what: str) -> bool:
+    try:
+        check_safe_name(name, what)
+    except UnsafeNameError:
+        return False
+    return True
 
 
 def _string_ids(frame: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
