@@ -213,7 +213,7 @@ def _read_parquet(path: Path, constant: tuple[str, ...], unread: dict) -> pl.Dat
     comes back as a literal column, which polars keeps unmaterialized: finding that out is one
     aggregate pass, cheaper than building ten million copies of the name as strings. A column
     of ``unread`` stored with the type given there is left out."""
-    names = pl.read_parquet_schema(path)
+    names = pl.scan_parquet(path, glob=False).collect_schema()
     names = {c: t for c, t in names.items() if unread.get(c) != t}
     strings = [c for c in constant if names.get(c) == pl.String]
     if not strings:  # "[", "*", "?" are legal in names: no glob
