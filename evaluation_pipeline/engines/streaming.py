@@ -59,7 +59,6 @@ from schemas.screening import screen
 # Measured here at 100M rows (2 cores): 250k-row batches 37 s and 0.89 GB peak, 500k 30 s and
 # 0.94 GB, 1M 33 s and 1.23 GB. The peak is the summary read at the end, not the batches.
 DEFAULT_BATCH_ROWS = 500_000
-_LINEAGE_BATCH_ROWS = 65_536  # per-query rows copied per step when the lineage is added
 PROGRESS_SECONDS = 5.0
 
 
@@ -496,20 +495,12 @@ _NO_PAIRS = pl.DataFrame(schema={"ranker": pl.String, "query_id": pl.String})
 
 
 def _with_lineage_file(body: Path, target: Path, lineage: Lineage) -> None:
-    """Copy the per-query rows, adding the lineage columns now that the hashes are known."""
-    reader = pq.ParquetFile(body, pre_buffer=False)
-    writer = None
-    try:
-        for record_batch in reader.iter_batches(batch_size=_LINEAGE_BATCH_ROWS):
-            frame = pl.from_arrow(record_batch).with_columns(lineage.columns()).to_arrow()
-            writer = writer or pq.ParquetWriter(target, frame.schema, compression="zstd")
-            writer.write_table(frame)
-        if writer is None:
-            empty = pl.DataFrame(schema=RESULT_SCHEMA).with_columns(lineage.columns())
-            empty.write_parquet(target, compression="zstd")
-    finally:
-        if writer is not None:
-            writer.close()
+    """Copy the per-query rows, adding the lineage columns now that the hashes are known.
+
+    polars' streaming sink holds a few row groups at a time and uses every core: twice as fast
+    here as a batch-by-batch copy through pyarrow (0.7 s against 1.5 s for 2M rows)."""
+    pl.scan_parquet(body, glob=False).with_columns(lineage.columns()).sink_parquet(
+        target, compression="zstd")
 
 
 def _external_sort(which: str, paths: list[Path], names: _Names, scratch: Path) -> Path:
