@@ -230,6 +230,8 @@ def score_blocks(starts, order, score, docs, j_lo, j_hi, j_order, judged_docs, j
     kept_score = np.empty(longest)
     kept_gain = np.empty(longest)
     rank_buffer = np.empty(longest, np.int64)
+    top, scratch = np.empty(reach), np.empty(longest if reach > _TOP_BY_INSERTION else 0)
+    denominator = np.log2(np.arange(reach) + 2.0)
     for b in range(n_blocks):
         lo, m = starts[b], starts[b + 1] - starts[b]
         # Grade: merge the block's doc_ids (ascending) with the query's judged doc_ids.
@@ -330,12 +332,8 @@ def score_blocks(starts, order, score, docs, j_lo, j_hi, j_order, judged_docs, j
                     dcg[b, j] += mean * w
             p = q
         if ideal_from_candidates and n_kept:
-            best = np.sort(kept_gain[:n_kept])[::-1]
-            for i in range(min(n_kept, reach)):
-                contribution = best[i] / np.log2(i + 2.0)
-                for j in range(n_k):
-                    if i < cutoffs[j]:
-                        ideal[b, j] += contribution
+            n_top = _top_gains(kept_gain, 0, n_kept, reach, top, scratch)
+            _add_ideal(top, n_top, cutoffs, denominator, ideal, b)
     return dcg, ideal, judged, counts, positives
 
 
@@ -345,15 +343,58 @@ def ideal_dcg(starts, gain, cutoffs):
     n_segments, n_k = len(starts) - 1, len(cutoffs)
     out = np.zeros((n_segments, n_k))
     reach = cutoffs.max()
+    widest = 0
     for s in range(n_segments):
-        lo, hi = starts[s], starts[s + 1]
-        best = np.sort(gain[lo:hi])[::-1]
-        for i in range(min(hi - lo, reach)):
-            contribution = best[i] / np.log2(i + 2.0)
-            for j in range(n_k):
-                if i < cutoffs[j]:
-                    out[s, j] += contribution
+        widest = max(widest, starts[s + 1] - starts[s])
+    top, scratch = np.empty(reach), np.empty(widest if reach > _TOP_BY_INSERTION else 0)
+    denominator = np.log2(np.arange(reach) + 2.0)
+    for s in range(n_segments):
+        n_top = _top_gains(gain, starts[s], starts[s + 1], reach, top, scratch)
+        _add_ideal(top, n_top, cutoffs, denominator, out, s)
     return out
+
+
+# Up to this many places, the largest gains are kept by insertion (no sort, no allocation).
+_TOP_BY_INSERTION = 32
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _top_gains(gain, lo, hi, reach, top, scratch):
+    """The min(hi - lo, reach) largest of ``gain[lo:hi]``, high to low, into ``top``; returns
+    their number. ``scratch`` holds hi - lo values when reach > _TOP_BY_INSERTION."""
+    if reach > _TOP_BY_INSERTION:
+        m = hi - lo
+        scratch[:m] = gain[lo:hi]
+        scratch[:m].sort()
+        n_top = min(m, reach)
+        for i in range(n_top):
+            top[i] = scratch[m - 1 - i]
+        return n_top
+    n_top = 0
+    for r in range(lo, hi):
+        g = gain[r]
+        if n_top == reach:
+            if g <= top[n_top - 1]:
+                continue
+            n_top -= 1
+        i = n_top
+        while i > 0 and top[i - 1] < g:
+            top[i] = top[i - 1]
+            i -= 1
+        top[i] = g
+        n_top += 1
+    return n_top
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add_ideal(top, n_top, cutoffs, denominator, out, row):
+    """out[row, j] = DCG@cutoffs[j] of the gains ``top[:n_top]`` (high to low), term by term
+    in rank order. ``denominator[i]`` is log2(i + 2)."""
+    for i in range(n_top):
+        contribution = top[i] / denominator[i]
+        for j in range(len(cutoffs)):
+            if i < cutoffs[j]:
+                out[row, j] += contribution
 
 
 # -- canonical lines (contract section 1) -----------------------------------------------------
