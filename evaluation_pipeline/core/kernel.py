@@ -13,6 +13,8 @@ Everything is compiled with ``cache=True`` (the first process compiles, later on
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from llvmlite import ir
 from numba import njit
@@ -618,4 +620,24 @@ def warm_up() -> None:
     """Start the compiler and load a cached function (about half a second, once per process,
     paid by whichever compiled function runs first): call on a spare thread while files are
     read, so that the first real call does not pay it."""
+    _load_array_functions()
     ideal_dcg(np.array([0, 1], dtype=np.int64), np.ones(1), np.array([1], dtype=np.int64))
+
+
+_BLAS_PROBE = "scipy.linalg.cython_blas"
+
+
+def _load_array_functions() -> None:
+    """numba's array functions, loaded without its BLAS probe. Loading them, numba imports
+    scipy.linalg (when scipy is installed) to see whether BLAS is there: 0.3 to 0.5 s of CPU
+    here, taken from the threads reading the inputs. No kernel calls BLAS, so the probe's module
+    is hidden (its import fails: "no BLAS") while they load, and is visible again after. Once a
+    process has imported scipy.linalg, nothing is hidden."""
+    if "numba.np.arraymath" in sys.modules or _BLAS_PROBE in sys.modules:
+        return
+    sys.modules[_BLAS_PROBE] = None
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        if sys.modules.get(_BLAS_PROBE, 0) is None:
+            del sys.modules[_BLAS_PROBE]
