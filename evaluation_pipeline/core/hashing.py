@@ -64,8 +64,7 @@ def judgments_sha256(judgments: pl.DataFrame | Blocks) -> str:
 
 def update_pool(digest, blocks: Blocks) -> None:
     """Feed a pool's canonical lines to ``digest``."""
-    # -0.0 + 0.0 is +0.0: equal scores hash equally.
-    bits = (blocks.frame["score"].to_numpy() + 0.0).view(np.int64)
+    bits = blocks.numpy("score").view(np.int64)  # -0.0: see kernel.pool_lines
     rankers = string_buffers(blocks.keys["ranker"])
     queries = string_buffers(blocks.keys["query_id"])
     _feed(digest, _chunks(blocks), lambda chunk, out: kernel.pool_lines(

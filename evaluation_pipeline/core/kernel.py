@@ -405,6 +405,7 @@ def _add_ideal(top, n_top, cutoffs, denominator, out, row):
 _POWERS_OF_TEN = np.array([10**i for i in range(20)], dtype=np.uint64)
 _TEN = np.uint64(10)
 _HUNDRED = np.uint64(100)
+_NEGATIVE_ZERO = np.int64(-(2**63))  # the bit pattern of -0.0
 _PAIRS = np.frombuffer("".join(f"{i:02d}" for i in range(100)).encode(), dtype=np.uint8)
 
 
@@ -549,7 +550,8 @@ def _put_str(out, at, data, off, i):
 @njit(cache=True, nogil=True)
 def pool_lines(blocks, starts, order, r_off, r_data, q_off, q_data, d_off, d_data, bits, out):
     r"""``ranker\tquery_id\tdoc_id\tscore_bits\n`` for the rows of ``blocks`` (in that order,
-    each block's rows in ``order``), as bytes. Ranker and query_id are per block. Written into
+    each block's rows in ``order``), as bytes. ``bits``: the scores viewed as int64; -0.0 is
+    written as +0.0 (equal scores hash equally). Ranker and query_id are per block. Written into
     ``out`` when it is large enough (one buffer reused chunk after chunk); returns the buffer
     and the number of bytes written."""
     size = 0  # an upper bound: 20 characters for every score, so one pass writes
@@ -569,7 +571,8 @@ def pool_lines(blocks, starts, order, r_off, r_data, q_off, q_data, d_off, d_dat
             out[at] = 9
             at = _put_str(out, at + 1, d_data, d_off, i)
             out[at] = 9
-            at = _put_int(out, at + 1, bits[i])
+            value = bits[i]
+            at = _put_int(out, at + 1, 0 if value == _NEGATIVE_ZERO else value)
             out[at] = 10
             at += 1
     return out, at

@@ -125,7 +125,7 @@ def score_candidates(
     facts = keys.join(index.queries, on="query_id", how="left", maintain_order="left")
     cutoffs = spec.cutoffs
     dcg, candidate_ideal, judged_at_k, counts, positive_candidates = kernel.score_blocks(
-        starts, blocks.order, blocks.frame["score"].to_numpy(), blocks.docs,
+        starts, blocks.order, blocks.numpy("score"), blocks.docs,
         facts["j_lo"].fill_null(0).to_numpy(), facts["j_hi"].fill_null(0).to_numpy(),
         index.order, index.docs, index.grades["grade_class"].to_numpy(),
         index.grades["gain"].to_numpy(), np.array(cutoffs, dtype=np.int64), _TIES[spec.ties],
