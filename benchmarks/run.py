@@ -1,9 +1,10 @@
 """Time NDCG@10 tools end to end, Parquet in, per-query results out, each in its own process.
 
-    python benchmarks/run.py --rows 1M --rows 10M [--tools ndcg-eval,streaming,...]
+    python benchmarks/run.py --rows 1M --rows 10M [--tools ndcg-eval,streaming,...] [--repeat N]
 
-Per tool: wall time, peak RSS of its process (``os.wait4``), candidate rows per second, the
-ratio to the floor (reading the needed columns into Arrow plus one sort) and to pytrec_eval,
+Per tool: wall time (the median of ``--repeat`` runs), peak RSS of its process (``os.wait4``),
+candidate rows per second, the ratio to the floor (reading the needed columns into Arrow plus
+one sort) and to pytrec_eval (and its inverse, the speed-up),
 and the largest absolute difference of its per-query NDCG@10 from ours under the matching
 profile (trec_eval for pytrec_eval, ir_measures and ranx; sklearn for scikit-learn). Data comes
 from ``benchmarks/generate.py`` in ``benchmarks/data/``. Prints a markdown table.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -147,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", action="append", help="1M, 10M, 100M (generated beforehand)")
     parser.add_argument("--tools", default=",".join(TOOLS))
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs per tool; the table shows the median wall time")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -154,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     tools = args.tools.split(",")
     lines = ["| rows | tool | wall s | peak RSS GB | rows/s | x floor | x pytrec_eval | "
-             "max abs diff vs ours |", "|---|---|---|---|---|---|---|---|"]
+             "speed-up vs pytrec_eval | max abs diff vs ours |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for size in args.rows or ["1M", "10M"]:
         rows = size_rows(size)
         tag = f"{rows // 1_000_000}M"
@@ -177,19 +182,23 @@ def main(argv: list[str] | None = None) -> int:
                 out = folder / "per_query.parquet"
             else:
                 argv = [PYTHON, __file__, "--child", tool, str(judgments), str(run), str(out)]
-            wall, peak = timed(argv)
+            runs = [timed(argv) for _ in range(max(args.repeat, 1))]
+            wall = statistics.median(w for w, _ in runs)
+            peak = max(p for _, p in runs)
             # The streaming engine is the reference the others are compared with.
             agree = ("" if tool in ("floor", "streaming")
                      else agreement(tool, out, judgments, run, scratch))
             results[tool] = (wall, peak, agree)
-            print(f"{tag} {tool}: {wall:.1f}s {peak:.2f} GB {agree}", file=sys.stderr)
+            walls = " ".join(f"{w:.2f}" for w, _ in runs)
+            print(f"{tag} {tool}: {wall:.2f}s ({walls}) {peak:.2f} GB {agree}", file=sys.stderr)
         floor = results.get("floor", (None,))[0]
         pytrec = results.get("pytrec_eval", (None,))[0]
         for tool, (wall, peak, agree) in results.items():
-            x_floor = f"{wall / floor:.1f}" if floor else "-"
-            x_pytrec = f"{wall / pytrec:.2f}" if pytrec else "-"
-            lines.append(f"| {tag} | {tool} | {wall:.1f} | {peak:.2f} | {rows / wall:,.0f} | "
-                         f"{x_floor} | {x_pytrec} | {agree} |")
+            x_floor = f"{wall / floor:.2f}" if floor else "-"
+            x_pytrec = f"{wall / pytrec:.3f}" if pytrec else "-"
+            speed_up = f"{pytrec / wall:.2f}" if pytrec else "-"
+            lines.append(f"| {tag} | {tool} | {wall:.2f} | {peak:.2f} | {rows / wall:,.0f} | "
+                         f"{x_floor} | {x_pytrec} | {speed_up} | {agree} |")
     print("\n".join(lines))
     DATA.mkdir(exist_ok=True)
     (DATA / f"last-run-{'-'.join(args.rows or ['1M', '10M'])}.json").write_text(json.dumps(lines))
