@@ -2,7 +2,7 @@
 
     python benchmarks/run.py --rows 1M --rows 10M [--tools ndcg-eval,streaming,...] [--repeat N]
 
-Per tool: wall time (the median of ``--repeat`` runs), peak RSS of its process (``os.wait4``),
+Per tool: wall time (the median of ``--repeat`` rounds, each running every tool once), peak RSS of its process (``os.wait4``),
 candidate rows per second, the ratio to the floor (reading the needed columns into Arrow plus
 one sort) and to pytrec_eval (and its inverse, the speed-up),
 and the largest absolute difference of its per-query NDCG@10 from ours under the matching
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         if not run.exists():
             raise SystemExit(f"{run} is missing: python benchmarks/generate.py --rows {rows}")
         scratch = Path(tempfile.mkdtemp(prefix=f"bench-{tag}-"))
-        results = {}
+        commands = {}
         for tool in tools:
             if rows > MAX_ROWS.get(tool, rows):
                 continue
@@ -182,7 +182,16 @@ def main(argv: list[str] | None = None) -> int:
                 out = folder / "per_query.parquet"
             else:
                 argv = [PYTHON, __file__, "--child", tool, str(judgments), str(run), str(out)]
-            runs = [timed(argv) for _ in range(max(args.repeat, 1))]
+            commands[tool] = (argv, out)
+        # Rounds of every tool once, so that a machine whose speed drifts over minutes slows
+        # all tools alike instead of the ones that happen to run late.
+        timings: dict[str, list] = {tool: [] for tool in commands}
+        for _ in range(max(args.repeat, 1)):
+            for tool, (argv, _) in commands.items():
+                timings[tool].append(timed(argv))
+        results = {}
+        for tool, (_, out) in commands.items():
+            runs = timings[tool]
             wall = statistics.median(w for w, _ in runs)
             peak = max(p for _, p in runs)
             # The streaming engine is the reference the others are compared with.
