@@ -44,3 +44,12 @@ def check_safe_name(name: object, what: str) -> str:
             "(no path separators, spaces or control characters)"
         )
     return name
+
+
+def is_safe_name(name: object) -> bool:
+    """Whether :func:`check_safe_name` accepts ``name``."""
+    try:
+        check_safe_name(name, "")
+    except UnsafeNameError:
+        return False
+    return True

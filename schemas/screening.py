@@ -17,7 +17,7 @@ import importlib
 import polars as pl
 
 from schemas.keys import unique_rows
-from schemas.names import UnsafeNameError, check_safe_name
+from schemas.names import is_safe_name
 
 
 def validate(
@@ -63,12 +63,9 @@ def _no_nulls(frame: pl.DataFrame, columns) -> bool:
 def _one_safe_name(frame: pl.DataFrame, column: str) -> bool:
     if frame.height == 0:
         return True
-    first = frame[column][0]
-    try:
-        check_safe_name(first, column)
-    except UnsafeNameError:
-        return False
-    return _holds(frame, (pl.col(column) == first).all())
+    # By expression, not frame[column]: that would materialize a literal column (one name).
+    first = frame.select(pl.col(column).first()).item()
+    return is_safe_name(first) and _holds(frame, (pl.col(column) == first).all())
 
 
 def _holds(frame: pl.DataFrame, rule: pl.Expr) -> bool:

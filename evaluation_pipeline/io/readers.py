@@ -16,7 +16,7 @@ import polars as pl
 
 from schemas import InputError, validate
 from schemas.errors import MAX_EXAMPLES, UNKNOWN_HINT, violation
-from schemas.names import UnsafeNameError, check_safe_name
+from schemas.names import UnsafeNameError, check_safe_name, is_safe_name
 
 FORMATS = ("parquet", "csv", "trec")
 _EXTENSIONS = {
@@ -213,12 +213,12 @@ def _read_parquet(path: Path, constant: tuple[str, ...], unread: dict) -> pl.Dat
     comes back as a literal column, which polars keeps unmaterialized: finding that out is one
     aggregate pass, cheaper than building ten million copies of the name as strings. A column
     of ``unread`` stored with the type given there is left out."""
-    names = pl.scan_parquet(path, glob=False).collect_schema()
-    names = {c: t for c, t in names.items() if unread.get(c) != t}
+    scan = pl.scan_parquet(path, glob=False)  # "[", "*", "?" are legal in names: no glob
+    names = {c: t for c, t in scan.collect_schema().items() if unread.get(c) != t}
     strings = [c for c in constant if names.get(c) == pl.String]
-    if not strings:  # "[", "*", "?" are legal in names: no glob
+    if not strings:
         return pl.read_parquet(path, columns=list(names), glob=False)
-    facts = pl.scan_parquet(path, glob=False).select(
+    facts = scan.select(
         *(pl.col(c).first().alias(f"first {c}") for c in strings),
         *(((pl.col(c).null_count() == 0) & (pl.col(c) == pl.col(c).first()).all())
           .alias(f"one {c}") for c in strings),
@@ -424,14 +424,11 @@ def _with_name_column(frame, column, name, path, lines, what, default=None):
         text.first().alias("first"),
         ((text.null_count() == 0) & (text == text.first()).all()).alias("one"),
     ).collect().row(0)
-    if one and (name is None or first == name) and _safe(first, what):
+    if one and (name is None or first == name) and is_safe_name(first):
         # The usual case, checked by expressions: a literal column from the reader stays one.
         return frame.with_columns(text.alias(column))
     values = frame[column].cast(pl.String)
-    if values.null_count() == 0 and (values == values[0]).all():  # the usual case: one name
-        distinct = [values[0]]
-    else:
-        distinct = values.drop_nulls().unique(maintain_order=True).head(100).to_list()
+    distinct = values.drop_nulls().unique(maintain_order=True).head(100).to_list()
     unsafe = []
     for value in distinct:
         try:
@@ -459,14 +456,6 @@ def _with_name_column(frame, column, name, path, lines, what, default=None):
             _row_numbers(lines, rows), values.filter(rows).head(MAX_EXAMPLES).to_list())],
             row_label=label)
     return frame.with_columns(values.alias(column))
-
-
-def _safe(name: str, what: str) -> bool:
-    try:
-        check_safe_name(name, what)
-    except UnsafeNameError:
-        return False
-    return True
 
 
 def _string_ids(frame: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
