@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from evaluation_pipeline.core import kernel
+from evaluation_pipeline.core.blocks import Blocks
 from evaluation_pipeline.core.evaluation import Lineage, evaluate
 from evaluation_pipeline.core.hashing import judgment_blocks, judgments_sha256, pool_blocks
 from evaluation_pipeline.core.ndcg import JudgmentIndex, index_judgments
@@ -37,17 +38,11 @@ def read_and_evaluate(
         # is read and cut into blocks: both are mostly polars and compiled loops, GIL released.
         judged = side.submit(_read_judgments, judgments_path, judgments_format,
                              judgment_version, spec)
-        # Repeated (ranker, query_id, doc_id) rows are found while the pool is cut into blocks
-        # (each query's documents in order), not by a separate pass; a pool that has some is
-        # read again with the check on, for the reader's message.
         candidates = read_candidates(run_path, run_format, pool=pool, ranker=ranker,
                                      check_keys=False, display=False)
         blocks = pool_blocks(candidates)
-        if blocks.duplicate >= 0:
-            read_candidates(run_path, run_format, pool=pool, ranker=ranker)  # raises, with rows
-            raise InputError(str(run_path), [violation(
-                "ranker, query_id, doc_id", "(ranker, query_id, doc_id) must be unique: "
-                f"duplicate rows, e.g. {blocks.duplicate_key()}", [])])
+        _refuse_repeats(blocks, run_path, lambda: read_candidates(
+            run_path, run_format, pool=pool, ranker=ranker))
         judgments, index, digest = judged.result()
     per_query, lineage = evaluate(judgments, candidates, spec, blocks=blocks, index=index,
                                   judgments_digest=digest)
@@ -57,12 +52,21 @@ def read_and_evaluate(
 def _read_judgments(path, fmt, version, spec) -> tuple[pl.DataFrame, JudgmentIndex, str]:
     judgments = read_judgments(path, fmt, version=version, check_keys=False)
     blocks = judgment_blocks(judgments)  # one cut for the index and the hash
-    if blocks.duplicate >= 0:  # as for the pool: the reader's message, with rows
-        read_judgments(path, fmt, version=version)
-        raise InputError(str(path), [violation(
-            "query_id, doc_id", "(query_id, doc_id) must be unique: "
-            f"duplicate rows, e.g. {blocks.duplicate_key()}", [])])
+    _refuse_repeats(blocks, path, lambda: read_judgments(path, fmt, version=version))
     return judgments, index_judgments(blocks, spec), judgments_sha256(blocks)
+
+
+def _refuse_repeats(blocks: Blocks, path: Path, read_checked) -> None:
+    """Repeated keys are found while the blocks are cut (each query's documents in order), not
+    by a separate pass. Input that has some is read again by ``read_checked``, the reader with
+    its key check on, whose message names the rows; this message is the fallback."""
+    if blocks.duplicate < 0:
+        return
+    read_checked()
+    columns = ", ".join([*blocks.keys.columns, "doc_id"])
+    raise InputError(str(path), [violation(
+        columns, f"({columns}) must be unique: duplicate rows, e.g. {blocks.duplicate_key()}",
+        [])])
 
 
 def score_local(
