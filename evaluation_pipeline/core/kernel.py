@@ -232,8 +232,7 @@ def score_blocks(starts, order, score, docs, j_lo, j_hi, j_order, judged_docs, j
     kept_score = np.empty(longest)
     kept_gain = np.empty(longest)
     rank_buffer = np.empty(longest, np.int64)
-    top, scratch = np.empty(reach), np.empty(longest if reach > _TOP_BY_INSERTION else 0)
-    denominator = np.log2(np.arange(reach) + 2.0)
+    top, scratch, denominator = _ideal_buffers(reach, longest)
     for b in range(n_blocks):
         lo, m = starts[b], starts[b + 1] - starts[b]
         # Grade: merge the block's doc_ids (ascending) with the query's judged doc_ids.
@@ -348,8 +347,7 @@ def ideal_dcg(starts, gain, cutoffs):
     widest = 0
     for s in range(n_segments):
         widest = max(widest, starts[s + 1] - starts[s])
-    top, scratch = np.empty(reach), np.empty(widest if reach > _TOP_BY_INSERTION else 0)
-    denominator = np.log2(np.arange(reach) + 2.0)
+    top, scratch, denominator = _ideal_buffers(reach, widest)
     for s in range(n_segments):
         n_top = _top_gains(gain, starts[s], starts[s + 1], reach, top, scratch)
         _add_ideal(top, n_top, cutoffs, denominator, out, s)
@@ -358,6 +356,14 @@ def ideal_dcg(starts, gain, cutoffs):
 
 # Up to this many places, the largest gains are kept by insertion (no sort, no allocation).
 _TOP_BY_INSERTION = 32
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _ideal_buffers(reach, widest):
+    """(top, scratch, denominator) for :func:`_top_gains` and :func:`_add_ideal`, for calls
+    that rank at most ``widest`` gains."""
+    scratch = np.empty(widest if reach > _TOP_BY_INSERTION else 0)
+    return np.empty(reach), scratch, np.log2(np.arange(reach) + 2.0)
 
 
 @njit(cache=True, nogil=True, inline="always")
