@@ -6,7 +6,7 @@ The canonical content is one line per row, fields separated by a tab, rows sorte
 bit pattern (exact, and independent of any float formatting). Optional columns do not count.
 
 The lines are written by compiled loops (``core.kernel``) straight from the blocks the scorer
-uses (``core.blocks``), about a million lines at a time, and fed to hashlib as they come.
+uses (``core.blocks``), some 64k lines at a time, and fed to hashlib as they come.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ from evaluation_pipeline.core.threads import helper
 
 POOL_KEYS = ["ranker", "query_id"]
 JUDGMENT_KEYS = ["query_id"]
-_CHUNK_ROWS = 1_000_000
+# Lines are written and hashed about 64k rows (some 4 MB) at a time: two buffers that size are
+# reused from the allocator and stay in cache, where 1M-row buffers were fresh pages each time
+# (0.28 s of system time of a 0.9 s hash at 10M rows here).
+_CHUNK_ROWS = 65_536
 
 
 def pool_blocks(pool: pl.DataFrame, starts: np.ndarray | None = None) -> Blocks:
@@ -102,7 +105,7 @@ def _feed(digest, chunks: list, write) -> None:
 
 
 def _chunks(blocks: Blocks):
-    """Block numbers in canonical order, about a million rows at a time."""
+    """Block numbers in canonical order, about ``_CHUNK_ROWS`` rows at a time."""
     order = blocks.canonical_blocks()
     rows_before = np.cumsum(np.diff(blocks.starts)[order])
     cuts = np.searchsorted(rows_before, np.arange(_CHUNK_ROWS, rows_before[-1] if len(
