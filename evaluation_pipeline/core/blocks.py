@@ -22,7 +22,7 @@ class Blocks:
     frame: pl.DataFrame  # the rows, each block contiguous
     keys: pl.DataFrame  # the key columns of each block, in block order
     starts: np.ndarray  # int64: block b is rows starts[b]:starts[b+1]
-    docs: tuple  # doc_id as (offsets, data, head, tail): see order_documents
+    docs: tuple  # doc_id as (offsets, data): see core.buffers.string_buffers
     order: np.ndarray  # row numbers, each block's rows by doc_id (UTF-8 bytes)
     duplicate: int  # a row whose keys and doc_id repeat another row's, or -1
     # Columns as numpy arrays, made once: a column read in pieces is copied by each to_numpy
@@ -78,14 +78,12 @@ def order_documents(starts: np.ndarray, doc_id: pl.Series) -> tuple[tuple, np.nd
 
     A large input is done in two halves of its blocks, the second on a helper thread: the
     compiled loops release the GIL, and each half writes only its own rows."""
-    offsets, data = string_buffers(doc_id)
-    n = len(offsets) - 1
-    head, tail = np.empty(n, np.uint64), np.empty(n, np.uint64)
-    docs = (offsets, data, head, tail)
+    docs = string_buffers(doc_id)
+    n = len(docs[0]) - 1
+    # scratch is touched only where rows share their first 16 bytes: its pages mostly stay unmade.
     order, scratch = np.empty(n, np.int64), np.empty(n, np.int64)
 
     def part(b_lo: int, b_hi: int) -> int:
-        kernel.prefix_keys(offsets, data, starts[b_lo], starts[b_hi], head, tail)
         return kernel.key_order(starts, docs, b_lo, b_hi, order, scratch)
 
     n_blocks = len(starts) - 1

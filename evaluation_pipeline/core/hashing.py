@@ -71,7 +71,7 @@ def update_pool(digest, blocks: Blocks) -> None:
     rankers = string_buffers(blocks.keys["ranker"])
     queries = string_buffers(blocks.keys["query_id"])
     _feed(digest, _chunks(blocks), lambda chunk, out: kernel.pool_lines(
-        chunk, blocks.starts, blocks.order, *rankers, *queries, *blocks.docs[:2], bits, out))
+        chunk, blocks.starts, blocks.order, *rankers, *queries, *blocks.docs, bits, out))
 
 
 def update_judgments(digest, blocks: Blocks) -> None:
@@ -80,7 +80,7 @@ def update_judgments(digest, blocks: Blocks) -> None:
     grade = blocks.frame["grade"].fill_null(0).to_numpy()
     queries = string_buffers(blocks.keys["query_id"])
     _feed(digest, _chunks(blocks), lambda chunk, out: kernel.judgment_lines(
-        chunk, blocks.starts, blocks.order, *queries, *blocks.docs[:2], grade, graded, out))
+        chunk, blocks.starts, blocks.order, *queries, *blocks.docs, grade, graded, out))
 
 
 def _feed(digest, chunks: list, write) -> None:

@@ -29,16 +29,20 @@ TIES_AVERAGE, TIES_DOC_ASC, TIES_DOC_DESC = 0, 1, 2
 _INSERTION_RUN = 16
 
 
-@njit(cache=True, nogil=True)
-def prefix_keys(off, data, lo, hi, head, tail):
-    """Into ``head[lo:hi]``, ``tail[lo:hi]``: bytes 0-7 and 8-15 of strings ``lo:hi`` as
-    big-endian integers (zero-padded). Comparing these pairs orders strings byte-wise except
-    between strings that share 16 bytes."""
+@njit(cache=True, nogil=True, inline="always")
+def _key(off, data, i):
+    """(head, tail, length): bytes 0-7 and 8-15 of string i as big-endian integers
+    (zero-padded), and its length. Comparing (head, tail) orders strings byte-wise except
+    between strings that share 16 bytes; of those, a string of at most 16 bytes is a prefix of
+    the other, so the lengths decide unless both are longer.
+
+    Made where they are compared, not kept: a 16-byte key per row was 160 MB of fresh memory at
+    10M rows, and a fresh page costs more here than the few loads that make a key again."""
+    a, length = off[i], off[i + 1] - off[i]
     end = len(data)
-    for i in range(lo, hi):
-        a, length = off[i], off[i + 1] - off[i]
-        head[i] = _word(data, a, min(length, 8), end)
-        tail[i] = _word(data, a + 8, min(length - 8, 8), end) if length > 8 else np.uint64(0)
+    head = _word(data, a, min(length, 8), end)
+    tail = _word(data, a + 8, min(length - 8, 8), end) if length > 8 else np.uint64(0)
+    return head, tail, length
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -76,13 +80,19 @@ def _load_big_endian(typingctx, data, at):
 @njit(cache=True, nogil=True, inline="always")
 def _compare(sa, i, sb, j):
     """-1, 0 or 1: string i of ``sa`` against string j of ``sb``, byte-wise. A string set is
-    (offsets, data, head, tail) with the keys of :func:`prefix_keys`."""
-    ha, hb = sa[2][i], sb[2][j]
-    if ha != hb:
-        return -1 if ha < hb else 1
-    ta, tb = sa[3][i], sb[3][j]
-    if ta != tb:
-        return -1 if ta < tb else 1
+    (offsets, data)."""
+    return _compare_keyed(_key(sa[0], sa[1], i), sa, i, _key(sb[0], sb[1], j), sb, j)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _compare_keyed(ka, sa, i, kb, sb, j):
+    """:func:`_compare` given both strings' keys (:func:`_key`)."""
+    if ka[0] != kb[0]:
+        return -1 if ka[0] < kb[0] else 1
+    if ka[1] != kb[1]:
+        return -1 if ka[1] < kb[1] else 1
+    if ka[2] <= 16 or kb[2] <= 16:
+        return 0 if ka[2] == kb[2] else (-1 if ka[2] < kb[2] else 1)
     # Kept out of line: unpacking the buffers here costs twenty times the comparison above.
     return _compare_rest(sa[0], sa[1], i, sb[0], sb[1], j)
 
@@ -152,17 +162,26 @@ def key_order(starts, strings, b_lo, b_hi, idx, tmp):
     parts of both, so two threads can order two ranges of blocks at once.
 
     Blocks already in order (a canonical file) cost one comparison per row. Others are sorted
-    by the 16-byte prefix keys, and only rows whose first 16 bytes are equal are compared
-    further.
+    by the 16-byte prefix keys of :func:`_key`, made per block, and only rows whose first 16
+    bytes are equal are compared further.
     """
-    head, tail = strings[2], strings[3]
+    off, data = strings[0], strings[1]
+    longest = 0
+    for b in range(b_lo, b_hi):
+        longest = max(longest, starts[b + 1] - starts[b])
+    head, tail = np.empty(longest, np.uint64), np.empty(longest, np.uint64)
+    length = np.empty(longest, np.int64)
     duplicate = -1
     for b in range(b_lo, b_hi):
         lo, hi = starts[b], starts[b + 1]
+        m = hi - lo
         in_order = True
-        for i in range(lo, hi):
-            idx[i] = i
-            if i > lo and in_order and _compare(strings, i - 1, strings, i) >= 0:
+        for t in range(m):
+            idx[lo + t] = lo + t
+            head[t], tail[t], length[t] = _key(off, data, lo + t)
+            if t > 0 and in_order and _compare_keyed(
+                    (head[t - 1], tail[t - 1], length[t - 1]), strings, lo + t - 1,
+                    (head[t], tail[t], length[t]), strings, lo + t) >= 0:
                 in_order = False
         if in_order:
             continue
@@ -170,21 +189,22 @@ def key_order(starts, strings, b_lo, b_hi, idx, tmp):
         # (numba's argsort of a key column is three times faster than sorting row numbers
         # with a comparison.)
         same_head, no_tail = True, True
-        for i in range(lo + 1, hi):
-            same_head &= head[i] == head[lo]
-            no_tail &= tail[i] == tail[lo]
+        for t in range(1, m):
+            same_head &= head[t] == head[0]
+            no_tail &= tail[t] == tail[0]
         if same_head:
-            idx[lo:hi] = lo + np.argsort(tail[lo:hi], kind="mergesort")
+            idx[lo:hi] = lo + np.argsort(tail[:m], kind="mergesort")
         elif no_tail:
-            idx[lo:hi] = lo + np.argsort(head[lo:hi], kind="mergesort")
+            idx[lo:hi] = lo + np.argsort(head[:m], kind="mergesort")
         else:
-            by_tail = lo + np.argsort(tail[lo:hi], kind="mergesort")
-            idx[lo:hi] = by_tail[np.argsort(head[by_tail], kind="mergesort")]
+            by_tail = np.argsort(tail[:m], kind="mergesort")
+            idx[lo:hi] = lo + by_tail[np.argsort(head[:m][by_tail], kind="mergesort")]
         # Rows that share their first 16 bytes: order them by the rest. Only these can repeat.
         i = lo
         while i < hi:
             j = i + 1
-            while j < hi and head[idx[j]] == head[idx[i]] and tail[idx[j]] == tail[idx[i]]:
+            while j < hi and head[idx[j] - lo] == head[idx[i] - lo] and (
+                    tail[idx[j] - lo] == tail[idx[i] - lo]):
                 j += 1
             if j - i > 1:
                 _sort_segment(idx, tmp, i, j, strings)
@@ -218,6 +238,8 @@ def score_blocks(starts, order, score, docs, j_lo, j_hi, j_order, judged_docs, j
     """
     n_blocks, n_k = len(starts) - 1, len(cutoffs)
     reach = cutoffs.max()
+    d_off, d_data = docs[0], docs[1]
+    j_off, j_data = judged_docs[0], judged_docs[1]
     dcg = np.zeros((n_blocks, n_k))
     ideal = np.zeros((n_blocks, n_k))
     judged = np.zeros((n_blocks, n_k))
@@ -236,13 +258,18 @@ def score_blocks(starts, order, score, docs, j_lo, j_hi, j_order, judged_docs, j
     for b in range(n_blocks):
         lo, m = starts[b], starts[b + 1] - starts[b]
         # Grade: merge the block's doc_ids (ascending) with the query's judged doc_ids.
+        # Each side's keys are made once, when the merge reaches the row.
         jp, je = j_lo[b], j_hi[b]
+        jr, judged_key = -1, (np.uint64(0), np.uint64(0), 0)
         for t in range(m):
             row = order[lo + t]
             cls, gain = UNJUDGED, 0.0
+            key = _key(d_off, d_data, row)
             while jp < je:
-                jr = j_order[jp]
-                c = _compare(judged_docs, jr, docs, row)
+                if jr != j_order[jp]:
+                    jr = j_order[jp]
+                    judged_key = _key(j_off, j_data, jr)
+                c = _compare_keyed(judged_key, judged_docs, jr, key, docs, row)
                 if c < 0:
                     jp += 1
                     continue
