@@ -146,6 +146,46 @@ def test_halves_and_chunks_give_the_same_digests_and_order(pool_rows, version_ro
     np.testing.assert_array_equal(halves.order, whole.order)
 
 
+# Block contents for the orderings the kernel treats apart: ids sharing their first 8 bytes
+# (sorted by the second word), ids of at most 8 bytes (by the first), ids differing in both
+# words (two sorts), ids that leave no low bits free for a position (the general sort), and
+# blocks past the insertion sort's limit.
+_ORDER_ALPHABETS = ["ab", "0123456789", "\x00\x01\xff", "é\u4e2d"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["", "D0000000", "D00000000000000", "https://x.org/"]),
+                          st.integers(0, 3), st.integers(0, 9), st.integers(0, 1),
+                          st.lists(st.text(min_size=0, max_size=9), min_size=1, max_size=3),
+                          st.integers(1, 300)),
+                min_size=1, max_size=4), st.randoms(use_true_random=False))
+def test_key_order_is_the_stable_byte_order(spec, rnd):
+    docs, starts = [], [0]
+    for prefix, alphabet, longest, repeat, seeds, size in spec:
+        letters = _ORDER_ALPHABETS[alphabet]
+        block = [prefix + "".join(rnd.choice(letters) for _ in range(rnd.randint(0, longest)))
+                 for _ in range(size)]
+        block += seeds[:1] * repeat  # a repeat, unless the block repeats one already
+        rnd.shuffle(block)
+        docs += block
+        starts.append(len(docs))
+    from evaluation_pipeline.core.buffers import string_buffers
+
+    strings = string_buffers(pl.Series(docs, dtype=pl.String))
+    order, scratch = np.empty(len(docs), np.int64), np.empty(len(docs), np.int64)
+    starts = np.array(starts, dtype=np.int64)
+    duplicate = kernel.key_order(starts, strings, 0, len(starts) - 1, order, scratch)
+    expected, repeated = [], []
+    for lo, hi in zip(starts[:-1], starts[1:]):
+        rows = sorted(range(lo, hi), key=lambda r: docs[r].encode())  # stable
+        expected += rows
+        repeated += [b for a, b in zip(rows, rows[1:]) if docs[a] == docs[b]]
+    assert order.tolist() == expected
+    assert (duplicate >= 0) == bool(repeated)
+    if repeated:
+        assert duplicate in repeated
+
+
 @pytest.mark.parametrize("repeat_at", [1, 2, 5, 9])
 def test_duplicates_are_found_in_either_half(repeat_at):
     docs = [f"https://example.org/docs/{i}" for i in range(10)]
