@@ -7,6 +7,7 @@ judgments in doc_id order, and the content hash writes the same rows as canonica
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,14 +27,20 @@ class Blocks:
     order: np.ndarray  # row numbers, each block's rows by doc_id (UTF-8 bytes)
     duplicate: int  # a row whose keys and doc_id repeat another row's, or -1
     # Columns as numpy arrays, made once: a column read in pieces is copied by each to_numpy
-    # (80 MB of scores at 10M rows), and the kernel and the hash both read the scores.
+    # (80 MB of scores at 10M rows), and the kernel and the hash both read the scores, from two
+    # threads that start together: the lock keeps the second from making its own copy.
     _arrays: dict = field(default_factory=dict, compare=False, repr=False)
+    _arrays_lock: threading.Lock = field(default_factory=threading.Lock, compare=False,
+                                         repr=False)
 
     def numpy(self, column: str) -> np.ndarray:
         """``frame[column]`` as one numpy array, made on first use."""
         array = self._arrays.get(column)
         if array is None:
-            array = self._arrays[column] = self.frame[column].to_numpy()
+            with self._arrays_lock:
+                array = self._arrays.get(column)
+                if array is None:
+                    array = self._arrays[column] = self.frame[column].to_numpy()
         return array
 
     @property
