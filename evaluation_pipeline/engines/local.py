@@ -32,12 +32,15 @@ def read_and_evaluate(
     ranker: str | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, Lineage]:
     """(judgments, candidates, per-query rows, lineage) of two input files, all validated."""
-    threading.Thread(target=kernel.warm_up, daemon=True).start()
     with ThreadPoolExecutor(max_workers=1) as side:
         # The judgments (read, indexed for the spec, hashed) on a second thread, while the run
         # is read and cut into blocks: both are mostly polars and compiled loops, GIL released.
         judged = side.submit(_read_judgments, judgments_path, judgments_format,
                              judgment_version, spec)
+        # numba's import (0.3 s, holding the interpreter) runs beside the judgments' read; the
+        # compiler then starts on a spare thread while the run is read.
+        kernel.load()
+        threading.Thread(target=kernel.warm_up, daemon=True).start()
         candidates = read_candidates(run_path, run_format, pool=pool, ranker=ranker,
                                      check_keys=False, display=False)
         blocks = pool_blocks(candidates)
