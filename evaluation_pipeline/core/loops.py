@@ -610,6 +610,19 @@ def _put_str(out, at, data, off, i):
     return at + z - a
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _line_buffer(out, blocks, starts, d_off, row_bytes):
+    """``out``, or a new buffer when it is too small, for the lines of ``blocks``: an upper bound
+    of ``row_bytes[j]`` plus its doc_id for each row of block ``blocks[j]``, so that one pass
+    writes them, and 16 bytes of slack for :func:`_put_str`."""
+    size = 16
+    for j in range(len(blocks)):
+        b = blocks[j]
+        lo, hi = starts[b], starts[b + 1]
+        size += row_bytes[j] * (hi - lo) + d_off[hi] - d_off[lo]
+    return out if len(out) >= size else np.empty(size, np.uint8)
+
+
 @njit(cache=True, nogil=True)
 def pool_lines(blocks, starts, order, r_off, r_data, q_off, q_data, d_off, d_data, bits, out):
     r"""``ranker\tquery_id\tdoc_id\tscore_bits\n`` for the rows of ``blocks`` (in that order,
@@ -617,13 +630,9 @@ def pool_lines(blocks, starts, order, r_off, r_data, q_off, q_data, d_off, d_dat
     written as +0.0 (equal scores hash equally). Ranker and query_id are per block. Written into
     ``out`` when it is large enough (one buffer reused chunk after chunk); returns the buffer
     and the number of bytes written."""
-    size = 0  # an upper bound: 20 characters for every score, so one pass writes
-    for b in blocks:
-        key = (r_off[b + 1] - r_off[b]) + (q_off[b + 1] - q_off[b]) + 4 + 20
-        size += key * (starts[b + 1] - starts[b]) + d_off[starts[b + 1]] - d_off[starts[b]]
-    size += 16  # slack for _put_str
-    if len(out) < size:
-        out = np.empty(size, np.uint8)
+    # Per row: ranker, query_id, 4 separators and at most 20 characters of score.
+    keys = (r_off[blocks + 1] - r_off[blocks]) + (q_off[blocks + 1] - q_off[blocks])
+    out = _line_buffer(out, blocks, starts, d_off, keys + 24)
     at = 0
     for b in blocks:
         for t in range(starts[b], starts[b + 1]):
@@ -646,13 +655,8 @@ def judgment_lines(blocks, starts, order, q_off, q_data, d_off, d_data, grade, g
     r"""``query_id\tdoc_id\tgrade\tgrade_status\n`` (grade empty when unknown) for the rows
     of ``blocks``, as bytes (in ``out`` when it is large enough), like :func:`pool_lines`.
     query_id is per block."""
-    size = 0  # an upper bound (20 characters of grade, 7 of status), so one pass writes
-    for b in blocks:
-        key = (q_off[b + 1] - q_off[b]) + 4 + 27
-        size += key * (starts[b + 1] - starts[b]) + d_off[starts[b + 1]] - d_off[starts[b]]
-    size += 16  # slack for _put_str
-    if len(out) < size:
-        out = np.empty(size, np.uint8)
+    # Per row: query_id, 4 separators, at most 20 characters of grade and 7 of status.
+    out = _line_buffer(out, blocks, starts, d_off, (q_off[blocks + 1] - q_off[blocks]) + 31)
     at = 0
     for b in blocks:
         for t in range(starts[b], starts[b + 1]):
