@@ -29,9 +29,8 @@ from evaluation_pipeline.core.evaluation import Lineage, summarize
 from evaluation_pipeline.core.explain import explain
 from evaluation_pipeline.core.gains import GainError
 from evaluation_pipeline.core.ndcg import sort_results
-from evaluation_pipeline.engines import ENGINES, score_files
+from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, ENGINES, score_files
 from evaluation_pipeline.engines.local import read_and_evaluate
-from evaluation_pipeline.engines.streaming import DEFAULT_BATCH_ROWS
 from evaluation_pipeline.io.atomic import write_json, write_parquet
 from evaluation_pipeline.io.readers import (
     FORMATS,
