@@ -146,6 +146,22 @@ def test_halves_and_chunks_give_the_same_digests_and_order(pool_rows, version_ro
     np.testing.assert_array_equal(halves.order, whole.order)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 9), min_size=1, max_size=30), st.integers(1, 8))
+def test_chunks_are_whole_blocks_in_canonical_order_and_never_empty(sizes, chunk_rows):
+    rows = [("r", f"q{b:02d}", f"d{i}", 1.0) for b, size in enumerate(sizes) for i in range(size)]
+    blocks = hashing.pool_blocks(pl.DataFrame(rows, schema=["ranker", "query_id", "doc_id",
+                                                            "score"], orient="row"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hashing, "_CHUNK_ROWS", chunk_rows)
+        chunks = hashing._chunks(blocks)
+    assert all(len(chunk) for chunk in chunks)
+    np.testing.assert_array_equal(np.concatenate(chunks), blocks.canonical_blocks())
+    block_rows = np.diff(blocks.starts)
+    for chunk in chunks:  # a chunk's rows pass the chunk size by less than one block's
+        assert block_rows[chunk].sum() < chunk_rows + block_rows[chunk].max()
+
+
 # Block contents for the orderings the kernel treats apart: ids sharing their first 8 bytes
 # (sorted by the second word), ids of at most 8 bytes (by the first), ids differing in both
 # words (two sorts), ids that leave no low bits free for a position (the general sort), and

@@ -105,11 +105,14 @@ def _feed(digest, chunks: list, write) -> None:
 
 
 def _chunks(blocks: Blocks):
-    """Block numbers in canonical order, about ``_CHUNK_ROWS`` rows at a time."""
+    """Block numbers in canonical order, about ``_CHUNK_ROWS`` rows at a time: whole blocks,
+    none empty (a block longer than a chunk is a chunk of its own)."""
     order = blocks.canonical_blocks()
     rows_before = np.cumsum(np.diff(blocks.starts)[order])
     cuts = np.searchsorted(rows_before, np.arange(_CHUNK_ROWS, rows_before[-1] if len(
         rows_before) else 0, _CHUNK_ROWS), side="right")
+    # Cuts falling inside one long block coincide, and one inside the first block is at 0.
+    cuts = np.unique(cuts[(cuts > 0) & (cuts < len(order))])
     return np.split(order, cuts) if len(order) else []
 
 
