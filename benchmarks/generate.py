@@ -23,6 +23,8 @@ import polars as pl
 import pyarrow.parquet as pq
 
 DATA = Path(__file__).resolve().parent / "data"
+CANDIDATES = 100  # per query
+SEED = 7
 QUERIES_PER_BATCH = 20_000
 DOC_SPACE = 10_000  # doc numbers of query q are q * DOC_SPACE + j
 
@@ -83,12 +85,26 @@ def judgment_batch(rng, q, j, rank, first_query, n_queries, candidates, n_run_qu
     )
 
 
+def size_rows(text: str) -> int:
+    """A size as written on the command line: 1M, 2.5M, 500k, 1_000_000."""
+    text = text.strip().upper().replace("_", "")
+    scale = {"M": 1_000_000, "K": 1_000}.get(text[-1:], 1)
+    try:
+        return int(float(text[:-1]) * scale) if scale > 1 else int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a row count: {text!r} (e.g. 1M, 500k, 1000000)")
+
+
+def data_paths(rows: int, out: Path = DATA) -> tuple[Path, Path]:
+    """(judgments, run) files of a size: judgments-10M.parquet, run-10M.parquet, ..."""
+    tag = f"{rows // 1_000_000}M" if rows % 1_000_000 == 0 else str(rows)
+    return out / f"judgments-{tag}.parquet", out / f"run-{tag}.parquet"
+
+
 def generate(rows: int, candidates: int, seed: int, out: Path) -> tuple[Path, Path]:
     n_queries = rows // candidates
     out.mkdir(parents=True, exist_ok=True)
-    tag = f"{rows // 1_000_000}M" if rows >= 1_000_000 else str(rows)
-    run_path = out / f"run-{tag}.parquet"
-    judgments_path = out / f"judgments-{tag}.parquet"
+    judgments_path, run_path = data_paths(rows, out)
     run_writer = judgments_writer = None
     started = time.perf_counter()
     missing = max(n_queries // 200, 1)  # judged queries the run does not contain
@@ -129,10 +145,11 @@ def generate(rows: int, candidates: int, seed: int, out: Path) -> tuple[Path, Pa
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=lambda s: int(s.replace("_", "")), action="append",
-                        help="candidate rows (repeat for several); default 1M and 10M")
-    parser.add_argument("--candidates", type=int, default=100, help="candidates per query")
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--rows", type=size_rows, action="append",
+                        help="candidate rows: 1M, 500k, 1_000_000 (repeat for several); "
+                             "default 1M and 10M")
+    parser.add_argument("--candidates", type=int, default=CANDIDATES, help="candidates per query")
+    parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--out", type=Path, default=DATA)
     args = parser.parse_args(argv)
     for rows in args.rows or [1_000_000, 10_000_000]:

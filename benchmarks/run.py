@@ -7,7 +7,8 @@ candidate rows per second, the ratio to the floor (reading the needed columns in
 one sort) and to pytrec_eval (and its inverse, the speed-up),
 and the largest absolute difference of its per-query NDCG@10 from ours under the matching
 profile (trec_eval for pytrec_eval, ir_measures and ranx; sklearn for scikit-learn). Data comes
-from ``benchmarks/generate.py`` in ``benchmarks/data/``. Prints a markdown table.
+from ``benchmarks/generate.py`` in ``benchmarks/data/``, generated on first use of a size.
+Prints a markdown table.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from generate import CANDIDATES, SEED, data_paths, generate, size_rows
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
@@ -140,14 +143,10 @@ def agreement(tool: str, out: Path, judgments: Path, run: Path, scratch: Path) -
     return f"{diff:.1e} ({both.height:,} q)"
 
 
-def size_rows(text: str) -> int:
-    text = text.upper().replace("_", "")
-    return int(float(text[:-1]) * 1_000_000) if text.endswith("M") else int(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", action="append", help="1M, 10M, 100M (generated beforehand)")
+    parser.add_argument("--rows", type=size_rows, action="append",
+                        help="1M, 10M, 100M (data generated first when missing)")
     parser.add_argument("--tools", default=",".join(TOOLS))
     parser.add_argument("--repeat", type=int, default=1,
                         help="runs per tool; the table shows the median wall time")
@@ -160,12 +159,14 @@ def main(argv: list[str] | None = None) -> int:
     lines = ["| rows | tool | wall s | peak RSS GB | rows/s | x floor | x pytrec_eval | "
              "speed-up vs pytrec_eval | max abs diff vs ours |",
              "|---|---|---|---|---|---|---|---|---|"]
-    for size in args.rows or ["1M", "10M"]:
-        rows = size_rows(size)
-        tag = f"{rows // 1_000_000}M"
-        judgments, run = DATA / f"judgments-{tag}.parquet", DATA / f"run-{tag}.parquet"
-        if not run.exists():
-            raise SystemExit(f"{run} is missing: python benchmarks/generate.py --rows {rows}")
+    tags = []
+    for rows in args.rows or [1_000_000, 10_000_000]:
+        judgments, run = data_paths(rows, DATA)
+        if not (run.exists() and judgments.exists()):
+            print(f"generating {run.name} and {judgments.name} (seed {SEED}) ...", file=sys.stderr)
+            generate(rows, CANDIDATES, SEED, DATA)
+        tag = run.stem.removeprefix("run-")  # 10M, as in the file names
+        tags.append(tag)
         scratch = Path(tempfile.mkdtemp(prefix=f"bench-{tag}-"))
         commands = {}
         for tool in tools:
@@ -210,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"{x_floor} | {x_pytrec} | {speed_up} | {agree} |")
     print("\n".join(lines))
     DATA.mkdir(exist_ok=True)
-    (DATA / f"last-run-{'-'.join(args.rows or ['1M', '10M'])}.json").write_text(json.dumps(lines))
+    (DATA / f"last-run-{'-'.join(tags)}.json").write_text(json.dumps(lines))
     return 0
 
 
