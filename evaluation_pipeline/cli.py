@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -31,7 +32,7 @@ from evaluation_pipeline.core.gains import GainError
 from evaluation_pipeline.core.ndcg import sort_results
 from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, ENGINES, score_files
 from evaluation_pipeline.engines.local import read_and_evaluate
-from evaluation_pipeline.io.atomic import write_json, write_parquet
+from evaluation_pipeline.io.atomic import json_text, write_json, write_parquet
 from evaluation_pipeline.io.readers import (
     FORMATS,
     read_candidates,
@@ -57,6 +58,7 @@ from evaluation_pipeline.report.terminal import (
     render_trace,
 )
 from schemas import InputError, validate
+from schemas.errors import violation
 from schemas.names import UnsafeNameError
 
 EXIT_BAD_INPUT = 2
@@ -77,11 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     score = commands.add_parser("score", help="score a run against a judgment version")
-    score.add_argument("--judgments", required=True, type=Path, help="judgment version file")
-    score.add_argument("--run", required=True, type=Path,
+    score.add_argument("--judgments", required=True, type=_location,
+                       help="judgment version file (with --engine spark: any URL Spark reads)")
+    score.add_argument("--run", required=True, type=_location,
                        help="run file, or a pool folder with one run file per ranker")
     score.add_argument("--queries", type=Path, help="query weights and slice columns")
-    score.add_argument("--out", required=True, type=Path, help="output folder")
+    score.add_argument("--out", required=True, type=_location,
+                       help="output folder (with --engine spark: any URL Spark writes)")
     score.add_argument("--format", choices=FORMATS, help="format of every input file")
     score.add_argument("--judgments-format", choices=FORMATS)
     score.add_argument("--run-format", choices=FORMATS)
@@ -93,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "whole queries, bounded memory) or spark (PySpark, any URL it reads)")
     score.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS, metavar="N",
                        help="streaming: about N candidate rows per batch of whole queries")
+    score.add_argument("--spark-master", metavar="URL",
+                       help="spark: the cluster (spark://host:7077, yarn, k8s://...); default a "
+                       "local session, or under spark-submit its --master")
     score.add_argument("--report", action="store_true",
                        help="also write report.json, aggregates.parquet, report.html, traces/")
     _spec_arguments(score)
@@ -143,6 +150,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _location(text: str) -> Path | str:
+    """A local path, or a URL (``s3a://bucket/run.parquet``) kept as written: a Path would
+    fold its ``//``. Only the Spark engine reads and writes URLs."""
+    return text if _URL.match(text) else Path(text)
+
+
 def _spec_arguments(parser: argparse.ArgumentParser, cutoff: bool = True) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--spec", type=Path, help="YAML or TOML spec file")
@@ -184,6 +200,15 @@ def resolve_spec(args: argparse.Namespace) -> EvaluationSpec:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    urls = [str(x) for x in (args.judgments, args.run, args.out) if isinstance(x, str)]
+    if urls and args.engine != "spark":
+        raise InputError(urls[0], [violation(
+            "(file)", f"a URL is read and written by --engine spark only, not {args.engine}; "
+            "give a local path", [])])
+    if isinstance(args.out, str) and args.report:
+        raise InputError(args.out, [violation(
+            "(file)", "--report writes local files (HTML, traces): give a local --out, or "
+            "report later from a copy with ndcg-eval report", [])])
     spec = resolve_spec(args)
     if args.engine != "local":
         return _score_with_engine(args, spec)
@@ -211,23 +236,33 @@ def _score_with_engine(args: argparse.Namespace, spec: EvaluationSpec) -> int:
     """Streaming or Spark: the engine writes per_query.parquet (for Spark, a folder of parts);
     the summary and report are computed from what it wrote."""
     queries = read_queries(args.queries) if args.queries else None
-    target = args.out / PER_QUERY_FILE
+    remote = isinstance(args.out, str)  # a URL: Spark writes there, and the summary beside
+    target = _inside(args.out, PER_QUERY_FILE)
     result = score_files(
         args.judgments, args.run, spec, target, engine=args.engine, batch_rows=args.batch_rows,
         judgment_version=args.judgment_version, pool=args.pool, ranker=args.ranker,
+        spark_master=args.spark_master,
     )
     for note in result.notes:
         print(f"ndcg-eval: {note}", file=sys.stderr)
     # The summary reads the columns its means and counts need, in any row order (the lineage is
     # known): all columns, sorted, took 0.9 GB at 100M rows, the peak of a streamed run. A
     # report lists rows, so it reads them all, in order (Spark writes parts in any order).
-    files = sorted(target.glob("*.parquet")) if target.is_dir() else target
-    per_query = pl.read_parquet(files, columns=None if args.report else list(SUMMARY_COLUMNS),
-                                glob=False)
+    columns = None if args.report else list(SUMMARY_COLUMNS)
+    if remote:
+        from evaluation_pipeline.engines.spark import read_results, write_text_at
+
+        per_query = read_results(target, columns)
+    else:
+        files = sorted(target.glob("*.parquet")) if target.is_dir() else target
+        per_query = pl.read_parquet(files, columns=columns, glob=False)
     if args.report:
         per_query = sort_results(per_query)
     summary = summarize(per_query, spec, result.lineage, queries)
-    write_json(summary, args.out / SUMMARY_FILE)
+    if remote:
+        write_text_at(_inside(args.out, SUMMARY_FILE), json_text(summary))
+    else:
+        write_json(summary, args.out / SUMMARY_FILE)
     print(render_summary(summary, args.out))
     if args.report:
         report = write_report(args.out, per_query, spec, result.lineage, queries,
@@ -383,8 +418,13 @@ def render_summary(summary: dict, out: Path | None = None) -> str:
             f"{counts['not_judged']:>7} {counts['missing_from_run']:>7}"
         )
     if out is not None:
-        lines += ["", f"wrote {out / PER_QUERY_FILE} and {out / SUMMARY_FILE}"]
+        lines += ["", f"wrote {_inside(out, PER_QUERY_FILE)} and {_inside(out, SUMMARY_FILE)}"]
     return "\n".join(lines)
+
+
+def _inside(folder: Path | str, name: str) -> Path | str:
+    """``folder / name`` for a local folder or a URL."""
+    return folder / name if isinstance(folder, Path) else f"{folder.rstrip('/')}/{name}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -92,7 +92,8 @@ def build_definitions(
             "policy": policy or QualityPolicy(),
             # Streaming keeps a scoring run's memory to its batches; it reads local files.
             "scoring": ScoringEngine(engine=engine or env("NDCG_EVAL_ENGINE") or (
-                "streaming" if storage.is_local() else "local")),
+                "streaming" if storage.is_local() else "local"),
+                spark_master=env("NDCG_EVAL_SPARK_MASTER") or None),
         },
     )
 

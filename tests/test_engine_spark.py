@@ -62,3 +62,44 @@ def test_spark_equals_local(inputs, tmp_path, spark):
     got = pl.read_parquet(tmp_path / "spark" / "*.parquet").select(expected.columns)
     assert remote.rows == expected.height
     assert_frame_equal(got.sort("ranker", "query_id", "cutoff"), expected)
+
+
+@pytest.mark.parametrize("column", ["grade", "grade_status"])
+def test_a_graded_row_without_a_grade_or_status_is_refused(inputs, tmp_path, spark, column):
+    # SQL logic: a rule over a null is null, and a sum of nulls counts nothing; the rule must
+    # count such a row as broken, as the local engine's model does.
+    from schemas import InputError
+
+    judgments, run = inputs
+    broken = tmp_path / "broken.parquet"
+    grades = pl.read_parquet(judgments)
+    first_graded = grades["grade_status"].to_list().index("graded")
+    grades.with_columns(pl.when(pl.int_range(pl.len()) == first_graded)
+                        .then(None).otherwise(pl.col(column)).alias(column)).write_parquet(broken)
+    with pytest.raises(InputError, match="grade_status must be graded"):
+        score_files(broken, run, profile("trec_eval"), str(tmp_path / "out"), engine="spark",
+                    spark_session=spark)
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_command_reads_and_writes_urls(inputs, tmp_path, spark):
+    # file:// stands for any URL the session reaches (s3a://, hdfs://): per-query parts and
+    # the summary are written there, through Spark, and match the local engine's.
+    import json
+
+    from evaluation_pipeline.cli import main
+
+    judgments, run = inputs
+    assert main(["score", "--judgments", str(judgments), "--run", str(run), "--profile",
+                 "trec_eval", "--out", str(tmp_path / "local")]) == 0
+    out = (tmp_path / "remote").as_uri()
+    assert main(["score", "--engine", "spark", "--judgments", judgments.as_uri(), "--run",
+                 run.as_uri(), "--profile", "trec_eval", "--out", out]) == 0
+    local = json.loads((tmp_path / "local" / "summary.json").read_text())
+    remote = json.loads((tmp_path / "remote" / "summary.json").read_text())
+    assert remote["lineage"] == local["lineage"] and remote["results"] == local["results"]
+    expected = pl.read_parquet(tmp_path / "local" / "per_query.parquet")
+    got = pl.read_parquet(tmp_path / "remote" / "per_query.parquet" / "*.parquet")
+    assert_frame_equal(got.select(expected.columns).sort("ranker", "query_id", "cutoff"),
+                       expected)
+    assert not list((tmp_path / "remote").glob(".*tmp*"))  # no temporary file left beside

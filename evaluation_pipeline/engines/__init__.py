@@ -5,7 +5,8 @@ by configuration, and every engine writes the same per-query rows with lineage.
 
 - ``local``: read and validate whole inputs in memory (any format the readers take).
 - ``streaming``: Parquet, batches of whole queries, memory bounded by the batch.
-- ``spark``: PySpark, ``groupBy(ranker, query_id).applyInArrow`` over any URL Spark reads.
+- ``spark``: PySpark, whole queries cogrouped with their judgments through ``applyInArrow``,
+  over any URL Spark reads.
 """
 
 from __future__ import annotations
@@ -47,9 +48,13 @@ def score_files(
     ranker: str | None = None,
     progress: bool = True,
     spark_session=None,
+    spark_master: str | None = None,
 ) -> EngineResult:
     """Score ``run_path`` against ``judgments_path`` under ``spec``; per-query Parquet at
-    ``out_path`` (a local path, or for ``spark`` any URL Spark can write)."""
+    ``out_path`` (a local path, or for ``spark`` any URL Spark can write).
+
+    ``spark``: ``spark_session`` if given, else the active session, else a new one at
+    ``spark_master`` (``engines.spark.spark_master``: a local one unless set or submitted)."""
     if engine == "local":
         from evaluation_pipeline.engines.local import score_local
 
@@ -69,6 +74,6 @@ def score_files(
 
         lineage, rows = score_spark(str(judgments_path), str(run_path), spec, str(out_path),
                                     judgment_version=judgment_version, pool=pool, ranker=ranker,
-                                    spark=spark_session)
+                                    spark=spark_session, master=spark_master)
         return EngineResult(lineage, str(out_path), rows)
     raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")

@@ -42,20 +42,68 @@ RESULT_ARROW = pa.schema([(name, {"string": pa.string(), "bigint": pa.int64(),
                           for name, dtype in RESULT_SCHEMA.items()])
 
 
-def spark_session(master: str = "local[2]"):
-    """A local session whose Python workers run this interpreter (and see this package)."""
+LOCAL_MASTER = "local[*]"
+
+
+def spark_master(master: str | None, environ=os.environ) -> str | None:
+    """The master a new session is given: ``master`` when set (``--spark-master``, the
+    ``ScoringEngine`` resource); none under ``spark-submit``, whose ``--master`` (or
+    spark-defaults.conf) then stands; otherwise a local session on every core."""
+    if master:
+        return master
+    # spark-submit starts the JVM first and hands the Python driver its gateway port.
+    return None if "PYSPARK_GATEWAY_PORT" in environ else LOCAL_MASTER
+
+
+def spark_session(master: str | None = None):
+    """The active session, or a new one at :func:`spark_master` (``master``) whose local Python
+    workers run this interpreter (and see this package)."""
     from pyspark.sql import SparkSession
 
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder
+    chosen = spark_master(master)
+    if chosen is not None:
+        builder = builder.master(chosen)
     return (
-        SparkSession.builder.master(master)
-        .appName("ndcg-eval")
+        builder.appName("ndcg-eval")
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.ui.enabled", "false")
         .getOrCreate()
     )
+
+
+def read_results(url: str, columns: list[str] | None, spark=None) -> pl.DataFrame:
+    """Per-query rows Spark wrote at ``url`` (any URL the session reads), as one frame."""
+    spark = spark or spark_session()
+    frame = spark.read.parquet(url)
+    return pl.from_arrow(frame.select(*(columns or frame.columns)).toArrow())
+
+
+def write_text_at(url: str, text: str, spark=None) -> None:
+    """``text`` as the file ``url`` through the session's Hadoop file system (s3a://, hdfs://,
+    file:// ...): written under a temporary name beside it, then renamed into place, so the
+    file is never seen half written (an existing one is deleted just before: Hadoop's rename
+    does not replace)."""
+    spark = spark or spark_session()
+    jvm = spark.sparkContext._jvm
+    target = jvm.org.apache.hadoop.fs.Path(url)
+    fs = target.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    temporary = jvm.org.apache.hadoop.fs.Path(target.getParent(), f".{target.getName()}.tmp")
+    stream = fs.create(temporary, True)
+    try:
+        stream.write(bytearray(text.encode("utf-8")))
+    finally:
+        stream.close()
+    if fs.exists(target):
+        fs.delete(target, False)
+    if not fs.rename(temporary, target):
+        raise OSError(f"could not rename {temporary} to {url}")
 
 
 def score_spark(
@@ -68,14 +116,16 @@ def score_spark(
     pool: str | None = None,
     ranker: str | None = None,
     spark=None,
+    master: str | None = None,
     judgments_sha256: str | None = None,
     pool_sha256: str | None = None,
     buckets: int = BUCKETS,
 ) -> tuple[Lineage, int]:
-    """Per-query rows with lineage written as Parquet to ``out_url``; (lineage, row count)."""
+    """Per-query rows with lineage written as Parquet to ``out_url``; (lineage, row count).
+    ``spark``: the session to use, else the active one or a new one at ``master``."""
     from pyspark.sql import functions as F
 
-    spark = spark or spark_session()
+    spark = spark or spark_session(master)
     judgments = _named(spark.read.parquet(judgments_url), "judgment_version",
                        judgment_version or _stem(judgments_url)).select(*JUDGMENT_COLUMNS)
     run = spark.read.parquet(run_url)
@@ -166,15 +216,17 @@ def _validate_judgments(judgments, source: str) -> str:
     empty = lambda c: F.col(c).isNull() | (F.length(c) == 0)  # noqa: E731
     counts = judgments.select(
         *(F.sum(empty(c).cast("int")).alias(c) for c in ("query_id", "doc_id")),
-        F.sum((~(((status == "graded") & (grade >= 0))
-                 | ((status == "unknown") & grade.isNull()))).cast("int")).alias("grade"),
+        # coalesce: a null status or grade makes the rule's expression null, which sum skips.
+        F.sum((~F.coalesce(((status == "graded") & (grade >= 0))
+                           | ((status == "unknown") & grade.isNull()), F.lit(False)))
+              .cast("int")).alias("grade"),
         F.countDistinct("judgment_version").alias("versions"),
     ).first()
     duplicates = judgments.groupBy("query_id", "doc_id").count().filter("count > 1").count()
     _broken(source, {("query_id", "must be non-empty"): counts["query_id"],
                      ("doc_id", "must be non-empty"): counts["doc_id"],
-                     ("grade", "a graded row needs a grade >= 0 and an unknown row none"):
-                         counts["grade"] or 0,
+                     ("grade, grade_status", "grade_status must be graded (with a grade "
+                      ">= 0) or unknown (with no grade)"): counts["grade"] or 0,
                      ("query_id, doc_id", "must be unique: duplicate rows"): duplicates,
                      ("judgment_version", "one judgment version per input"):
                          int(counts["versions"] > 1)})

@@ -41,8 +41,13 @@ def write_parquet(frame: pl.DataFrame, path: str | Path) -> Path:
     )
 
 
+def json_text(data: Any) -> str:
+    """The JSON text of every summary and report this project writes (no NaN: null instead)."""
+    return json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n"
+
+
 def write_json(data: Any, path: str | Path) -> Path:
-    text = json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n"
+    text = json_text(data)
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 

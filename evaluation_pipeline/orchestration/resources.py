@@ -193,17 +193,20 @@ class ScoringEngine(dg.ConfigurableResource):
 
     ``local`` reads both inputs into memory; ``streaming`` reads the published Parquet files in
     batches of whole queries (memory bounded by ``batch_rows``; needs local storage); ``spark``
-    runs on a Spark session (any URL Spark reads).
+    runs on a Spark session (any URL Spark reads) at ``spark_master`` (``spark://host:7077``,
+    ``yarn``, ``k8s://...``); unset, a local session, or under spark-submit its ``--master``.
     """
 
     engine: str = "local"
     batch_rows: int = DEFAULT_BATCH_ROWS
+    spark_master: str | None = None
 
     def score(self, judgments_path: str, pool_path: str, spec, out_path: str):
         if self.engine not in ENGINES:
             raise dg.Failure(f"engine {self.engine!r} is not one of {', '.join(ENGINES)}")
         return score_files(judgments_path, pool_path, spec, out_path, engine=self.engine,
-                           batch_rows=self.batch_rows, progress=False)
+                           batch_rows=self.batch_rows, progress=False,
+                           spark_master=self.spark_master)
 
 
 class QualityPolicy(dg.ConfigurableResource):

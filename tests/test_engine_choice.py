@@ -1,0 +1,93 @@
+"""Choosing an engine and where it runs: by configuration (CLI flags, the ScoringEngine
+resource), never by editing code; URLs only where an engine can reach them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evaluation_pipeline import cli
+from evaluation_pipeline.cli import main
+from evaluation_pipeline.engines.spark import LOCAL_MASTER, spark_master
+from evaluation_pipeline.orchestration.resources import ScoringEngine
+from evaluation_pipeline.spec import profile
+from tests.conftest import EXAMPLES
+
+JUDGMENTS = str(EXAMPLES / "landing/judgments/maint-v2.csv")
+RUN = str(EXAMPLES / "landing/pools/pool-2026-11-28")
+
+
+def test_spark_master_is_the_configured_one_else_spark_submits_else_local():
+    assert spark_master("spark://head:7077", {}) == "spark://head:7077"
+    assert spark_master("yarn", {"PYSPARK_GATEWAY_PORT": "4000"}) == "yarn"
+    # Under spark-submit the JVM already runs with its --master: setting one would override it.
+    assert spark_master(None, {"PYSPARK_GATEWAY_PORT": "4000"}) is None
+    assert spark_master(None, {}) == LOCAL_MASTER
+    assert spark_master("", {}) == LOCAL_MASTER
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("s3a://bucket/runs/run.parquet", "s3a://bucket/runs/run.parquet"),
+    ("hdfs://nn:8020/ndcg/out", "hdfs://nn:8020/ndcg/out"),
+    ("file:///tmp/x.parquet", "file:///tmp/x.parquet"),
+])
+def test_urls_are_kept_as_written(text, kept):
+    assert cli._location(text) == kept
+    assert cli._inside(kept, "summary.json") == kept.rstrip("/") + "/summary.json"
+
+
+def test_local_paths_stay_paths():
+    assert cli._location("data/run.parquet") == Path("data/run.parquet")
+    assert cli._location("C:/runs/x.parquet") == Path("C:/runs/x.parquet")  # no "://"
+
+
+@pytest.mark.parametrize("engine", ["local", "streaming"])
+def test_a_url_needs_the_spark_engine(engine, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["score", "--judgments", "s3a://bucket/maint-v2.parquet", "--run", RUN,
+                 "--engine", engine, "--out", str(out)])
+    assert code == cli.EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "s3a://bucket/maint-v2.parquet" in err and "--engine spark" in err
+    assert not out.exists()
+
+
+def test_a_report_needs_a_local_output_folder(capsys):
+    code = main(["score", "--judgments", JUDGMENTS, "--run", RUN, "--engine", "spark",
+                 "--out", "s3a://bucket/results", "--report"])
+    assert code == cli.EXIT_BAD_INPUT
+    assert "--report writes local files" in capsys.readouterr().err
+
+
+def test_the_resource_and_the_flag_carry_the_master_to_the_engine(monkeypatch, tmp_path):
+    seen = []
+    monkeypatch.setattr("evaluation_pipeline.orchestration.resources.score_files",
+                        lambda *a, **k: seen.append(k))
+    ScoringEngine(engine="spark", spark_master="spark://head:7077").score(
+        "j.parquet", "p.parquet", profile("default"), "out")
+    assert seen[-1]["engine"] == "spark" and seen[-1]["spark_master"] == "spark://head:7077"
+
+    class Stop(Exception):
+        pass
+
+    def fake_score_files(*args, **kwargs):
+        seen.append(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(cli, "score_files", fake_score_files)
+    with pytest.raises(Stop):
+        main(["score", "--judgments", JUDGMENTS, "--run", RUN, "--engine", "spark",
+              "--spark-master", "yarn", "--out", str(tmp_path / "out")])
+    assert seen[-1]["engine"] == "spark" and seen[-1]["spark_master"] == "yarn"
+
+
+def test_the_pipeline_takes_engine_and_master_from_its_environment(monkeypatch, tmp_path):
+    from evaluation_pipeline.definitions import build_definitions
+
+    monkeypatch.setenv("NDCG_EVAL_ENGINE", "spark")
+    monkeypatch.setenv("NDCG_EVAL_SPARK_MASTER", "spark://head:7077")
+    scoring = build_definitions(storage_base=str(tmp_path)).resources["scoring"]
+    assert (scoring.engine, scoring.spark_master) == ("spark", "spark://head:7077")
+    monkeypatch.delenv("NDCG_EVAL_SPARK_MASTER")
+    assert build_definitions(storage_base=str(tmp_path)).resources["scoring"].spark_master is None
