@@ -43,6 +43,10 @@ def _both(judgments, run, tmp_path, spec, batch_rows=7):
 
 @pytest.mark.parametrize("name", ["default", "trec_eval", "sklearn"])
 def test_tiny_batches_equal_in_memory(inputs, tmp_path, name):
+    # 7-row batches: every query (15 to 21 candidates) straddles two or more batch boundaries.
+    per_query = pl.concat([pl.read_parquet(p) for p in inputs[1].glob("*.parquet")]).group_by(
+        "ranker", "query_id").len()["len"]
+    assert per_query.min() > 7
     local, streamed, a, b = _both(*inputs, tmp_path, profile(name))
     assert a.height > 100
     assert_frame_equal(a, b)
