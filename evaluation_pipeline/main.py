@@ -15,10 +15,14 @@ MAX_CONCURRENT_RUNS = 2
 
 INSTANCE_YAML = f"""\
 # The local Dagster instance of the evaluation pipeline (written by evaluation_pipeline.main).
-# At most {MAX_CONCURRENT_RUNS} runs at a time: evaluations queue instead of competing for memory.
+# At most {MAX_CONCURRENT_RUNS} runs at a time, and at most {MAX_CONCURRENT_RUNS} evaluations scoring at once
+# across them (the scoring asset's concurrency pool): evaluations queue instead of competing
+# for memory.
 concurrency:
   runs:
     max_concurrent_runs: {MAX_CONCURRENT_RUNS}
+  pools:
+    default_limit: {MAX_CONCURRENT_RUNS}
 """
 
 

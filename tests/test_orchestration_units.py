@@ -129,3 +129,18 @@ def test_code_version_follows_the_spec():
     default, linear = EvaluationSpec(), EvaluationSpec(gain="linear")
     assert default.spec_id in evaluation_code_version(default)
     assert evaluation_code_version(default) != evaluation_code_version(linear)
+
+
+def test_scoring_is_in_a_concurrency_pool_that_the_local_instance_limits(tmp_path):
+    import dagster as dg
+
+    from evaluation_pipeline.definitions import build_definitions
+    from evaluation_pipeline.main import MAX_CONCURRENT_RUNS, prepare_instance_home
+    from evaluation_pipeline.orchestration.assets import SCORING_POOL
+
+    defs = build_definitions(storage_base=str(tmp_path / "storage"))
+    assert defs.resolve_assets_def("query_scores").op.pool == SCORING_POOL
+    with dg.DagsterInstance.from_config(str(prepare_instance_home(tmp_path / "home"))) as instance:
+        config = instance.get_concurrency_config()
+        assert config.pool_config.default_pool_limit == MAX_CONCURRENT_RUNS
+        assert config.run_queue_config.max_concurrent_runs == MAX_CONCURRENT_RUNS

@@ -40,6 +40,9 @@ from schemas.names import check_safe_name
 
 INGEST_GROUP = "ingest"
 EVALUATION_GROUP = "evaluation"
+# The concurrency pool of scoring: its limit (dagster.yaml `concurrency: pools:`, or `dagster
+# instance concurrency set`) caps how many pool x version evaluations score at once, across runs.
+SCORING_POOL = "ndcg_scoring"
 
 
 def judgments_folder(version: str) -> tuple[str, ...]:
@@ -235,6 +238,7 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
         ],
         metadata={"spec": dg.MetadataValue.json(spec.to_dict()), "spec_id": spec.spec_id},
         description="Per-query NDCG for every ranker of a pool against a judgment version.",
+        pool=SCORING_POOL,
     )
     def query_scores(
         context: dg.AssetExecutionContext, storage: EvaluationStorage, scoring: ScoringEngine
@@ -262,8 +266,9 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
                 str(target),
             )
             lineage, path = result.lineage, result.per_query_path
+            # Only what the metadata counts: the rows stay on disk, as the engine left them.
             per_query = storage.read_per_query(*scores_folder(pool, version, spec.spec_id),
-                                               PER_QUERY_FILE)
+                                               PER_QUERY_FILE, columns=["status"])
         # The hashes recomputed from the stored files must be the ones published.
         for name, computed, published in (
             ("judgments", lineage.judgments_sha256, grades_manifest["sha256"]),

@@ -117,19 +117,19 @@ class EvaluationStorage(dg.ConfigurableResource):
             yield Path(tmp)
 
     # -- reads ----------------------------------------------------------------------------
-    def read_per_query(self, *parts: str) -> pl.DataFrame:
+    def read_per_query(self, *parts: str, columns: list[str] | None = None) -> pl.DataFrame:
         """Per-query rows as an engine wrote them: one file, or (Spark) a folder of parts."""
         target = self.path(*parts)
         if self.is_local() and Path(target).is_dir():
-            return pl.read_parquet(Path(target) / "*.parquet")
-        return self.read_parquet(*parts)
+            return pl.read_parquet(Path(target) / "*.parquet", columns=columns)
+        return self.read_parquet(*parts, columns=columns)
 
-    def read_parquet(self, *parts: str) -> pl.DataFrame:
+    def read_parquet(self, *parts: str, columns: list[str] | None = None) -> pl.DataFrame:
         target = self.path(*parts)
         if self.is_local():
-            return pl.read_parquet(target)
+            return pl.read_parquet(target, columns=columns)
         with target.open("rb") as handle:
-            return pl.read_parquet(handle)
+            return pl.read_parquet(handle, columns=columns)
 
     def read_json(self, *parts: str) -> Any:
         return json.loads(self.path(*parts).read_text(encoding="utf-8"))
