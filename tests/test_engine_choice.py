@@ -9,7 +9,13 @@ import pytest
 
 from evaluation_pipeline import cli
 from evaluation_pipeline.cli import main
-from evaluation_pipeline.engines.spark import LOCAL_MASTER, spark_master
+from evaluation_pipeline.engines.spark import (
+    BUCKETS,
+    LOCAL_MASTER,
+    ROWS_PER_BUCKET,
+    bucket_count,
+    spark_master,
+)
 from evaluation_pipeline.orchestration.resources import ScoringEngine
 from evaluation_pipeline.spec import profile
 from tests.conftest import EXAMPLES
@@ -91,3 +97,10 @@ def test_the_pipeline_takes_engine_and_master_from_its_environment(monkeypatch, 
     assert (scoring.engine, scoring.spark_master) == ("spark", "spark://head:7077")
     monkeypatch.delenv("NDCG_EVAL_SPARK_MASTER")
     assert build_definitions(storage_base=str(tmp_path)).resources["scoring"].spark_master is None
+
+
+def test_spark_buckets_grow_with_the_run():
+    assert bucket_count(0) == bucket_count(1_000) == BUCKETS
+    assert bucket_count(BUCKETS * ROWS_PER_BUCKET) == BUCKETS
+    assert bucket_count(BUCKETS * ROWS_PER_BUCKET + 1) == BUCKETS + 1
+    assert bucket_count(10**9) * ROWS_PER_BUCKET >= 10**9

@@ -103,3 +103,43 @@ def test_the_command_reads_and_writes_urls(inputs, tmp_path, spark):
     assert_frame_equal(got.select(expected.columns).sort("ranker", "query_id", "cutoff"),
                        expected)
     assert not list((tmp_path / "remote").glob(".*tmp*"))  # no temporary file left beside
+
+
+def test_a_pool_folder_is_named_as_the_local_reader_names_it(tmp_path, spark):
+    # One file per ranker and no ranker or pool column: the folder names the pool and each
+    # file's stem its ranker, in both engines (the lineage and the rows must match).
+    judgments = tmp_path / "maint-v2.parquet"
+    pl.read_csv(JUDGMENTS, schema_overrides={"grade": pl.Int64}).write_parquet(judgments)
+    folder = tmp_path / "pool-2026-11-28"
+    folder.mkdir()
+    for path in sorted(POOL.glob("*.parquet")):
+        pl.read_parquet(path).drop("rank", "ranker", "candidate_pool").write_parquet(
+            folder / path.name)
+    spec = profile("trec_eval")
+    local = score_files(judgments, folder, spec, tmp_path / "local.parquet", engine="local")
+    remote = score_files(judgments, folder, spec, str(tmp_path / "spark"), engine="spark",
+                         spark_session=spark)
+    assert remote.lineage == local.lineage
+    assert local.lineage.candidate_pool == "pool-2026-11-28"
+    expected = pl.read_parquet(local.per_query_path)
+    got = pl.read_parquet(tmp_path / "spark" / "*.parquet").select(expected.columns)
+    assert set(got["ranker"]) == {p.stem for p in POOL.glob("*.parquet")}
+    assert_frame_equal(got.sort("ranker", "query_id", "cutoff"), expected)
+
+
+def test_many_small_buckets_give_the_same_rows(inputs, tmp_path, spark, monkeypatch):
+    # A big run is cut into more buckets (engines.spark.bucket_count); here ten rows a bucket
+    # stand in for a million, so that the run spreads over some two hundred Python calls.
+    from evaluation_pipeline.engines import spark as engine
+
+    monkeypatch.setattr(engine, "ROWS_PER_BUCKET", 10)
+    judgments, run = inputs
+    assert engine.bucket_count(pl.read_parquet(run).height) > 100
+    spec = profile("trec_eval")
+    local = score_files(judgments, run, spec, tmp_path / "local.parquet", engine="local")
+    remote = score_files(judgments, run, spec, str(tmp_path / "spark"), engine="spark",
+                         spark_session=spark)
+    assert remote.lineage == local.lineage
+    expected = pl.read_parquet(local.per_query_path)
+    got = pl.read_parquet(tmp_path / "spark" / "*.parquet").select(expected.columns)
+    assert_frame_equal(got.sort("ranker", "query_id", "cutoff"), expected)

@@ -34,7 +34,8 @@ from schemas import InputError
 from schemas.errors import violation
 from schemas.names import check_safe_name
 
-BUCKETS = 64
+BUCKETS = 64  # at least: one Python call scores a bucket
+ROWS_PER_BUCKET = 1_000_000  # at most, about: a bigger run gets more buckets
 _SPARK_TYPES = {pl.String(): "string", pl.Int64(): "bigint", pl.Float64(): "double"}
 RESULT_DDL = ", ".join(f"{name} {_SPARK_TYPES[dtype]}" for name, dtype in RESULT_SCHEMA.items())
 RESULT_ARROW = pa.schema([(name, {"string": pa.string(), "bigint": pa.int64(),
@@ -91,10 +92,9 @@ def write_text_at(url: str, text: str, spark=None) -> None:
     file is never seen half written (an existing one is deleted just before: Hadoop's rename
     does not replace)."""
     spark = spark or spark_session()
-    jvm = spark.sparkContext._jvm
-    target = jvm.org.apache.hadoop.fs.Path(url)
-    fs = target.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    temporary = jvm.org.apache.hadoop.fs.Path(target.getParent(), f".{target.getName()}.tmp")
+    fs, target = _hadoop_path(spark, url)
+    temporary = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(
+        target.getParent(), f".{target.getName()}.tmp")
     stream = fs.create(temporary, True)
     try:
         stream.write(bytearray(text.encode("utf-8")))
@@ -104,6 +104,18 @@ def write_text_at(url: str, text: str, spark=None) -> None:
         fs.delete(target, False)
     if not fs.rename(temporary, target):
         raise OSError(f"could not rename {temporary} to {url}")
+
+
+def _hadoop_path(spark, url: str):
+    """(Hadoop file system, Hadoop path) of ``url``, as the session's readers see it."""
+    path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(url)
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
+
+
+def _is_folder(spark, url: str) -> bool:
+    """``url`` is a folder (a pool of run files), not a file or a pattern of files."""
+    fs, path = _hadoop_path(spark, url)
+    return bool(fs.exists(path) and fs.getFileStatus(path).isDirectory())
 
 
 def score_spark(
@@ -119,7 +131,7 @@ def score_spark(
     master: str | None = None,
     judgments_sha256: str | None = None,
     pool_sha256: str | None = None,
-    buckets: int = BUCKETS,
+    buckets: int | None = None,
 ) -> tuple[Lineage, int]:
     """Per-query rows with lineage written as Parquet to ``out_url``; (lineage, row count).
     ``spark``: the session to use, else the active one or a new one at ``master``."""
@@ -129,12 +141,21 @@ def score_spark(
     judgments = _named(spark.read.parquet(judgments_url), "judgment_version",
                        judgment_version or _stem(judgments_url)).select(*JUDGMENT_COLUMNS)
     run = spark.read.parquet(run_url)
-    run = _named(run, "candidate_pool", pool or _parent(run_url))
-    run = _named(run, "ranker", ranker or _stem(run_url)).select(*RUN_COLUMNS)
-    run = run.withColumn("score", F.col("score").cast("double"))
+    # Names as the local readers give them: a pool folder is named itself and each of its files
+    # a ranker (by stem); a run file is named by its folder and itself, or by the flags.
+    if _is_folder(spark, run_url):
+        run = _named(run, "candidate_pool", pool or _stem(run_url))
+        if "ranker" not in run.columns:
+            run = run.withColumn("ranker", F.regexp_extract(
+                F.input_file_name(), r"([^/]+?)(\.[^./]+)?$", 1))
+    else:
+        run = _named(run, "candidate_pool", pool or _parent(run_url))
+        run = _named(run, "ranker", ranker or _stem(run_url))
+    run = run.select(*RUN_COLUMNS).withColumn("score", F.col("score").cast("double"))
     version = _validate_judgments(judgments, judgments_url)
-    pool_name = _validate_run(run, run_url)
+    pool_name, n_rows = _validate_run(run, run_url)
     rankers = sorted(r[0] for r in run.select("ranker").distinct().collect())
+    buckets = buckets or bucket_count(n_rows)
 
     def score_bucket(candidates: pa.Table, grades: pa.Table) -> pa.Table:
         index = index_judgments(pl.from_arrow(grades), spec)
@@ -164,6 +185,13 @@ def score_spark(
     return lineage, spark.read.parquet(out_url).count()
 
 
+def bucket_count(n_rows: int) -> int:
+    """Buckets for a run of ``n_rows``: each is one Python call holding its rows, so a large
+    run gets enough of them to keep a call near ``ROWS_PER_BUCKET`` rows (never fewer than
+    ``BUCKETS``, which spread a small run over the executors)."""
+    return max(BUCKETS, -(-n_rows // ROWS_PER_BUCKET))
+
+
 def _stem(url: str) -> str:
     name = url.rstrip("/").rsplit("/", 1)[-1]
     return name.rsplit(".", 1)[0] if "." in name else name
@@ -186,7 +214,8 @@ def _broken(source: str, checks: dict) -> None:
         raise InputError(source, bad)
 
 
-def _validate_run(run, source: str) -> str:
+def _validate_run(run, source: str) -> tuple[str, int]:
+    """The pool's one name, and its row count, or InputError."""
     from pyspark.sql import functions as F
 
     empty = lambda c: F.col(c).isNull() | (F.length(c) == 0)  # noqa: E731
@@ -195,6 +224,7 @@ def _validate_run(run, source: str) -> str:
         F.sum((F.col("score").isNull() | F.isnan("score")
                | (F.abs("score") == float("inf"))).cast("int")).alias("score"),
         F.countDistinct("candidate_pool").alias("pools"),
+        F.count(F.lit(1)).alias("rows"),
     ).first()
     duplicates = (run.groupBy("ranker", "query_id", "doc_id").count()
                   .filter("count > 1").count())
@@ -206,7 +236,7 @@ def _validate_run(run, source: str) -> str:
                          int(counts["pools"] > 1)})
     name = run.select("candidate_pool").first()[0]
     check_safe_name(name, "candidate pool")
-    return name
+    return name, counts["rows"]
 
 
 def _validate_judgments(judgments, source: str) -> str:
