@@ -90,9 +90,12 @@ def size_rows(text: str) -> int:
     text = text.strip().upper().replace("_", "")
     scale = {"M": 1_000_000, "K": 1_000}.get(text[-1:], 1)
     try:
-        return int(float(text[:-1]) * scale) if scale > 1 else int(text)
+        rows = round(float(text[:-1]) * scale) if scale > 1 else int(text)
     except ValueError:
+        rows = 0
+    if rows <= 0:
         raise argparse.ArgumentTypeError(f"not a row count: {text!r} (e.g. 1M, 500k, 1000000)")
+    return rows
 
 
 def data_paths(rows: int, out: Path = DATA) -> tuple[Path, Path]:

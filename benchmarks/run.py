@@ -31,7 +31,7 @@ PYTHON = sys.executable
 TOOLS = ("floor", "ndcg-eval", "streaming", "pytrec_eval", "ir_measures", "ranx", "sklearn")
 PROFILE = {"pytrec_eval": "trec_eval", "ir_measures": "trec_eval", "ranx": "trec_eval",
            "sklearn": "sklearn", "ndcg-eval": "trec_eval", "streaming": "trec_eval"}
-# Past these sizes a tool needs more than this machine's 24 GB (ranx took 6.7 GB at 10M).
+# Past these sizes a tool needs more than this machine's 24 GB (ranx took 6.4 to 6.7 GB at 10M).
 MAX_ROWS = {"sklearn": 10_000_000, "ranx": 10_000_000, "ir_measures": 10_000_000,
             "pytrec_eval": 10_000_000, "ndcg-eval": 10_000_000}
 

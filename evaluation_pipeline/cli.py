@@ -150,7 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+# A scheme of two or more letters, then ":/": s3a://b/x, hdfs://nn/x, file:///x, file:/x (one
+# letter and a colon is a drive, C:/x; a colon without a slash is part of a file name).
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
 
 
 def _location(text: str) -> Path | str:

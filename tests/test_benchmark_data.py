@@ -18,12 +18,13 @@ _spec.loader.exec_module(generate)
 
 @pytest.mark.parametrize("text, rows", [("1M", 1_000_000), ("10m", 10_000_000),
                                         ("2.5M", 2_500_000), ("500k", 500_000),
-                                        ("1_000_000", 1_000_000), ("1200", 1200)])
+                                        ("1_000_000", 1_000_000), ("1200", 1200),
+                                        ("8.2M", 8_200_000)])
 def test_sizes_read_as_the_readme_writes_them(text, rows):
     assert generate.size_rows(text) == rows
 
 
-@pytest.mark.parametrize("text", ["", "M", "ten", "1G"])
+@pytest.mark.parametrize("text", ["", "M", "ten", "1G", "0", "-5", "-1M"])
 def test_a_bad_size_is_an_argument_error(text):
     with pytest.raises(argparse.ArgumentTypeError, match="not a row count"):
         generate.size_rows(text)

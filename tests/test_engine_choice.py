@@ -33,19 +33,22 @@ def test_spark_master_is_the_configured_one_else_spark_submits_else_local():
     assert spark_master("", {}) == LOCAL_MASTER
 
 
-@pytest.mark.parametrize("text, kept", [
-    ("s3a://bucket/runs/run.parquet", "s3a://bucket/runs/run.parquet"),
-    ("hdfs://nn:8020/ndcg/out", "hdfs://nn:8020/ndcg/out"),
-    ("file:///tmp/x.parquet", "file:///tmp/x.parquet"),
+@pytest.mark.parametrize("url, summary", [
+    ("s3a://bucket/results", "s3a://bucket/results/summary.json"),
+    ("s3a://bucket/results/", "s3a://bucket/results/summary.json"),
+    ("hdfs://nn:8020/ndcg/out", "hdfs://nn:8020/ndcg/out/summary.json"),
+    ("file:///tmp/out", "file:///tmp/out/summary.json"),
+    ("file:/tmp/out", "file:/tmp/out/summary.json"),
 ])
-def test_urls_are_kept_as_written(text, kept):
-    assert cli._location(text) == kept
-    assert cli._inside(kept, "summary.json") == kept.rstrip("/") + "/summary.json"
+def test_urls_are_kept_as_written(url, summary):
+    assert cli._location(url) == url
+    assert cli._inside(cli._location(url), "summary.json") == summary
 
 
-def test_local_paths_stay_paths():
-    assert cli._location("data/run.parquet") == Path("data/run.parquet")
-    assert cli._location("C:/runs/x.parquet") == Path("C:/runs/x.parquet")  # no "://"
+@pytest.mark.parametrize("text", ["data/run.parquet", "C:/runs/x.parquet", "runs:2026/x.parquet",
+                                  "/abs/run.parquet"])
+def test_local_paths_stay_paths(text):
+    assert cli._location(text) == Path(text)
 
 
 @pytest.mark.parametrize("engine", ["local", "streaming"])

@@ -105,26 +105,72 @@ def test_the_command_reads_and_writes_urls(inputs, tmp_path, spark):
     assert not list((tmp_path / "remote").glob(".*tmp*"))  # no temporary file left beside
 
 
-def test_a_pool_folder_is_named_as_the_local_reader_names_it(tmp_path, spark):
-    # One file per ranker and no ranker or pool column: the folder names the pool and each
-    # file's stem its ranker, in both engines (the lineage and the rows must match).
-    judgments = tmp_path / "maint-v2.parquet"
-    pl.read_csv(JUDGMENTS, schema_overrides={"grade": pl.Int64}).write_parquet(judgments)
-    folder = tmp_path / "pool-2026-11-28"
+def _same_as_local(judgments, local_run, spark_run, tmp_path, spark, name):
+    spec = profile("trec_eval")
+    local = score_files(judgments, local_run, spec, tmp_path / f"{name}-local.parquet",
+                        engine="local")
+    remote = score_files(judgments, spark_run, spec, str(tmp_path / f"{name}-spark"),
+                         engine="spark", spark_session=spark)
+    assert remote.lineage == local.lineage
+    expected = pl.read_parquet(local.per_query_path)
+    got = pl.read_parquet(tmp_path / f"{name}-spark" / "*.parquet").select(expected.columns)
+    assert_frame_equal(got.sort("ranker", "query_id", "cutoff"), expected)
+    return local.lineage, set(got["ranker"])
+
+
+# File names a URI spells differently (a space, a percent sign) and a folder name with dots.
+_RANKER_FILES = {"bm25-v3": "bm25 v3", "dense-v2": "dense%41.v2", "hybrid-v1": "hybrid-v1"}
+
+
+@pytest.fixture
+def pool_folder(tmp_path):
+    """The example pool as one file per ranker, with no ranker or pool column."""
+    folder = tmp_path / "pool-2026.11.28"
     folder.mkdir()
     for path in sorted(POOL.glob("*.parquet")):
         pl.read_parquet(path).drop("rank", "ranker", "candidate_pool").write_parquet(
-            folder / path.name)
-    spec = profile("trec_eval")
-    local = score_files(judgments, folder, spec, tmp_path / "local.parquet", engine="local")
-    remote = score_files(judgments, folder, spec, str(tmp_path / "spark"), engine="spark",
-                         spark_session=spark)
-    assert remote.lineage == local.lineage
-    assert local.lineage.candidate_pool == "pool-2026-11-28"
-    expected = pl.read_parquet(local.per_query_path)
-    got = pl.read_parquet(tmp_path / "spark" / "*.parquet").select(expected.columns)
-    assert set(got["ranker"]) == {p.stem for p in POOL.glob("*.parquet")}
-    assert_frame_equal(got.sort("ranker", "query_id", "cutoff"), expected)
+            folder / f"{_RANKER_FILES[path.stem]}.parquet")
+    judgments = tmp_path / "maint-v2.parquet"
+    pl.read_csv(JUDGMENTS, schema_overrides={"grade": pl.Int64}).write_parquet(judgments)
+    return judgments, folder
+
+
+def test_a_pool_folder_is_named_as_the_local_reader_names_it(pool_folder, tmp_path, spark):
+    # The folder names the pool and each file's stem its ranker, in both engines; a pattern
+    # that picks the files is the same pool.
+    judgments, folder = pool_folder
+    for name, url in (("folder", str(folder)), ("pattern", f"{folder.as_uri()}/*.parquet")):
+        lineage, rankers = _same_as_local(judgments, folder, url, tmp_path, spark, name)
+        assert lineage.candidate_pool == "pool-2026.11.28"
+        assert rankers == set(_RANKER_FILES.values())
+
+
+def test_a_run_spark_wrote_in_parts_is_one_run(inputs, tmp_path, spark):
+    # A folder of part files with _SUCCESS is one run: named by its parent folder and itself,
+    # as the same rows in one file of that name are.
+    judgments, run = inputs
+    one = pl.read_parquet(run).filter(pl.col("ranker") == "bm25-v3").drop(
+        "ranker", "candidate_pool")
+    single = tmp_path / "copy" / "runs" / "bm25-v3.parquet"
+    single.parent.mkdir(parents=True)
+    one.write_parquet(single)
+    parts = tmp_path / "written" / "runs" / "bm25-v3.parquet"
+    spark.createDataFrame(one.to_pandas()).repartition(3).write.parquet(str(parts))
+    assert (parts / "_SUCCESS").exists()
+    lineage, rankers = _same_as_local(judgments, single, str(parts), tmp_path, spark, "parts")
+    assert (lineage.candidate_pool, rankers) == ("runs", {"bm25-v3"})
+
+
+def test_an_empty_run_is_refused(inputs, tmp_path, spark):
+    from schemas import InputError
+
+    judgments, run = inputs
+    empty = tmp_path / "empty" / "run.parquet"
+    empty.parent.mkdir()
+    pl.read_parquet(run).head(0).write_parquet(empty)
+    with pytest.raises(InputError, match="no rows"):
+        score_files(judgments, empty, profile("trec_eval"), str(tmp_path / "out"),
+                    engine="spark", spark_session=spark)
 
 
 def test_many_small_buckets_give_the_same_rows(inputs, tmp_path, spark, monkeypatch):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+import uuid
 
 import polars as pl
 import pyarrow as pa
@@ -89,12 +90,12 @@ def read_results(url: str, columns: list[str] | None, spark=None) -> pl.DataFram
 def write_text_at(url: str, text: str, spark=None) -> None:
     """``text`` as the file ``url`` through the session's Hadoop file system (s3a://, hdfs://,
     file:// ...): written under a temporary name beside it, then renamed into place, so the
-    file is never seen half written (an existing one is deleted just before: Hadoop's rename
-    does not replace)."""
+    file is never seen half written. Hadoop's rename does not replace a file: an existing one
+    is deleted just before, and for that moment a reader finds none."""
     spark = spark or spark_session()
     fs, target = _hadoop_path(spark, url)
     temporary = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(
-        target.getParent(), f".{target.getName()}.tmp")
+        target.getParent(), f".{target.getName()}.{uuid.uuid4().hex}.tmp")
     stream = fs.create(temporary, True)
     try:
         stream.write(bytearray(text.encode("utf-8")))
@@ -141,15 +142,19 @@ def score_spark(
     judgments = _named(spark.read.parquet(judgments_url), "judgment_version",
                        judgment_version or _stem(judgments_url)).select(*JUDGMENT_COLUMNS)
     run = spark.read.parquet(run_url)
-    # Names as the local readers give them: a pool folder is named itself and each of its files
-    # a ranker (by stem); a run file is named by its folder and itself, or by the flags.
-    if _is_folder(spark, run_url):
-        run = _named(run, "candidate_pool", pool or _stem(run_url))
+    # Names as the local readers give them: a pool (a folder of run files, or a pattern that
+    # picks them) is named by its folder and each file by its stem; one run (a file, or a
+    # folder of parts as Spark writes one) by its parent folder and itself; or by the flags.
+    kind = _run_kind(spark, run_url)
+    if kind == "pool":
+        folder = run_url if _is_folder(spark, run_url) else _parent_url(run_url)
+        run = _named(run, "candidate_pool", pool or _name(folder))
         if "ranker" not in run.columns:
-            run = run.withColumn("ranker", F.regexp_extract(
-                F.input_file_name(), r"([^/]+?)(\.[^./]+)?$", 1))
+            # input_file_name() is a URI: its file name is percent-encoded.
+            run = run.withColumn("ranker", F.url_decode(F.regexp_extract(
+                F.input_file_name(), r"([^/]+?)(\.[^./]+)?$", 1)))
     else:
-        run = _named(run, "candidate_pool", pool or _parent(run_url))
+        run = _named(run, "candidate_pool", pool or _name(_parent_url(run_url)))
         run = _named(run, "ranker", ranker or _stem(run_url))
     run = run.select(*RUN_COLUMNS).withColumn("score", F.col("score").cast("double"))
     version = _validate_judgments(judgments, judgments_url)
@@ -197,8 +202,32 @@ def _stem(url: str) -> str:
     return name.rsplit(".", 1)[0] if "." in name else name
 
 
-def _parent(url: str) -> str:
-    return _stem(url.rstrip("/").rsplit("/", 1)[0])
+def _name(url: str) -> str:
+    """The last part of ``url``, whole (a folder's name keeps its dots)."""
+    return url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _parent_url(url: str) -> str:
+    return url.rstrip("/").rsplit("/", 1)[0]
+
+
+_PATTERN = set("*?[{")
+
+
+def _run_kind(spark, url: str) -> str:
+    """``pool`` for a folder of run files or a pattern of them; ``run`` for a file, or for a
+    folder of parts that Spark (or another writer) made of one run: it holds ``_SUCCESS`` or
+    only ``part-*`` files."""
+    if _PATTERN & set(_name(url)):
+        return "pool"
+    if not _is_folder(spark, url):
+        return "run"
+    fs, path = _hadoop_path(spark, url)
+    names = [status.getPath().getName() for status in fs.listStatus(path)]
+    files = [n for n in names if not n.startswith(("_", "."))]
+    if "_SUCCESS" in names or (files and all(n.startswith("part-") for n in files)):
+        return "run"
+    return "pool"
 
 
 def _named(frame, column: str, name: str):
@@ -226,6 +255,8 @@ def _validate_run(run, source: str) -> tuple[str, int]:
         F.countDistinct("candidate_pool").alias("pools"),
         F.count(F.lit(1)).alias("rows"),
     ).first()
+    if counts["rows"] == 0:
+        raise InputError(source, [violation("(file)", "no rows", [])])
     duplicates = (run.groupBy("ranker", "query_id", "doc_id").count()
                   .filter("count > 1").count())
     _broken(source, {**{(c, "must be non-empty"): counts[c] for c in RUN_COLUMNS[:4]},
@@ -251,7 +282,10 @@ def _validate_judgments(judgments, source: str) -> str:
                            | ((status == "unknown") & grade.isNull()), F.lit(False)))
               .cast("int")).alias("grade"),
         F.countDistinct("judgment_version").alias("versions"),
+        F.count(F.lit(1)).alias("rows"),
     ).first()
+    if counts["rows"] == 0:
+        raise InputError(source, [violation("(file)", "no rows", [])])
     duplicates = judgments.groupBy("query_id", "doc_id").count().filter("count > 1").count()
     _broken(source, {("query_id", "must be non-empty"): counts["query_id"],
                      ("doc_id", "must be non-empty"): counts["doc_id"],
