@@ -172,3 +172,23 @@ def test_a_name_that_changes_between_batches_is_refused(inputs, tmp_path):
         score_files(judgments_ok, pool, profile("default"), tmp_path / "out.parquet",
                     engine="streaming", batch_rows=50, progress=False)
     assert not (tmp_path / "out.parquet").exists()
+
+
+def test_a_run_that_starts_late_holds_one_window_of_judgments(inputs, tmp_path, monkeypatch):
+    # The run returns only the last fifth of the judged queries: the judgments before them are
+    # written as missing, a batch at a time, not held in the first batch's window.
+    judgments, pool = inputs
+    grades = pl.read_parquet(judgments)
+    queries = grades["query_id"].unique().sort()
+    late = queries[int(len(queries) * 0.8):]
+    for run in pool.glob("*.parquet"):
+        pl.read_parquet(run).filter(pl.col("query_id").is_in(late.implode())).write_parquet(run)
+    held = []
+    real = streaming.index_judgments
+    monkeypatch.setattr(streaming, "index_judgments",
+                        lambda frame, spec: held.append(frame.height) or real(frame, spec))
+    local, streamed, a, b = _both(judgments, pool, tmp_path, profile("trec_eval"), batch_rows=7)
+    assert_frame_equal(a, b)
+    assert streamed.lineage == local.lineage
+    assert (a["status"] == "missing_from_run").sum() > 0
+    assert max(held) < grades.height / 4

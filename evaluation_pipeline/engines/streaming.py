@@ -331,6 +331,21 @@ class _JudgmentWindows:
         item = next(self._groups, None)
         return None if item is None else self._on_batch(*item)
 
+    def before(self, query: str) -> Iterator[pl.DataFrame]:
+        """Judgment rows of the queries that sort before ``query``, a batch at a time: queries
+        a ranker did not return, which a window would otherwise hold all at once (a run that
+        starts late in the judgments' order)."""
+        while True:
+            if self._pending is None:
+                self._pending = self._next()
+                if self._pending is None:
+                    return
+            n = self._pending["query_id"].search_sorted(query, side="left")
+            if n == 0:
+                return
+            yield self._pending.slice(0, n)
+            self._pending = self._pending.slice(n) if n < self._pending.height else None
+
     def upto(self, bound: str) -> pl.DataFrame:
         parts = []
         while True:
@@ -398,7 +413,8 @@ def _stream(sources, names: _Names, spec, out_path, batch_rows, progress, notes,
 
     def steps() -> Iterator[tuple]:
         """In output order: ("score", candidates, index, returned keys, ranker) per batch part,
-        ("rest", None, index, None, ranker) for judged queries after a ranker's last batch,
+        ("rest", None, index, None, ranker) for judged queries a ranker did not return that
+        fall outside its batches (before one, or after its last),
         and ("batch", rows) after each batch."""
         windows: _JudgmentWindows | None = None
         current: str | None = None
@@ -427,6 +443,10 @@ def _stream(sources, names: _Names, spec, out_path, batch_rows, progress, notes,
                     if part["ranker"][0] != current:
                         yield from finish_ranker()
                         windows, current = open_judgments(), part["ranker"][0]
+                    # Judged queries before this part's first: missing from the run, written
+                    # batch by batch, so that the part's window holds only its own queries'.
+                    for early in windows.before(part["query_id"][0]):
+                        yield "rest", None, index_judgments(early, spec), None, current
                     index = index_judgments(windows.upto(part["query_id"][-1]), spec)
                     returned = blocks.keys if one_ranker else part.select(
                         "ranker", "query_id").unique()
