@@ -53,15 +53,7 @@ def test_spark_equals_local(inputs, tmp_path, spark):
     # beside its candidates, which is what the cogroup provides. (One spec: Spark start-up and
     # jobs dominate the time; the kernel itself is covered spec by spec elsewhere.)
     judgments, run = inputs
-    spec = profile("trec_eval")
-    local = score_files(judgments, run, spec, tmp_path / "local.parquet", engine="local")
-    remote = score_files(judgments, run, spec, str(tmp_path / "spark"), engine="spark",
-                         spark_session=spark)
-    assert remote.lineage == local.lineage
-    expected = pl.read_parquet(local.per_query_path)
-    got = pl.read_parquet(tmp_path / "spark" / "*.parquet").select(expected.columns)
-    assert remote.rows == expected.height
-    assert_frame_equal(got.sort("ranker", "query_id", "cutoff"), expected)
+    _same_as_local(judgments, run, run, tmp_path, spark, "run")
 
 
 @pytest.mark.parametrize("column", ["grade", "grade_status"])
@@ -114,6 +106,7 @@ def _same_as_local(judgments, local_run, spark_run, tmp_path, spark, name):
     assert remote.lineage == local.lineage
     expected = pl.read_parquet(local.per_query_path)
     got = pl.read_parquet(tmp_path / f"{name}-spark" / "*.parquet").select(expected.columns)
+    assert remote.rows == expected.height
     assert_frame_equal(got.sort("ranker", "query_id", "cutoff"), expected)
     return local.lineage, set(got["ranker"])
 
@@ -181,11 +174,4 @@ def test_many_small_buckets_give_the_same_rows(inputs, tmp_path, spark, monkeypa
     monkeypatch.setattr(engine, "ROWS_PER_BUCKET", 10)
     judgments, run = inputs
     assert engine.bucket_count(pl.read_parquet(run).height) > 100
-    spec = profile("trec_eval")
-    local = score_files(judgments, run, spec, tmp_path / "local.parquet", engine="local")
-    remote = score_files(judgments, run, spec, str(tmp_path / "spark"), engine="spark",
-                         spark_session=spark)
-    assert remote.lineage == local.lineage
-    expected = pl.read_parquet(local.per_query_path)
-    got = pl.read_parquet(tmp_path / "spark" / "*.parquet").select(expected.columns)
-    assert_frame_equal(got.sort("ranker", "query_id", "cutoff"), expected)
+    _same_as_local(judgments, run, run, tmp_path, spark, "buckets")

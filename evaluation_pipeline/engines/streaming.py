@@ -335,30 +335,27 @@ class _JudgmentWindows:
         """Judgment rows of the queries that sort before ``query``, a batch at a time: queries
         a ranker did not return, which a window would otherwise hold all at once (a run that
         starts late in the judgments' order)."""
+        yield from self._take(query, "left")
+
+    def upto(self, bound: str) -> pl.DataFrame:
+        parts = list(self._take(bound, "right"))
+        return pl.concat(parts) if parts else pl.DataFrame(schema=_JUDGMENT_SCHEMA)
+
+    def _take(self, query: str, side: str) -> Iterator[pl.DataFrame]:
+        """Rows of queries before ``query`` (side "left") or up to it ("right"), batch by batch,
+        until a batch holds later queries: they stay pending."""
         while True:
             if self._pending is None:
                 self._pending = self._next()
                 if self._pending is None:
                     return
-            n = self._pending["query_id"].search_sorted(query, side="left")
-            if n == 0:
+            n = self._pending["query_id"].search_sorted(query, side=side)
+            if n:
+                yield self._pending.slice(0, n)
+            if n < self._pending.height:
+                self._pending = self._pending.slice(n)
                 return
-            yield self._pending.slice(0, n)
-            self._pending = self._pending.slice(n) if n < self._pending.height else None
-
-    def upto(self, bound: str) -> pl.DataFrame:
-        parts = []
-        while True:
-            if self._pending is None:
-                self._pending = self._next()
-                if self._pending is None:
-                    break
-            n = self._pending["query_id"].search_sorted(bound, side="right")
-            parts.append(self._pending.slice(0, n))
-            self._pending = self._pending.slice(n) if n < self._pending.height else None
-            if self._pending is not None:
-                break
-        return pl.concat(parts) if parts else pl.DataFrame(schema=_JUDGMENT_SCHEMA)
+            self._pending = None
 
     def close(self) -> None:
         """Stop reading (and the read-ahead thread behind it)."""
