@@ -113,12 +113,6 @@ def _hadoop_path(spark, url: str):
     return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
 
 
-def _is_folder(spark, url: str) -> bool:
-    """``url`` is a folder (a pool of run files), not a file or a pattern of files."""
-    fs, path = _hadoop_path(spark, url)
-    return bool(fs.exists(path) and fs.getFileStatus(path).isDirectory())
-
-
 def score_spark(
     judgments_url: str,
     run_url: str,
@@ -145,9 +139,8 @@ def score_spark(
     # Names as the local readers give them: a pool (a folder of run files, or a pattern that
     # picks them) is named by its folder and each file by its stem; one run (a file, or a
     # folder of parts as Spark writes one) by its parent folder and itself; or by the flags.
-    kind = _run_kind(spark, run_url)
-    if kind == "pool":
-        folder = run_url if _is_folder(spark, run_url) else _parent_url(run_url)
+    folder = _pool_folder(spark, run_url)
+    if folder is not None:
         run = _named(run, "candidate_pool", pool or _name(folder))
         if "ranker" not in run.columns:
             # input_file_name() is a URI: its file name is percent-encoded.
@@ -198,7 +191,7 @@ def bucket_count(n_rows: int) -> int:
 
 
 def _stem(url: str) -> str:
-    name = url.rstrip("/").rsplit("/", 1)[-1]
+    name = _name(url)
     return name.rsplit(".", 1)[0] if "." in name else name
 
 
@@ -214,20 +207,20 @@ def _parent_url(url: str) -> str:
 _PATTERN = set("*?[{")
 
 
-def _run_kind(spark, url: str) -> str:
-    """``pool`` for a folder of run files or a pattern of them; ``run`` for a file, or for a
-    folder of parts that Spark (or another writer) made of one run: it holds ``_SUCCESS`` or
-    only ``part-*`` files."""
+def _pool_folder(spark, url: str) -> str | None:
+    """The folder of the pool ``url`` names: itself for a folder of run files, its parent for
+    a pattern of them; None for one run: a file, or a folder of parts that Spark (or another
+    writer) made of one run, which holds ``_SUCCESS`` or only ``part-*`` files."""
     if _PATTERN & set(_name(url)):
-        return "pool"
-    if not _is_folder(spark, url):
-        return "run"
+        return _parent_url(url)
     fs, path = _hadoop_path(spark, url)
+    if not (fs.exists(path) and fs.getFileStatus(path).isDirectory()):
+        return None
     names = [status.getPath().getName() for status in fs.listStatus(path)]
     files = [n for n in names if not n.startswith(("_", "."))]
     if "_SUCCESS" in names or (files and all(n.startswith("part-") for n in files)):
-        return "run"
-    return "pool"
+        return None
+    return url
 
 
 def _named(frame, column: str, name: str):
