@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from schemas.errors import EvaluationError
+
 GAINS = ("exponential", "linear")
 DISCOUNTS = ("log2",)
 IDEALS = ("candidates", "all_judged")
@@ -57,7 +59,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 MAX_EXPONENTIAL_GRADE = 1023
 
 
-class SpecError(ValueError):
+class SpecError(EvaluationError):
     """A spec field has a value outside its declared choices."""
 
 

@@ -1,4 +1,4 @@
-"""The one error type for bad input: which file, which column, which rule, which rows."""
+"""Errors a user can cause: one base, and the bad-input error naming file, column, rule and rows."""
 
 from __future__ import annotations
 
@@ -36,8 +36,16 @@ class RuleViolation:
         return text
 
 
+class EvaluationError(ValueError):
+    """Base of every error a user can cause (bad input, a bad option, a bad spec, a conflict).
+
+    The CLI turns it into a message and exit status 2, the pipeline into a failed step with the
+    same message; anything else is a bug and keeps its traceback.
+    """
+
+
 @dataclass
-class InputError(ValueError):
+class InputError(EvaluationError):
     """Bad input, refused before anything is written."""
 
     source: str

@@ -9,6 +9,8 @@ import re
 
 import polars as pl
 
+from schemas.errors import EvaluationError
+
 SAFE_NAME_PATTERN = r"^[A-Za-z0-9._-]+$"
 MAX_NAME_LENGTH = 200
 _SAFE_NAME = re.compile(r"[A-Za-z0-9._-]+")
@@ -24,7 +26,7 @@ def name_within_limits(column: str) -> pl.Expr:
     return (~name.is_in([".", ".."]) & (name.str.len_chars() <= MAX_NAME_LENGTH)).fill_null(True)
 
 
-class UnsafeNameError(ValueError):
+class UnsafeNameError(EvaluationError):
     """A version or pool name that is not safe as a single file name."""
 
 

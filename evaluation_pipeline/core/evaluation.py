@@ -17,6 +17,8 @@ from evaluation_pipeline.core.blocks import Blocks
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_blocks, pool_sha256
 from evaluation_pipeline.core.ndcg import JudgmentIndex, score
 from evaluation_pipeline.spec import EvaluationSpec
+from schemas.columns import LINEAGE_COLUMNS
+from schemas.errors import EvaluationError
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,27 @@ class Lineage:
             spec_id=spec.spec_id,
         )
 
+    @classmethod
+    def from_rows(cls, rows: pl.DataFrame, source: str = "results") -> Lineage:
+        """The lineage that per-query (or aggregate) rows carry, read back from their columns.
+
+        Every lineage column must hold exactly one value: rows of several evaluations mixed in
+        one file are refused, naming ``source``.
+        """
+        values = {}
+        for name in LINEAGE_COLUMNS:
+            found = rows[name].unique().to_list() if name in rows.columns else []
+            if len(found) != 1 or found[0] is None:
+                raise LineageError(f"{source}: expected one {name}, found {found[:5]}")
+            values[name] = found[0]
+        return cls(**values)
+
     def columns(self) -> list[pl.Expr]:
         return [pl.lit(v, dtype=pl.String).alias(k) for k, v in asdict(self).items()]
+
+
+class LineageError(EvaluationError):
+    """Rows whose lineage columns are missing or name several evaluations."""
 
 
 def _single(frame: pl.DataFrame, column: str) -> str:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from evaluation_pipeline.spec import MAX_EXPONENTIAL_GRADE, EvaluationSpec
+from schemas.errors import EvaluationError
 
 
-class GainError(ValueError):
+class GainError(EvaluationError):
     """A grade has no gain under the spec (gain map gap, or exponential overflow)."""
 
 
