@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 from evaluation_pipeline.io.readers import read_pool
-from evaluation_pipeline.orchestration import landing, quality
+from evaluation_pipeline.core import quality
+from evaluation_pipeline.io import landing
 from evaluation_pipeline.orchestration.assets import evaluation_code_version
 from evaluation_pipeline.orchestration.resources import EvaluationStorage, PublishConflict
 from evaluation_pipeline.spec import EvaluationSpec

@@ -13,10 +13,10 @@ import dagster as dg
 import polars as pl
 
 from evaluation_pipeline import __version__
+from evaluation_pipeline.core import quality
 from evaluation_pipeline.core.evaluation import Lineage, evaluate
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
 from evaluation_pipeline.io.readers import read_judgments, read_pool, read_queries
-from evaluation_pipeline.orchestration import quality
 from evaluation_pipeline.orchestration.partitions import (
     POOL_DIMENSION,
     VERSION_DIMENSION,

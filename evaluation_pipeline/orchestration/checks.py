@@ -9,8 +9,8 @@ from collections.abc import Iterable
 import dagster as dg
 import polars as pl
 
+from evaluation_pipeline.core import quality
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
-from evaluation_pipeline.orchestration import quality
 from evaluation_pipeline.orchestration.assets import judgments_folder, pool_folder, scores_folder
 from evaluation_pipeline.orchestration.partitions import (
     candidate_pool_partitions,

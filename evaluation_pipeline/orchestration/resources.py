@@ -20,8 +20,8 @@ import polars as pl
 from upath import UPath
 
 from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, ENGINES, score_files
+from evaluation_pipeline.io import landing
 from evaluation_pipeline.io.atomic import atomic_write
-from evaluation_pipeline.orchestration import landing
 from schemas.names import check_safe_name
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,6 +9,7 @@ import json
 
 import dagster as dg
 
+from evaluation_pipeline.io.landing import file_sha256
 from evaluation_pipeline.orchestration.assets import (
     QUERIES_FOLDER,
     judgments_folder,
@@ -21,7 +22,6 @@ from evaluation_pipeline.orchestration.jobs import (
     ingest_pool_job,
     ingest_queries_job,
 )
-from evaluation_pipeline.orchestration.landing import file_sha256
 from evaluation_pipeline.orchestration.partitions import (
     PARTITION_TAG,
     candidate_pool_partitions,

@@ -1,4 +1,4 @@
-"""Facts about inputs and results that the pipeline records and checks (no Dagster here).
+"""Facts about inputs and results that the pipeline records and checks.
 
 Each function is one vectorized polars expression over a whole table; assets attach the results
 as metadata and asset checks compare them with the configured thresholds.

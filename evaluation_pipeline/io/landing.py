@@ -1,4 +1,4 @@
-"""The landing folder: where judgment versions and candidate pools arrive (no Dagster here).
+"""The landing folder: where judgment versions and candidate pools arrive.
 
 Layout: ``<landing>/judgments/<version>.<ext>`` (one file per version) and
 ``<landing>/pools/<pool>/`` (one run file per ranker plus a ``_READY`` marker written last).
