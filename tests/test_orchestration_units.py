@@ -9,6 +9,7 @@ import pytest
 
 from evaluation_pipeline.io.readers import read_pool
 from evaluation_pipeline.core import quality
+from evaluation_pipeline.core.comparison import candidate_set_differences
 from evaluation_pipeline.io import landing
 from evaluation_pipeline.orchestration.assets import evaluation_code_version
 from evaluation_pipeline.orchestration.resources import EvaluationStorage, PublishConflict
@@ -104,15 +105,19 @@ def test_storage_builds_paths_only_from_safe_names(tmp_path: Path):
             storage.path("judgments", bad)
 
 
-def test_candidate_set_disagreements():
+def test_candidate_set_differences_and_ranker_counts_of_a_landed_pool():
     pool = read_pool(POOL)
-    assert quality.candidate_set_disagreements(pool).height == 0
+    assert candidate_set_differences(pool).height == 0
     first_query = pool["query_id"].min()
     dropped = pool.filter(~((pl.col("ranker") == "bm25-v3") & (pl.col("query_id") == first_query)
                             & (pl.col("doc_id") == pool.filter(
                                 pl.col("query_id") == first_query)["doc_id"].min())))
-    differing = quality.candidate_set_disagreements(dropped)
+    differing = candidate_set_differences(dropped)
     assert differing["query_id"].to_list() == [first_query]
+    # A query that only some rankers answered differs too, whatever documents they gave.
+    last_query = pool["query_id"].max()
+    unanswered = pool.filter((pl.col("ranker") != "dense-v2") | (pl.col("query_id") != last_query))
+    assert candidate_set_differences(unanswered)["query_id"].to_list() == [last_query]
     counts = quality.ranker_counts(pool)
     assert counts["ranker"].to_list() == ["bm25-v3", "dense-v2", "hybrid-v1"]
     assert counts["n_candidates"].sum() == pool.height

@@ -36,25 +36,6 @@ def ranker_counts(pool: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def candidate_set_disagreements(pool: pl.DataFrame) -> pl.DataFrame:
-    """Queries where the rankers of a pool do not rank the same candidate set.
-
-    A query answered by only some rankers counts as a disagreement too: the comparison between
-    rankers is then not a pure reranker comparison (contract section 1).
-    """
-    n_rankers = pool["ranker"].n_unique()
-    sets = pool.group_by("query_id", "ranker").agg(pl.col("doc_id").sort().alias("docs"))
-    return (
-        sets.group_by("query_id")
-        .agg(
-            pl.col("ranker").n_unique().alias("n_rankers"),
-            pl.col("docs").n_unique().alias("n_distinct_sets"),
-        )
-        .filter((pl.col("n_rankers") < n_rankers) | (pl.col("n_distinct_sets") > 1))
-        .sort("query_id")
-    )
-
-
 def queries_sha256(queries: pl.DataFrame) -> str:
     """SHA-256 of the queries table, rows sorted by query_id and columns by name."""
     canonical = queries.select(sorted(queries.columns)).sort("query_id")

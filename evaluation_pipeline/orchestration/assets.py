@@ -14,6 +14,7 @@ import polars as pl
 
 from evaluation_pipeline import __version__
 from evaluation_pipeline.core import quality
+from evaluation_pipeline.core.comparison import candidate_set_differences
 from evaluation_pipeline.core.evaluation import Lineage, evaluate
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
 from evaluation_pipeline.io.readers import read_judgments, read_pool, read_queries
@@ -139,7 +140,7 @@ def candidate_pools(
     frame = read_pool(folder, pool=pool).sort("ranker", "query_id", "doc_id")
     sha = pool_sha256(frame)
     counts = quality.ranker_counts(frame)
-    disagreements = quality.candidate_set_disagreements(frame)
+    disagreements = candidate_set_differences(frame)
     manifest = {
         "candidate_pool": pool,
         "sha256": sha,

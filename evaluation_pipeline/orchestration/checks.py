@@ -10,6 +10,7 @@ import dagster as dg
 import polars as pl
 
 from evaluation_pipeline.core import quality
+from evaluation_pipeline.core.comparison import candidate_set_differences
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
 from evaluation_pipeline.orchestration.assets import judgments_folder, pool_folder, scores_folder
 from evaluation_pipeline.orchestration.partitions import (
@@ -75,7 +76,7 @@ def candidate_pool_shared_candidates(context: dg.AssetCheckExecutionContext,
                                      policy: QualityPolicy) -> dg.AssetCheckResult:
     pool = context.partition_key
     frame = storage.read_parquet(*pool_folder(pool), POOL_FILE)
-    differing = quality.candidate_set_disagreements(frame)
+    differing = candidate_set_differences(frame)
     return dg.AssetCheckResult(
         passed=differing.height == 0,
         severity=dg.AssetCheckSeverity.ERROR if policy.require_shared_candidates
