@@ -12,6 +12,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from evaluation_pipeline.io.storage import DEFAULT_LANDING, DEFAULT_QUERIES, DEFAULT_STORAGE, REPO
 from evaluation_pipeline.orchestration.assets import (
     EVALUATION_GROUP,
     build_evaluation_assets,
@@ -22,10 +23,6 @@ from evaluation_pipeline.orchestration.assets import (
 from evaluation_pipeline.orchestration.checks import build_evaluation_checks, ingest_checks
 from evaluation_pipeline.orchestration.jobs import jobs
 from evaluation_pipeline.orchestration.resources import (
-    DEFAULT_LANDING,
-    DEFAULT_QUERIES,
-    DEFAULT_STORAGE,
-    REPO,
     EvaluationStorage,
     LandingZone,
     QualityPolicy,

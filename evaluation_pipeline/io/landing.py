@@ -12,11 +12,13 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluation_pipeline.io.storage import (
+    LANDED_JUDGMENTS_FOLDER,
+    LANDED_POOLS_FOLDER,
+    READY_MARKER,
+)
 from schemas.names import UnsafeNameError, check_safe_name
 
-JUDGMENTS_DIR = "judgments"
-POOLS_DIR = "pools"
-READY_MARKER = "_READY"
 JUDGMENT_EXTENSIONS = (".parquet", ".csv", ".qrels", ".txt", ".trec")
 RUN_EXTENSIONS = (".parquet", ".pq", ".csv", ".run", ".txt", ".trec", ".qrels")
 
@@ -54,7 +56,7 @@ def file_sha256(path: Path) -> str:
 
 def judgment_files(root: Path) -> tuple[list[LandedItem], list[str]]:
     """Landed judgment versions by arrival (mtime, then name), and why any entry was skipped."""
-    folder = root / JUDGMENTS_DIR
+    folder = root / LANDED_JUDGMENTS_FOLDER
     items, skipped = [], []
     if not folder.is_dir():
         return items, skipped
@@ -80,18 +82,18 @@ def judgment_files(root: Path) -> tuple[list[LandedItem], list[str]]:
 
 def judgment_file(root: Path, version: str) -> Path:
     check_safe_name(version, "judgment version")
-    matches = [p for p in (root / JUDGMENTS_DIR).glob(f"{version}.*")
-               if p.suffix.lower() in JUDGMENT_EXTENSIONS]
+    folder = root / LANDED_JUDGMENTS_FOLDER
+    matches = [p for p in folder.glob(f"{version}.*") if p.suffix.lower() in JUDGMENT_EXTENSIONS]
     if len(matches) != 1:
         found = "no file" if not matches else f"{len(matches)} files"
         raise LandingError(f"judgment version {version!r}: expected one file "
-                           f"{root / JUDGMENTS_DIR}/{version}.<parquet|csv|qrels>, found {found}")
+                           f"{folder}/{version}.<parquet|csv|qrels>, found {found}")
     return inside(root, matches[0], "judgment file")
 
 
 def pool_folders(root: Path) -> tuple[list[LandedItem], list[str]]:
     """Pools whose ``_READY`` marker has landed, by arrival of the marker, and skipped entries."""
-    folder = root / POOLS_DIR
+    folder = root / LANDED_POOLS_FOLDER
     items, skipped = [], []
     if not folder.is_dir():
         return items, skipped
@@ -114,7 +116,7 @@ def pool_folders(root: Path) -> tuple[list[LandedItem], list[str]]:
 
 def pool_folder(root: Path, pool: str) -> Path:
     check_safe_name(pool, "candidate pool")
-    path = root / POOLS_DIR / pool
+    path = root / LANDED_POOLS_FOLDER / pool
     if not (path / READY_MARKER).exists():
         raise LandingError(f"candidate pool {pool!r}: {path} has no {READY_MARKER} marker")
     return inside(root, path, "pool folder")

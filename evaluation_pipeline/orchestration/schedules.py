@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from evaluation_pipeline.orchestration.assets import QUERIES_FOLDER
+from evaluation_pipeline.io.storage import QUERIES_FOLDER
 from evaluation_pipeline.orchestration.jobs import evaluation_job
 from evaluation_pipeline.orchestration.partitions import evaluation_key
 from evaluation_pipeline.orchestration.resources import (

@@ -10,11 +10,11 @@ import json
 import dagster as dg
 
 from evaluation_pipeline.io.landing import file_sha256
-from evaluation_pipeline.orchestration.assets import (
+from evaluation_pipeline.io.storage import (
     QUERIES_FOLDER,
     judgments_folder,
     pool_folder,
-    report_folder,
+    report_file,
 )
 from evaluation_pipeline.orchestration.jobs import (
     evaluation_job,
@@ -179,8 +179,7 @@ def build_evaluation_sensor(spec: EvaluationSpec) -> dg.SensorDefinition:
         for version, version_manifest in versions.items():
             for pool, pool_manifest in pools.items():
                 key = evaluation_key(pool, version)
-                if key in in_flight or storage.exists(
-                        *report_folder(pool, version, spec.spec_id), "report.json"):
+                if key in in_flight or storage.exists(*report_file(pool, version, spec.spec_id)):
                     continue
                 requests.append(dg.RunRequest(
                     run_key=evaluation_run_key("evaluate", pool, version, pool_manifest,
