@@ -19,7 +19,7 @@ from evaluation_pipeline.definitions import build_definitions
 from evaluation_pipeline.orchestration.local_runner import LocalRunner
 from evaluation_pipeline.orchestration.partitions import evaluation_key
 from evaluation_pipeline.orchestration.resources import QualityPolicy
-from evaluation_pipeline.orchestration.sensors import evaluable_pools
+from evaluation_pipeline.orchestration.selection import evaluable_pools
 from tests.conftest import EXAMPLES
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)

@@ -10,7 +10,7 @@ from evaluation_pipeline.orchestration.resources import (
     LandingZone,
     QualityPolicy,
 )
-from evaluation_pipeline.orchestration.sensors import (
+from evaluation_pipeline.orchestration.selection import (
     evaluable_pools,
     evaluation_run_key,
     published_versions,

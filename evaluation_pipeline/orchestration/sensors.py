@@ -10,12 +10,7 @@ import json
 import dagster as dg
 
 from evaluation_pipeline.io.landing import file_sha256
-from evaluation_pipeline.io.storage import (
-    QUERIES_FOLDER,
-    judgments_folder,
-    pool_folder,
-    report_file,
-)
+from evaluation_pipeline.io.storage import QUERIES_FOLDER, report_file
 from evaluation_pipeline.orchestration.jobs import (
     evaluation_job,
     ingest_judgments_job,
@@ -32,6 +27,11 @@ from evaluation_pipeline.orchestration.resources import (
     EvaluationStorage,
     LandingZone,
     QualityPolicy,
+)
+from evaluation_pipeline.orchestration.selection import (
+    evaluable_pools,
+    evaluation_run_key,
+    published_versions,
 )
 from evaluation_pipeline.spec import EvaluationSpec
 
@@ -117,41 +117,6 @@ def queries_sensor(context: dg.SensorEvaluationContext, landing: LandingZone):
         return dg.SkipReason("queries table unchanged")
     context.update_cursor(sha)
     return dg.RunRequest(run_key=f"queries:{sha}", tags={SOURCE_TAG: sha})
-
-
-def evaluable_pools(instance: dg.DagsterInstance, landing: LandingZone,
-                    storage: EvaluationStorage, policy: QualityPolicy,
-                    log=None) -> dict[str, dict]:
-    """Manifests of the registered pools that are still landed, published, and pass the
-    shared-candidates rule when it is required (the same rule as the blocking check)."""
-    pools = {}
-    for pool in instance.get_dynamic_partitions(candidate_pool_partitions.name):
-        manifest = storage.manifest(*pool_folder(pool))
-        if manifest is None or not landing.is_active(pool):
-            continue
-        if policy.require_shared_candidates and not manifest["shared_candidate_sets"]:
-            if log is not None:
-                log.warning(f"pool {pool}: rankers rank different candidate sets; not scored "
-                            "while QualityPolicy.require_shared_candidates is set")
-            continue
-        pools[pool] = manifest
-    return pools
-
-
-def published_versions(instance: dg.DagsterInstance, storage: EvaluationStorage) -> dict[str, dict]:
-    """Manifests of the registered judgment versions that are published, in landing order."""
-    versions = {}
-    for version in instance.get_dynamic_partitions(judgment_version_partitions.name):
-        manifest = storage.manifest(*judgments_folder(version))
-        if manifest is not None:
-            versions[version] = manifest
-    return versions
-
-
-def evaluation_run_key(prefix: str, pool: str, version: str, pool_manifest: dict,
-                       version_manifest: dict, queries_manifest: dict, spec: EvaluationSpec) -> str:
-    return (f"{prefix}:{pool}:{version}:{version_manifest['sha256'][:16]}:"
-            f"{pool_manifest['sha256'][:16]}:{queries_manifest['sha256'][:12]}:{spec.spec_id}")
 
 
 def build_evaluation_sensor(spec: EvaluationSpec) -> dg.SensorDefinition:
