@@ -4,11 +4,17 @@ Layout: ``<landing>/judgments/<version>.<ext>`` (one file per version) and
 ``<landing>/pools/<pool>/`` (one run file per ranker plus a ``_READY`` marker written last).
 Names become path components, so every name is checked with ``check_safe_name`` and every entry
 must resolve inside the landing folder: a symlink that points outside it is refused.
+
+Listing the folder hashes what landed, so that changed content is told from unchanged content.
+A ``FileHashes`` carries the hashes of an earlier listing: a file whose size and modification
+time are the same is not read again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +27,9 @@ from schemas.names import UnsafeNameError, check_safe_name
 
 JUDGMENT_EXTENSIONS = (".parquet", ".csv", ".qrels", ".txt", ".trec")
 RUN_EXTENSIONS = (".parquet", ".pq", ".csv", ".run", ".txt", ".trec", ".qrels")
+# A file modified this recently may be written again within the same timestamp tick (coarse on
+# many filesystems, 2 s on FAT): its hash is used, but not remembered for the next listing.
+SETTLED_NS = 2_000_000_000
 
 
 class LandingError(ValueError):
@@ -47,15 +56,47 @@ def inside(root: Path, path: Path, what: str) -> Path:
 
 
 def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def judgment_files(root: Path) -> tuple[list[LandedItem], list[str]]:
+@dataclass(frozen=True)
+class FileStamp:
+    """A file's size and modification time when it was hashed, and the hash."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
+class FileHashes:
+    """SHA-256 of files, read again only when a file's size or modification time changed.
+
+    ``known`` holds the stamps of an earlier listing; ``settled`` collects the stamps worth
+    keeping for the next one (every file hashed here, except the ones modified just now).
+    """
+
+    def __init__(self, known: Mapping[str, FileStamp] | None = None) -> None:
+        self.known = dict(known or {})
+        self.settled: dict[str, FileStamp] = {}
+
+    def sha256(self, path: Path) -> str:
+        # Stat before reading: a write during the read moves the mtime past this stamp, so the
+        # next listing reads the file again.
+        stat = path.stat()
+        key = str(path)
+        stamp = self.known.get(key)
+        if stamp is None or (stamp.size, stamp.mtime_ns) != (stat.st_size, stat.st_mtime_ns):
+            stamp = FileStamp(stat.st_size, stat.st_mtime_ns, file_sha256(path))
+        if time.time_ns() - stat.st_mtime_ns > SETTLED_NS:
+            self.settled[key] = stamp
+        return stamp.sha256
+
+
+def judgment_files(root: Path, hashes: FileHashes | None = None
+                   ) -> tuple[list[LandedItem], list[str]]:
     """Landed judgment versions by arrival (mtime, then name), and why any entry was skipped."""
+    hashes = hashes if hashes is not None else FileHashes()
     folder = root / LANDED_JUDGMENTS_FOLDER
     items, skipped = [], []
     if not folder.is_dir():
@@ -76,7 +117,7 @@ def judgment_files(root: Path) -> tuple[list[LandedItem], list[str]]:
             skipped.append(str(exc))
             continue
         seen[name] = path
-        items.append(LandedItem(name, path, file_sha256(resolved), resolved.stat().st_mtime_ns))
+        items.append(LandedItem(name, path, hashes.sha256(resolved), resolved.stat().st_mtime_ns))
     return sorted(items, key=lambda i: (i.mtime_ns, i.name)), skipped
 
 
@@ -91,8 +132,10 @@ def judgment_file(root: Path, version: str) -> Path:
     return inside(root, matches[0], "judgment file")
 
 
-def pool_folders(root: Path) -> tuple[list[LandedItem], list[str]]:
+def pool_folders(root: Path, hashes: FileHashes | None = None
+                 ) -> tuple[list[LandedItem], list[str]]:
     """Pools whose ``_READY`` marker has landed, by arrival of the marker, and skipped entries."""
+    hashes = hashes if hashes is not None else FileHashes()
     folder = root / LANDED_POOLS_FOLDER
     items, skipped = [], []
     if not folder.is_dir():
@@ -108,7 +151,7 @@ def pool_folders(root: Path) -> tuple[list[LandedItem], list[str]]:
             continue
         digest = hashlib.sha256()
         for run in files:
-            digest.update(f"{run.name}\t{file_sha256(run)}\n".encode())
+            digest.update(f"{run.name}\t{hashes.sha256(run)}\n".encode())
         marker = (path / READY_MARKER).stat().st_mtime_ns
         items.append(LandedItem(name, path, digest.hexdigest(), marker))
     return sorted(items, key=lambda i: (i.mtime_ns, i.name)), skipped

@@ -163,14 +163,16 @@ class LandingZone(dg.ConfigurableResource):
     def root(self) -> Path:
         return Path(self.folder).resolve()
 
-    def judgment_files(self) -> tuple[list[landing.LandedItem], list[str]]:
-        return landing.judgment_files(self.root())
+    def judgment_files(self, hashes: landing.FileHashes | None = None
+                       ) -> tuple[list[landing.LandedItem], list[str]]:
+        return landing.judgment_files(self.root(), hashes)
 
     def judgment_file(self, version: str) -> Path:
         return landing.judgment_file(self.root(), version)
 
-    def pool_folders(self) -> tuple[list[landing.LandedItem], list[str]]:
-        return landing.pool_folders(self.root())
+    def pool_folders(self, hashes: landing.FileHashes | None = None
+                     ) -> tuple[list[landing.LandedItem], list[str]]:
+        return landing.pool_folders(self.root(), hashes)
 
     def pool_folder(self, pool: str) -> Path:
         landing.run_files(self.root(), pool)  # refuses entries that lead outside the landing
