@@ -116,7 +116,14 @@ def test_every_asset_materialized_for_a_pool_and_version(pipeline: Pipeline):
     pool_metadata = instance.get_latest_materialization_event(
         dg.AssetKey("candidate_pools")).asset_materialization.metadata
     assert pool_metadata["shared_candidate_sets"].value is True
-    assert "bm25-v3" in pool_metadata["rankers"].value
+    # The rankers table shows the manifest's counts, column by column and row by row.
+    rankers = pool_metadata["rankers"]
+    pool_manifest = json.loads((pipeline.storage / "pools" / POOL_1 / "manifest.json")
+                               .read_text())
+    assert [(c.name, c.type) for c in rankers.schema.columns] == [
+        ("ranker", "string"), ("n_queries", "int"), ("n_candidates", "int")]
+    assert [r.data for r in rankers.records] == pool_manifest["rankers"]
+    assert [r["ranker"] for r in pool_manifest["rankers"]] == ["bm25-v3", "dense-v2", "hybrid-v1"]
 
     report = json.loads(pipeline.report(POOL_1, VERSION_1).read_text())
     assert report["lineage"]["judgment_version"] == VERSION_1

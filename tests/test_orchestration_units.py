@@ -14,6 +14,7 @@ from evaluation_pipeline.io import landing
 from evaluation_pipeline.orchestration.assets import evaluation_code_version
 from evaluation_pipeline.orchestration.resources import EvaluationStorage, PublishConflict
 from evaluation_pipeline.spec import EvaluationSpec
+from schemas.errors import EvaluationError
 from schemas.names import UnsafeNameError
 from tests.conftest import EXAMPLES
 
@@ -47,8 +48,9 @@ def test_landing_refuses_symlinks_that_leave_the_folder(landed: Path, tmp_path: 
     versions, skipped = landing.judgment_files(landed)
     assert [v.name for v in versions] == ["maint-v1"]
     assert len(skipped) == 1 and "outside the landing folder" in skipped[0]
-    with pytest.raises(landing.LandingError, match="outside the landing folder"):
+    with pytest.raises(landing.LandingError, match="outside the landing folder") as refused:
         landing.judgment_file(landed, "maint-v2")
+    assert isinstance(refused.value, EvaluationError)  # a user's mistake, told as a message
     with pytest.raises(landing.LandingError, match="outside the landing folder"):
         landing.run_files(landed, POOL.name)
     pools, pool_skipped = landing.pool_folders(landed)
@@ -77,9 +79,10 @@ def test_storage_publishes_once_and_refuses_different_content(base: str, tmp_pat
                            {"sha256": "a" * 64}, "judgment version 'v1'") is False
     assert storage.path("judgments", "v1", "judgments.parquet").read_bytes() == before
     with pytest.raises(PublishConflict, match="already published with content sha256 a+; the "
-                       "landed input has sha256 b+"):
+                       "landed input has sha256 b+") as conflict:
         storage.publish(("judgments", "v1"), "judgments.parquet", frame.head(1),
                         {"sha256": "b" * 64}, "judgment version 'v1'")
+    assert isinstance(conflict.value, EvaluationError)
     names = [p.name for p in storage.path("judgments", "v1").iterdir()]
     assert sorted(names) == ["judgments.parquet", "manifest.json"]  # no temporary left over
 

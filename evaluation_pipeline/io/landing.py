@@ -23,6 +23,7 @@ from evaluation_pipeline.io.storage import (
     LANDED_POOLS_FOLDER,
     READY_MARKER,
 )
+from schemas.errors import EvaluationError
 from schemas.names import UnsafeNameError, check_safe_name
 
 JUDGMENT_EXTENSIONS = (".parquet", ".csv", ".qrels", ".txt", ".trec")
@@ -32,7 +33,7 @@ RUN_EXTENSIONS = (".parquet", ".pq", ".csv", ".run", ".txt", ".trec", ".qrels")
 SETTLED_NS = 2_000_000_000
 
 
-class LandingError(ValueError):
+class LandingError(EvaluationError):
     """A landing entry that cannot be ingested (unsafe name, outside the folder, missing)."""
 
 

@@ -66,11 +66,14 @@ def _published_at() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _table(frame: pl.DataFrame) -> dg.MetadataValue:
-    return dg.MetadataValue.md(
-        "| " + " | ".join(frame.columns) + " |\n|" + "---|" * len(frame.columns) + "\n"
-        + "\n".join("| " + " | ".join(str(v) for v in row) + " |" for row in frame.iter_rows())
-    )
+def _table(frame: pl.DataFrame) -> dg.TableMetadataValue:
+    """A small frame as table metadata: its column names and types, and its rows."""
+    schema = dg.TableSchema(columns=[
+        dg.TableColumn(name, "int" if dtype.is_integer() else "float" if dtype.is_float()
+                       else "string")
+        for name, dtype in frame.schema.items()
+    ])
+    return dg.MetadataValue.table([dg.TableRecord(row) for row in frame.to_dicts()], schema)
 
 
 # -- ingest -----------------------------------------------------------------------------------
@@ -304,8 +307,7 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
         per_query = storage.read_parquet(*scores)
         weights, queries_manifest = _read_published(
             storage, queries_file(), "the queries table")
-        first = per_query.row(0, named=True)
-        lineage = Lineage(**{field: first[field] for field in Lineage.__dataclass_fields__})
+        lineage = Lineage.from_rows(per_query, str(storage.path(*scores)))
         with storage.staging() as staged:
             report = write_report(staged, per_query, spec, lineage, weights)
             written = storage.put_tree(staged, *report_folder(pool, version, spec.spec_id))

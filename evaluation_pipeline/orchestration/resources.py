@@ -31,10 +31,11 @@ from evaluation_pipeline.io.storage import (
     Place,
     manifest_file,
 )
+from schemas.errors import EvaluationError
 from schemas.names import check_safe_name
 
 
-class PublishConflict(RuntimeError):
+class PublishConflict(EvaluationError):
     """A published name asked to hold different content: published inputs are immutable."""
 
 
