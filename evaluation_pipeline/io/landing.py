@@ -94,17 +94,25 @@ class FileHashes:
         return stamp.sha256
 
 
+def _entries(folder: Path) -> list[Path]:
+    """A landing subfolder's entries by name, without hidden (``.``) and marker (``_``) ones."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if not p.name.startswith((".", "_")))
+
+
+def _by_arrival(items: list[LandedItem]) -> list[LandedItem]:
+    return sorted(items, key=lambda i: (i.mtime_ns, i.name))
+
+
 def judgment_files(root: Path, hashes: FileHashes | None = None
                    ) -> tuple[list[LandedItem], list[str]]:
     """Landed judgment versions by arrival (mtime, then name), and why any entry was skipped."""
     hashes = hashes if hashes is not None else FileHashes()
-    folder = root / LANDED_JUDGMENTS_FOLDER
     items, skipped = [], []
-    if not folder.is_dir():
-        return items, skipped
     seen: dict[str, Path] = {}
-    for path in sorted(folder.iterdir()):
-        if path.name.startswith((".", "_")) or path.suffix.lower() not in JUDGMENT_EXTENSIONS:
+    for path in _entries(root / LANDED_JUDGMENTS_FOLDER):
+        if path.suffix.lower() not in JUDGMENT_EXTENSIONS:
             continue
         try:
             name = check_safe_name(path.stem, "judgment version")
@@ -119,7 +127,7 @@ def judgment_files(root: Path, hashes: FileHashes | None = None
             continue
         seen[name] = path
         items.append(LandedItem(name, path, hashes.sha256(resolved), resolved.stat().st_mtime_ns))
-    return sorted(items, key=lambda i: (i.mtime_ns, i.name)), skipped
+    return _by_arrival(items), skipped
 
 
 def judgment_file(root: Path, version: str) -> Path:
@@ -137,12 +145,9 @@ def pool_folders(root: Path, hashes: FileHashes | None = None
                  ) -> tuple[list[LandedItem], list[str]]:
     """Pools whose ``_READY`` marker has landed, by arrival of the marker, and skipped entries."""
     hashes = hashes if hashes is not None else FileHashes()
-    folder = root / LANDED_POOLS_FOLDER
     items, skipped = [], []
-    if not folder.is_dir():
-        return items, skipped
-    for path in sorted(folder.iterdir()):
-        if path.name.startswith((".", "_")) or not (path / READY_MARKER).exists():
+    for path in _entries(root / LANDED_POOLS_FOLDER):
+        if not (path / READY_MARKER).exists():
             continue
         try:
             name = check_safe_name(path.name, "candidate pool")
@@ -155,7 +160,7 @@ def pool_folders(root: Path, hashes: FileHashes | None = None
             digest.update(f"{run.name}\t{hashes.sha256(run)}\n".encode())
         marker = (path / READY_MARKER).stat().st_mtime_ns
         items.append(LandedItem(name, path, digest.hexdigest(), marker))
-    return sorted(items, key=lambda i: (i.mtime_ns, i.name)), skipped
+    return _by_arrival(items), skipped
 
 
 def pool_folder(root: Path, pool: str) -> Path:
@@ -170,9 +175,7 @@ def run_files(root: Path, pool: str) -> list[Path]:
     """The run files of a ready pool; every one must resolve inside the landing folder."""
     folder = pool_folder(root, pool)
     files = []
-    for path in sorted(folder.iterdir()):
-        if path.name.startswith((".", "_")):
-            continue
+    for path in _entries(folder):
         # Every entry, not only run files: the reader lists the folder by itself.
         resolved = inside(root, path, "pool entry")
         if path.suffix.lower() in RUN_EXTENSIONS:
