@@ -10,13 +10,15 @@ import hashlib
 
 import polars as pl
 
+from schemas.columns import UNKNOWN
+
 
 def grade_distribution(judgments: pl.DataFrame) -> dict[str, int]:
     """Rows per grade, with ``unknown`` for explicit unknown rows."""
     counts = (
         judgments.select(
-            pl.when(pl.col("grade_status") == "unknown")
-            .then(pl.lit("unknown"))
+            pl.when(pl.col("grade_status") == UNKNOWN)
+            .then(pl.lit(UNKNOWN))
             .otherwise(pl.col("grade").cast(pl.String))
             .alias("grade")
         )

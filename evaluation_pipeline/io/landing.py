@@ -163,10 +163,15 @@ def pool_folders(root: Path, hashes: FileHashes | None = None
     return _by_arrival(items), skipped
 
 
+def is_ready(root: Path, pool: str) -> bool:
+    """A pool is ready, and stays active, while its folder and READY_MARKER are landed."""
+    return (root / LANDED_POOLS_FOLDER / check_safe_name(pool, "candidate pool")
+            / READY_MARKER).exists()
+
+
 def pool_folder(root: Path, pool: str) -> Path:
-    check_safe_name(pool, "candidate pool")
     path = root / LANDED_POOLS_FOLDER / pool
-    if not (path / READY_MARKER).exists():
+    if not is_ready(root, pool):
         raise LandingError(f"candidate pool {pool!r}: {path} has no {READY_MARKER} marker")
     return inside(root, path, "pool folder")
 

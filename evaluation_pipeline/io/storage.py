@@ -49,6 +49,7 @@ REPO = Path(__file__).resolve().parents[2]
 DEFAULT_STORAGE = REPO / ".storage"
 DEFAULT_LANDING = REPO / "examples" / "data" / "landing"
 DEFAULT_QUERIES = REPO / "examples" / "data" / "queries.csv"
+DEFAULT_SPEC = REPO / "evaluation_spec.yaml"
 
 Place = tuple[str, ...]
 

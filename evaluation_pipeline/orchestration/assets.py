@@ -49,6 +49,7 @@ from evaluation_pipeline.orchestration.resources import (
 )
 from evaluation_pipeline.report import headline_markdown, write_report
 from evaluation_pipeline.spec import EvaluationSpec
+from schemas.columns import UNKNOWN
 from schemas.names import check_safe_name
 
 INGEST_GROUP = "ingest"
@@ -112,7 +113,7 @@ def judgments(
             "sha256": sha,
             "dagster/row_count": frame.height,
             "grade_distribution": dg.MetadataValue.json(distribution),
-            "unknown_count": distribution.get("unknown", 0),
+            "unknown_count": distribution.get(UNKNOWN, 0),
             "source": dg.MetadataValue.path(str(source)),
             "published": dg.MetadataValue.path(str(storage.path(*judgments_file(version)))),
             "newly_written": written,

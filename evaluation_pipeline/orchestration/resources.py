@@ -26,8 +26,6 @@ from evaluation_pipeline.io.storage import (
     DEFAULT_LANDING,
     DEFAULT_QUERIES,
     DEFAULT_STORAGE,
-    LANDED_POOLS_FOLDER,
-    READY_MARKER,
     Place,
     manifest_file,
 )
@@ -180,9 +178,7 @@ class LandingZone(dg.ConfigurableResource):
         return landing.pool_folder(self.root(), pool)
 
     def is_active(self, pool: str) -> bool:
-        """A pool stays active while its folder and ``_READY`` marker are in the landing."""
-        return (self.root() / LANDED_POOLS_FOLDER / check_safe_name(pool, "candidate pool")
-                / READY_MARKER).exists()
+        return landing.is_ready(self.root(), pool)
 
     def queries_file(self) -> Path:
         return Path(self.queries_path).resolve()
