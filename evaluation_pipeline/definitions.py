@@ -12,6 +12,12 @@ from pathlib import Path
 
 import dagster as dg
 
+from evaluation_pipeline.io.storage import (
+    DEFAULT_LANDING,
+    DEFAULT_QUERIES,
+    DEFAULT_SPEC,
+    DEFAULT_STORAGE,
+)
 from evaluation_pipeline.orchestration.assets import (
     EVALUATION_GROUP,
     build_evaluation_assets,
@@ -22,10 +28,6 @@ from evaluation_pipeline.orchestration.assets import (
 from evaluation_pipeline.orchestration.checks import build_evaluation_checks, ingest_checks
 from evaluation_pipeline.orchestration.jobs import jobs
 from evaluation_pipeline.orchestration.resources import (
-    DEFAULT_LANDING,
-    DEFAULT_QUERIES,
-    DEFAULT_STORAGE,
-    REPO,
     EvaluationStorage,
     LandingZone,
     QualityPolicy,
@@ -39,12 +41,10 @@ from evaluation_pipeline.orchestration.schedules import (
 from evaluation_pipeline.orchestration.sensors import build_evaluation_sensor, ingest_sensors
 from evaluation_pipeline.spec import EvaluationSpec, load_spec
 
-SPEC_FILE = REPO / "evaluation_spec.yaml"
-
 
 def pipeline_spec(spec_path: str | Path | None = None) -> EvaluationSpec:
     """The spec the pipeline evaluates under: ``spec_path``, $NDCG_EVAL_SPEC or the repo's file."""
-    return load_spec(spec_path or os.environ.get("NDCG_EVAL_SPEC") or SPEC_FILE)
+    return load_spec(spec_path or os.environ.get("NDCG_EVAL_SPEC") or DEFAULT_SPEC)
 
 
 def build_definitions(

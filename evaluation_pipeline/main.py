@@ -9,7 +9,8 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from evaluation_pipeline.io.storage import REPO
+
 DAGSTER_HOME = REPO / ".dagster_home"
 MAX_CONCURRENT_RUNS = 2
 

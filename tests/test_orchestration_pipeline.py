@@ -6,6 +6,7 @@ the module's order: read-only assertions first, then new landings.
 """
 
 import json
+import os
 import shutil
 import warnings
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from evaluation_pipeline.definitions import build_definitions
 from evaluation_pipeline.orchestration.local_runner import LocalRunner
 from evaluation_pipeline.orchestration.partitions import evaluation_key
 from evaluation_pipeline.orchestration.resources import QualityPolicy
-from evaluation_pipeline.orchestration.sensors import evaluable_pools
+from evaluation_pipeline.orchestration.selection import evaluable_pools
 from tests.conftest import EXAMPLES
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
@@ -115,7 +116,14 @@ def test_every_asset_materialized_for_a_pool_and_version(pipeline: Pipeline):
     pool_metadata = instance.get_latest_materialization_event(
         dg.AssetKey("candidate_pools")).asset_materialization.metadata
     assert pool_metadata["shared_candidate_sets"].value is True
-    assert "bm25-v3" in pool_metadata["rankers"].value
+    # The rankers table shows the manifest's counts, column by column and row by row.
+    rankers = pool_metadata["rankers"]
+    pool_manifest = json.loads((pipeline.storage / "pools" / POOL_1 / "manifest.json")
+                               .read_text())
+    assert [(c.name, c.type) for c in rankers.schema.columns] == [
+        ("ranker", "string"), ("n_queries", "int"), ("n_candidates", "int")]
+    assert [r.data for r in rankers.records] == pool_manifest["rankers"]
+    assert [r["ranker"] for r in pool_manifest["rankers"]] == ["bm25-v3", "dense-v2", "hybrid-v1"]
 
     report = json.loads(pipeline.report(POOL_1, VERSION_1).read_text())
     assert report["lineage"]["judgment_version"] == VERSION_1
@@ -177,6 +185,99 @@ def test_ingest_sensors_register_partitions_and_request_runs(tmp_path: Path):
         evaluations = env.defs.resolve_sensor_def("evaluations_ready")(dg.build_sensor_context(
             instance=instance, definitions=env.defs, resources=env.defs.resources))
         assert isinstance(evaluations, dg.SkipReason)
+
+
+class HashCounter:
+    """Counts which landed files a sensor tick reads to hash."""
+
+    def __init__(self, monkeypatch):
+        from evaluation_pipeline.io import landing
+
+        self.read: list[str] = []
+        original = landing.file_sha256
+
+        def counting(path):
+            self.read.append(Path(path).name)
+            return original(path)
+
+        monkeypatch.setattr(landing, "file_sha256", counting)
+
+    def tick(self, env: Pipeline, sensor_name: str, cursor: str | None):
+        """One evaluation of the sensor: its result, its cursor and the files it hashed."""
+        self.read.clear()
+        context = dg.build_sensor_context(instance=env.instance, cursor=cursor,
+                                          definitions=env.defs, resources=env.defs.resources)
+        result = env.defs.resolve_sensor_def(sensor_name)(context)
+        cursor = result.cursor if isinstance(result, dg.SensorResult) else context.cursor
+        return result, cursor, sorted(self.read)
+
+
+def _settle(path: Path, seconds_ago: int) -> None:
+    """Give a file a modification time in the past, as a file landed a while ago has."""
+    past = (int(datetime.now(UTC).timestamp()) - seconds_ago) * 1_000_000_000
+    os.utime(path, ns=(past, past))
+
+
+def test_landing_sensors_hash_only_files_whose_size_or_mtime_changed(tmp_path: Path,
+                                                                     monkeypatch):
+    hashed = HashCounter(monkeypatch)
+    with temporary_instance(tmp_path / "home") as instance:
+        env = make_pipeline(tmp_path, instance)
+        env.land_version(VERSION_1)
+        env.land_version(VERSION_2)
+        first, second = (env.landing / "judgments" / f"{v}.csv" for v in (VERSION_1, VERSION_2))
+        for path in (first, second):
+            _settle(path, 3600)
+        result, cursor, read = hashed.tick(env, "judgment_versions_landed", None)
+        assert read == [first.name, second.name] and len(result.run_requests) == 2
+        instance.add_dynamic_partitions("judgment_versions", [VERSION_1, VERSION_2])
+        # Unchanged files: nothing read, nothing requested.
+        result, cursor, read = hashed.tick(env, "judgment_versions_landed", cursor)
+        assert read == [] and isinstance(result, dg.SkipReason)
+        # Touched, same bytes: read again, nothing requested, and not read on the next tick.
+        _settle(first, 1800)
+        result, cursor, read = hashed.tick(env, "judgment_versions_landed", cursor)
+        assert read == [first.name] and isinstance(result, dg.SkipReason)
+        result, cursor, read = hashed.tick(env, "judgment_versions_landed", cursor)
+        assert read == []
+        # Changed bytes of the same size: read again, and ingested under a new run key.
+        text = second.read_text()
+        second.write_text(text.replace(",1,", ",2,", 1) if ",1," in text
+                          else text.replace(",2,", ",1,", 1))
+        _settle(second, 900)
+        result, cursor, read = hashed.tick(env, "judgment_versions_landed", cursor)
+        (request,) = result.run_requests
+        assert read == [second.name] and request.partition_key == VERSION_2
+        # A file modified just now is read again on the next tick: its mtime may not move on
+        # a second write within the same timestamp tick.
+        second.write_text(text)
+        result, cursor, read = hashed.tick(env, "judgment_versions_landed", cursor)
+        assert read == [second.name] and len(result.run_requests) == 1
+        result, cursor, read = hashed.tick(env, "judgment_versions_landed", cursor)
+        assert read == [second.name] and isinstance(result, dg.SkipReason)
+
+
+def test_landing_sensors_read_the_cursor_of_earlier_releases(tmp_path: Path, monkeypatch):
+    """Cursors once held only the content hashes: read with one, a tick hashes every file
+    once and requests nothing that was already seen."""
+    from evaluation_pipeline.io.landing import file_sha256
+
+    hashed = HashCounter(monkeypatch)
+    with temporary_instance(tmp_path / "home") as instance:
+        env = make_pipeline(tmp_path, instance)
+        env.land_version(VERSION_1)
+        landed = env.landing / "judgments" / f"{VERSION_1}.csv"
+        instance.add_dynamic_partitions("judgment_versions", [VERSION_1])
+        old = json.dumps({VERSION_1: file_sha256(landed)})
+        result, cursor, read = hashed.tick(env, "judgment_versions_landed", old)
+        assert read == [landed.name] and isinstance(result, dg.SkipReason)
+        assert json.loads(cursor)["landed"] == json.loads(old)
+        queries = env.root / "queries.csv"
+        _settle(queries, 3600)
+        result, cursor, read = hashed.tick(env, "queries_changed", file_sha256(queries))
+        assert read == [queries.name] and isinstance(result, dg.SkipReason)
+        result, cursor, read = hashed.tick(env, "queries_changed", cursor)
+        assert read == [] and isinstance(result, dg.SkipReason)
 
 
 def test_evaluation_sensor_is_quiet_when_every_pair_has_a_report(pipeline: Pipeline):

@@ -8,10 +8,13 @@ import polars as pl
 import pytest
 
 from evaluation_pipeline.io.readers import read_pool
-from evaluation_pipeline.orchestration import landing, quality
+from evaluation_pipeline.core import quality
+from evaluation_pipeline.core.comparison import candidate_set_differences
+from evaluation_pipeline.io import landing
 from evaluation_pipeline.orchestration.assets import evaluation_code_version
 from evaluation_pipeline.orchestration.resources import EvaluationStorage, PublishConflict
 from evaluation_pipeline.spec import EvaluationSpec
+from schemas.errors import EvaluationError
 from schemas.names import UnsafeNameError
 from tests.conftest import EXAMPLES
 
@@ -45,8 +48,9 @@ def test_landing_refuses_symlinks_that_leave_the_folder(landed: Path, tmp_path: 
     versions, skipped = landing.judgment_files(landed)
     assert [v.name for v in versions] == ["maint-v1"]
     assert len(skipped) == 1 and "outside the landing folder" in skipped[0]
-    with pytest.raises(landing.LandingError, match="outside the landing folder"):
+    with pytest.raises(landing.LandingError, match="outside the landing folder") as refused:
         landing.judgment_file(landed, "maint-v2")
+    assert isinstance(refused.value, EvaluationError)  # a user's mistake, told as a message
     with pytest.raises(landing.LandingError, match="outside the landing folder"):
         landing.run_files(landed, POOL.name)
     pools, pool_skipped = landing.pool_folders(landed)
@@ -75,9 +79,10 @@ def test_storage_publishes_once_and_refuses_different_content(base: str, tmp_pat
                            {"sha256": "a" * 64}, "judgment version 'v1'") is False
     assert storage.path("judgments", "v1", "judgments.parquet").read_bytes() == before
     with pytest.raises(PublishConflict, match="already published with content sha256 a+; the "
-                       "landed input has sha256 b+"):
+                       "landed input has sha256 b+") as conflict:
         storage.publish(("judgments", "v1"), "judgments.parquet", frame.head(1),
                         {"sha256": "b" * 64}, "judgment version 'v1'")
+    assert isinstance(conflict.value, EvaluationError)
     names = [p.name for p in storage.path("judgments", "v1").iterdir()]
     assert sorted(names) == ["judgments.parquet", "manifest.json"]  # no temporary left over
 
@@ -103,15 +108,19 @@ def test_storage_builds_paths_only_from_safe_names(tmp_path: Path):
             storage.path("judgments", bad)
 
 
-def test_candidate_set_disagreements():
+def test_candidate_set_differences_and_ranker_counts_of_a_landed_pool():
     pool = read_pool(POOL)
-    assert quality.candidate_set_disagreements(pool).height == 0
+    assert candidate_set_differences(pool).height == 0
     first_query = pool["query_id"].min()
     dropped = pool.filter(~((pl.col("ranker") == "bm25-v3") & (pl.col("query_id") == first_query)
                             & (pl.col("doc_id") == pool.filter(
                                 pl.col("query_id") == first_query)["doc_id"].min())))
-    differing = quality.candidate_set_disagreements(dropped)
+    differing = candidate_set_differences(dropped)
     assert differing["query_id"].to_list() == [first_query]
+    # A query that only some rankers answered differs too, whatever documents they gave.
+    last_query = pool["query_id"].max()
+    unanswered = pool.filter((pl.col("ranker") != "dense-v2") | (pl.col("query_id") != last_query))
+    assert candidate_set_differences(unanswered)["query_id"].to_list() == [last_query]
     counts = quality.ranker_counts(pool)
     assert counts["ranker"].to_list() == ["bm25-v3", "dense-v2", "hybrid-v1"]
     assert counts["n_candidates"].sum() == pool.height

@@ -110,11 +110,21 @@ def candidate_sets_differ(per_query: pl.DataFrame) -> pl.DataFrame:
 
 
 def candidate_set_differences(pool: pl.DataFrame) -> pl.DataFrame:
-    """Queries of a pool whose rankers do not all rank the same documents (exact check)."""
+    """Queries of a pool whose rankers do not all rank the same documents (exact check).
+
+    A query answered by only some rankers of the pool counts too: comparing the rankers on it
+    is not a pure reranker comparison either (contract section 1).
+    """
     n_rankers = pool["ranker"].n_unique()
-    per_doc = pool.group_by("query_id", "doc_id").agg(pl.col("ranker").n_unique().alias("n"))
+    # One sorted document list per ranker and query: the sets agree when a query has one list
+    # and every ranker gave it (the pool's key is unique, so a list holds no repeats).
+    sets = pool.group_by("query_id", "ranker").agg(pl.col("doc_id").sort().alias("docs"))
     return (
-        per_doc.filter(pl.col("n") < n_rankers).select("query_id").unique().sort("query_id")
+        sets.group_by("query_id")
+        .agg(pl.len().alias("n_rankers"), pl.col("docs").n_unique().alias("n_sets"))
+        .filter((pl.col("n_rankers") < n_rankers) | (pl.col("n_sets") > 1))
+        .select("query_id")
+        .sort("query_id")
     )
 
 

@@ -1,11 +1,29 @@
-"""Storage layout: every file name and folder of the project's outputs, declared once.
+"""Storage layout: every path and file name of the project's inputs and outputs, declared once.
 
 A result folder of ``ndcg-eval score`` holds PER_QUERY_FILE and SUMMARY_FILE, and with a report
-REPORT_FILE, HTML_FILE, AGGREGATES_FILE and TRACES_FOLDER. The pipeline's storage holds
-published inputs (a manifest beside each) and one scores and one report folder per evaluation.
+REPORT_FILE, HTML_FILE, AGGREGATES_FILE and TRACES_FOLDER.
+
+The pipeline's storage (a local folder or an fsspec URL) holds each published input with a
+manifest beside it, and one scores and one report folder per evaluation::
+
+    judgments/<version>/            judgments.parquet, manifest.json
+    pools/<pool>/                   candidates.parquet, manifest.json
+    queries/                        queries.parquet, manifest.json
+    scores/<pool>/<version>/<spec_id>/    per_query.parquet
+    reports/<pool>/<version>/<spec_id>/   report.json, report.html, aggregates.parquet, ...
+
+A place in the storage is a tuple of path components; the storage resource joins them and checks
+every one with ``check_safe_name``, so a name can never climb out of its folder.
+
+The landing folder, where inputs arrive::
+
+    judgments/<version>.<ext>       one file per judgment version
+    pools/<pool>/                   one run file per ranker, and the READY_MARKER written last
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 # --- a result folder (CLI --out, and the pipeline's scores and report folders) -----------------
 PER_QUERY_FILE = "per_query.parquet"
@@ -22,4 +40,60 @@ POOL_FILE = "candidates.parquet"
 QUERIES_FILE = "queries.parquet"
 
 # --- the landing folder --------------------------------------------------------------------------
+LANDED_JUDGMENTS_FOLDER = "judgments"
+LANDED_POOLS_FOLDER = "pools"
 READY_MARKER = "_READY"
+
+# --- where the pipeline looks when nothing else is configured -----------------------------------
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_STORAGE = REPO / ".storage"
+DEFAULT_LANDING = REPO / "examples" / "data" / "landing"
+DEFAULT_QUERIES = REPO / "examples" / "data" / "queries.csv"
+DEFAULT_SPEC = REPO / "evaluation_spec.yaml"
+
+Place = tuple[str, ...]
+
+
+# --- places in the pipeline's storage ------------------------------------------------------------
+def judgments_folder(version: str) -> Place:
+    return ("judgments", version)
+
+
+def judgments_file(version: str) -> Place:
+    return (*judgments_folder(version), JUDGMENTS_FILE)
+
+
+def pool_folder(pool: str) -> Place:
+    return ("pools", pool)
+
+
+def pool_file(pool: str) -> Place:
+    return (*pool_folder(pool), POOL_FILE)
+
+
+QUERIES_FOLDER: Place = ("queries",)
+
+
+def queries_file() -> Place:
+    return (*QUERIES_FOLDER, QUERIES_FILE)
+
+
+def manifest_file(folder: Place) -> Place:
+    """The manifest of a published input: written last, its presence marks the folder published."""
+    return (*folder, MANIFEST_FILE)
+
+
+def scores_folder(pool: str, version: str, spec_id: str) -> Place:
+    return ("scores", pool, version, spec_id)
+
+
+def scores_file(pool: str, version: str, spec_id: str) -> Place:
+    return (*scores_folder(pool, version, spec_id), PER_QUERY_FILE)
+
+
+def report_folder(pool: str, version: str, spec_id: str) -> Place:
+    return ("reports", pool, version, spec_id)
+
+
+def report_file(pool: str, version: str, spec_id: str) -> Place:
+    return (*report_folder(pool, version, spec_id), REPORT_FILE)

@@ -13,10 +13,27 @@ import dagster as dg
 import polars as pl
 
 from evaluation_pipeline import __version__
+from evaluation_pipeline.core import quality
+from evaluation_pipeline.core.comparison import candidate_set_differences
 from evaluation_pipeline.core.evaluation import Lineage, evaluate
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
 from evaluation_pipeline.io.readers import read_judgments, read_pool, read_queries
-from evaluation_pipeline.orchestration import quality
+from evaluation_pipeline.io.storage import (
+    HTML_FILE,
+    JUDGMENTS_FILE,
+    POOL_FILE,
+    QUERIES_FOLDER,
+    REPORT_FILE,
+    Place,
+    judgments_file,
+    judgments_folder,
+    manifest_file,
+    pool_file,
+    pool_folder,
+    queries_file,
+    report_folder,
+    scores_file,
+)
 from evaluation_pipeline.orchestration.partitions import (
     POOL_DIMENSION,
     VERSION_DIMENSION,
@@ -26,16 +43,13 @@ from evaluation_pipeline.orchestration.partitions import (
     split_evaluation_key,
 )
 from evaluation_pipeline.orchestration.resources import (
-    JUDGMENTS_FILE,
-    PER_QUERY_FILE,
-    POOL_FILE,
-    QUERIES_FILE,
     EvaluationStorage,
     LandingZone,
     ScoringEngine,
 )
 from evaluation_pipeline.report import headline_markdown, write_report
 from evaluation_pipeline.spec import EvaluationSpec
+from schemas.columns import UNKNOWN
 from schemas.names import check_safe_name
 
 INGEST_GROUP = "ingest"
@@ -43,25 +57,6 @@ EVALUATION_GROUP = "evaluation"
 # The concurrency pool of scoring: its limit (dagster.yaml `concurrency: pools:`, or `dagster
 # instance concurrency set`) caps how many pool x version evaluations score at once, across runs.
 SCORING_POOL = "ndcg_scoring"
-
-
-def judgments_folder(version: str) -> tuple[str, ...]:
-    return ("judgments", version)
-
-
-def pool_folder(pool: str) -> tuple[str, ...]:
-    return ("pools", pool)
-
-
-QUERIES_FOLDER = ("queries",)
-
-
-def scores_folder(pool: str, version: str, spec_id: str) -> tuple[str, ...]:
-    return ("scores", pool, version, spec_id)
-
-
-def report_folder(pool: str, version: str, spec_id: str) -> tuple[str, ...]:
-    return ("reports", pool, version, spec_id)
 
 
 def evaluation_code_version(spec: EvaluationSpec) -> str:
@@ -72,11 +67,14 @@ def _published_at() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _table(frame: pl.DataFrame) -> dg.MetadataValue:
-    return dg.MetadataValue.md(
-        "| " + " | ".join(frame.columns) + " |\n|" + "---|" * len(frame.columns) + "\n"
-        + "\n".join("| " + " | ".join(str(v) for v in row) + " |" for row in frame.iter_rows())
-    )
+def _table(frame: pl.DataFrame) -> dg.TableMetadataValue:
+    """A small frame as table metadata: its column names and types, and its rows."""
+    schema = dg.TableSchema(columns=[
+        dg.TableColumn(name, "int" if dtype.is_integer() else "float" if dtype.is_float()
+                       else "string")
+        for name, dtype in frame.schema.items()
+    ])
+    return dg.MetadataValue.table([dg.TableRecord(row) for row in frame.to_dicts()], schema)
 
 
 # -- ingest -----------------------------------------------------------------------------------
@@ -115,10 +113,9 @@ def judgments(
             "sha256": sha,
             "dagster/row_count": frame.height,
             "grade_distribution": dg.MetadataValue.json(distribution),
-            "unknown_count": distribution.get("unknown", 0),
+            "unknown_count": distribution.get(UNKNOWN, 0),
             "source": dg.MetadataValue.path(str(source)),
-            "published": dg.MetadataValue.path(str(storage.path(*judgments_folder(version),
-                                                                 JUDGMENTS_FILE))),
+            "published": dg.MetadataValue.path(str(storage.path(*judgments_file(version)))),
             "newly_written": written,
         },
         data_version=dg.DataVersion(sha),
@@ -139,7 +136,7 @@ def candidate_pools(
     frame = read_pool(folder, pool=pool).sort("ranker", "query_id", "doc_id")
     sha = pool_sha256(frame)
     counts = quality.ranker_counts(frame)
-    disagreements = quality.candidate_set_disagreements(frame)
+    disagreements = candidate_set_differences(frame)
     manifest = {
         "candidate_pool": pool,
         "sha256": sha,
@@ -163,7 +160,7 @@ def candidate_pools(
             "shared_candidate_sets": disagreements.height == 0,
             "queries_with_different_candidate_sets": disagreements.height,
             "source": dg.MetadataValue.path(str(folder)),
-            "published": dg.MetadataValue.path(str(storage.path(*pool_folder(pool), POOL_FILE))),
+            "published": dg.MetadataValue.path(str(storage.path(*pool_file(pool)))),
             "newly_written": written,
         },
         data_version=dg.DataVersion(sha),
@@ -183,9 +180,9 @@ def queries(
     sha = quality.queries_sha256(frame)
     # Unlike versions and pools, the queries table is replaced when it changes: weights are
     # traffic, which moves, and every report records the hash it used.
-    storage.write_parquet(frame, *QUERIES_FOLDER, QUERIES_FILE)
+    storage.write_parquet(frame, *queries_file())
     storage.write_json({"sha256": sha, "rows": frame.height, "source": str(source),
-                        "published_at": _published_at()}, *QUERIES_FOLDER, "manifest.json")
+                        "published_at": _published_at()}, *manifest_file(QUERIES_FOLDER))
     context.log.info(f"queries: {frame.height} rows, sha256 {sha}")
     return dg.MaterializeResult(
         metadata={
@@ -201,7 +198,7 @@ def queries(
 # -- evaluation -------------------------------------------------------------------------------
 
 
-def _published_manifest(storage: EvaluationStorage, folder: tuple[str, ...], what: str) -> dict:
+def _published_manifest(storage: EvaluationStorage, folder: Place, what: str) -> dict:
     manifest = storage.manifest(*folder)
     if manifest is None:
         raise dg.Failure(f"{what} is not published yet in {storage.path(*folder)}; "
@@ -209,10 +206,11 @@ def _published_manifest(storage: EvaluationStorage, folder: tuple[str, ...], wha
     return manifest
 
 
-def _read_published(storage: EvaluationStorage, folder: tuple[str, ...], file_name: str,
+def _read_published(storage: EvaluationStorage, place: Place,
                     what: str) -> tuple[pl.DataFrame, dict]:
-    manifest = _published_manifest(storage, folder, what)
-    return storage.read_parquet(*folder, file_name), manifest
+    """A published file and the manifest beside it."""
+    manifest = _published_manifest(storage, place[:-1], what)
+    return storage.read_parquet(*place), manifest
 
 
 def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
@@ -244,31 +242,29 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
         context: dg.AssetExecutionContext, storage: EvaluationStorage, scoring: ScoringEngine
     ) -> dg.MaterializeResult:
         pool, version = split_evaluation_key(context.partition_key)
+        scores = scores_file(pool, version, spec.spec_id)
         if scoring.engine == "local":
             grades, grades_manifest = _read_published(
-                storage, judgments_folder(version), JUDGMENTS_FILE, f"judgment version {version!r}")
+                storage, judgments_file(version), f"judgment version {version!r}")
             candidates, pool_manifest = _read_published(
-                storage, pool_folder(pool), POOL_FILE, f"candidate pool {pool!r}")
+                storage, pool_file(pool), f"candidate pool {pool!r}")
             per_query, lineage = evaluate(grades, candidates, spec)
-            path = storage.write_parquet(per_query, *scores_folder(pool, version, spec.spec_id),
-                                         PER_QUERY_FILE)
+            path = storage.write_parquet(per_query, *scores)
         else:
             # The engine reads the published files itself, batch by batch, and writes the rows.
             grades_manifest = _published_manifest(
                 storage, judgments_folder(version), f"judgment version {version!r}")
             pool_manifest = _published_manifest(
                 storage, pool_folder(pool), f"candidate pool {pool!r}")
-            target = storage.path(*scores_folder(pool, version, spec.spec_id), PER_QUERY_FILE)
             result = scoring.score(
-                str(storage.path(*judgments_folder(version), JUDGMENTS_FILE)),
-                str(storage.path(*pool_folder(pool), POOL_FILE)),
+                str(storage.path(*judgments_file(version))),
+                str(storage.path(*pool_file(pool))),
                 spec,
-                str(target),
+                str(storage.path(*scores)),
             )
             lineage, path = result.lineage, result.per_query_path
             # Only what the metadata counts: the rows stay on disk, as the engine left them.
-            per_query = storage.read_per_query(*scores_folder(pool, version, spec.spec_id),
-                                               PER_QUERY_FILE, columns=["status"])
+            per_query = storage.read_per_query(*scores, columns=["status"])
         # The hashes recomputed from the stored files must be the ones published.
         for name, computed, published in (
             ("judgments", lineage.judgments_sha256, grades_manifest["sha256"]),
@@ -305,15 +301,14 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
         context: dg.AssetExecutionContext, storage: EvaluationStorage
     ) -> dg.MaterializeResult:
         pool, version = split_evaluation_key(context.partition_key)
-        scores = (*scores_folder(pool, version, spec.spec_id), PER_QUERY_FILE)
+        scores = scores_file(pool, version, spec.spec_id)
         if not storage.exists(*scores):
             raise dg.Failure(f"no scores at {storage.path(*scores)}: materialize query_scores "
                              f"for {pool} x {version} first")
         per_query = storage.read_parquet(*scores)
         weights, queries_manifest = _read_published(
-            storage, QUERIES_FOLDER, QUERIES_FILE, "the queries table")
-        first = per_query.row(0, named=True)
-        lineage = Lineage(**{field: first[field] for field in Lineage.__dataclass_fields__})
+            storage, queries_file(), "the queries table")
+        lineage = Lineage.from_rows(per_query, str(storage.path(*scores)))
         with storage.staging() as staged:
             report = write_report(staged, per_query, spec, lineage, weights)
             written = storage.put_tree(staged, *report_folder(pool, version, spec.spec_id))
@@ -323,8 +318,8 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
                 "result": dg.MetadataValue.md("\n\n".join(report["headline"])),
                 "lineage": dg.MetadataValue.json(asdict(lineage)),
                 "queries_sha256": queries_manifest["sha256"],
-                "report": dg.MetadataValue.path(written["report.json"]),
-                "report_html": dg.MetadataValue.path(written["report.html"]),
+                "report": dg.MetadataValue.path(written[REPORT_FILE]),
+                "report_html": dg.MetadataValue.path(written[HTML_FILE]),
             },
         )
 

@@ -9,35 +9,30 @@ from collections.abc import Iterable
 import dagster as dg
 import polars as pl
 
+from evaluation_pipeline.core import quality
+from evaluation_pipeline.core.comparison import candidate_set_differences
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
-from evaluation_pipeline.orchestration import quality
-from evaluation_pipeline.orchestration.assets import judgments_folder, pool_folder, scores_folder
+from evaluation_pipeline.io.storage import Place, judgments_file, pool_file, scores_file
 from evaluation_pipeline.orchestration.partitions import (
     candidate_pool_partitions,
     evaluation_partitions,
     judgment_version_partitions,
     split_evaluation_key,
 )
-from evaluation_pipeline.orchestration.resources import (
-    JUDGMENTS_FILE,
-    PER_QUERY_FILE,
-    POOL_FILE,
-    EvaluationStorage,
-    QualityPolicy,
-)
+from evaluation_pipeline.orchestration.resources import EvaluationStorage, QualityPolicy
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import CandidatePool, InputError, Judgments, validate
 
 
-def _published_check(storage: EvaluationStorage, folder: tuple[str, ...], file_name: str,
-                     model, hash_of, what: str) -> dg.AssetCheckResult:
+def _published_check(storage: EvaluationStorage, place: Place, model, hash_of,
+                     what: str) -> dg.AssetCheckResult:
     """The published file passes its schema and still has the published content hash."""
-    manifest = storage.manifest(*folder)
+    manifest = storage.manifest(*place[:-1])  # beside the file
     if manifest is None:
         return dg.AssetCheckResult(passed=False, description=f"{what} is not published")
-    frame = storage.read_parquet(*folder, file_name)
+    frame = storage.read_parquet(*place)
     try:
-        validate(model, frame, str(storage.path(*folder, file_name)))
+        validate(model, frame, str(storage.path(*place)))
     except InputError as exc:
         return dg.AssetCheckResult(passed=False, description=str(exc)[:2000])
     sha = hash_of(frame)
@@ -54,8 +49,8 @@ def _published_check(storage: EvaluationStorage, folder: tuple[str, ...], file_n
 def judgments_valid(context: dg.AssetCheckExecutionContext,
                     storage: EvaluationStorage) -> dg.AssetCheckResult:
     version = context.partition_key
-    return _published_check(storage, judgments_folder(version), JUDGMENTS_FILE, Judgments,
-                            judgments_sha256, f"judgment version {version!r}")
+    return _published_check(storage, judgments_file(version), Judgments, judgments_sha256,
+                            f"judgment version {version!r}")
 
 
 @dg.asset_check(asset="candidate_pools", blocking=True, partitions_def=candidate_pool_partitions,
@@ -63,8 +58,8 @@ def judgments_valid(context: dg.AssetCheckExecutionContext,
 def candidate_pool_valid(context: dg.AssetCheckExecutionContext,
                          storage: EvaluationStorage) -> dg.AssetCheckResult:
     pool = context.partition_key
-    return _published_check(storage, pool_folder(pool), POOL_FILE, CandidatePool, pool_sha256,
-                             f"candidate pool {pool!r}")
+    return _published_check(storage, pool_file(pool), CandidatePool, pool_sha256,
+                            f"candidate pool {pool!r}")
 
 
 @dg.asset_check(asset="candidate_pools", blocking=True, partitions_def=candidate_pool_partitions,
@@ -74,8 +69,8 @@ def candidate_pool_shared_candidates(context: dg.AssetCheckExecutionContext,
                                      storage: EvaluationStorage,
                                      policy: QualityPolicy) -> dg.AssetCheckResult:
     pool = context.partition_key
-    frame = storage.read_parquet(*pool_folder(pool), POOL_FILE)
-    differing = quality.candidate_set_disagreements(frame)
+    frame = storage.read_parquet(*pool_file(pool))
+    differing = candidate_set_differences(frame)
     return dg.AssetCheckResult(
         passed=differing.height == 0,
         severity=dg.AssetCheckSeverity.ERROR if policy.require_shared_candidates
@@ -96,7 +91,7 @@ def _earlier_scored_version(instance: dg.DagsterInstance, storage: EvaluationSto
     versions = instance.get_dynamic_partitions(judgment_version_partitions.name)
     earlier = versions[:versions.index(version)] if version in versions else []
     for candidate in reversed(earlier):
-        if storage.exists(*scores_folder(pool, candidate, spec_id), PER_QUERY_FILE):
+        if storage.exists(*scores_file(pool, candidate, spec_id)):
             return candidate
     return None
 
@@ -115,8 +110,7 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
     def judged_at_k_coverage(context: dg.AssetCheckExecutionContext, storage: EvaluationStorage,
                              policy: QualityPolicy) -> dg.AssetCheckResult:
         pool, version = split_evaluation_key(context.partition_key)
-        per_query = storage.read_parquet(*scores_folder(pool, version, spec.spec_id),
-                                         PER_QUERY_FILE)
+        per_query = storage.read_parquet(*scores_file(pool, version, spec.spec_id))
         coverage = quality.judged_at_k_by_ranker(per_query)
         low = coverage.filter(pl.col("mean_judged_at_k") < policy.min_judged_at_k)
         return dg.AssetCheckResult(
@@ -138,7 +132,7 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
                                policy: QualityPolicy) -> dg.AssetCheckResult:
         pool, version = split_evaluation_key(context.partition_key)
         current = quality.incomplete_share(
-            storage.read_parquet(*scores_folder(pool, version, spec.spec_id), PER_QUERY_FILE))
+            storage.read_parquet(*scores_file(pool, version, spec.spec_id)))
         earlier = _earlier_scored_version(context.instance, storage, pool, version,
                                           spec.spec_id)
         if earlier is None:
@@ -147,7 +141,7 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
                 description="no earlier judgment version scored for this pool to compare with",
                 metadata={"incomplete_share": _by_ranker_table(current, "incomplete_share")})
         before = quality.incomplete_share(
-            storage.read_parquet(*scores_folder(pool, earlier, spec.spec_id), PER_QUERY_FILE))
+            storage.read_parquet(*scores_file(pool, earlier, spec.spec_id)))
         joined = current.join(before, on=["ranker", "cutoff"], suffix="_before")
         risen = joined.filter(pl.col("incomplete_share") - pl.col("incomplete_share_before")
                               > policy.max_incomplete_share_increase)

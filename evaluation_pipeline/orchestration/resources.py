@@ -20,33 +20,29 @@ import polars as pl
 from upath import UPath
 
 from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, ENGINES, score_files
+from evaluation_pipeline.io import landing
 from evaluation_pipeline.io.atomic import atomic_write
-from evaluation_pipeline.orchestration import landing
+from evaluation_pipeline.io.storage import (
+    DEFAULT_LANDING,
+    DEFAULT_QUERIES,
+    DEFAULT_STORAGE,
+    Place,
+    manifest_file,
+)
+from schemas.errors import EvaluationError
 from schemas.names import check_safe_name
 
-REPO = Path(__file__).resolve().parents[2]
-DEFAULT_STORAGE = REPO / ".storage"
-DEFAULT_LANDING = REPO / "examples" / "data" / "landing"
-DEFAULT_QUERIES = REPO / "examples" / "data" / "queries.csv"
 
-MANIFEST = "manifest.json"
-JUDGMENTS_FILE = "judgments.parquet"
-POOL_FILE = "candidates.parquet"
-QUERIES_FILE = "queries.parquet"
-PER_QUERY_FILE = "per_query.parquet"
-
-
-class PublishConflict(RuntimeError):
+class PublishConflict(EvaluationError):
     """A published name asked to hold different content: published inputs are immutable."""
 
 
 class EvaluationStorage(dg.ConfigurableResource):
     """Published inputs and results under one base: a local folder or an fsspec URL.
 
-    Layout: ``judgments/<version>/``, ``pools/<pool>/``, ``queries/``,
-    ``scores/<pool>/<version>/<spec_id>/`` and ``reports/<pool>/<version>/<spec_id>/``. Every
-    path component is a fixed word or a name checked by ``check_safe_name``; every write is
-    atomic (temporary file, then rename or move).
+    The layout is ``evaluation_pipeline.io.storage``. Every path component is a fixed word or a
+    name checked by ``check_safe_name``; every write is atomic (temporary file, then rename or
+    move).
     """
 
     base: str = str(DEFAULT_STORAGE)
@@ -68,7 +64,7 @@ class EvaluationStorage(dg.ConfigurableResource):
         return self.path(*parts).exists()
 
     # -- writes ---------------------------------------------------------------------------
-    def write(self, parts: tuple[str, ...], produce: Callable[[IO[bytes]], None]) -> str:
+    def write(self, parts: Place, produce: Callable[[IO[bytes]], None]) -> str:
         """Write ``parts`` atomically by calling ``produce(binary_handle)``; returns the path."""
         target = self.path(*parts)
         if self.is_local():
@@ -135,9 +131,10 @@ class EvaluationStorage(dg.ConfigurableResource):
 
     # -- published inputs -----------------------------------------------------------------
     def manifest(self, *folder: str) -> dict | None:
-        return self.read_json(*folder, MANIFEST) if self.exists(*folder, MANIFEST) else None
+        place = manifest_file(folder)
+        return self.read_json(*place) if self.exists(*place) else None
 
-    def publish(self, folder: tuple[str, ...], file_name: str, frame: pl.DataFrame,
+    def publish(self, folder: Place, file_name: str, frame: pl.DataFrame,
                 manifest: dict, what: str) -> bool:
         """Publish ``frame`` under ``folder`` once. True when written, False when the same
         content was already there; different content under a published name is refused."""
@@ -152,7 +149,7 @@ class EvaluationStorage(dg.ConfigurableResource):
             )
         self.write_parquet(frame, *folder, file_name)
         # The manifest is written last: its presence is what marks the folder as published.
-        self.write_json(manifest, *folder, MANIFEST)
+        self.write_json(manifest, *manifest_file(folder))
         return True
 
 
@@ -165,23 +162,23 @@ class LandingZone(dg.ConfigurableResource):
     def root(self) -> Path:
         return Path(self.folder).resolve()
 
-    def judgment_files(self) -> tuple[list[landing.LandedItem], list[str]]:
-        return landing.judgment_files(self.root())
+    def judgment_files(self, hashes: landing.FileHashes | None = None
+                       ) -> tuple[list[landing.LandedItem], list[str]]:
+        return landing.judgment_files(self.root(), hashes)
 
     def judgment_file(self, version: str) -> Path:
         return landing.judgment_file(self.root(), version)
 
-    def pool_folders(self) -> tuple[list[landing.LandedItem], list[str]]:
-        return landing.pool_folders(self.root())
+    def pool_folders(self, hashes: landing.FileHashes | None = None
+                     ) -> tuple[list[landing.LandedItem], list[str]]:
+        return landing.pool_folders(self.root(), hashes)
 
     def pool_folder(self, pool: str) -> Path:
         landing.run_files(self.root(), pool)  # refuses entries that lead outside the landing
         return landing.pool_folder(self.root(), pool)
 
     def is_active(self, pool: str) -> bool:
-        """A pool stays active while its folder and ``_READY`` marker are in the landing."""
-        return (self.root() / landing.POOLS_DIR / check_safe_name(pool, "candidate pool")
-                / landing.READY_MARKER).exists()
+        return landing.is_ready(self.root(), pool)
 
     def queries_file(self) -> Path:
         return Path(self.queries_path).resolve()

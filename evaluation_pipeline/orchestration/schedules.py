@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from evaluation_pipeline.orchestration.assets import QUERIES_FOLDER
+from evaluation_pipeline.io.storage import QUERIES_FOLDER
 from evaluation_pipeline.orchestration.jobs import evaluation_job
 from evaluation_pipeline.orchestration.partitions import evaluation_key
 from evaluation_pipeline.orchestration.resources import (
@@ -10,7 +10,7 @@ from evaluation_pipeline.orchestration.resources import (
     LandingZone,
     QualityPolicy,
 )
-from evaluation_pipeline.orchestration.sensors import (
+from evaluation_pipeline.orchestration.selection import (
     evaluable_pools,
     evaluation_run_key,
     published_versions,

@@ -3,25 +3,24 @@ whose inputs are published get evaluated.
 
 Run keys are built from content hashes: Dagster never launches a run key twice, so the same
 content is ingested once, and changed content (or a changed spec) gets a new key.
+
+The landing sensors keep each file's size, mtime and hash in their cursor: a tick hashes only
+the files that changed since the last one, not every landed byte every 30 seconds.
 """
 
 import json
+from dataclasses import astuple
 
 import dagster as dg
 
-from evaluation_pipeline.orchestration.assets import (
-    QUERIES_FOLDER,
-    judgments_folder,
-    pool_folder,
-    report_folder,
-)
+from evaluation_pipeline.io.landing import FileHashes, FileStamp
+from evaluation_pipeline.io.storage import QUERIES_FOLDER, report_file
 from evaluation_pipeline.orchestration.jobs import (
     evaluation_job,
     ingest_judgments_job,
     ingest_pool_job,
     ingest_queries_job,
 )
-from evaluation_pipeline.orchestration.landing import file_sha256
 from evaluation_pipeline.orchestration.partitions import (
     PARTITION_TAG,
     candidate_pool_partitions,
@@ -32,6 +31,11 @@ from evaluation_pipeline.orchestration.resources import (
     EvaluationStorage,
     LandingZone,
     QualityPolicy,
+)
+from evaluation_pipeline.orchestration.selection import (
+    evaluable_pools,
+    evaluation_run_key,
+    published_versions,
 )
 from evaluation_pipeline.spec import EvaluationSpec
 
@@ -45,11 +49,45 @@ _IN_FLIGHT = [
 ]
 
 
-def _landed_sensor_result(context, items, skipped, partitions_def, job, kind):
-    """Register new names as partitions and request an ingest run for new or changed content."""
+def _stamps(data: dict[str, list]) -> dict[str, FileStamp]:
+    return {path: FileStamp(*values) for path, values in data.items()}
+
+
+def _stamps_json(hashes: FileHashes) -> dict[str, list]:
+    return {path: list(astuple(stamp)) for path, stamp in sorted(hashes.settled.items())}
+
+
+def _landed_cursor(cursor: str | None) -> tuple[dict[str, str], dict[str, FileStamp]]:
+    """The content hash per landed name and the file stamps that a landing sensor keeps.
+
+    A cursor written before file stamps were kept is the name -> hash mapping alone: read that
+    way, every file is hashed once more, and content already seen is not requested again.
+    """
+    data = json.loads(cursor) if cursor else {}
+    if not isinstance(data.get("files"), dict):
+        return data, {}
+    return data["landed"], _stamps(data["files"])
+
+
+def _queries_cursor(cursor: str | None) -> tuple[str | None, dict[str, FileStamp]]:
+    """The content hash of the queries table last seen and its file stamp.
+
+    A cursor written before file stamps were kept is the bare hash."""
+    if not cursor or not cursor.startswith("{"):
+        return cursor or None, {}
+    data = json.loads(cursor)
+    return data["sha256"], _stamps(data["files"])
+
+
+def _landed_sensor_result(context, list_landed, partitions_def, job, kind):
+    """Register new names as partitions and request an ingest run for new or changed content.
+
+    ``list_landed(hashes)`` lists the landing folder, hashing through ``hashes``."""
+    seen, known = _landed_cursor(context.cursor)
+    hashes = FileHashes(known)
+    items, skipped = list_landed(hashes)
     for reason in skipped:
         context.log.warning(f"skipped: {reason}")
-    seen = json.loads(context.cursor) if context.cursor else {}
     registered = set(context.instance.get_dynamic_partitions(partitions_def.name))
     new_names = [item.name for item in items if item.name not in registered]
     requests = [
@@ -62,14 +100,18 @@ def _landed_sensor_result(context, items, skipped, partitions_def, job, kind):
         for item in items
         if seen.get(item.name) != item.files_sha256
     ]
+    cursor = json.dumps({"landed": seen | {item.name: item.files_sha256 for item in items},
+                         "files": _stamps_json(hashes)}, sort_keys=True)
     if not requests and not new_names:
+        # Kept even when nothing is requested: a file touched without a change is then not
+        # hashed again on the next tick.
+        context.update_cursor(cursor)
         return dg.SkipReason(f"no new or changed {kind} in the landing folder")
     return dg.SensorResult(
         run_requests=requests,
         dynamic_partitions_requests=[partitions_def.build_add_request(new_names)]
         if new_names else [],
-        cursor=json.dumps(seen | {item.name: item.files_sha256 for item in items},
-                          sort_keys=True),
+        cursor=cursor,
     )
 
 
@@ -82,8 +124,7 @@ def _landed_sensor_result(context, items, skipped, partitions_def, job, kind):
     "ingested.",
 )
 def judgment_versions_sensor(context: dg.SensorEvaluationContext, landing: LandingZone):
-    items, skipped = landing.judgment_files()
-    return _landed_sensor_result(context, items, skipped, judgment_version_partitions,
+    return _landed_sensor_result(context, landing.judgment_files, judgment_version_partitions,
                                  ingest_judgments_job, "judgments")
 
 
@@ -96,8 +137,7 @@ def judgment_versions_sensor(context: dg.SensorEvaluationContext, landing: Landi
     "partition and is ingested.",
 )
 def candidate_pools_sensor(context: dg.SensorEvaluationContext, landing: LandingZone):
-    items, skipped = landing.pool_folders()
-    return _landed_sensor_result(context, items, skipped, candidate_pool_partitions,
+    return _landed_sensor_result(context, landing.pool_folders, candidate_pool_partitions,
                                  ingest_pool_job, "pool")
 
 
@@ -112,46 +152,14 @@ def queries_sensor(context: dg.SensorEvaluationContext, landing: LandingZone):
     source = landing.queries_file()
     if not source.is_file():
         return dg.SkipReason(f"no queries table at {source}")
-    sha = file_sha256(source)
-    if context.cursor == sha:
+    previous, known = _queries_cursor(context.cursor)
+    hashes = FileHashes(known)
+    sha = hashes.sha256(source)
+    context.update_cursor(json.dumps({"sha256": sha, "files": _stamps_json(hashes)},
+                                     sort_keys=True))
+    if previous == sha:
         return dg.SkipReason("queries table unchanged")
-    context.update_cursor(sha)
     return dg.RunRequest(run_key=f"queries:{sha}", tags={SOURCE_TAG: sha})
-
-
-def evaluable_pools(instance: dg.DagsterInstance, landing: LandingZone,
-                    storage: EvaluationStorage, policy: QualityPolicy,
-                    log=None) -> dict[str, dict]:
-    """Manifests of the registered pools that are still landed, published, and pass the
-    shared-candidates rule when it is required (the same rule as the blocking check)."""
-    pools = {}
-    for pool in instance.get_dynamic_partitions(candidate_pool_partitions.name):
-        manifest = storage.manifest(*pool_folder(pool))
-        if manifest is None or not landing.is_active(pool):
-            continue
-        if policy.require_shared_candidates and not manifest["shared_candidate_sets"]:
-            if log is not None:
-                log.warning(f"pool {pool}: rankers rank different candidate sets; not scored "
-                            "while QualityPolicy.require_shared_candidates is set")
-            continue
-        pools[pool] = manifest
-    return pools
-
-
-def published_versions(instance: dg.DagsterInstance, storage: EvaluationStorage) -> dict[str, dict]:
-    """Manifests of the registered judgment versions that are published, in landing order."""
-    versions = {}
-    for version in instance.get_dynamic_partitions(judgment_version_partitions.name):
-        manifest = storage.manifest(*judgments_folder(version))
-        if manifest is not None:
-            versions[version] = manifest
-    return versions
-
-
-def evaluation_run_key(prefix: str, pool: str, version: str, pool_manifest: dict,
-                       version_manifest: dict, queries_manifest: dict, spec: EvaluationSpec) -> str:
-    return (f"{prefix}:{pool}:{version}:{version_manifest['sha256'][:16]}:"
-            f"{pool_manifest['sha256'][:16]}:{queries_manifest['sha256'][:12]}:{spec.spec_id}")
 
 
 def build_evaluation_sensor(spec: EvaluationSpec) -> dg.SensorDefinition:
@@ -179,8 +187,7 @@ def build_evaluation_sensor(spec: EvaluationSpec) -> dg.SensorDefinition:
         for version, version_manifest in versions.items():
             for pool, pool_manifest in pools.items():
                 key = evaluation_key(pool, version)
-                if key in in_flight or storage.exists(
-                        *report_folder(pool, version, spec.spec_id), "report.json"):
+                if key in in_flight or storage.exists(*report_file(pool, version, spec.spec_id)):
                     continue
                 requests.append(dg.RunRequest(
                     run_key=evaluation_run_key("evaluate", pool, version, pool_manifest,

@@ -1,4 +1,4 @@
-"""Facts about inputs and results that the pipeline records and checks (no Dagster here).
+"""Facts about inputs and results that the pipeline records and checks.
 
 Each function is one vectorized polars expression over a whole table; assets attach the results
 as metadata and asset checks compare them with the configured thresholds.
@@ -10,13 +10,15 @@ import hashlib
 
 import polars as pl
 
+from schemas.columns import UNKNOWN
+
 
 def grade_distribution(judgments: pl.DataFrame) -> dict[str, int]:
     """Rows per grade, with ``unknown`` for explicit unknown rows."""
     counts = (
         judgments.select(
-            pl.when(pl.col("grade_status") == "unknown")
-            .then(pl.lit("unknown"))
+            pl.when(pl.col("grade_status") == UNKNOWN)
+            .then(pl.lit(UNKNOWN))
             .otherwise(pl.col("grade").cast(pl.String))
             .alias("grade")
         )
@@ -33,25 +35,6 @@ def ranker_counts(pool: pl.DataFrame) -> pl.DataFrame:
         pool.group_by("ranker")
         .agg(pl.col("query_id").n_unique().alias("n_queries"), pl.len().alias("n_candidates"))
         .sort("ranker")
-    )
-
-
-def candidate_set_disagreements(pool: pl.DataFrame) -> pl.DataFrame:
-    """Queries where the rankers of a pool do not rank the same candidate set.
-
-    A query answered by only some rankers counts as a disagreement too: the comparison between
-    rankers is then not a pure reranker comparison (contract section 1).
-    """
-    n_rankers = pool["ranker"].n_unique()
-    sets = pool.group_by("query_id", "ranker").agg(pl.col("doc_id").sort().alias("docs"))
-    return (
-        sets.group_by("query_id")
-        .agg(
-            pl.col("ranker").n_unique().alias("n_rankers"),
-            pl.col("docs").n_unique().alias("n_distinct_sets"),
-        )
-        .filter((pl.col("n_rankers") < n_rankers) | (pl.col("n_distinct_sets") > 1))
-        .sort("query_id")
     )
 
 
