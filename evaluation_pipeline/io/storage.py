@@ -23,3 +23,9 @@ QUERIES_FILE = "queries.parquet"
 
 # --- the landing folder --------------------------------------------------------------------------
 READY_MARKER = "_READY"
+
+# --- the nightly watch (the pipeline's storage) ------------------------------------------------
+HISTORY_FOLDER = "history"
+HISTORY_FILE = "history.parquet"
+HISTORY_HTML_FILE = "history.html"
+ALERTS_FILE = "alerts.jsonl"
