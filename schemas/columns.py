@@ -122,3 +122,9 @@ HISTORY_DTYPES = {
     **{c: _TIME for c in ("ready_at", "first_evaluated_at", "evaluated_at")},
     **{c: pl.String for c in LINEAGE_COLUMNS if c not in EVALUATION_KEY},
 }
+
+# --- the nightly comparison's verdicts (core.nightly decides, io.alerts and report read) ------
+REGRESSED = "regressed"
+IMPROVED = "improved"
+NO_CHANGE = "no_change"
+VERDICTS = (REGRESSED, IMPROVED, NO_CHANGE)

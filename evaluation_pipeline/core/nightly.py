@@ -20,16 +20,12 @@ import polars as pl
 
 from evaluation_pipeline.core.comparison import TIE_TOLERANCE, paired_frame, paired_statistics
 from evaluation_pipeline.core.statistics import holm
+from schemas.columns import IMPROVED, NO_CHANGE, REGRESSED
 
 # The pool manifest's field for the arrival of its _READY marker, and the fallback for pools
 # registered before it was recorded.
 READY_AT = "ready_at"
 PUBLISHED_AT = "published_at"
-
-REGRESSED = "regressed"
-IMPROVED = "improved"
-NO_CHANGE = "no_change"
-VERDICTS = (REGRESSED, IMPROVED, NO_CHANGE)
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_MIN_EFFECT = 0.01
