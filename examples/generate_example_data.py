@@ -699,18 +699,13 @@ def build_nightly_pools(
     return pools
 
 
-def write_nightly(
-    out_dir: Path,
-    queries: list[Query],
-    judgments: dict[str, pl.DataFrame],
-    pools: dict[str, dict[str, pl.DataFrame]],
-) -> Path:
-    """The week under ``<out_dir>/nightly/``: inputs to land one at a time, in ARRIVALS order.
+def write_nightly(folder: Path, queries: list[Query], judgments: dict[str, pl.DataFrame],
+                  pools: dict[str, dict[str, pl.DataFrame]]) -> None:
+    """The week in ``folder``: inputs to land one at a time, in ARRIVALS order.
 
     No ``_READY`` marker is written here: landing a pool (:func:`land_next`) writes it, so the
     marker's time is the night's time.
     """
-    folder = out_dir / NIGHTLY_DIR
     (folder / "judgments").mkdir(parents=True, exist_ok=True)
     for version, frame in judgments.items():
         frame.write_csv(folder / "judgments" / f"{version}.csv")
@@ -722,7 +717,6 @@ def write_nightly(
     queries_frame(queries).write_csv(folder / "queries.csv")
     (folder / ARRIVALS_FILE).write_text(json.dumps(list(ARRIVALS), indent=2) + "\n",
                                         encoding="utf-8")
-    return folder
 
 
 def land_next(nightly_dir: Path, landing_dir: Path) -> str | None:
@@ -771,7 +765,8 @@ def generate(out_dir: Path) -> str:
 def generate_nightly(out_dir: Path) -> str:
     corpus, queries, judgments, _ = build_example()
     pools = build_nightly_pools(corpus, queries)
-    folder = write_nightly(out_dir, queries, judgments, pools)
+    folder = out_dir / NIGHTLY_DIR
+    write_nightly(folder, queries, judgments, pools)
     return (f"{folder}: {len(NIGHTLY_POOLS)} nightly pools ({NIGHTLY_POOLS[0]} to "
             f"{NIGHTLY_POOLS[-1]}), {len(judgments)} judgment versions; land them in order with "
             f"--land-next LANDING_DIR\n" + summarize(queries, judgments, pools))

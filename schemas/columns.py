@@ -108,20 +108,22 @@ HISTORY_COLUMNS = (
     *HISTORY_TIMES,
     *(c for c in LINEAGE_COLUMNS if c not in EVALUATION_KEY),
 )
-_TIME = pl.Datetime("us", "UTC")
-HISTORY_DTYPES = {
-    **{c: pl.String for c in HISTORY_KEY},
-    "cutoff": pl.Int64,
-    **{c: pl.Float64 for c in HISTORY_MEASURES},
-    **{c: pl.Int64 for c in ("n_queries", "n_with_number", *STATUS_COUNT_COLUMNS)},
-    **{c: pl.Float64 for c in HISTORY_NIGHTLY},
-    "previous_pool": pl.String,
-    "verdict": pl.String,
-    "previous_judgment_version": pl.String,
-    "headline": pl.Boolean,
-    **{c: _TIME for c in ("ready_at", "first_evaluated_at", "evaluated_at")},
-    **{c: pl.String for c in LINEAGE_COLUMNS if c not in EVALUATION_KEY},
-}
+_INTEGER = ("cutoff", "n_queries", "n_with_number", *STATUS_COUNT_COLUMNS)
+_TEXT = (*HISTORY_KEY, "previous_pool", "verdict", "previous_judgment_version", *LINEAGE_COLUMNS)
+_TIMES = ("ready_at", "first_evaluated_at", "evaluated_at")
+
+
+def _history_dtype(column: str) -> pl.DataType:
+    if column in _INTEGER:
+        return pl.Int64
+    if column in _TEXT:
+        return pl.String
+    if column in _TIMES:
+        return pl.Datetime("us", "UTC")
+    return pl.Boolean if column == "headline" else pl.Float64
+
+
+HISTORY_DTYPES = {column: _history_dtype(column) for column in HISTORY_COLUMNS}
 
 # --- the nightly comparison's verdicts (core.nightly decides, io.alerts and report read) ------
 REGRESSED = "regressed"

@@ -97,7 +97,7 @@ def test_verdict_parameters():
     assert verdict(-0.03, 0.001, min_effect=0.03) == REGRESSED
 
 
-# --- Holm across rankers x cutoffs -----------------------------------------------------------------
+# --- Holm across rankers x cutoffs ----------------------------------------------------------------
 
 
 def reference_holm(p: list[float]) -> list[float]:
@@ -124,8 +124,8 @@ def test_holm_by_hand():
 
 
 def two_nights(n: int = 40, seed: int = 7) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Per-query rows of two nights: ``drops`` loses about 0.1 per query at K=10 and 0.005 (below min_effect) at
-    K=5, ``steady`` only moves by noise, ``same`` does not move."""
+    """Per-query rows of two nights: ``drops`` loses about 0.1 per query at K=10 and 0.005
+    (below min_effect) at K=5, ``steady`` only moves by noise, ``same`` does not move."""
     rng = np.random.default_rng(seed)
     rows_prev, rows_cur = [], []
     for q in range(n):
@@ -188,7 +188,7 @@ def test_min_effect_and_alpha_are_parameters_of_the_comparison():
         ("drops", 10)}
 
 
-# --- attribution ------------------------------------------------------------------------------------
+# --- attribution ----------------------------------------------------------------------------------
 
 
 def test_attribution_on_hand_computed_means():
@@ -223,7 +223,7 @@ def test_attribute_per_ranker_and_cutoff():
     assert dense["total_change"] == pytest.approx(-0.20)
 
 
-# --- the section of report.json and the check's description ----------------------------------------
+# --- the section of report.json and the check's description ---------------------------------------
 
 
 def test_nightly_section_and_regression_description():

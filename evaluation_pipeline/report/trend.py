@@ -26,6 +26,7 @@ TREND_CSS = CSS + """
 WIDTH, HEIGHT = 820, 300
 LEFT, RIGHT, TOP, BOTTOM = 55, 150, 28, 60
 
+# Labels are coloured by style, not by the fill attribute: the page's CSS sets text fill.
 # (candidate_pool, judgment_version, spec_id) -> the link to that evaluation's report.html
 ReportHref = Callable[[str, str, str], str]
 
@@ -105,7 +106,7 @@ def trend_chart(rows: pl.DataFrame, nights: list[tuple[str, str]], changes: set[
             xm = (x(i - 1) + x(i)) / 2
             out.append(f'<line class="version-change" x1="{xm:.1f}" y1="{TOP - 6}" x2="{xm:.1f}" '
                        f'y2="{TOP + plot_h}" stroke="#8a4b00" stroke-dasharray="4,3"/>'
-                       f'<text x="{xm + 3:.1f}" y="{TOP - 10}" fill="#8a4b00">judgments '
+                       f'<text x="{xm + 3:.1f}" y="{TOP - 10}" style="fill:#8a4b00">judgments '
                        f'{escape(version)}</text>')
     rankers = sorted(rows["ranker"].unique().to_list())
     for j, ranker in enumerate(rankers):
@@ -132,7 +133,7 @@ def trend_chart(rows: pl.DataFrame, nights: list[tuple[str, str]], changes: set[
                 mark = (f'<circle class="regression" cx="{px:.1f}" cy="{py:.1f}" r="9" '
                         f'fill="none" stroke="{REGRESSION_COLOUR}" stroke-width="2.5"/>'
                         f'<text x="{px:.1f}" y="{py + 22:.1f}" text-anchor="middle" '
-                        f'fill="{REGRESSION_COLOUR}">regressed</text>')
+                        f'style="fill:{REGRESSION_COLOUR}">regressed</text>')
             out.append(f'<a href="{escape(href)}"><circle cx="{px:.1f}" cy="{py:.1f}" r="4.5" '
                        f'fill="{colour}"><title>{escape(tip)}</title></circle></a>{mark}')
         ly = TOP + 14 + 18 * j
@@ -165,17 +166,20 @@ def _table(rows: pl.DataFrame, nights: list[tuple[str, str]]) -> list[str]:
         verdict = p["verdict"] or ""
         out.append(
             f"<tr><td>{escape(p['candidate_pool'])}</td><td>{escape(p['judgment_version'])}</td>"
-            f"<td>{escape(p['ranker'])}</td><td>{_num(p['ndcg'])}</td>"
-            f"<td>{_interval_text(p).strip()}</td><td>{_num(p['mean_candidate_recall'], 3)}</td>"
-            f"<td>{_num(p['mean_diff'], signed=True)}</td>"
+            f"<td>{escape(p['ranker'])}</td><td>{format_number(p['ndcg'])}</td>"
+            f"<td>{_interval_text(p).strip()}</td>"
+            f"<td>{format_number(p['mean_candidate_recall'], 3)}</td>"
+            f"<td>{format_number(p['mean_diff'], signed=True)}</td>"
             f'<td class="{escape(verdict)}">{escape(verdict.replace("_", " "))}</td>'
-            f"<td>{_num(p['p_adjusted'])}</td><td>{_num(p['from_judgments'], signed=True)}</td>"
-            f"<td>{_num(p['from_pool'], signed=True)}</td></tr>")
+            f"<td>{format_number(p['p_adjusted'])}</td>"
+            f"<td>{format_number(p['from_judgments'], signed=True)}</td>"
+            f"<td>{format_number(p['from_pool'], signed=True)}</td></tr>")
     out.append("</table>")
     return out
 
 
-def _num(value: float | None, digits: int = 4, signed: bool = False) -> str:
+def format_number(value: float | None, digits: int = 4, signed: bool = False) -> str:
+    """A number for a table cell; empty when there is none (no comparison, no attribution)."""
     if value is None:
         return ""
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
