@@ -50,6 +50,11 @@ The output is deterministic: a fixed seed, a fixed order of random draws and sor
 Re-running the script overwrites its own files and nothing else.
 
 Usage: ``python examples/generate_example_data.py [--out-dir DIR]``
+
+With ``--nightly`` it writes, instead, a week of nightly pools under ``DIR/nightly/`` (the same
+queries and judgment versions; dense-v2 regresses on the fifth night, bm25-v3 moves within
+noise, maint-v2 lands between the third and the fourth night), and ``--land-next LANDING``
+lands the next of them (in ``arrivals.json`` order) into a landing folder.
 """
 
 from __future__ import annotations
