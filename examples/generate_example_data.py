@@ -50,12 +50,19 @@ The output is deterministic: a fixed seed, a fixed order of random draws and sor
 Re-running the script overwrites its own files and nothing else.
 
 Usage: ``python examples/generate_example_data.py [--out-dir DIR]``
+
+With ``--nightly`` it writes, instead, a week of nightly pools under ``DIR/nightly/`` (the same
+queries and judgment versions; dense-v2 regresses on the fifth night, bm25-v3 moves within
+noise, maint-v2 lands between the third and the fourth night), and ``--land-next LANDING``
+lands the next of them (in ``arrivals.json`` order) into a landing folder.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -462,6 +469,28 @@ def build_judgments(
     return frames[0], frames[1]
 
 
+def document_scores(
+    relevance: int, doc: Document, noise: np.ndarray, dense_strength: float | None = None
+) -> dict[str, float]:
+    """Each ranker's score of one document from its relevance and three standard normals.
+
+    ``dense_strength`` overrides how much relevance signal the dense embedding keeps.
+    """
+    # Work orders repeat the equipment vocabulary, so bm25 lifts them a little.
+    lexical_bonus = 0.8 if doc.doc_type == "work_order" else 0.0
+    bm25 = 6.0 + 3.1 * (relevance + 1.05 * noise[0]) + lexical_bonus
+    # A retrieved document always has a positive bm25 score: a smooth floor, not a clip.
+    bm25 = 2.0 * math.log1p(math.exp(bm25 / 2.0))
+    # Embeddings of old scanned manuals and work orders carry little signal.
+    strength = dense_strength
+    if strength is None:
+        strength = 0.3 if doc.age_band == ">3y" else 1.0
+    dense = 0.55 + 0.07 * (strength * relevance + 0.95 * noise[1])
+    dense = float(np.clip(dense, 0.05, 0.99))
+    hybrid = 1.0 / (1.0 + math.exp(-1.1 * (relevance + 0.75 * noise[2] - 1.2)))
+    return {"bm25-v3": round(bm25, 2), "dense-v2": round(dense, 6), "hybrid-v1": round(hybrid, 6)}
+
+
 def draw_ranker_signals(
     rng: np.random.Generator, corpus: dict[str, Document], queries: list[Query]
 ) -> dict[tuple[str, str, str], float]:
@@ -469,22 +498,10 @@ def draw_ranker_signals(
     signals: dict[tuple[str, str, str], float] = {}
     for query in queries:
         for doc_id in query.candidates + query.pool_2_additions:
-            relevance = query.relevance[doc_id]
-            doc = corpus[doc_id]
             noise = rng.normal(size=3)
-            # Work orders repeat the equipment vocabulary, so bm25 lifts them a little.
-            lexical_bonus = 0.8 if doc.doc_type == "work_order" else 0.0
-            bm25 = 6.0 + 3.1 * (relevance + 1.05 * noise[0]) + lexical_bonus
-            # A retrieved document always has a positive bm25 score: a smooth floor, not a clip.
-            bm25 = 2.0 * math.log1p(math.exp(bm25 / 2.0))
-            signals[("bm25-v3", query.query_id, doc_id)] = round(bm25, 2)
-            # Embeddings of old scanned manuals and work orders carry little signal.
-            strength = 0.3 if doc.age_band == ">3y" else 1.0
-            dense = 0.55 + 0.07 * (strength * relevance + 0.95 * noise[1])
-            dense = float(np.clip(dense, 0.05, 0.99))
-            signals[("dense-v2", query.query_id, doc_id)] = round(dense, 6)
-            hybrid = 1.0 / (1.0 + math.exp(-1.1 * (relevance + 0.75 * noise[2] - 1.2)))
-            signals[("hybrid-v1", query.query_id, doc_id)] = round(hybrid, 6)
+            scores = document_scores(query.relevance[doc_id], corpus[doc_id], noise)
+            for ranker, value in scores.items():
+                signals[(ranker, query.query_id, doc_id)] = value
 
         if "bm25_tie" in query.role:
             # Templated work orders with the same text get the same bm25 score; the tie group
@@ -515,26 +532,30 @@ def build_pool(
                 doc_ids += query.pool_2_additions
             for doc_id in doc_ids:
                 records.append((query.query_id, doc_id, signals[(ranker, query.query_id, doc_id)]))
-        run = pl.DataFrame(
-            records,
-            schema={"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64},
-            orient="row",
-        )
-        # rank is for display only; equal scores get consecutive ranks by doc_id.
-        run = (
-            run.sort(["query_id", "score", "doc_id"], descending=[False, True, False])
-            .with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("query_id"))
-            .select(
-                pl.lit(pool_name).alias("candidate_pool"),
-                pl.lit(ranker).alias("ranker"),
-                "query_id",
-                "doc_id",
-                "score",
-                "rank",
-            )
-        )
-        runs[ranker] = run
+        runs[ranker] = run_frame(pool_name, ranker, records)
     return runs
+
+
+def run_frame(pool_name: str, ranker: str, records: list[tuple[str, str, float]]) -> pl.DataFrame:
+    """One ranker's run file from (query_id, doc_id, score) records."""
+    run = pl.DataFrame(
+        records,
+        schema={"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64},
+        orient="row",
+    )
+    # rank is for display only; equal scores get consecutive ranks by doc_id.
+    return (
+        run.sort(["query_id", "score", "doc_id"], descending=[False, True, False])
+        .with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over("query_id"))
+        .select(
+            pl.lit(pool_name).alias("candidate_pool"),
+            pl.lit(ranker).alias("ranker"),
+            "query_id",
+            "doc_id",
+            "score",
+            "rank",
+        )
+    )
 
 
 def write_trec_qrels(judgments: pl.DataFrame, path: Path) -> None:
@@ -570,7 +591,11 @@ def write_outputs(
             run.write_parquet(pool_dir / f"{ranker}.parquet")
         marker.write_bytes(b"")
 
-    pl.DataFrame(
+    queries_frame(queries).write_csv(out_dir / "queries.csv")
+
+
+def queries_frame(queries: list[Query]) -> pl.DataFrame:
+    return pl.DataFrame(
         {
             "query_id": [q.query_id for q in queries],
             "query_text": [q.query_text for q in queries],
@@ -580,7 +605,7 @@ def write_outputs(
             "permission_group": [q.permission_group for q in queries],
         },
         schema_overrides={"weight": pl.Int64},
-    ).write_csv(out_dir / "queries.csv")
+    )
 
 
 def summarize(
@@ -633,7 +658,97 @@ def summarize(
     return "\n".join(lines)
 
 
-def generate(out_dir: Path) -> str:
+# --- a week of nightly pools (--nightly) -------------------------------------------------------
+# The same queries, candidates and judgment versions, one pool per night. bm25-v3 is re-tuned
+# every night (its scores move within noise); dense-v2's embedding deploy on the fifth night
+# loses most of its relevance signal (a real regression that persists); hybrid-v1 barely moves.
+# maint-v2, with its regrades, lands between the third and the fourth night.
+
+NIGHTLY_SEED = 20261201
+NIGHTLY_DIR = "nightly"
+NIGHTLY_POOLS = tuple(f"pool-2026-12-{day:02d}" for day in range(1, 8))
+REGRESSED_RANKER = "dense-v2"
+REGRESSION_NIGHT = NIGHTLY_POOLS[4]
+NOISY_RANKER = "bm25-v3"
+# Per-night jitter of each ranker's noise (bm25, dense, hybrid), on top of a fixed per-document
+# draw: the ranker's model is the same from night to night, its index and tuning are not.
+NIGHTLY_JITTER = np.array([0.35, 0.05, 0.05])
+BROKEN_DENSE_STRENGTH = 0.5
+ARRIVALS_FILE = "arrivals.json"
+ARRIVALS = (
+    f"judgments/{JUDGMENT_VERSION_1}.csv",
+    *(f"pools/{pool}" for pool in NIGHTLY_POOLS[:3]),
+    f"judgments/{JUDGMENT_VERSION_2}.csv",
+    *(f"pools/{pool}" for pool in NIGHTLY_POOLS[3:]),
+)
+
+
+def build_nightly_pools(
+    corpus: dict[str, Document], queries: list[Query]
+) -> dict[str, dict[str, pl.DataFrame]]:
+    """One pool per night over the first pool's candidates (every query retrieved)."""
+    rng = np.random.default_rng(NIGHTLY_SEED)
+    fixed = {(q.query_id, d): rng.normal(size=3) for q in queries for d in q.candidates}
+    broken_from = NIGHTLY_POOLS.index(REGRESSION_NIGHT)
+    pools = {}
+    for night, pool_name in enumerate(NIGHTLY_POOLS):
+        strength = BROKEN_DENSE_STRENGTH if night >= broken_from else None
+        records: dict[str, list[tuple[str, str, float]]] = {r: [] for r in RANKERS}
+        for query in queries:
+            for doc_id in query.candidates:
+                noise = fixed[(query.query_id, doc_id)] + NIGHTLY_JITTER * rng.normal(size=3)
+                scores = document_scores(query.relevance[doc_id], corpus[doc_id], noise, strength)
+                for ranker, value in scores.items():
+                    records[ranker].append((query.query_id, doc_id, value))
+        pools[pool_name] = {r: run_frame(pool_name, r, records[r]) for r in RANKERS}
+    return pools
+
+
+def write_nightly(folder: Path, queries: list[Query], judgments: dict[str, pl.DataFrame],
+                  pools: dict[str, dict[str, pl.DataFrame]]) -> None:
+    """The week in ``folder``: inputs to land one at a time, in ARRIVALS order.
+
+    No ``_READY`` marker is written here: landing a pool (:func:`land_next`) writes it, so the
+    marker's time is the night's time.
+    """
+    (folder / "judgments").mkdir(parents=True, exist_ok=True)
+    for version, frame in judgments.items():
+        frame.write_csv(folder / "judgments" / f"{version}.csv")
+    for pool_name, runs in pools.items():
+        pool_dir = folder / "pools" / pool_name
+        pool_dir.mkdir(parents=True, exist_ok=True)
+        for ranker, run in runs.items():
+            run.write_parquet(pool_dir / f"{ranker}.parquet")
+    queries_frame(queries).write_csv(folder / "queries.csv")
+    (folder / ARRIVALS_FILE).write_text(json.dumps(list(ARRIVALS), indent=2) + "\n",
+                                        encoding="utf-8")
+
+
+def land_next(nightly_dir: Path, landing_dir: Path) -> str | None:
+    """Copy the next input of the week into a landing folder; returns it, or None when the
+    whole week has landed. A pool's ``_READY`` marker is written after its run files."""
+    for arrival in json.loads((nightly_dir / ARRIVALS_FILE).read_text(encoding="utf-8")):
+        source, target = nightly_dir / arrival, landing_dir / arrival
+        if source.is_file():
+            if target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            return arrival
+        if (target / READY_MARKER).exists():
+            continue
+        target.mkdir(parents=True, exist_ok=True)
+        for run in sorted(source.iterdir()):
+            shutil.copyfile(run, target / run.name)
+        (target / READY_MARKER).write_bytes(b"")
+        return arrival
+    return None
+
+
+def build_example() -> tuple[
+    dict[str, Document], list[Query], dict[str, pl.DataFrame], dict[str, dict[str, pl.DataFrame]]
+]:
+    """Corpus, queries, the two judgment versions and the two pools (one fixed order of draws)."""
     rng = np.random.default_rng(SEED)
     corpus = build_corpus(rng)
     queries = build_queries(rng)
@@ -643,8 +758,23 @@ def generate(out_dir: Path) -> str:
     signals = draw_ranker_signals(rng, corpus, queries)
     judgments = {JUDGMENT_VERSION_1: judgments_v1, JUDGMENT_VERSION_2: judgments_v2}
     pools = {pool_name: build_pool(pool_name, queries, signals) for pool_name in (POOL_1, POOL_2)}
+    return corpus, queries, judgments, pools
+
+
+def generate(out_dir: Path) -> str:
+    _, queries, judgments, pools = build_example()
     write_outputs(out_dir, queries, judgments, pools)
     return summarize(queries, judgments, pools)
+
+
+def generate_nightly(out_dir: Path) -> str:
+    corpus, queries, judgments, _ = build_example()
+    pools = build_nightly_pools(corpus, queries)
+    folder = out_dir / NIGHTLY_DIR
+    write_nightly(folder, queries, judgments, pools)
+    return (f"{folder}: {len(NIGHTLY_POOLS)} nightly pools ({NIGHTLY_POOLS[0]} to "
+            f"{NIGHTLY_POOLS[-1]}), {len(judgments)} judgment versions; land them in order with "
+            f"--land-next LANDING_DIR\n" + summarize(queries, judgments, pools))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -655,8 +785,27 @@ def main(argv: list[str] | None = None) -> None:
         default=Path(__file__).resolve().parent / "data",
         help="where to write the example data (default: examples/data next to this script)",
     )
+    parser.add_argument(
+        "--nightly",
+        action="store_true",
+        help=f"write a week of nightly pools under OUT_DIR/{NIGHTLY_DIR}/ instead of the two "
+        "pools of the default example",
+    )
+    parser.add_argument(
+        "--land-next",
+        type=Path,
+        metavar="LANDING_DIR",
+        help=f"land the next input of OUT_DIR/{NIGHTLY_DIR}/ (in {ARRIVALS_FILE} order) into "
+        "LANDING_DIR and print what landed",
+    )
     args = parser.parse_args(argv)
-    print(generate(args.out_dir))
+    if args.land_next is not None:
+        landed = land_next(args.out_dir / NIGHTLY_DIR, args.land_next)
+        print(f"landed {landed}" if landed else "the whole week has landed")
+    elif args.nightly:
+        print(generate_nightly(args.out_dir))
+    else:
+        print(generate(args.out_dir))
 
 
 if __name__ == "__main__":

@@ -67,3 +67,66 @@ PER_QUERY_COLUMNS = (*PER_QUERY_KEY, *MEASURE_COLUMNS, *LINEAGE_COLUMNS)
 AGGREGATE_KEY = ("ranker", "cutoff", "slice_column", "slice_value")
 STATUS_COUNT_COLUMNS = tuple(f"n_{status}" for status in STATUSES)
 INTERVAL_COLUMNS = ("macro_ndcg_low", "macro_ndcg_high", "weighted_ndcg_low", "weighted_ndcg_high")
+
+# --- evaluation history (history/history.parquet) ------------------------------------------
+# One evaluation is one (pool, version, spec); a history row is one of its aggregate rows.
+# ``slice`` and ``slice_value`` are null on the overall row.
+EVALUATION_KEY = ("candidate_pool", "judgment_version", "spec_id")
+HISTORY_KEY = (*EVALUATION_KEY, "ranker", "cutoff", "slice", "slice_value")
+HISTORY_MEASURES = (
+    "ndcg",
+    "ndcg_low",
+    "ndcg_high",
+    "weighted_ndcg",
+    "weighted_ndcg_low",
+    "weighted_ndcg_high",
+    "n_queries",
+    "n_with_number",
+    *STATUS_COUNT_COLUMNS,
+    "mean_judged_at_k",
+    "mean_candidate_recall",
+)
+# The comparison with the previous night and the attribution (overall rows only, else null).
+HISTORY_NIGHTLY = (
+    "previous_pool",
+    "verdict",
+    "mean_diff",
+    "ci_low",
+    "ci_high",
+    "p_adjusted",
+    "previous_judgment_version",
+    "from_judgments",
+    "from_pool",
+)
+# ``headline``: this version is the night's headline (the newest published when the pool was
+# first evaluated); ``first_evaluated_at`` survives reruns, ``evaluated_at`` is the latest.
+HISTORY_TIMES = ("headline", "ready_at", "first_evaluated_at", "evaluated_at")
+HISTORY_COLUMNS = (
+    *HISTORY_KEY,
+    *HISTORY_MEASURES,
+    *HISTORY_NIGHTLY,
+    *HISTORY_TIMES,
+    *(c for c in LINEAGE_COLUMNS if c not in EVALUATION_KEY),
+)
+_INTEGER = ("cutoff", "n_queries", "n_with_number", *STATUS_COUNT_COLUMNS)
+_TEXT = (*HISTORY_KEY, "previous_pool", "verdict", "previous_judgment_version", *LINEAGE_COLUMNS)
+_TIMES = ("ready_at", "first_evaluated_at", "evaluated_at")
+
+
+def _history_dtype(column: str) -> pl.DataType:
+    if column in _INTEGER:
+        return pl.Int64
+    if column in _TEXT:
+        return pl.String
+    if column in _TIMES:
+        return pl.Datetime("us", "UTC")
+    return pl.Boolean if column == "headline" else pl.Float64
+
+
+HISTORY_DTYPES = {column: _history_dtype(column) for column in HISTORY_COLUMNS}
+
+# --- the nightly comparison's verdicts (core.nightly decides, io.alerts and report read) ------
+REGRESSED = "regressed"
+IMPROVED = "improved"
+NO_CHANGE = "no_change"
+VERDICTS = (REGRESSED, IMPROVED, NO_CHANGE)

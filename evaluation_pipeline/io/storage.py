@@ -44,6 +44,12 @@ LANDED_JUDGMENTS_FOLDER = "judgments"
 LANDED_POOLS_FOLDER = "pools"
 READY_MARKER = "_READY"
 
+# --- the nightly watch (the pipeline's storage) ------------------------------------------------
+HISTORY_FOLDER = "history"
+HISTORY_FILE = "history.parquet"
+HISTORY_HTML_FILE = "history.html"
+ALERTS_FILE = "alerts.jsonl"
+
 # --- where the pipeline looks when nothing else is configured -----------------------------------
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_STORAGE = REPO / ".storage"

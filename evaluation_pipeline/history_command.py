@@ -1,0 +1,96 @@
+"""``ndcg-eval history STORAGE [--ranker R] [--cutoff K] [--json]``: the nightly trend.
+
+One line per night and ranker: the night's headline evaluation (its NDCG and interval), the
+comparison with the previous night (difference, Holm-adjusted p, verdict) and, on the night
+the headline judgment version changed, the attribution. Then every alert raised.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import polars as pl
+
+from evaluation_pipeline.core.history import headline_trend
+from evaluation_pipeline.io.alerts import read_alerts
+from evaluation_pipeline.io.atomic import json_text
+from evaluation_pipeline.io.storage import ALERTS_FILE, HISTORY_FILE, HISTORY_FOLDER
+from evaluation_pipeline.report.terminal import table
+from evaluation_pipeline.report.trend import format_number
+from schemas.errors import EvaluationError
+
+# The columns a trend line shows, in order (the JSON output has them all).
+TREND_COLUMNS = (
+    "candidate_pool", "judgment_version", "ranker", "cutoff", "ndcg", "ndcg_low", "ndcg_high",
+    "mean_candidate_recall", "previous_pool", "mean_diff", "p_adjusted", "verdict",
+    "from_judgments", "from_pool",
+)
+
+
+class HistoryError(EvaluationError):
+    """No history where one was asked for."""
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "history", help="the nightly trend: NDCG per night, verdicts, attributions, alerts")
+    parser.add_argument("storage", type=Path, metavar="STORAGE",
+                        help=f"the pipeline's storage (it holds {HISTORY_FOLDER}/{HISTORY_FILE})")
+    parser.add_argument("--ranker", action="append", help="only this ranker (repeatable)")
+    parser.add_argument("--cutoff", type=int, action="append", help="only this K (repeatable)")
+    parser.add_argument("--spec-id", help="only evaluations under this spec_id")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    return parser
+
+
+def trend_rows(storage: Path, rankers: list[str] | None = None,
+               cutoffs: list[int] | None = None, spec_id: str | None = None) -> pl.DataFrame:
+    path = Path(storage) / HISTORY_FOLDER / HISTORY_FILE
+    if not path.exists():
+        raise HistoryError(f"no evaluation history at {path}: the pipeline writes it after "
+                           "each evaluation")
+    trend = headline_trend(pl.read_parquet(path), spec_id)
+    if rankers:
+        trend = trend.filter(pl.col("ranker").is_in(rankers))
+    if cutoffs:
+        trend = trend.filter(pl.col("cutoff").is_in(cutoffs))
+    return trend
+
+
+def render_trend_table(trend: pl.DataFrame, alerts: list[dict]) -> str:
+    rows = []
+    for r in trend.select(TREND_COLUMNS).iter_rows(named=True):
+        interval = "" if r["ndcg_low"] is None else f"[{r['ndcg_low']:.3f}, {r['ndcg_high']:.3f}]"
+        rows.append([
+            r["candidate_pool"], r["judgment_version"], r["ranker"], r["cutoff"],
+            format_number(r["ndcg"]), interval, format_number(r["mean_candidate_recall"], 3),
+            format_number(r["mean_diff"], signed=True), format_number(r["p_adjusted"]),
+            (r["verdict"] or "").replace("_", " ") or "first night",
+            format_number(r["from_judgments"], signed=True),
+            format_number(r["from_pool"], signed=True),
+        ])
+    lines = [table(["night", "judgments", "ranker", "K", "NDCG", "interval", "recall",
+                    "vs prev", "p (Holm)", "verdict", "from judg.", "from pool"], rows, left=3)]
+    lines.append("")
+    if not alerts:
+        lines.append("alerts: none")
+    for alert in alerts:
+        delivery = alert["delivery"]
+        state = ("delivered" if delivery["delivered"] else
+                 f"not delivered ({delivery['error']})")
+        lines += [f"alert {alert['alerted_at']} for {alert['key']}, {state}:",
+                  *(f"  {line}" for line in alert["payload"]["text"].splitlines())]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    trend = trend_rows(args.storage, args.ranker, args.cutoff, args.spec_id)
+    alerts = read_alerts(Path(args.storage) / HISTORY_FOLDER / ALERTS_FILE)
+    if args.json:
+        rows = [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in row.items()}
+                for row in trend.to_dicts()]
+        print(json_text({"trend": rows, "alerts": alerts}), end="")
+    else:
+        print(render_trend_table(trend, alerts))
+    return 0

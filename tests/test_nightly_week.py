@@ -1,0 +1,186 @@
+"""The example week through the watch, without Dagster: the inputs land one at a time; after
+each, every new pool x version is evaluated (backfills included), compared with its previous
+night, recorded in the history and, when due, alerted."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from evaluation_pipeline.core.aggregates import aggregate_with_intervals
+from evaluation_pipeline.core.evaluation import evaluate
+from evaluation_pipeline.core.history import check_unique
+from evaluation_pipeline.core.nightly import REGRESSED, previous_night
+from evaluation_pipeline.core.watch import WatchSettings, record_evaluation, watch_evaluation
+from evaluation_pipeline.io.alerts import AlertSettings, notify, read_alerts
+from evaluation_pipeline.io.readers import read_judgments, read_pool, read_queries
+from evaluation_pipeline.report.trend import render_trend
+from evaluation_pipeline.spec import EvaluationSpec
+
+REPO = Path(__file__).resolve().parents[1]
+SPEC = EvaluationSpec(cutoffs=(5, 10))
+SETTINGS = WatchSettings(n_bootstrap=300)
+
+
+def generator():
+    path = REPO / "examples" / "generate_example_data.py"
+    spec = importlib.util.spec_from_file_location("generate_example_data", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def href(pool: str, version: str, spec_id: str) -> str:
+    return f"../reports/{pool}/{version}/{spec_id}/report.html"
+
+
+def run_week(root: Path) -> dict:
+    """Land the week and evaluate it; returns what a test inspects."""
+    gen = generator()
+    gen.generate_nightly(root)
+    nightly_dir, landing = root / gen.NIGHTLY_DIR, root / "landing"
+    queries = read_queries(nightly_dir / "queries.csv")
+    clock = datetime(2026, 12, 1, tzinfo=UTC)
+    published, ready, per_query, history = {}, {}, {}, None
+    evaluated, sections, alerts_file = [], {}, root / "history" / "alerts.jsonl"
+    while (arrival := gen.land_next(nightly_dir, landing)) is not None:
+        clock += timedelta(hours=1)
+        kind, name = arrival.split("/")
+        if kind == "judgments":
+            published[name.removesuffix(".csv")] = clock.isoformat()
+        else:
+            ready[name] = clock.isoformat()
+        # Every version x pool not evaluated yet; older nights first, so a backfill's previous
+        # night is evaluated before it.
+        for pool in sorted(ready, key=lambda p: ready[p]):
+            for version in sorted(published, key=lambda v: published[v]):
+                if (pool, version) in per_query:
+                    continue
+                clock += timedelta(minutes=1)
+                grades = read_judgments(landing / "judgments" / f"{version}.csv",
+                                        version=version)
+                rows, _ = evaluate(grades, read_pool(landing / "pools" / pool, pool=pool), SPEC)
+                per_query[(pool, version)] = rows
+                previous = previous_night(pool, ready)
+                step = watch_evaluation(
+                    rows, per_query.get((previous, version)), candidate_pool=pool,
+                    judgment_version=version, spec_id=SPEC.spec_id, ready_at=ready,
+                    published_at=published, history=history, now=clock.isoformat(),
+                    settings=SETTINGS)
+                aggregates = aggregate_with_intervals(rows, queries, n_bootstrap=300)
+                history = record_evaluation(history, aggregates, step,
+                                            evaluated_at=clock.isoformat())
+                notify(alerts_file, step.section, candidate_pool=pool, spec_id=SPEC.spec_id,
+                       report=href(pool, version, SPEC.spec_id), newest=step.newest,
+                       headline=step.headline, settings=AlertSettings())
+                evaluated.append((pool, version))
+                sections[(pool, version)] = step.section
+    # A rerun of the newest night's headline evaluation: replaces its rows, alerts nothing.
+    pool, version = gen.NIGHTLY_POOLS[-1], gen.JUDGMENT_VERSION_2
+    step = watch_evaluation(
+        per_query[(pool, version)], per_query[(gen.NIGHTLY_POOLS[-2], version)],
+        candidate_pool=pool, judgment_version=version, spec_id=SPEC.spec_id, ready_at=ready,
+        published_at=published, history=history, now=clock.isoformat(), settings=SETTINGS)
+    return {"gen": gen, "history": history, "evaluated": evaluated, "sections": sections,
+            "alerts": read_alerts(alerts_file), "rerun": step, "ready": ready,
+            "alerts_file": alerts_file, "per_query": per_query}
+
+
+@pytest.fixture(scope="module")
+def week(tmp_path_factory) -> dict:
+    return run_week(tmp_path_factory.mktemp("week"))
+
+
+def test_every_evaluation_is_in_the_history_once(week):
+    gen, history = week["gen"], week["history"]
+    assert len(week["evaluated"]) == len(gen.NIGHTLY_POOLS) * 2
+    evaluations = history.select("candidate_pool", "judgment_version").unique()
+    assert evaluations.height == len(gen.NIGHTLY_POOLS) * 2
+    check_unique(history)
+    headline = history.filter(pl.col("headline")).select("candidate_pool", "judgment_version")
+    by_pool = dict(headline.unique().iter_rows())
+    assert by_pool == {pool: (gen.JUDGMENT_VERSION_1 if i < 3 else gen.JUDGMENT_VERSION_2)
+                       for i, pool in enumerate(gen.NIGHTLY_POOLS)}
+
+
+def test_exactly_one_alert_for_the_regressed_ranker_on_its_night(week):
+    gen = week["gen"]
+    assert [a["key"] for a in week["alerts"]] == [
+        f"{gen.REGRESSION_NIGHT}/{gen.JUDGMENT_VERSION_2}/{SPEC.spec_id}"]
+    payload = week["alerts"][0]["payload"]
+    assert {r["ranker"] for r in payload["regressions"]} == {gen.REGRESSED_RANKER}
+    assert payload["previous_pool"] == gen.NIGHTLY_POOLS[3]
+    # The same regression shows under the older version too, but that evaluation is not the
+    # night's headline, so it did not alert again.
+    older = week["sections"][(gen.REGRESSION_NIGHT, gen.JUDGMENT_VERSION_1)]
+    assert {c["ranker"] for c in older["comparisons"] if c["verdict"] == REGRESSED} == {
+        gen.REGRESSED_RANKER}
+    # A rerun alerts nothing more.
+    assert notify(week["alerts_file"], week["rerun"].section, candidate_pool=gen.NIGHTLY_POOLS[-1],
+                  spec_id=SPEC.spec_id, report="r", newest=True, headline=True,
+                  settings=AlertSettings()) is None
+
+
+def test_the_noisy_ranker_never_regresses_nor_improves(week):
+    gen = week["gen"]
+    for (pool, version), section in week["sections"].items():
+        for c in section["comparisons"]:
+            if c["ranker"] == gen.NOISY_RANKER:
+                assert c["verdict"] == "no_change", (pool, version, c)
+                assert c["mean_diff"] != 0.0  # it does move
+            if c["ranker"] == gen.REGRESSED_RANKER and pool != gen.REGRESSION_NIGHT:
+                assert c["verdict"] == "no_change", (pool, version, c)
+
+
+def test_attribution_adds_up_on_the_night_the_judgments_changed(week):
+    gen = week["gen"]
+    night = gen.NIGHTLY_POOLS[3]
+    section = week["sections"][(night, gen.JUDGMENT_VERSION_2)]
+    assert section["attribution"]
+    history = week["history"].filter(pl.col("slice").is_null())
+
+    def mean(pool, version, ranker, cutoff):
+        return history.filter(
+            (pl.col("candidate_pool") == pool) & (pl.col("judgment_version") == version)
+            & (pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff))["ndcg"].item()
+
+    previous = gen.NIGHTLY_POOLS[2]
+    for a in section["attribution"]:
+        assert a["previous_judgment_version"] == gen.JUDGMENT_VERSION_1
+        assert a["from_judgments"] + a["from_pool"] == a["total_change"]
+        old = mean(previous, gen.JUDGMENT_VERSION_1, a["ranker"], a["cutoff"])
+        cross = mean(previous, gen.JUDGMENT_VERSION_2, a["ranker"], a["cutoff"])
+        new = mean(night, gen.JUDGMENT_VERSION_2, a["ranker"], a["cutoff"])
+        assert a["from_judgments"] == pytest.approx(cross - old, abs=1e-12)
+        assert a["from_pool"] == pytest.approx(new - cross, abs=1e-12)
+        assert a["total_change"] == pytest.approx(new - old, abs=1e-12)
+    # No other evaluation carries an attribution.
+    assert [k for k, s in week["sections"].items() if s["attribution"]] == [
+        (night, gen.JUDGMENT_VERSION_2)]
+
+
+def test_the_trend_page(week):
+    gen = week["gen"]
+    page = render_trend(week["history"], href)
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<script" not in page and "http://" not in page.replace(
+        'xmlns="http://www.w3.org/2000/svg"', "")
+    assert page.count('<svg xmlns="http://www.w3.org/2000/svg"') == 2  # NDCG@10, NDCG@5
+    assert page.index("NDCG@10") < page.index("NDCG@5")
+    for pool in gen.NIGHTLY_POOLS:
+        version = gen.JUDGMENT_VERSION_1 if pool < gen.NIGHTLY_POOLS[3] else (
+            gen.JUDGMENT_VERSION_2)
+        assert f'href="{href(pool, version, SPEC.spec_id)}"' in page
+    # One version change, one regression flagged per cutoff that regressed.
+    assert page.count('class="version-change"') == 2
+    assert f"judgments {gen.JUDGMENT_VERSION_2}" in page
+    regressions = week["history"].filter(pl.col("headline") & (pl.col("verdict") == REGRESSED))
+    assert page.count('class="regression"') == regressions.height >= 1
+    assert page.count('class="band"') == 2 * len(gen.RANKERS)
+    assert '<td class="regressed">regressed</td>' in page
