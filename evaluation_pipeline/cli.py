@@ -10,12 +10,13 @@
 RESULTS is the output folder of ``ndcg-eval score`` or its per_query.parquet.
 
 Bad input exits with status 2, a message naming file, column, rule and rows, and writes nothing.
+This module parses the arguments and dispatches; each command's body is in
+``evaluation_pipeline.commands``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -24,50 +25,17 @@ from pathlib import Path
 import polars as pl
 
 from evaluation_pipeline import __version__
-from evaluation_pipeline.core.comparison import compare_pools, compare_rankers
-from evaluation_pipeline.core.diff import judgment_version_diff, pool_diff
-from evaluation_pipeline.core.evaluation import Lineage, summarize
-from evaluation_pipeline.core.explain import explain
-from evaluation_pipeline.core.gains import GainError
-from evaluation_pipeline.core.ndcg import sort_results
-from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, ENGINES, score_files
-from evaluation_pipeline.engines.local import read_and_evaluate
-from evaluation_pipeline.io.atomic import json_text, write_json, write_parquet
-from evaluation_pipeline.io.readers import (
-    FORMATS,
-    read_candidates,
-    read_judgments,
-    read_queries,
-)
-from evaluation_pipeline.spec import (
-    FIELD_DOCS,
-    PROFILES,
-    EvaluationSpec,
-    SpecError,
-    load_spec,
-    profile,
-    spec_from_mapping,
-)
-from evaluation_pipeline.report import ReportConfig, write_report
-from evaluation_pipeline.report.terminal import (
-    progress,
-    render_comparison,
-    render_judgment_diff,
-    render_pool_diff,
-    render_report,
-    render_trace,
-)
-from schemas import InputError, validate
-from schemas.errors import violation
-from schemas.names import UnsafeNameError
+from evaluation_pipeline.commands import compare, explain, report, score, spec
+from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, ENGINES
+from evaluation_pipeline.io.readers import FORMATS
+from evaluation_pipeline.report import ReportConfig
+from evaluation_pipeline.spec import PROFILES
+from schemas.errors import EvaluationError
 
 EXIT_BAD_INPUT = 2
 
-PER_QUERY_FILE = "per_query.parquet"
-# The per-query columns a summary reads (core.evaluation.summarize).
-SUMMARY_COLUMNS = ("ranker", "query_id", "cutoff", "status", "ndcg", "judged_at_k",
-                   "candidate_recall")
-SUMMARY_FILE = "summary.json"
+COMMANDS = {"score": score.run, "spec": spec.run, "report": report.run, "compare": compare.run,
+            "explain": explain.run}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -183,261 +151,11 @@ def _report_arguments(parser: argparse.ArgumentParser) -> None:
                         help="most regressed queries listed per pair")
 
 
-def report_config(args: argparse.Namespace) -> ReportConfig:
-    return ReportConfig(
-        slices=tuple(args.slices) if args.slices else None,
-        ci_level=args.ci_level,
-        n_bootstrap=args.bootstrap,
-        seed=args.seed,
-        baseline=args.baseline,
-        n_regressions=args.regressions,
-    )
-
-
-def resolve_spec(args: argparse.Namespace) -> EvaluationSpec:
-    spec = load_spec(args.spec) if args.spec else profile(args.profile or "default")
-    if args.cutoff:
-        spec = spec.replace(cutoffs=tuple(args.cutoff))
-    return spec
-
-
-def cmd_score(args: argparse.Namespace) -> int:
-    urls = [str(x) for x in (args.judgments, args.run, args.out) if isinstance(x, str)]
-    if urls and args.engine != "spark":
-        raise InputError(urls[0], [violation(
-            "(file)", f"a URL is read and written by --engine spark only, not {args.engine}; "
-            "give a local path", [])])
-    if isinstance(args.out, str) and args.report:
-        raise InputError(args.out, [violation(
-            "(file)", "--report writes local files (HTML, traces): give a local --out, or "
-            "report later from a copy with ndcg-eval report", [])])
-    spec = resolve_spec(args)
-    if args.engine != "local":
-        return _score_with_engine(args, spec)
-    judgments, pool, per_query, lineage = read_and_evaluate(
-        args.judgments, args.run, spec, judgments_format=args.judgments_format or args.format,
-        run_format=args.run_format or args.format, judgment_version=args.judgment_version,
-        pool=args.pool, ranker=args.ranker)
-    queries = read_queries(args.queries) if args.queries else None
-    per_query = validate("PerQueryResults", per_query, "per-query results")
-    summary = summarize(per_query, spec, lineage, queries)
-    config = report_config(args) if args.report else None
-    # Everything is computed and validated before the first byte is written.
-    write_parquet(per_query, args.out / PER_QUERY_FILE)
-    write_json(summary, args.out / SUMMARY_FILE)
-    print(render_summary(summary, args.out))
-    if config is not None:
-        report = write_report(args.out, per_query, spec, lineage, queries, config,
-                              candidates=pool, judgments=judgments, progress=progress)
-        print()
-        print(render_report(report, args.out))
-    return 0
-
-
-def _score_with_engine(args: argparse.Namespace, spec: EvaluationSpec) -> int:
-    """Streaming or Spark: the engine writes per_query.parquet (for Spark, a folder of parts);
-    the summary and report are computed from what it wrote."""
-    queries = read_queries(args.queries) if args.queries else None
-    remote = isinstance(args.out, str)  # a URL: Spark writes there, and the summary beside
-    target = _inside(args.out, PER_QUERY_FILE)
-    result = score_files(
-        args.judgments, args.run, spec, target, engine=args.engine, batch_rows=args.batch_rows,
-        judgment_version=args.judgment_version, pool=args.pool, ranker=args.ranker,
-        spark_master=args.spark_master,
-    )
-    for note in result.notes:
-        print(f"ndcg-eval: {note}", file=sys.stderr)
-    # The summary reads the columns its means and counts need, in any row order (the lineage is
-    # known): all columns, sorted, took 0.9 GB at 100M rows, the peak of a streamed run. A
-    # report lists rows, so it reads them all, in order (Spark writes parts in any order).
-    columns = None if args.report else list(SUMMARY_COLUMNS)
-    if remote:
-        from evaluation_pipeline.engines.spark import read_results, write_text_at
-
-        per_query = read_results(target, columns)
-    else:
-        files = sorted(target.glob("*.parquet")) if target.is_dir() else target
-        per_query = pl.read_parquet(files, columns=columns, glob=False)
-    if args.report:
-        per_query = sort_results(per_query)
-    summary = summarize(per_query, spec, result.lineage, queries)
-    if remote:
-        write_text_at(_inside(args.out, SUMMARY_FILE), json_text(summary))
-    else:
-        write_json(summary, args.out / SUMMARY_FILE)
-    print(render_summary(summary, args.out))
-    if args.report:
-        report = write_report(args.out, per_query, spec, result.lineage, queries,
-                              report_config(args), progress=progress)
-        print()
-        print(render_report(report, args.out))
-    return 0
-
-
-def cmd_spec(args: argparse.Namespace) -> int:
-    spec = resolve_spec(args)
-    print(f"spec_id {spec.spec_id}")
-    for name, value in spec.to_dict().items():
-        print(f"  {name:<17} {value!s:<24} {FIELD_DOCS[name]}")
-    return 0
-
-
-class ResultsError(ValueError):
-    """Results that cannot be reported as asked (no spec, mixed lineage, mismatched spec)."""
-
-
-def _lineage_of(per_query: pl.DataFrame, source: Path) -> Lineage:
-    values = {}
-    for field in Lineage.__dataclass_fields__:
-        found = per_query[field].unique().to_list() if field in per_query.columns else []
-        if len(found) != 1:
-            raise ResultsError(f"{source}: expected one {field}, found {found[:5]}")
-        values[field] = found[0]
-    return Lineage(**values)
-
-
-def load_results(
-    path: Path, args: argparse.Namespace | None = None
-) -> tuple[pl.DataFrame, EvaluationSpec, Lineage]:
-    """Per-query rows of an ``ndcg-eval score`` output, with the spec that produced them.
-
-    The spec comes from summary.json beside the rows, or from --spec/--profile; either way its
-    spec_id must equal the rows' spec_id.
-    """
-    file = path / PER_QUERY_FILE if path.is_dir() else path
-    if not file.exists():
-        raise ResultsError(f"{file}: no such file (expected ndcg-eval score output)")
-    per_query = validate("PerQueryResults", pl.read_parquet(file, glob=False), str(file))
-    lineage = _lineage_of(per_query, file)
-    summary = file.parent / SUMMARY_FILE
-    if args is not None and (getattr(args, "spec", None) or getattr(args, "profile", None)):
-        spec = load_spec(args.spec) if args.spec else profile(args.profile)
-    elif summary.exists():
-        spec = spec_from_mapping(json.loads(summary.read_text())["spec"], source=str(summary))
-    else:
-        raise ResultsError(f"{file}: no {SUMMARY_FILE} beside it; give --spec or --profile")
-    if spec.spec_id != lineage.spec_id:
-        raise ResultsError(
-            f"{file}: rows were computed under spec {lineage.spec_id}, not {spec.spec_id}"
-        )
-    return per_query, spec, lineage
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    per_query, spec, lineage = load_results(args.results, args)
-    queries = read_queries(args.queries) if args.queries else None
-    candidates = judgments = None
-    if args.judgments and args.run:
-        judgments = read_judgments(args.judgments, args.format)
-        candidates = read_candidates(args.run, args.format)
-    out = args.out or (args.results if args.results.is_dir() else args.results.parent)
-    report = write_report(out, per_query, spec, lineage, queries, report_config(args),
-                          candidates=candidates, judgments=judgments, progress=progress)
-    print(render_report(report, out))
-    return 0
-
-
-def cmd_compare(args: argparse.Namespace) -> int:
-    if len(args.results) > 2:
-        raise ResultsError("compare takes one result (its rankers) or two results")
-    config = report_config(args)
-    options = dict(ci_level=config.ci_level, n_bootstrap=config.n_bootstrap, seed=config.seed,
-                   n_regressions=config.n_regressions)
-    loaded = [load_results(path) for path in args.results]
-    frames = [pq if not args.cutoff else pq.filter(pl.col("cutoff").is_in(args.cutoff))
-              for pq, _, _ in loaded]
-    if len(loaded) == 1:
-        print(render_comparison(compare_rankers(frames[0], baseline=config.baseline, **options)))
-        return 0
-    (_, spec_a, old), (_, spec_b, new) = loaded
-    if spec_a.spec_id != spec_b.spec_id:
-        raise ResultsError(
-            f"the two results use different specs ({spec_a.spec_id}, {spec_b.spec_id}): their "
-            "numbers do not measure the same thing"
-        )
-    same_pool = old.pool_sha256 == new.pool_sha256
-    same_version = old.judgments_sha256 == new.judgments_sha256
-    if same_pool and not same_version:
-        old_j = new_j = None
-        if args.judgments:
-            old_j, new_j = (read_judgments(p, args.format) for p in args.judgments)
-        diff = judgment_version_diff(
-            old_j if old_j is not None else pl.DataFrame(schema=_EMPTY_JUDGMENTS),
-            new_j if new_j is not None else pl.DataFrame(schema=_EMPTY_JUDGMENTS),
-            *frames,
-        )
-        print(render_judgment_diff(diff, grades_given=old_j is not None))
-        return 0
-    print(render_comparison(compare_pools(*frames, **options)))
-    if same_version:
-        pools = [read_candidates(p, args.format) for p in args.pools] if args.pools else None
-        if pools:
-            print()
-            print(render_pool_diff(pool_diff(*pools, *frames)))
-    else:
-        print("\nnote: the judgment versions differ too; differences mix grades and candidates")
-    return 0
-
-
-_EMPTY_JUDGMENTS = {"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64,
-                    "grade_status": pl.String}
-
-
-def cmd_explain(args: argparse.Namespace) -> int:
-    spec = resolve_spec(args)
-    judgments = read_judgments(args.judgments, args.format, version=args.judgment_version)
-    candidates = read_candidates(args.run, args.format, pool=args.pool)
-    traces = [explain(candidates, judgments, spec, query_id=args.query, ranker=args.ranker,
-                      cutoff=k) for k in spec.cutoffs]
-    # Each trace names its grades; the pool and conventions behind it are the same for all.
-    context = {"candidate_pool": str(candidates["candidate_pool"][0]), "spec_id": spec.spec_id,
-               "conventions": spec.describe()}
-    if args.json:
-        print(json.dumps([{**t.to_dict(), **context} for t in traces], indent=2))
-    else:
-        print(f"pool {context['candidate_pool']}, spec {spec.spec_id}: {context['conventions']}\n")
-        print("\n\n".join(render_trace(t) for t in traces))
-    return 0
-
-
-def render_summary(summary: dict, out: Path | None = None) -> str:
-    lineage = summary["lineage"]
-    lines = [
-        f"judgments {lineage['judgment_version']} (sha256 {lineage['judgments_sha256'][:12]}), "
-        f"pool {lineage['candidate_pool']} (sha256 {lineage['pool_sha256'][:12]}), "
-        f"spec {summary['spec_id']}",
-        f"conventions: {summary['conventions']}",
-        "",
-        f"{'ranker':<20} {'K':>4} {'NDCG':>7} {'queries':>8} {'scored':>7} {'no_pos':>7} "
-        f"{'incompl':>7} {'notjudg':>7} {'missing':>7}",
-    ]
-    for row in summary["results"]:
-        counts = row["status_counts"]
-        value = "n/a" if row["macro_ndcg"] is None else f"{row['macro_ndcg']:.4f}"
-        lines.append(
-            f"{row['ranker']:<20} {row['cutoff']:>4} {value:>7} {row['n_queries']:>8} "
-            f"{counts['scored']:>7} {counts['no_positive']:>7} {counts['incomplete']:>7} "
-            f"{counts['not_judged']:>7} {counts['missing_from_run']:>7}"
-        )
-    if out is not None:
-        lines += ["", f"wrote {_inside(out, PER_QUERY_FILE)} and {_inside(out, SUMMARY_FILE)}"]
-    return "\n".join(lines)
-
-
-def _inside(folder: Path | str, name: str) -> Path | str:
-    """``folder / name`` for a local folder or a URL."""
-    return folder / name if isinstance(folder, Path) else f"{folder.rstrip('/')}/{name}"
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handler = {
-        "score": cmd_score, "spec": cmd_spec, "report": cmd_report, "compare": cmd_compare,
-        "explain": cmd_explain,
-    }[args.command]
     try:
-        return handler(args)
-    except (InputError, SpecError, GainError, UnsafeNameError, ResultsError) as exc:
+        return COMMANDS[args.command](args)
+    except EvaluationError as exc:
         print(f"ndcg-eval: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except pl.exceptions.PolarsError as exc:  # an input we did not anticipate: still no traceback

@@ -5,7 +5,12 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from evaluation_pipeline.core.diff import judgment_changes, judgment_version_diff, pool_diff
+from evaluation_pipeline.core.diff import (
+    DiffError,
+    judgment_changes,
+    judgment_version_diff,
+    pool_diff,
+)
 from evaluation_pipeline.core.evaluation import evaluate
 from evaluation_pipeline.spec import EvaluationSpec
 
@@ -75,5 +80,12 @@ def test_pool_changes_and_candidate_recall():
     # Positive docs per query: q1 {a, b}, q2 {x, z}, q3 {m}: recall 1, 1/2, 1 -> 1, 1, 1.
     assert recall["mean_candidate_recall_old"] == pytest.approx((1 + 0.5 + 1) / 3)
     assert recall["mean_candidate_recall_new"] == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="one judgment version"):
+    with pytest.raises(DiffError, match="one judgment version"):
         pool_diff(POOL, other, evaluate(OLD, POOL, SPEC)[0], new_pq)
+
+
+def test_a_judgment_version_diff_needs_one_pool():
+    other = pool("p2", [("r", "q1", "a", 3.0)])
+    with pytest.raises(DiffError, match=r"one candidate pool, got \['p1', 'p2'\]"):
+        judgment_version_diff(OLD, NEW, evaluate(OLD, POOL, SPEC)[0],
+                              evaluate(NEW, other, SPEC)[0])

@@ -9,6 +9,7 @@ import pytest
 
 from evaluation_pipeline import cli
 from evaluation_pipeline.cli import main
+from evaluation_pipeline.commands import score
 from evaluation_pipeline.engines.spark import (
     BUCKETS,
     LOCAL_MASTER,
@@ -42,7 +43,7 @@ def test_spark_master_is_the_configured_one_else_spark_submits_else_local():
 ])
 def test_urls_are_kept_as_written(url, summary):
     assert cli._location(url) == url
-    assert cli._inside(cli._location(url), "summary.json") == summary
+    assert score.inside(cli._location(url), "summary.json") == summary
 
 
 @pytest.mark.parametrize("text", ["data/run.parquet", "C:/runs/x.parquet", "runs:2026/x.parquet",
@@ -84,7 +85,7 @@ def test_the_resource_and_the_flag_carry_the_master_to_the_engine(monkeypatch, t
         seen.append(kwargs)
         raise Stop
 
-    monkeypatch.setattr(cli, "score_files", fake_score_files)
+    monkeypatch.setattr(score, "score_files", fake_score_files)
     with pytest.raises(Stop):
         main(["score", "--judgments", JUDGMENTS, "--run", RUN, "--engine", "spark",
               "--spark-master", "yarn", "--out", str(tmp_path / "out")])

@@ -11,8 +11,15 @@ from __future__ import annotations
 import polars as pl
 
 from evaluation_pipeline.core.comparison import paired_frame
+from schemas.columns import JUDGMENT_KEY, PER_QUERY_KEY, POOL_KEY
+from schemas.errors import EvaluationError
 
-KEY = ["query_id", "doc_id"]
+KEY = list(JUDGMENT_KEY)
+
+
+class DiffError(EvaluationError):
+    """Two evaluations that a diff cannot set side by side: a judgment-version diff needs one
+    candidate pool, a pool diff one judgment version."""
 
 
 def judgment_changes(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
@@ -45,7 +52,7 @@ def judgment_changes(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
 
 def status_changes(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
     """Per-query rows (ranker, query_id, cutoff) whose status differs, or that exist on one side."""
-    keys = ["ranker", "query_id", "cutoff"]
+    keys = list(PER_QUERY_KEY)
     return (
         old.select(*keys, pl.col("status").alias("status_old"), pl.col("ndcg").alias("ndcg_old"))
         .join(new.select(*keys, pl.col("status").alias("status_new"),
@@ -89,7 +96,8 @@ def judgment_version_diff(
     """Everything that changed between two judgment versions scored over the same pool."""
     pools = set(old_per_query["candidate_pool"].unique()) | set(new_per_query["candidate_pool"].unique())
     if len(pools) != 1:
-        raise ValueError(f"a judgment-version diff needs one candidate pool, got {sorted(pools)}")
+        raise DiffError(
+            f"a judgment-version diff needs one candidate pool, got {sorted(pools)}")
     changes = judgment_changes(old_judgments, new_judgments)
     counts = changes["change"].value_counts()
     count = dict(zip(counts["change"].to_list(), counts["count"].to_list(), strict=True))
@@ -108,7 +116,7 @@ def judgment_version_diff(
 
 def pool_changes(old_pool: pl.DataFrame, new_pool: pl.DataFrame) -> pl.DataFrame:
     """Per ranker: candidates (query_id, doc_id) added and removed between two pools."""
-    keys = ["ranker", "query_id", "doc_id"]
+    keys = list(POOL_KEY)
     before = old_pool.select(keys).with_columns(pl.lit(True).alias("old"))
     after = new_pool.select(keys).with_columns(pl.lit(True).alias("new"))
     joined = before.join(after, on=keys, how="full", coalesce=True)
@@ -148,7 +156,7 @@ def pool_diff(
         new_per_query["judgment_version"].unique()
     )
     if len(versions) != 1:
-        raise ValueError(f"a pool diff needs one judgment version, got {sorted(versions)}")
+        raise DiffError(f"a pool diff needs one judgment version, got {sorted(versions)}")
     return {
         "judgment_version": versions.pop(),
         "candidate_pool_old": old_per_query["candidate_pool"][0],

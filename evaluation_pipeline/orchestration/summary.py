@@ -1,48 +1,32 @@
-"""Where the reports are and what they say, for the terminal (``make run``)."""
+"""The reports the Dagster instance knows of, read from storage for ``make run``'s summary.
 
+Which evaluations exist is the instance's knowledge (its dynamic partitions) and where their
+reports are is the pipeline's storage layout; the text is ``report.summary``'s.
+"""
+
+from collections.abc import Iterator
+
+from evaluation_pipeline.io.storage import HTML_FILE, REPORT_FILE
 from evaluation_pipeline.orchestration.assets import report_folder
 from evaluation_pipeline.orchestration.partitions import (
     candidate_pool_partitions,
     judgment_version_partitions,
 )
 from evaluation_pipeline.orchestration.resources import EvaluationStorage
+from evaluation_pipeline.report.summary import StoredReport, describe_stored_reports
 from evaluation_pipeline.spec import EvaluationSpec
 
 
-def _number(value: float | None, interval: list | None) -> str:
-    if value is None:
-        return "n/a"
-    if interval and interval[0] is not None:
-        return f"{value:.4f} [{interval[0]:.3f}, {interval[1]:.3f}]"
-    return f"{value:.4f}"
-
-
-def describe_reports(storage: EvaluationStorage, spec: EvaluationSpec, instance) -> str:
-    """Each report under ``spec``: its folder, a table per ranker and cutoff, the headline."""
-    lines = [f"spec {spec.spec_id}: {spec.describe()}"]
+def stored_reports(storage: EvaluationStorage, spec: EvaluationSpec, instance
+                   ) -> Iterator[StoredReport]:
+    """The report of every judgment version x pool of the instance under ``spec``, if written."""
     for version in instance.get_dynamic_partitions(judgment_version_partitions.name):
         for pool in instance.get_dynamic_partitions(candidate_pool_partitions.name):
             folder = report_folder(pool, version, spec.spec_id)
-            if not storage.exists(*folder, "report.json"):
-                continue
-            report = storage.read_json(*folder, "report.json")
-            lineage = report["lineage"]
-            lines += [
-                "",
-                f"== pool {pool} x judgments {version} "
-                f"(sha256 {lineage['judgments_sha256'][:12]}, pool sha256 "
-                f"{lineage['pool_sha256'][:12]})",
-                f"   report: {storage.path(*folder, 'report.html')}",
-                f"   {'ranker':<14} {'K':>3}  {'NDCG [CI]':<26} {'with number':>11} "
-                f"{'queries':>7}",
-            ]
-            for row in report["results"]:
-                lines.append(
-                    f"   {row['ranker']:<14} {row['cutoff']:>3}  "
-                    f"{_number(row['macro_ndcg'], row.get('macro_ndcg_interval')):<26} "
-                    f"{row['n_with_number']:>11} {row['n_queries']:>7}"
-                )
-            lines += [f"   - {sentence}" for sentence in report["headline"]]
-    if len(lines) == 1:
-        lines.append("no reports yet")
-    return "\n".join(lines)
+            if storage.exists(*folder, REPORT_FILE):
+                yield StoredReport(pool, version, storage.read_json(*folder, REPORT_FILE),
+                                   str(storage.path(*folder, HTML_FILE)))
+
+
+def describe_reports(storage: EvaluationStorage, spec: EvaluationSpec, instance) -> str:
+    return describe_stored_reports(spec, stored_reports(storage, spec, instance))

@@ -12,20 +12,22 @@ import polars as pl
 
 from evaluation_pipeline.core.evaluation import Lineage
 from evaluation_pipeline.io.atomic import write_json, write_parquet, write_text
-from evaluation_pipeline.report.build import build_report
-from evaluation_pipeline.report.config import ReportConfig
+from evaluation_pipeline.io.storage import (
+    AGGREGATES_FILE,
+    HTML_FILE,
+    PER_QUERY_FILE,
+    REPORT_FILE,
+    TRACES_FOLDER,
+)
+from evaluation_pipeline.report.build import build_report, check_options
+from evaluation_pipeline.report.config import ReportConfig, ReportOptionError
 from evaluation_pipeline.report.html import render_html
 from evaluation_pipeline.report.markdown import headline_markdown
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import validate
 
-REPORT_FILE = "report.json"
-AGGREGATES_FILE = "aggregates.parquet"
-PER_QUERY_FILE = "per_query.parquet"
-HTML_FILE = "report.html"
-TRACES_DIR = "traces"
-
-__all__ = ["ReportConfig", "headline_markdown", "write_report"]
+__all__ = ["ReportConfig", "ReportOptionError", "check_options", "headline_markdown",
+           "write_report"]
 
 
 def write_report(
@@ -55,14 +57,14 @@ def write_report(
         from evaluation_pipeline.report.traces import write_regression_traces
 
         report["traces"] = write_regression_traces(
-            out_dir / TRACES_DIR, report["comparison"], candidates, judgments, spec, progress
+            out_dir / TRACES_FOLDER, report["comparison"], candidates, judgments, spec, progress
         )
     report["files"] = {
         "report": REPORT_FILE,
         "aggregates": AGGREGATES_FILE,
         "per_query": PER_QUERY_FILE,
         "html": HTML_FILE,
-        "traces": TRACES_DIR if report["traces"] else None,
+        "traces": TRACES_FOLDER if report["traces"] else None,
     }
     # Everything is computed before the first file is written.
     html = render_html(report, differences)

@@ -10,10 +10,11 @@ import polars as pl
 from evaluation_pipeline.core.aggregates import aggregate_with_intervals
 from evaluation_pipeline.core.comparison import candidate_set_differences, compare_rankers
 from evaluation_pipeline.core.evaluation import Lineage, result_sentence
-from evaluation_pipeline.core.ndcg import STATUSES
 from evaluation_pipeline.core.statistics import INTERVAL_METHOD, RNG_DESCRIPTION, TEST_METHOD
 from evaluation_pipeline.report.config import ReportConfig
+from evaluation_pipeline.report.format import interval, number
 from evaluation_pipeline.spec import EvaluationSpec
+from schemas.columns import STATUSES
 
 REPORT_FORMAT = "ndcg-eval-report"
 REPORT_FORMAT_VERSION = 1
@@ -34,7 +35,8 @@ def build_report(
     without it, from the per-query counts.
     """
     config = config or ReportConfig()
-    slices = config.slice_columns(queries)
+    rankers = sorted(per_query["ranker"].unique().to_list())
+    slices = check_options(rankers, queries, config)
     aggregates = aggregate_with_intervals(
         per_query, queries, slices,
         ci_level=config.ci_level, n_bootstrap=config.n_bootstrap, seed=config.seed,
@@ -45,10 +47,9 @@ def build_report(
     slice_rows = [_numbers(row) | {"slice_column": row["slice_column"],
                                    "slice_value": row["slice_value"]}
                   for row in aggregates.filter(pl.col("slice_column") != "all").iter_rows(named=True)]
-    rankers = sorted(per_query["ranker"].unique().to_list())
     comparison = None
     differences: dict = {}
-    if len(rankers) >= 2:
+    if _compared(rankers):
         comparison = compare_rankers(
             per_query, baseline=config.baseline, ci_level=config.ci_level,
             n_bootstrap=config.n_bootstrap, seed=config.seed,
@@ -100,6 +101,20 @@ def build_report(
     return report, aggregates, differences
 
 
+def _compared(rankers: list[str]) -> bool:
+    return len(rankers) >= 2
+
+
+def check_options(rankers: list[str], queries: pl.DataFrame | None,
+                  config: ReportConfig) -> tuple[str, ...]:
+    """The slice columns of the report of ``rankers``, after refusing the options it cannot
+    apply (``ReportOptionError``): callers check before they write anything."""
+    slices = config.slice_columns(queries)
+    if _compared(rankers):
+        config.check_baseline(rankers)
+    return slices
+
+
 def _numbers(row: dict) -> dict:
     return {
         "ranker": row["ranker"],
@@ -125,25 +140,24 @@ def interval_sentence(row: dict, spec: EvaluationSpec, lineage: Lineage) -> str:
     sentence = result_sentence(row, spec, lineage)
     if row["macro_ndcg"] is None or row["macro_ndcg_low"] is None:
         return sentence
-    prefix = f"NDCG@{row['cutoff']} {row['macro_ndcg']:.3f} "
-    interval = f"[{row['macro_ndcg_low']:.3f}, {row['macro_ndcg_high']:.3f}] "
-    return prefix + interval + sentence[len(prefix):]
+    prefix = f"NDCG@{row['cutoff']} {number(row['macro_ndcg'], 3)} "
+    bounds = interval([row["macro_ndcg_low"], row["macro_ndcg_high"]])
+    return f"{prefix}{bounds} {sentence[len(prefix):]}"
 
 
 def comparison_sentence(pair: dict, comparison: dict) -> str:
     if pair["mean_difference"] is None:
         return (f"{pair['second']} vs {pair['first']}, NDCG@{pair['cutoff']}: no query has a "
                 "number for both.")
-    interval = ""
-    if pair["difference_low"] is not None:
-        interval = f" [{pair['difference_low']:+.3f}, {pair['difference_high']:+.3f}]"
-    p = f"p = {pair['p_value']:.4f}"
+    bounds = interval([pair["difference_low"], pair["difference_high"]], signed=True)
+    spread = f" {bounds}" if bounds else ""
+    p = f"p = {number(pair['p_value'])}"
     if pair.get("p_value_holm") is not None:
-        p += f", Holm-adjusted {pair['p_value_holm']:.4f}"
+        p += f", Holm-adjusted {number(pair['p_value_holm'])}"
     caveat = "" if comparison["pure_reranker_comparison"] else " (not a pure reranker comparison)"
     return (
         f"{pair['second']} vs {pair['first']}, NDCG@{pair['cutoff']}: "
-        f"{pair['mean_difference']:+.3f}{interval} over {pair['n_paired']:,} queries with a "
-        f"number for both ({p}); {pair['wins']} better, {pair['losses']} worse, "
+        f"{number(pair['mean_difference'], 3, signed=True)}{spread} over {pair['n_paired']:,} "
+        f"queries with a number for both ({p}); {pair['wins']} better, {pair['losses']} worse, "
         f"{pair['ties']} tied{caveat}."
     )

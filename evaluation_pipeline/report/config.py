@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import polars as pl
 
+from schemas.errors import EvaluationError
+
 # Free text and the key are never slices: a slice groups queries by a shared property.
 NOT_SLICES = ("query_id", "query_text")
+
+
+class ReportOptionError(EvaluationError):
+    """A report option that cannot apply: a level outside (0, 1), no resamples, a slice column
+    the queries table lacks, a baseline that is not one of the rankers."""
 
 
 @dataclass(frozen=True)
@@ -27,9 +35,9 @@ class ReportConfig:
 
     def __post_init__(self) -> None:
         if not 0 < self.ci_level < 1:
-            raise ValueError(f"ci_level must be in (0, 1), got {self.ci_level}")
+            raise ReportOptionError(f"ci_level must be in (0, 1), got {self.ci_level}")
         if self.n_bootstrap < 1:
-            raise ValueError(f"n_bootstrap must be >= 1, got {self.n_bootstrap}")
+            raise ReportOptionError(f"n_bootstrap must be >= 1, got {self.n_bootstrap}")
         if self.slices is not None:
             object.__setattr__(self, "slices", tuple(self.slices))
 
@@ -39,9 +47,16 @@ class ReportConfig:
         if self.slices is not None:
             missing = [s for s in self.slices if s not in queries.columns]
             if missing:
-                raise ValueError(f"slice column(s) {missing} are not in the queries table")
+                raise ReportOptionError(
+                    f"slice column(s) {missing} are not in the queries table")
             return self.slices
         return tuple(
             name for name, dtype in queries.schema.items()
             if dtype == pl.String and name not in NOT_SLICES
         )
+
+    def check_baseline(self, rankers: Sequence[str]) -> None:
+        """Refuse a baseline that is not among ``rankers`` (the rankers to compare)."""
+        if self.baseline is not None and self.baseline not in rankers:
+            raise ReportOptionError(
+                f"baseline ranker {self.baseline!r} is not among {sorted(rankers)}")

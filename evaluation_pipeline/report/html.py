@@ -5,6 +5,7 @@ from __future__ import annotations
 from html import escape
 
 from evaluation_pipeline.report import svg
+from evaluation_pipeline.report.format import interval, number
 from evaluation_pipeline.spec import FIELD_DOCS
 
 CSS = """
@@ -24,15 +25,6 @@ STATUS_LABELS = (
     ("scored", "scored"), ("no_positive", "no positive"), ("incomplete", "incomplete"),
     ("not_judged", "not judged"), ("missing_from_run", "missing from run"),
 )
-
-
-def _f(value: float | None, digits: int = 4) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def _interval(pair: list) -> str:
-    low, high = pair
-    return "" if low is None else f"[{low:.4f}, {high:.4f}]"
 
 
 def render_html(report: dict, differences: dict) -> str:
@@ -82,16 +74,16 @@ def _cutoff_table(report: dict, cutoff: int) -> list[str]:
         attrs = f'data-ranker="{escape(r["ranker"])}" data-cutoff="{cutoff}"'
         out.append(
             f"<tr><td>{escape(r['ranker'])}</td>"
-            f'<td data-field="macro_ndcg" {attrs}>{_f(r["macro_ndcg"])}</td>'
-            f"<td>{_interval(r['macro_ndcg_interval'])}</td>"
-            f'<td data-field="weighted_ndcg" {attrs}>{_f(r["weighted_ndcg"])}</td>'
-            f"<td>{_interval(r['weighted_ndcg_interval'])}</td>"
+            f'<td data-field="macro_ndcg" {attrs}>{number(r["macro_ndcg"])}</td>'
+            f"<td>{interval(r['macro_ndcg_interval'], 4)}</td>"
+            f'<td data-field="weighted_ndcg" {attrs}>{number(r["weighted_ndcg"])}</td>'
+            f"<td>{interval(r['weighted_ndcg_interval'], 4)}</td>"
             f'<td data-field="n_with_number" {attrs}>{r["n_with_number"]}</td>'
             f"<td>{r['n_queries']}</td>"
             + "".join(f'<td data-field="n_{s}" {attrs}>{r["status_counts"][s]}</td>'
                       for s, _ in STATUS_LABELS)
-            + f"<td>{_f(r['mean_judged_at_k'], 3)}</td>"
-            f"<td>{_f(r['mean_candidate_recall'], 3)}</td></tr>"
+            + f"<td>{number(r['mean_judged_at_k'], 3)}</td>"
+            f"<td>{number(r['mean_candidate_recall'], 3)}</td></tr>"
         )
     out.append("</table>")
     return out
@@ -132,13 +124,12 @@ def _comparison(report: dict, comparison: dict) -> list[str]:
             "<th>p</th><th>p (Holm)</th><th>better</th><th>worse</th><th>tied</th></tr>")
     out.append(f'<table class="comparison">{head}')
     for p in comparison["pairs"]:
-        interval = ("" if p["difference_low"] is None
-                    else f"[{p['difference_low']:+.4f}, {p['difference_high']:+.4f}]")
-        diff = "n/a" if p["mean_difference"] is None else f"{p['mean_difference']:+.4f}"
+        bounds = interval([p["difference_low"], p["difference_high"]], 4, signed=True)
+        diff = number(p["mean_difference"], signed=True)
         out.append(
             f"<tr><td>{escape(p['second'])} vs {escape(p['first'])}</td><td>{p['cutoff']}</td>"
-            f"<td>{p['n_paired']}</td><td>{diff}</td><td>{interval}</td>"
-            f"<td>{p['p_value']:.4f}</td><td>{_f(p['p_value_holm'])}</td>"
+            f"<td>{p['n_paired']}</td><td>{diff}</td><td>{bounds}</td>"
+            f"<td>{number(p['p_value'])}</td><td>{number(p['p_value_holm'])}</td>"
             f"<td>{p['wins']}</td><td>{p['losses']}</td><td>{p['ties']}</td></tr>")
     out.append("</table><h3>Most regressed queries</h3>")
     traces = {(t["ranker"], t["query_id"], t["cutoff"]): t["path"] for t in report["traces"]}
@@ -154,8 +145,9 @@ def _comparison(report: dict, comparison: dict) -> list[str]:
                 path = traces.get((ranker, r["query_id"], p["cutoff"]))
                 if path:
                     links.append(f'<a href="{escape(path)}">{escape(ranker)}</a>')
-            out.append(f"<tr><td>{escape(r['query_id'])}</td><td>{r['ndcg_first']:.4f}</td>"
-                       f"<td>{r['ndcg_second']:.4f}</td><td>{r['difference']:+.4f}</td>"
+            out.append(f"<tr><td>{escape(r['query_id'])}</td><td>{number(r['ndcg_first'])}</td>"
+                       f"<td>{number(r['ndcg_second'])}</td>"
+                       f"<td>{number(r['difference'], signed=True)}</td>"
                        f"<td>{' '.join(links) or 'not written'}</td></tr>")
         out.append("</table>")
     return out

@@ -1,4 +1,5 @@
-"""Readable terminal tables for reports, comparisons, diffs and traces; progress on stderr."""
+"""Readable terminal tables for summaries, reports, comparisons, diffs and traces; progress on
+stderr."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ import sys
 from pathlib import Path
 
 from evaluation_pipeline.core.explain import Trace
+from evaluation_pipeline.io.storage import AGGREGATES_FILE, HTML_FILE, REPORT_FILE
+from evaluation_pipeline.report.format import interval, number
+from evaluation_pipeline.report.headline import REPORT_VIEW, SUMMARY_VIEW, headline_table
+from evaluation_pipeline.report.tables import aligned as table
 
 
 def progress(stage: str, done: int, total: int) -> None:
@@ -17,58 +22,35 @@ def progress(stage: str, done: int, total: int) -> None:
         print(f"{stage}: {done}/{total}", file=sys.stderr, flush=True)
 
 
-def table(headers: list[str], rows: list[list], left: int = 1) -> str:
-    """Plain aligned columns: the first ``left`` columns left-aligned, the rest right."""
-    cells = [[("n/a" if v is None else str(v)) for v in row] for row in rows]
-    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
-
-    def line(values: list[str]) -> str:
-        return "  ".join(
-            v.ljust(w) if i < left else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths))
-        ).rstrip()
-
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, cells)])
+def _evaluated(document: dict) -> list[str]:
+    """What a summary or report is of: its inputs by name and hash, its spec and conventions."""
+    lineage = document["lineage"]
+    return [
+        f"judgments {lineage['judgment_version']} (sha256 {lineage['judgments_sha256'][:12]}), "
+        f"pool {lineage['candidate_pool']} (sha256 {lineage['pool_sha256'][:12]}), "
+        f"spec {document['spec_id']}",
+        f"conventions: {document['conventions']}",
+    ]
 
 
-def _num(value: float | None, digits: int = 4) -> str | None:
-    return None if value is None else f"{value:.{digits}f}"
-
-
-def _interval(pair: list, digits: int = 3, signed: bool = False) -> str:
-    if pair[0] is None:
-        return ""
-    fmt = f"{{:+.{digits}f}}" if signed else f"{{:.{digits}f}}"
-    return f"[{fmt.format(pair[0])}, {fmt.format(pair[1])}]"
+def render_summary(summary: dict) -> str:
+    """summary.json (``ndcg-eval score``): macro means and status counts, no intervals."""
+    return "\n".join([*_evaluated(summary), "", headline_table(summary["results"], SUMMARY_VIEW)])
 
 
 def render_report(report: dict, out: Path | None = None) -> str:
-    lineage = report["lineage"]
     stats = report["statistics"]
     lines = [
-        f"judgments {lineage['judgment_version']} (sha256 {lineage['judgments_sha256'][:12]}), "
-        f"pool {lineage['candidate_pool']} (sha256 {lineage['pool_sha256'][:12]}), "
-        f"spec {report['spec_id']}",
-        f"conventions: {report['conventions']}",
+        *_evaluated(report),
         f"intervals: {stats['ci_level']:.0%} bootstrap over queries, {stats['n_bootstrap']} "
         f"resamples, seed {stats['seed']}; weights: {report['weights']['description']}",
         "",
+        headline_table(report["results"], REPORT_VIEW),
     ]
-    rows = []
-    for r in report["results"]:
-        c = r["status_counts"]
-        rows.append([
-            r["ranker"], r["cutoff"], _num(r["macro_ndcg"]), _interval(r["macro_ndcg_interval"]),
-            _num(r["weighted_ndcg"]), r["n_with_number"], r["n_queries"], c["no_positive"],
-            c["incomplete"], c["not_judged"], c["missing_from_run"],
-        ])
-    lines.append(table(
-        ["ranker", "K", "NDCG", "interval", "weighted", "with_num", "queries", "no_pos",
-         "incompl", "notjudg", "missing"], rows))
     if report["comparison"]:
         lines += ["", render_comparison(report["comparison"])]
     if out is not None:
-        lines += ["", f"wrote {out / 'report.html'}, {out / 'report.json'}, "
-                      f"{out / 'aggregates.parquet'}"
+        lines += ["", f"wrote {out / HTML_FILE}, {out / REPORT_FILE}, {out / AGGREGATES_FILE}"
                   + (f" and {len(report['traces'])} traces" if report["traces"] else "")]
     return "\n".join(lines)
 
@@ -89,12 +71,12 @@ def render_comparison(comparison: dict) -> str:
     for p in comparison["pairs"]:
         label = pair_label(p)
         row = [label, p["cutoff"], p["n_paired"],
-               None if p["mean_difference"] is None else f"{p['mean_difference']:+.4f}",
-               _interval([p["difference_low"], p["difference_high"]], signed=True),
-               f"{p['p_value']:.4f}", _num(p["p_value_holm"]), p["wins"], p["losses"], p["ties"]]
+               number(p["mean_difference"], signed=True),
+               interval([p["difference_low"], p["difference_high"]], signed=True),
+               number(p["p_value"]), number(p["p_value_holm"]), p["wins"], p["losses"], p["ties"]]
         if across:
-            row += [_num(p["mean_candidate_recall_first"], 3),
-                    _num(p["mean_candidate_recall_second"], 3)]
+            row += [number(p["mean_candidate_recall_first"], 3),
+                    number(p["mean_candidate_recall_second"], 3)]
         rows.append(row)
     headers = ["pair", "K", "paired", "mean diff", "interval", "p", "p holm", "better",
                "worse", "tied"]
@@ -107,7 +89,8 @@ def render_comparison(comparison: dict) -> str:
         lines.append(table(
             ["pair", "K", "query_id", "first", "second", "difference"],
             [[pair_label(p), p["cutoff"], r["query_id"],
-              _num(r["ndcg_first"]), _num(r["ndcg_second"]), f"{r['difference']:+.4f}"]
+              number(r["ndcg_first"]), number(r["ndcg_second"]),
+              number(r["difference"], signed=True)]
              for p, r in worst]))
     return "\n".join(lines)
 
@@ -123,9 +106,8 @@ def render_judgment_diff(diff: dict, grades_given: bool) -> str:
     change = diff["ndcg_change"]
     lines += ["", table(
         ["ranker", "K", "NDCG old", "NDCG new", "paired", "paired change", "status changed"],
-        [[r["ranker"], r["cutoff"], _num(r["macro_ndcg_old"]), _num(r["macro_ndcg_new"]),
-          r["n_paired"], None if r["paired_mean_change"] is None
-          else f"{r['paired_mean_change']:+.4f}", r["n_status_changed"]]
+        [[r["ranker"], r["cutoff"], number(r["macro_ndcg_old"]), number(r["macro_ndcg_new"]),
+          r["n_paired"], number(r["paired_mean_change"], signed=True), r["n_status_changed"]]
          for r in change.iter_rows(named=True)])]
     statuses = diff["status_changes"]
     if statuses.height:
@@ -143,18 +125,17 @@ def render_pool_diff(diff: dict) -> str:
                        [list(r) for r in diff["candidate_changes"].iter_rows()]))
     lines += ["", table(
         ["ranker", "K", "recall old", "recall new", "change"],
-        [[r["ranker"], r["cutoff"], _num(r["mean_candidate_recall_old"], 3),
-          _num(r["mean_candidate_recall_new"], 3),
-          None if r["candidate_recall_change"] is None
-          else f"{r['candidate_recall_change']:+.3f}"]
+        [[r["ranker"], r["cutoff"], number(r["mean_candidate_recall_old"], 3),
+          number(r["mean_candidate_recall_new"], 3),
+          number(r["candidate_recall_change"], 3, signed=True)]
          for r in diff["candidate_recall_change"].iter_rows(named=True)])]
     return "\n".join(lines)
 
 
 def render_trace(trace: Trace) -> str:
-    ndcg = "n/a" if trace.ndcg is None else f"{trace.ndcg:.6f}"
-    head = (f"query {trace.query_id}, ranker {trace.ranker}, NDCG@{trace.cutoff} {ndcg} "
-            f"(status {trace.status}); DCG {trace.dcg:.6f} / ideal DCG {trace.ideal_dcg:.6f}; "
+    head = (f"query {trace.query_id}, ranker {trace.ranker}, "
+            f"NDCG@{trace.cutoff} {number(trace.ndcg, 6)} (status {trace.status}); "
+            f"DCG {number(trace.dcg, 6)} / ideal DCG {number(trace.ideal_dcg, 6)}; "
             f"judgments {trace.judgment_version}")
     rows = []
     for r in trace.candidates.iter_rows(named=True):
@@ -165,10 +146,10 @@ def render_trace(trace: Trace) -> str:
         else:
             position = f"{r['position_first']}-{r['position_last']}"
         rows.append([r["rank"], r["doc_id"], f"{r['score']:g}", r["grade"], r["grade_status"],
-                     position, _num(r["gain"]), _num(r["discount"]), f"{r['contribution']:.4f}",
+                     position, number(r["gain"]), number(r["discount"]), number(r["contribution"]),
                      r["note"]])
-    ideal = [[r["ideal_position"], r["doc_id"], f"{r['gain']:.4f}", f"{r['discount']:.4f}",
-              f"{r['contribution']:.4f}"] for r in trace.ideal.iter_rows(named=True)]
+    ideal = [[r["ideal_position"], r["doc_id"], number(r["gain"]), number(r["discount"]),
+              number(r["contribution"])] for r in trace.ideal.iter_rows(named=True)]
     return "\n".join([
         head, "",
         table(["#", "doc_id", "score", "grade", "status", "position", "gain", "discount",

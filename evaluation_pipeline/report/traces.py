@@ -12,6 +12,8 @@ import polars as pl
 
 from evaluation_pipeline.core.explain import Trace, explain
 from evaluation_pipeline.io.atomic import write_text
+from evaluation_pipeline.io.storage import HTML_FILE
+from evaluation_pipeline.report.format import number
 from evaluation_pipeline.report.html import CSS
 from evaluation_pipeline.spec import EvaluationSpec
 
@@ -75,16 +77,16 @@ def _table(frame: pl.DataFrame) -> str:
 
 def render_trace_html(trace: Trace, spec: EvaluationSpec) -> str:
     title = f"Trace: {trace.ranker}, query {trace.query_id}, NDCG@{trace.cutoff}"
-    ndcg = "n/a" if trace.ndcg is None else f"{trace.ndcg:.6f}"
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}'
         f"</title><style>{CSS}</style></head><body><h1>{escape(title)}</h1>"
         f"<p>judgments {escape(str(trace.judgment_version))}; status {escape(trace.status)}; "
-        f"DCG@{trace.cutoff} {trace.dcg:.6f}, ideal DCG@{trace.cutoff} {trace.ideal_dcg:.6f}, "
-        f"NDCG {ndcg}.</p><p>{escape(spec.describe())}. Positions are after the tie rule; "
+        f"DCG@{trace.cutoff} {number(trace.dcg, 6)}, ideal DCG@{trace.cutoff} "
+        f"{number(trace.ideal_dcg, 6)}, NDCG {number(trace.ndcg, 6)}.</p>"
+        f"<p>{escape(spec.describe())}. Positions are after the tie rule; "
         "under averaged ties a group spans position_first..position_last and each member gets "
         "the group's mean discount.</p>"
         f"<h2>Ranked candidates</h2>{_table(trace.candidates)}"
         f"<h2>Ideal order</h2>{_table(trace.ideal)}"
-        '<p><a href="../report.html">back to the report</a></p></body></html>\n'
+        f'<p><a href="../{HTML_FILE}">back to the report</a></p></body></html>\n'
     )

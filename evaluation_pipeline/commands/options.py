@@ -1,0 +1,28 @@
+"""Options several commands share: the spec (--spec, --profile, --cutoff) and the report's."""
+
+from __future__ import annotations
+
+import argparse
+
+from evaluation_pipeline.report import ReportConfig
+from evaluation_pipeline.spec import EvaluationSpec, load_spec, profile
+
+
+def resolve_spec(args: argparse.Namespace) -> EvaluationSpec:
+    spec = load_spec(args.spec) if args.spec else profile(args.profile or "default")
+    if args.cutoff:
+        spec = spec.replace(cutoffs=tuple(args.cutoff))
+    return spec
+
+
+def report_config(args: argparse.Namespace) -> ReportConfig:
+    """The report options; a level outside (0, 1) or no resamples is refused here, before
+    anything is read or written (``ReportOptionError``)."""
+    return ReportConfig(
+        slices=tuple(args.slices) if args.slices else None,
+        ci_level=args.ci_level,
+        n_bootstrap=args.bootstrap,
+        seed=args.seed,
+        baseline=args.baseline,
+        n_regressions=args.regressions,
+    )

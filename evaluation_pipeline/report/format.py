@@ -1,0 +1,27 @@
+"""The one number formatter of every table and sentence a report prints: "n/a" for no number.
+
+NDCG and p-values print with 4 decimals, intervals with 3; a difference carries its sign.
+"""
+
+from __future__ import annotations
+
+NO_NUMBER = "n/a"
+
+
+def number(value: float | None, digits: int = 4, signed: bool = False) -> str:
+    if value is None:
+        return NO_NUMBER
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def interval(pair: list | tuple | None, digits: int = 3, signed: bool = False) -> str:
+    """``[low, high]``, or "" when there is none (fewer than two queries with a number)."""
+    if not pair or pair[0] is None:
+        return ""
+    return f"[{number(pair[0], digits, signed)}, {number(pair[1], digits, signed)}]"
+
+
+def with_interval(value: float | None, pair: list | tuple | None) -> str:
+    """A mean and its interval in one cell: ``0.8083 [0.755, 0.860]``."""
+    bounds = interval(pair)
+    return f"{number(value)} {bounds}" if bounds else number(value)
