@@ -49,7 +49,7 @@ def main() -> int:
 
     from evaluation_pipeline.definitions import defs, pipeline_spec
     from evaluation_pipeline.orchestration.local_runner import LocalRunner
-    from evaluation_pipeline.orchestration.summary import describe_reports
+    from evaluation_pipeline.orchestration.selection import describe_reports
 
     with dg.DagsterInstance.get() as instance:
         outcomes = LocalRunner(defs, instance).run_until_quiet()

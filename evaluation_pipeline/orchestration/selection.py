@@ -1,9 +1,17 @@
 """Which evaluations are due: the selection that the evaluation sensor and the nightly schedule
 share, and the run key that names an evaluation by the content it reads."""
 
+from collections.abc import Iterator
+
 import dagster as dg
 
-from evaluation_pipeline.io.storage import judgments_folder, pool_folder
+from evaluation_pipeline.io.storage import (
+    HTML_FILE,
+    REPORT_FILE,
+    judgments_folder,
+    pool_folder,
+    report_folder,
+)
 from evaluation_pipeline.orchestration.partitions import (
     candidate_pool_partitions,
     judgment_version_partitions,
@@ -13,6 +21,7 @@ from evaluation_pipeline.orchestration.resources import (
     LandingZone,
     QualityPolicy,
 )
+from evaluation_pipeline.report.summary import StoredReport, describe_stored_reports
 from evaluation_pipeline.spec import EvaluationSpec
 
 
@@ -49,3 +58,20 @@ def evaluation_run_key(prefix: str, pool: str, version: str, pool_manifest: dict
                        version_manifest: dict, queries_manifest: dict, spec: EvaluationSpec) -> str:
     return (f"{prefix}:{pool}:{version}:{version_manifest['sha256'][:16]}:"
             f"{pool_manifest['sha256'][:16]}:{queries_manifest['sha256'][:12]}:{spec.spec_id}")
+
+
+def stored_reports(storage: EvaluationStorage, spec: EvaluationSpec,
+                   instance: dg.DagsterInstance) -> Iterator[StoredReport]:
+    """The report of every judgment version x pool of the instance under ``spec``, if written."""
+    for version in instance.get_dynamic_partitions(judgment_version_partitions.name):
+        for pool in instance.get_dynamic_partitions(candidate_pool_partitions.name):
+            folder = report_folder(pool, version, spec.spec_id)
+            if storage.exists(*folder, REPORT_FILE):
+                yield StoredReport(pool, version, storage.read_json(*folder, REPORT_FILE),
+                                   str(storage.path(*folder, HTML_FILE)))
+
+
+def describe_reports(storage: EvaluationStorage, spec: EvaluationSpec,
+                     instance: dg.DagsterInstance) -> str:
+    """``make run``'s closing table: the headline numbers of every stored report."""
+    return describe_stored_reports(spec, stored_reports(storage, spec, instance))
