@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from evaluation_pipeline import __version__
+from evaluation_pipeline import __version__, reconcile_command
 from evaluation_pipeline.core.comparison import compare_pools, compare_rankers
 from evaluation_pipeline.core.diff import judgment_version_diff, pool_diff
 from evaluation_pipeline.core.evaluation import Lineage, summarize
@@ -58,7 +58,7 @@ from evaluation_pipeline.report.terminal import (
     render_trace,
 )
 from schemas import InputError, validate
-from schemas.errors import violation
+from schemas.errors import EvaluationError, violation
 from schemas.names import UnsafeNameError
 
 EXIT_BAD_INPUT = 2
@@ -147,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     spec = commands.add_parser("spec", help="print a spec, its spec_id and what each field means")
     _spec_arguments(spec)
+    reconcile_command.add_parser(commands)
     return parser
 
 
@@ -433,11 +434,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler = {
         "score": cmd_score, "spec": cmd_spec, "report": cmd_report, "compare": cmd_compare,
-        "explain": cmd_explain,
+        "explain": cmd_explain, "reconcile": reconcile_command.run,
     }[args.command]
     try:
         return handler(args)
-    except (InputError, SpecError, GainError, UnsafeNameError, ResultsError) as exc:
+    except (InputError, SpecError, GainError, UnsafeNameError, ResultsError,
+            EvaluationError) as exc:
         print(f"ndcg-eval: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except pl.exceptions.PolarsError as exc:  # an input we did not anticipate: still no traceback
