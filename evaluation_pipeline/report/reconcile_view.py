@@ -44,7 +44,7 @@ def _render_walk(walk: dict, source: dict, target: dict, weighted: bool) -> list
 def _walk_table(result: dict, shapley: dict | None, weighted: bool, with_shapley: bool) -> str:
     headers = ["step", "field", "before -> after", "macro", "change"]
     if weighted:
-        headers += ["weighted", "change"]
+        headers += ["weighted", "w.change"]
     if with_shapley:
         headers += ["shapley"] + (["w.shapley"] if weighted else [])
     headers += ["changed", "status"]
