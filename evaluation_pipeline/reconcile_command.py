@@ -53,8 +53,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
                         help="the same as a JSON document: on stdout, or written to FILE")
     parser.add_argument("--format", choices=FORMATS, help="format of every input file")
-    parser.add_argument("--judgments-format", choices=FORMATS)
-    parser.add_argument("--run-format", choices=FORMATS)
     parser.add_argument("--judgment-version", help="version name when the file carries none")
     parser.add_argument("--pool", help="candidate pool name when the file carries none")
     parser.add_argument("--ranker", help="ranker name for a run file without one")
@@ -80,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
                     source_label=args.source, target_label=args.target or "")
     judgments, pool, rows, lineage = read_and_evaluate(
         args.judgments, args.run, the_plan.source,
-        judgments_format=args.judgments_format or args.format,
-        run_format=args.run_format or args.format, judgment_version=args.judgment_version,
+        judgments_format=args.format, run_format=args.format,
+        judgment_version=args.judgment_version,
         pool=args.pool, ranker=args.ranker)
     queries = read_queries(args.queries) if args.queries else None
     scorer = Scorer(judgments, pool, queries, lineage)

@@ -25,15 +25,11 @@ def frames(candidates: list[tuple], judgments: list[tuple]) -> tuple[pl.DataFram
     pool = pl.DataFrame(candidates, schema=["ranker", "query_id", "doc_id", "score"],
                         orient="row").with_columns(pl.lit("p").alias("candidate_pool"))
     judged = pl.DataFrame(
-        {
-            "query_id": [q for q, _, _ in judgments],
-            "doc_id": [d for _, d, _ in judgments],
-            "grade": [None if g == "u" else g for _, _, g in judgments],
-            "grade_status": ["unknown" if g == "u" else "graded" for _, _, g in judgments],
-            "judgment_version": ["v1"] * len(judgments),
-        },
-        schema_overrides={"grade": pl.Int64},
-    )
+        [(q, d, None if g == "u" else g, "unknown" if g == "u" else "graded")
+         for q, d, g in judgments],
+        schema={"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64,
+                "grade_status": pl.String}, orient="row",
+    ).with_columns(pl.lit("v1").alias("judgment_version"))
     return pool, judged
 
 
