@@ -32,8 +32,9 @@ def _render_walk(walk: dict, source: dict, target: dict, weighted: bool) -> list
                      "fields that agree are not steps")
     shapley = {(r["ranker"], r["cutoff"]): r for r in (walk["shapley"] or {}).get("results", [])}
     if walk["shapley"] is not None:
+        n = walk["shapley"]["n_scorings"]
         lines.append(f"shapley: each field's mean contribution over all orders "
-                     f"({walk['shapley']['n_scorings']} specs scored)")
+                     f"({n} spec{'s' if n != 1 else ''} scored)")
     for result in walk["results"]:
         key = (result["ranker"], result["cutoff"])
         lines += ["", f"{result['ranker']}, NDCG@{result['cutoff']}",
