@@ -25,8 +25,18 @@ from pathlib import Path
 import polars as pl
 
 from evaluation_pipeline import __version__
-from evaluation_pipeline.commands import compare, explain, report, score, spec
+from evaluation_pipeline.commands import (
+    compare,
+    explain,
+    history,
+    reconcile,
+    report,
+    score,
+    spec,
+)
+from evaluation_pipeline.core.reconcile import MAX_ROW_SCORINGS
 from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, ENGINES
+from evaluation_pipeline.io.storage import HISTORY_FILE, HISTORY_FOLDER
 from evaluation_pipeline.io.readers import FORMATS
 from evaluation_pipeline.report import ReportConfig
 from evaluation_pipeline.spec import PROFILES
@@ -35,7 +45,7 @@ from schemas.errors import EvaluationError
 EXIT_BAD_INPUT = 2
 
 COMMANDS = {"score": score.run, "spec": spec.run, "report": report.run, "compare": compare.run,
-            "explain": explain.run}
+            "explain": explain.run, "reconcile": reconcile.run, "history": history.run}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -115,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     spec = commands.add_parser("spec", help="print a spec, its spec_id and what each field means")
     _spec_arguments(spec)
+    _reconcile_parser(commands)
+    _history_parser(commands)
     return parser
 
 
@@ -149,6 +161,49 @@ def _report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--regressions", type=int, default=defaults.n_regressions,
                         help="most regressed queries listed per pair")
+
+def _reconcile_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "reconcile",
+        help="walk from one spec to another field by field: what each convention does to the mean",
+    )
+    parser.add_argument("--judgments", required=True, type=Path, help="judgment version file")
+    parser.add_argument("--run", required=True, type=Path,
+                        help="run file, or a pool folder with one run file per ranker")
+    parser.add_argument("--from", dest="source", required=True, metavar="SPEC",
+                        help=f"profile ({', '.join(PROFILES)}) or spec file to start from")
+    parser.add_argument("--to", dest="target", metavar="SPEC",
+                        help="profile or spec file to walk to (optional with --sensitivity)")
+    parser.add_argument("--cutoff", type=int, action="append", metavar="K",
+                        help="compare at NDCG@K; repeat for several (needed when the two specs' "
+                        "cutoffs differ)")
+    parser.add_argument("--queries", type=Path, help="query weights: adds the weighted mean")
+    parser.add_argument("--order", metavar="F1,F2,...",
+                        help="fields to walk first, in this order (default: spec field order)")
+    parser.add_argument("--shapley", action="store_true",
+                        help="each field's mean contribution over all orders (scores 2^n specs; "
+                        f"refused past {MAX_ROW_SCORINGS:,} row scorings)")
+    parser.add_argument("--sensitivity", action="store_true",
+                        help="from --from, each field set to each alternative, one at a time")
+    parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                        help="the same as a JSON document: on stdout, or written to FILE")
+    parser.add_argument("--format", choices=FORMATS, help="format of every input file")
+    parser.add_argument("--judgment-version", help="version name when the file carries none")
+    parser.add_argument("--pool", help="candidate pool name when the file carries none")
+    parser.add_argument("--ranker", help="ranker name for a run file without one")
+    return parser
+
+
+def _history_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "history", help="the nightly trend: NDCG per night, verdicts, attributions, alerts")
+    parser.add_argument("storage", type=Path, metavar="STORAGE",
+                        help=f"the pipeline's storage (it holds {HISTORY_FOLDER}/{HISTORY_FILE})")
+    parser.add_argument("--ranker", action="append", help="only this ranker (repeatable)")
+    parser.add_argument("--cutoff", type=int, action="append", help="only this K (repeatable)")
+    parser.add_argument("--spec-id", help="only evaluations under this spec_id")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
 
-from evaluation_pipeline import history_command
+from evaluation_pipeline import cli
+from evaluation_pipeline.commands import history as history_command
 from evaluation_pipeline.io.storage import HISTORY_FILE, HISTORY_FOLDER
 from tests.test_nightly_week import run_week
 
@@ -21,9 +21,7 @@ def storage(tmp_path_factory):
 
 
 def history(argv: list[str], capsys) -> tuple[int, str]:
-    parser = argparse.ArgumentParser(prog="ndcg-eval")
-    history_command.add_parser(parser.add_subparsers(dest="command"))
-    code = history_command.run(parser.parse_args(["history", *argv]))
+    code = cli.main(["history", *argv])
     return code, capsys.readouterr().out
 
 
@@ -63,5 +61,6 @@ def test_filters_and_json(storage, capsys):
 
 
 def test_no_history_is_a_clear_error(tmp_path, capsys):
-    with pytest.raises(history_command.HistoryError, match="no evaluation history at"):
-        history([str(tmp_path)], capsys)
+    assert cli.main(["history", str(tmp_path)]) == 2
+    assert "no evaluation history at" in capsys.readouterr().err
+    assert issubclass(history_command.HistoryError, cli.EvaluationError)

@@ -32,17 +32,6 @@ class HistoryError(EvaluationError):
     """No history where one was asked for."""
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(
-        "history", help="the nightly trend: NDCG per night, verdicts, attributions, alerts")
-    parser.add_argument("storage", type=Path, metavar="STORAGE",
-                        help=f"the pipeline's storage (it holds {HISTORY_FOLDER}/{HISTORY_FILE})")
-    parser.add_argument("--ranker", action="append", help="only this ranker (repeatable)")
-    parser.add_argument("--cutoff", type=int, action="append", help="only this K (repeatable)")
-    parser.add_argument("--spec-id", help="only evaluations under this spec_id")
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
-    return parser
-
 
 def trend_rows(storage: Path, rankers: list[str] | None = None,
                cutoffs: list[int] | None = None, spec_id: str | None = None) -> pl.DataFrame:
