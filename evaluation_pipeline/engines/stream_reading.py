@@ -103,7 +103,7 @@ def read_batches(paths: list[Path], columns: tuple[str, ...], fill: Fill, batch_
             raise InputError(str(path), [violation(
                 "(file)", f"not a readable Parquet file: {str(exc)[:200]}", [])]) from None
         present = [c for c in columns if c in reader.schema_arrow.names]
-        missing = [c for c in columns if c not in present and fill.get(c, path) is None]
+        missing = [c for c in columns if c not in present and c not in fill]
         if missing:
             raise InputError(str(path), [violation(c, "required column is missing", [])
                                          for c in missing])
