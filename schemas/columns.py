@@ -22,6 +22,8 @@ JUDGMENT_DTYPES = {
 GRADED = "graded"
 UNKNOWN = "unknown"
 GRADE_STATUSES = (GRADED, UNKNOWN)
+# A file may leave out the column that names its version: the reader fills it in (flag or stem).
+JUDGMENT_NAME_COLUMNS = ("judgment_version",)
 
 # --- candidate pools (contract section 1) -----------------------------------------------------
 POOL_KEY = ("ranker", "query_id", "doc_id")
@@ -33,6 +35,8 @@ RUN_DTYPES = {
     "doc_id": pl.String,
     "score": pl.Float64,
 }
+# A file may leave out the columns that name its pool and ranker: the reader fills them in.
+RUN_NAME_COLUMNS = ("candidate_pool", "ranker")
 RANK = "rank"  # optional: the ranker's own position, display only unless the spec says so
 
 # --- queries (contract section 1) -------------------------------------------------------------

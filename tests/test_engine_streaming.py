@@ -192,3 +192,15 @@ def test_a_run_that_starts_late_holds_one_window_of_judgments(inputs, tmp_path, 
     assert streamed.lineage == local.lineage
     assert (a["status"] == "missing_from_run").sum() > 0
     assert max(held) < grades.height / 4
+
+
+@pytest.mark.parametrize(("which", "column"), [("run", "score"), ("judgments", "grade")])
+def test_a_missing_column_is_named(inputs, tmp_path, which, column):
+    # Only the name columns may be left out (the flags or the file's path give them).
+    judgments, pool = inputs
+    path = judgments if which == "judgments" else sorted(pool.glob("*.parquet"))[0]
+    pl.read_parquet(path).drop(column).write_parquet(path)
+    with pytest.raises(InputError, match=f"column '{column}': required column is missing"):
+        score_files(judgments, pool, profile("default"), tmp_path / "out.parquet",
+                    engine="streaming", batch_rows=50, progress=False)
+    assert not (tmp_path / "out.parquet").exists()

@@ -22,9 +22,6 @@ ENGINES = ("local", "streaming", "spark")
 # at 100M rows (2 cores): 250k-row batches 37 s and 0.89 GB peak, 500k 30 s and 0.94 GB, 1M 33 s
 # and 1.23 GB. The peak is the summary read at the end, not the batches.
 DEFAULT_BATCH_ROWS = 500_000
-# The input columns every engine reads (contract section 1), in canonical order.
-RUN_COLUMNS = ("candidate_pool", "ranker", "query_id", "doc_id", "score")
-JUDGMENT_COLUMNS = ("query_id", "doc_id", "grade", "grade_status", "judgment_version")
 
 
 @dataclass

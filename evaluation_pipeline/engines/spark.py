@@ -7,9 +7,10 @@ Spark deciding where it runs. Buckets rather than single queries keep one Python
 queries. Inputs and output are Parquet at any URL the session can read and write.
 
 Validation runs as Spark aggregations (counts of broken rules, no row numbers: a distributed
-file has none). The content hashes follow contract section 1 exactly: the canonical lines are
-sorted by key in Spark and fed to the digest on the driver in order, which is a serial pass;
-callers that already hold the hashes (from publishing the version and the pool) pass them in.
+file has none). The content hashes follow contract section 1 exactly: the rows are sorted by
+key in Spark and reach the driver in order as Arrow, where the local engine's hasher writes and
+hashes their canonical lines, a serial pass; callers that already hold the hashes (from
+publishing the version and the pool) pass them in.
 """
 
 from __future__ import annotations
@@ -29,9 +30,17 @@ from evaluation_pipeline.core.ndcg import (
     missing_from_run,
     score_candidates,
 )
-from evaluation_pipeline.engines import JUDGMENT_COLUMNS, RUN_COLUMNS
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
+from schemas.columns import (
+    JUDGMENT_COLUMNS,
+    JUDGMENT_KEY,
+    JUDGMENT_NAME_COLUMNS,
+    PER_QUERY_KEY,
+    POOL_KEY,
+    RUN_COLUMNS,
+    RUN_DTYPES,
+)
 from schemas.errors import violation
 from schemas.names import check_safe_name
 
@@ -45,6 +54,11 @@ RESULT_ARROW = pa.schema([(name, {"string": pa.string(), "bigint": pa.int64(),
 
 
 LOCAL_MASTER = "local[*]"
+# What the cogroup sends a bucket: the run without its pool's name, the judgments without their
+# version's (each is one name, checked apart).
+_RUN_SCORED = [c for c in RUN_COLUMNS if c != "candidate_pool"]
+_JUDGMENT_SCORED = [c for c in JUDGMENT_COLUMNS if c not in JUDGMENT_NAME_COLUMNS]
+_RUN_STRINGS = [c for c, dtype in RUN_DTYPES.items() if dtype == pl.String]
 
 
 def spark_master(master: str | None, environ=os.environ) -> str | None:
@@ -165,20 +179,19 @@ def score_spark(
 
     bucket = (F.abs(F.xxhash64("query_id")) % buckets).alias("bucket")
     per_query = (
-        run.select(bucket, *RUN_COLUMNS[1:]).groupBy("bucket")
-        .cogroup(judgments.select(bucket, *JUDGMENT_COLUMNS[:4]).groupBy("bucket"))
+        run.select(bucket, *_RUN_SCORED).groupBy("bucket")
+        .cogroup(judgments.select(bucket, *_JUDGMENT_SCORED).groupBy("bucket"))
         .applyInArrow(score_bucket, RESULT_DDL)
     )
     lineage = Lineage(
         judgment_version=version,
-        judgments_sha256=judgments_sha256 or _digest(judgments, "judgments",
-                                                     ["query_id", "doc_id"]),
+        judgments_sha256=judgments_sha256 or _digest(judgments, "judgments", JUDGMENT_KEY),
         candidate_pool=pool_name,
-        pool_sha256=pool_sha256 or _digest(run, "pool", ["ranker", "query_id", "doc_id"]),
+        pool_sha256=pool_sha256 or _digest(run, "pool", POOL_KEY),
         spec_id=spec.spec_id,
     )
     lineage_columns = [F.lit(v).alias(k) for k, v in lineage.__dict__.items()]
-    result = per_query.select("*", *lineage_columns).orderBy("ranker", "query_id", "cutoff")
+    result = per_query.select("*", *lineage_columns).orderBy(*PER_QUERY_KEY)
     result.write.mode("overwrite").parquet(out_url)
     return lineage, spark.read.parquet(out_url).count()
 
@@ -242,7 +255,7 @@ def _validate_run(run, source: str) -> tuple[str, int]:
 
     empty = lambda c: F.col(c).isNull() | (F.length(c) == 0)  # noqa: E731
     counts = run.select(
-        *(F.sum(empty(c).cast("int")).alias(c) for c in RUN_COLUMNS[:4]),
+        *(F.sum(empty(c).cast("int")).alias(c) for c in _RUN_STRINGS),
         F.sum((F.col("score").isNull() | F.isnan("score")
                | (F.abs("score") == float("inf"))).cast("int")).alias("score"),
         F.countDistinct("candidate_pool").alias("pools"),
@@ -250,12 +263,11 @@ def _validate_run(run, source: str) -> tuple[str, int]:
     ).first()
     if counts["rows"] == 0:
         raise InputError(source, [violation("(file)", "no rows", [])])
-    duplicates = (run.groupBy("ranker", "query_id", "doc_id").count()
-                  .filter("count > 1").count())
-    _broken(source, {**{(c, "must be non-empty"): counts[c] for c in RUN_COLUMNS[:4]},
+    duplicates = run.groupBy(*POOL_KEY).count().filter("count > 1").count()
+    _broken(source, {**{(c, "must be non-empty"): counts[c] for c in _RUN_STRINGS},
                      ("score", "score must be a finite number (no NaN or infinity)"):
                          counts["score"],
-                     ("ranker, query_id, doc_id", "must be unique: duplicate rows"): duplicates,
+                     (", ".join(POOL_KEY), "must be unique: duplicate rows"): duplicates,
                      ("candidate_pool", "one candidate pool per input"):
                          int(counts["pools"] > 1)})
     name = run.select("candidate_pool").first()[0]
@@ -269,7 +281,7 @@ def _validate_judgments(judgments, source: str) -> str:
     status, grade = F.col("grade_status"), F.col("grade")
     empty = lambda c: F.col(c).isNull() | (F.length(c) == 0)  # noqa: E731
     counts = judgments.select(
-        *(F.sum(empty(c).cast("int")).alias(c) for c in ("query_id", "doc_id")),
+        *(F.sum(empty(c).cast("int")).alias(c) for c in JUDGMENT_KEY),
         # coalesce: a null status or grade makes the rule's expression null, which sum skips.
         F.sum((~F.coalesce(((status == "graded") & (grade >= 0))
                            | ((status == "unknown") & grade.isNull()), F.lit(False)))
@@ -279,12 +291,12 @@ def _validate_judgments(judgments, source: str) -> str:
     ).first()
     if counts["rows"] == 0:
         raise InputError(source, [violation("(file)", "no rows", [])])
-    duplicates = judgments.groupBy("query_id", "doc_id").count().filter("count > 1").count()
+    duplicates = judgments.groupBy(*JUDGMENT_KEY).count().filter("count > 1").count()
     _broken(source, {("query_id", "must be non-empty"): counts["query_id"],
                      ("doc_id", "must be non-empty"): counts["doc_id"],
                      ("grade, grade_status", "grade_status must be graded (with a grade "
                       ">= 0) or unknown (with no grade)"): counts["grade"] or 0,
-                     ("query_id, doc_id", "must be unique: duplicate rows"): duplicates,
+                     (", ".join(JUDGMENT_KEY), "must be unique: duplicate rows"): duplicates,
                      ("judgment_version", "one judgment version per input"):
                          int(counts["versions"] > 1)})
     name = judgments.select("judgment_version").first()[0]
@@ -292,18 +304,44 @@ def _validate_judgments(judgments, source: str) -> str:
     return name
 
 
-def _digest(frame, kind: str, keys: list[str]) -> str:
-    """Contract section 1 SHA-256: canonical lines sorted in Spark, hashed on the driver."""
+def _digest(frame, kind: str, keys: tuple[str, ...]) -> str:
+    """Contract section 1 SHA-256 of ``frame``, its rows sorted by ``keys`` in Spark.
+
+    The sorted rows come to the driver as Arrow, in order, and go to the local engine's hasher
+    (``StreamingDigest``), which writes and hashes their canonical lines. Each executor packs a
+    partition's record batches into IPC streams of some ``_DIGEST_ROWS`` rows (``_ipc_pieces``)
+    and ``toLocalIterator`` brings them a partition at a time: the driver holds about two
+    partitions, not the whole input as ``toArrow`` would."""
     digest = StreamingDigest(kind)
-    batch: list = []
-    for row in frame.orderBy(*keys).toLocalIterator(prefetchPartitions=True):
-        batch.append(row.asDict())
-        if len(batch) == 100_000:
-            digest.update(pl.DataFrame(batch, schema_overrides=_DIGEST_TYPES))
-            batch = []
-    if batch:
-        digest.update(pl.DataFrame(batch, schema_overrides=_DIGEST_TYPES))
+    pieces = frame.orderBy(*keys).mapInArrow(_ipc_pieces, "piece binary")
+    for piece in pieces.toLocalIterator(prefetchPartitions=True):
+        digest.update(pl.from_arrow(pa.ipc.open_stream(piece[0]).read_all()))
     return digest.hexdigest()
 
 
-_DIGEST_TYPES = {"grade": pl.Int64, "score": pl.Float64}
+# Rows a piece of the digest holds: a few MB of Arrow, few enough hasher calls per partition.
+_DIGEST_ROWS = 100_000
+
+
+def _ipc_pieces(batches):
+    """(Run by Spark on the executors.) A partition's record batches, in order, as IPC streams
+    of at least ``_DIGEST_ROWS`` rows (the last one fewer), each one binary cell of a row."""
+    pending: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows >= _DIGEST_ROWS:
+            yield _ipc_piece(pending)
+            pending, rows = [], 0
+    if pending:
+        yield _ipc_piece(pending)
+
+
+def _ipc_piece(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batches[0].schema) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+    return pa.RecordBatch.from_arrays([pa.array([sink.getvalue().to_pybytes()], pa.binary())],
+                                      names=["piece"])

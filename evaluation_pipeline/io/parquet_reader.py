@@ -1,0 +1,46 @@
+"""Parquet tables: typed columns, rows numbered by position (a Parquet file has no lines)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from evaluation_pipeline.io.cells import unreadable_as_input_error
+from schemas import InputError
+from schemas.errors import violation
+
+
+def read_parquet_table(path: Path, constant: tuple[str, ...] = (), unread: dict | None = None
+                       ) -> pl.DataFrame:
+    """The file's rows. ``constant``: columns that usually hold one value (a pool's name, its
+    one ranker); ``unread``: columns left out when stored with the given type; see
+    ``_read_parquet``."""
+    source = str(path)
+    with unreadable_as_input_error(source, "not a readable Parquet file"):
+        frame = _read_parquet(path, constant, unread or {})
+    if frame.height == 0:
+        raise InputError(source, [violation("(file)", "Parquet file has no rows", [])])
+    return frame
+
+
+def _read_parquet(path: Path, constant: tuple[str, ...], unread: dict) -> pl.DataFrame:
+    """A Parquet file's rows. A string column of ``constant`` that holds one value and no null
+    comes back as a literal column, which polars keeps unmaterialized: finding that out is one
+    aggregate pass, cheaper than building ten million copies of the name as strings. A column
+    of ``unread`` stored with the type given there is left out."""
+    scan = pl.scan_parquet(path, glob=False)  # "[", "*", "?" are legal in names: no glob
+    names = {c: t for c, t in scan.collect_schema().items() if unread.get(c) != t}
+    strings = [c for c in constant if names.get(c) == pl.String]
+    if not strings:
+        return pl.read_parquet(path, columns=list(names), glob=False)
+    facts = scan.select(
+        *(pl.col(c).first().alias(f"first {c}") for c in strings),
+        *(((pl.col(c).null_count() == 0) & (pl.col(c) == pl.col(c).first()).all())
+          .alias(f"one {c}") for c in strings),
+    ).collect().row(0, named=True)
+    literal = {c: facts[f"first {c}"] for c in strings if facts[f"one {c}"]}
+    rest = [c for c in names if c not in literal]
+    frame = pl.read_parquet(path, columns=rest, glob=False)
+    return frame.with_columns(
+        pl.lit(v, dtype=pl.String).alias(c) for c, v in literal.items()).select(list(names))
