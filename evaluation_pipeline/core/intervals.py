@@ -56,27 +56,29 @@ def bootstrap_intervals(
         pl.col("ndcg").is_not_null()
     )
     index = query_index(rows["query_id"])
-    results = rows.select("ranker", "cutoff").unique().sort("ranker", "cutoff").with_row_index("j")
-    rows = rows.join(index, on="query_id").join(results, on=["ranker", "cutoff"])
+    results = rows.select("ranker", "cutoff").unique().sort("ranker", "cutoff")
+    rows = rows.join(index, on="query_id")
     n, n_results = index.height, results.height
-    q, j = rows["q"].to_numpy(), rows["j"].to_numpy()
-    has = np.zeros((n, n_results))
-    has[q, j] = 1.0
-    value = np.zeros((n, n_results))
-    value[q, j] = rows["ndcg"].to_numpy()
     weighted = queries is not None
-    numbers = [value, has]
     if weighted:
         weight = index.join(queries.select("query_id", "weight"), on="query_id", how="left")
-        w = weight.sort("q")["weight"].fill_null(0.0).to_numpy()[:, None]
-        numbers += [w * value, w * has]
-    counted = np.stack(numbers, axis=2).reshape(n, -1)  # query x (result, number)
+        w = weight.sort("q")["weight"].fill_null(0.0).to_numpy()
+    columns = []  # per result: value, has [, weight * value, weight * has], each over queries
+    for ranker, cutoff in results.iter_rows():
+        mine = rows.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff))
+        q = mine["q"].to_numpy()
+        value, has = np.zeros(n), np.zeros(n)
+        value[q], has[q] = mine["ndcg"].to_numpy(), 1.0
+        columns += [value, has, w * value, w * has] if weighted else [value, has]
+    distinct, source = distinct_columns(columns)
+    counted = np.stack(distinct, axis=1)  # query x distinct number
+    has = np.stack(columns[1::4 if weighted else 2], axis=1)  # query x result
     levels = _slice_levels(index, queries, slices)
     keys = query_keys(index["query_id"], seed)
     groups = []  # (slice_column, slice_value, per-result sums [resamples, result, number])
     for label, value_names, sums in _sums_by_group(keys, levels, counted, n_bootstrap, progress):
         for name, group_sums in zip(value_names, sums, strict=True):
-            groups.append((label, name, group_sums.reshape(n_bootstrap, n_results, -1)))
+            groups.append((label, name, group_sums[:, source].reshape(n_bootstrap, n_results, -1)))
     with_number = _counts_by_group(levels, has)
     out = []
     for (label, name, sums), counts in zip(groups, with_number, strict=True):
@@ -97,6 +99,22 @@ def bootstrap_intervals(
         "slice_value": pl.String, **dict.fromkeys(INTERVAL_COLUMNS, pl.Float64),
     }
     return pl.DataFrame(out, schema=schema)
+
+
+def distinct_columns(columns: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
+    """(the distinct columns, for each column the index of the distinct one equal to it).
+
+    Identical columns have identical sums, so each is summed once: the queries with a number
+    are usually the same for every cutoff, and for every ranker of a reranked pool."""
+    distinct: list[np.ndarray] = []
+    source = np.empty(len(columns), dtype=np.int64)
+    for f, column in enumerate(columns):
+        same = next((i for i, d in enumerate(distinct) if np.array_equal(d, column)), None)
+        if same is None:
+            same = len(distinct)
+            distinct.append(column)
+        source[f] = same
+    return distinct, source
 
 
 def _slice_levels(index: pl.DataFrame, queries: pl.DataFrame | None, slices: Sequence[str]
@@ -152,9 +170,9 @@ def _counts_by_group(levels, has: np.ndarray) -> list[np.ndarray]:
     """Queries with a number per result, for every (level, value) in the order of the sums."""
     out = []
     for _, names, codes in levels:
-        per_value = np.zeros((len(names), has.shape[1]))
-        np.add.at(per_value, codes, has)
-        out.extend(per_value)
+        per_value = [np.bincount(codes, weights=column, minlength=len(names))
+                     for column in has.T]
+        out.extend(np.stack(per_value, axis=1))
     return out
 
 
@@ -169,16 +187,18 @@ def paired_intervals(
         return out
     index = query_index(pl.concat([frame["query_id"] for frame in present]))
     n = index.height
-    counted = np.zeros((n, 2 * len(pairs)))
-    signed = np.zeros((n, len(pairs)))
-    for p, frame in enumerate(pairs):
-        if frame.height == 0:
-            continue
-        q = frame.select("query_id").join(index, on="query_id", maintain_order="left")["q"]
-        d = frame["difference"].to_numpy()
-        counted[q, 2 * p], counted[q, 2 * p + 1], signed[q, p] = d, 1.0, d
+    columns = []  # per pair: difference, paired (1), over queries
+    for frame in pairs:
+        difference, paired = np.zeros(n), np.zeros(n)
+        if frame.height:
+            q = frame.select("query_id").join(index, on="query_id", maintain_order="left")["q"]
+            difference[q], paired[q] = frame["difference"].to_numpy(), 1.0
+        columns += [difference, paired]
+    distinct, source = distinct_columns(columns)
     keys = query_keys(index["query_id"], seed)
-    sums, signed_sums = resampled_sums(keys, n_bootstrap, counted=counted, signed=signed)
+    sums, signed_sums = resampled_sums(keys, n_bootstrap, counted=np.stack(distinct, axis=1),
+                                       signed=np.stack(columns[::2], axis=1))
+    sums = sums[:, :, source]
     for p, frame in enumerate(pairs):
         if frame.height == 0:
             continue

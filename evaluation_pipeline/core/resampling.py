@@ -152,16 +152,14 @@ def _sums(keys, sign_keys, cells, counted, signed, first, last, counted_out, sig
                 cell = cells[q, level]
                 for f in range(n_counted):
                     x = counted[q, f]
-                    row = acc[cell, f]
                     for j in range(width):
-                        row[j] += draws[j] * x
+                        acc[cell, f, j] += draws[j] * x
         if n_signed:
             _draw_signs(sign_keys[q], first, signs)
             for f in range(n_signed):
                 x = signed[q, f]
-                row = sacc[f]
                 for j in range(width):
-                    row[j] += signs[j] * x
+                    sacc[f, j] += signs[j] * x
     for j in range(width):
         counted_out[first + j] = acc[:, :, j]
         signed_out[first + j] = sacc[:, j]
