@@ -128,9 +128,9 @@ def compare_rankers(
     for cutoff in sorted(per_query["cutoff"].unique().to_list()):
         at_k = per_query.filter(pl.col("cutoff") == cutoff)
         blocks.append([
-            (first, second, cutoff, paired_frame(
+            (first, second, cutoff, _kept(paired_frame(
                 at_k.filter(pl.col("ranker") == first), at_k.filter(pl.col("ranker") == second)
-            ))
+            )))
             for first, second in pairs
         ])
     results = _tested_blocks(blocks, ci_level, n_bootstrap, seed, n_regressions,
@@ -165,10 +165,10 @@ def compare_pools(
     first, second = first.select(COMPARED_COLUMNS), second.select(COMPARED_COLUMNS)
     cutoffs = sorted(set(first["cutoff"].unique()) & set(second["cutoff"].unique()))
     blocks = [
-        [(ranker, ranker, cutoff, paired_frame(
+        [(ranker, ranker, cutoff, _kept(paired_frame(
             first.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff)),
             second.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff)),
-        )) for ranker in rankers]
+        ))) for ranker in rankers]
         for cutoff in cutoffs
     ]
     results = _tested_blocks(blocks, ci_level, n_bootstrap, seed, n_regressions,
@@ -194,6 +194,12 @@ def _single(frame: pl.DataFrame, column: str) -> str | None:
         return None
     values = frame[column].unique().to_list()
     return str(values[0]) if len(values) == 1 else None
+
+
+def _kept(paired: pl.DataFrame) -> pl.DataFrame:
+    """The columns a pair's result reads: every pair of a comparison is held until the one pass
+    over the queries has tested them all."""
+    return paired.select("query_id", "ndcg_first", "ndcg_second", "difference")
 
 
 def _tested_blocks(blocks, ci_level, n_bootstrap, seed, n_regressions, *, correct):
