@@ -10,10 +10,8 @@ from collections.abc import Callable
 
 import polars as pl
 
+from evaluation_pipeline.core.intervals import ALL, NO_VALUE, bootstrap_intervals
 from evaluation_pipeline.core.ndcg import STATUSES
-from evaluation_pipeline.core.statistics import bootstrap_means, percentile_interval, rng_for
-
-ALL = "all"
 
 
 def aggregate(
@@ -80,23 +78,25 @@ def _aggregate_by(frame: pl.DataFrame, column: str, *, weighted: bool) -> pl.Dat
     else:
         aggs.append(pl.lit(None, dtype=pl.Float64).alias("weighted_ndcg"))
     return (
-        frame.with_columns(pl.col(column).cast(pl.String).fill_null("(none)").alias("slice_value"))
+        frame.with_columns(pl.col(column).cast(pl.String).fill_null(NO_VALUE).alias("slice_value"))
         .group_by(["ranker", "cutoff", "slice_value"])
         .agg(aggs)
     )
 
 
+AGGREGATED_COLUMNS = ("ranker", "query_id", "cutoff", "ndcg", "status", "judged_at_k",
+                      "candidate_recall")
+
+
 def _with_query_columns(
     per_query: pl.DataFrame, queries: pl.DataFrame | None, slices: tuple[str, ...]
 ) -> pl.DataFrame:
-    frame = per_query
+    # Only the columns the aggregates read: the lineage columns alone are most of a row.
+    frame = per_query.select(AGGREGATED_COLUMNS)
     if queries is not None:
         keep = ["query_id", "weight", *[s for s in slices if s != "weight"]]
         frame = frame.join(queries.select(keep), on="query_id", how="left")
     return frame.with_columns(pl.lit(ALL).alias("__all"))
-
-
-INTERVAL_COLUMNS = ("macro_ndcg_low", "macro_ndcg_high", "weighted_ndcg_low", "weighted_ndcg_high")
 
 
 def aggregate_with_intervals(
@@ -111,45 +111,17 @@ def aggregate_with_intervals(
 ) -> pl.DataFrame:
     """:func:`aggregate` plus seeded bootstrap intervals for the macro and weighted means.
 
-    Queries with a number (contract section 3, rule 5) are resampled with replacement; the
-    generator of each row is keyed by (ranker, cutoff, slice_column, slice_value), see
-    :mod:`evaluation_pipeline.core.statistics`. Fewer than two queries with a number give no
-    interval (null): one value says nothing about its spread.
+    Queries with a number (contract section 3, rule 5) are resampled by Poisson bootstrap
+    counts drawn once per (query, resample) and shared by every row, see
+    :mod:`evaluation_pipeline.core.intervals`. Fewer than two queries with a number give no
+    interval (null): one value says nothing about its spread. ``progress`` is called with
+    (resamples done, resamples in all).
     """
     out = aggregate(per_query, queries, slices)
-    frame = _with_query_columns(per_query, queries, slices).filter(pl.col("ndcg").is_not_null())
-    weighted = queries is not None
-    rows: list[dict] = []
-    groups = []
-    for column in ("__all", *slices):
-        label = ALL if column == "__all" else column
-        keyed = frame.with_columns(
-            pl.col(column).cast(pl.String).fill_null("(none)").alias("slice_value")
-        )
-        for key, part in keyed.partition_by(
-            ["ranker", "cutoff", "slice_value"], as_dict=True, maintain_order=True
-        ).items():
-            groups.append((key, label, part))
-    for done, ((ranker, cutoff, value), label, part) in enumerate(groups, start=1):
-        row = {"ranker": ranker, "cutoff": cutoff, "slice_column": label, "slice_value": value}
-        row.update(dict.fromkeys(INTERVAL_COLUMNS))
-        if part.height >= 2:
-            values = part["ndcg"].to_numpy()
-            weights = part["weight"].fill_null(0.0).to_numpy() if weighted else None
-            rng = rng_for(seed, f"{ranker}|{cutoff}|{label}|{value}")
-            macro, weighted_means = bootstrap_means(values, weights, n_bootstrap, rng)
-            row["macro_ndcg_low"], row["macro_ndcg_high"] = percentile_interval(macro, ci_level)
-            if weighted_means is not None:
-                low, high = percentile_interval(weighted_means, ci_level)
-                row["weighted_ndcg_low"], row["weighted_ndcg_high"] = low, high
-        rows.append(row)
-        if progress is not None:
-            progress(done, len(groups))
-    schema = {
-        "ranker": pl.String, "cutoff": pl.Int64, "slice_column": pl.String,
-        "slice_value": pl.String, **dict.fromkeys(INTERVAL_COLUMNS, pl.Float64),
-    }
-    intervals = pl.DataFrame(rows, schema=schema)
+    intervals = bootstrap_intervals(
+        per_query, queries, slices,
+        ci_level=ci_level, n_bootstrap=n_bootstrap, seed=seed, progress=progress,
+    )
     keys = ["ranker", "cutoff", "slice_column", "slice_value"]
     out = out.join(intervals, on=keys, how="left", maintain_order="left")
     # Intervals sit beside the means they belong to.

@@ -15,51 +15,32 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
-from evaluation_pipeline.core.statistics import (
-    bootstrap_mean,
-    holm,
-    percentile_interval,
-    rng_for,
-    sign_flip_p_value,
-)
+from evaluation_pipeline.core.intervals import paired_intervals
+from evaluation_pipeline.core.statistics import holm
 
 # Per-query NDCG differences within this are ties (float rounding, not a ranking change).
 TIE_TOLERANCE = 1e-12
 NOT_PURE = "not a pure reranker comparison"
 
 
-def paired_statistics(
-    first: np.ndarray,
-    second: np.ndarray,
-    *,
-    key: str,
-    ci_level: float,
-    n_bootstrap: int,
-    seed: int,
-) -> dict:
-    """Mean of ``second - first``, its bootstrap interval, sign-flip p-value, wins/losses/ties."""
-    difference = np.asarray(second, dtype=np.float64) - np.asarray(first, dtype=np.float64)
+def paired_statistics(paired: pl.DataFrame, tested: dict) -> dict:
+    """Means of the paired frame, wins/losses/ties, and its interval and p-value (``tested``,
+    from :func:`intervals.paired_intervals`)."""
+    first, second = paired["ndcg_first"].to_numpy(), paired["ndcg_second"].to_numpy()
+    difference = paired["difference"].to_numpy()
     n = difference.size
-    out = {
+    return {
         "n_paired": int(n),
         "mean_first": float(first.mean()) if n else None,
         "mean_second": float(second.mean()) if n else None,
         "mean_difference": float(difference.mean()) if n else None,
-        "difference_low": None,
-        "difference_high": None,
-        "p_value": 1.0,
+        "difference_low": tested["difference_low"],
+        "difference_high": tested["difference_high"],
+        "p_value": tested["p_value"],
         "wins": int(np.sum(difference > TIE_TOLERANCE)),
         "losses": int(np.sum(difference < -TIE_TOLERANCE)),
         "ties": int(np.sum(np.abs(difference) <= TIE_TOLERANCE)),
     }
-    if n == 0:
-        return out
-    rng = rng_for(seed, key)
-    if n >= 2:
-        low, high = percentile_interval(bootstrap_mean(difference, n_bootstrap, rng), ci_level)
-        out["difference_low"], out["difference_high"] = low, high
-    out["p_value"] = sign_flip_p_value(difference, n_bootstrap, rng)
-    return out
 
 
 def paired_frame(first: pl.DataFrame, second: pl.DataFrame) -> pl.DataFrame:
@@ -128,6 +109,10 @@ def candidate_set_differences(pool: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+COMPARED_COLUMNS = ("ranker", "query_id", "cutoff", "ndcg", "candidate_recall", "status",
+                    "n_candidates")
+
+
 def compare_rankers(
     per_query: pl.DataFrame,
     *,
@@ -143,24 +128,23 @@ def compare_rankers(
     ``differing_queries`` (query_id) overrides the per-query evidence of candidate sets that
     differ, e.g. with :func:`candidate_set_differences` of the pool.
     """
+    # Only the columns a comparison reads: the lineage columns alone are most of a row.
+    per_query = per_query.select(COMPARED_COLUMNS)
     rankers = sorted(per_query["ranker"].unique().to_list())
     pairs = ranker_pairs(rankers, baseline)
     differing = differing_queries if differing_queries is not None else candidate_sets_differ(per_query)
     pure = differing.height == 0
-    results = []
+    blocks = []
     for cutoff in sorted(per_query["cutoff"].unique().to_list()):
         at_k = per_query.filter(pl.col("cutoff") == cutoff)
-        block = []
-        for first, second in pairs:
-            paired = paired_frame(
+        blocks.append([
+            (first, second, cutoff, _kept(paired_frame(
                 at_k.filter(pl.col("ranker") == first), at_k.filter(pl.col("ranker") == second)
-            )
-            block.append(
-                _pair_result(first, second, cutoff, paired, ci_level, n_bootstrap, seed,
-                             n_regressions)
-            )
-        _adjust(block, correct=len(rankers) > 2)
-        results.extend(block)
+            )))
+            for first, second in pairs
+        ])
+    results = _tested_blocks(blocks, ci_level, n_bootstrap, seed, n_regressions,
+                             correct=len(rankers) > 2)
     return {
         "kind": "rankers within one pool",
         "baseline": baseline,
@@ -187,26 +171,27 @@ def compare_pools(
 ) -> dict:
     """The same rankers over two candidate pools: paired per ranker and cutoff, never pure."""
     rankers = sorted(set(first["ranker"].unique()) & set(second["ranker"].unique()))
-    results = []
-    for cutoff in sorted(set(first["cutoff"].unique()) & set(second["cutoff"].unique())):
-        block = []
-        for ranker in rankers:
-            paired = paired_frame(
-                first.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff)),
-                second.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff)),
-            )
-            result = _pair_result(ranker, ranker, cutoff, paired, ci_level, n_bootstrap, seed,
-                                  n_regressions)
-            for side, frame in (("first", first), ("second", second)):
-                rows = frame.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff))
-                result[f"mean_candidate_recall_{side}"] = rows["candidate_recall"].mean()
-            block.append(result)
-        _adjust(block, correct=len(rankers) > 1)
-        results.extend(block)
+    pools = _single(first, "candidate_pool"), _single(second, "candidate_pool")
+    first, second = first.select(COMPARED_COLUMNS), second.select(COMPARED_COLUMNS)
+    cutoffs = sorted(set(first["cutoff"].unique()) & set(second["cutoff"].unique()))
+    blocks = [
+        [(ranker, ranker, cutoff, _kept(paired_frame(
+            first.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff)),
+            second.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff)),
+        ))) for ranker in rankers]
+        for cutoff in cutoffs
+    ]
+    results = _tested_blocks(blocks, ci_level, n_bootstrap, seed, n_regressions,
+                             correct=len(rankers) > 1)
+    for result in results:
+        for side, frame in (("first", first), ("second", second)):
+            rows = frame.filter((pl.col("ranker") == result["first"])
+                                & (pl.col("cutoff") == result["cutoff"]))
+            result[f"mean_candidate_recall_{side}"] = rows["candidate_recall"].mean()
     return {
         "kind": "rankers across two pools",
-        "pool_first": _single(first, "candidate_pool"),
-        "pool_second": _single(second, "candidate_pool"),
+        "pool_first": pools[0],
+        "pool_second": pools[1],
         "pure_reranker_comparison": False,
         "note": f"{NOT_PURE}: the candidate pools differ; candidate recall is shown beside NDCG",
         "multiple_comparisons": "holm" if len(rankers) > 1 else "none (one ranker)",
@@ -221,12 +206,30 @@ def _single(frame: pl.DataFrame, column: str) -> str | None:
     return str(values[0]) if len(values) == 1 else None
 
 
-def _pair_result(first, second, cutoff, paired, ci_level, n_bootstrap, seed, n_regressions):
+def _kept(paired: pl.DataFrame) -> pl.DataFrame:
+    """The columns a pair's result reads: every pair of a comparison is held until the one pass
+    over the queries has tested them all."""
+    return paired.select("query_id", "ndcg_first", "ndcg_second", "difference")
+
+
+def _tested_blocks(blocks, ci_level, n_bootstrap, seed, n_regressions, *, correct):
+    """Results of every (first, second, cutoff, paired frame) of the blocks (one per cutoff),
+    intervals and p-values from one pass over the queries, Holm-adjusted within a block."""
+    tested = iter(paired_intervals(
+        [paired for block in blocks for *_, paired in block],
+        ci_level=ci_level, n_bootstrap=n_bootstrap, seed=seed,
+    ))
+    results = []
+    for block in blocks:
+        done = [_pair_result(*pair, next(tested), n_regressions) for pair in block]
+        _adjust(done, correct=correct)
+        results.extend(done)
+    return results
+
+
+def _pair_result(first, second, cutoff, paired, tested, n_regressions):
     key = f"{first}|{second}|{cutoff}"
-    stats = paired_statistics(
-        paired["ndcg_first"].to_numpy(), paired["ndcg_second"].to_numpy(),
-        key=key, ci_level=ci_level, n_bootstrap=n_bootstrap, seed=seed,
-    )
+    stats = paired_statistics(paired, tested)
     regressed = (
         paired.filter(pl.col("difference") < -TIE_TOLERANCE)
         .sort(["difference", "query_id"])
