@@ -5,8 +5,8 @@
 
 Data: ``benchmarks/unsorted_pool.py`` (3 rankers x 100 candidates, one shuffled Parquet file
 per ranker), generated on first use. Each method runs in its own process and writes one Parquet
-file sorted by (ranker, query_id, doc_id); printed per method: wall time and the peak RSS of
-its process (``os.wait4``), as a markdown table.
+file sorted by (ranker, query_id, doc_id); printed per method: wall time, CPU time and the
+peak RSS of its process (``os.wait4``) and the machine's load average, as a markdown table.
 
 - ``duckdb``: ``COPY (... ORDER BY ...) TO`` with ``memory_limit`` and ``temp_directory``.
 - ``polars``: ``scan_parquet(...).sort(...).sink_parquet(...)`` on the streaming engine.
@@ -19,13 +19,16 @@ its process (``os.wait4``), as a markdown table.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from generate import DATA, size_rows
-from run import PYTHON, timed
+from run import PYTHON
 from unsorted_pool import generate, pool_folder
 
 KEYS = ["ranker", "query_id", "doc_id"]
@@ -47,7 +50,8 @@ def child(method: str, folder: Path, out: Path, limit: int, spill: Path) -> None
     elif method == "ingest":
         from evaluation_pipeline.core.bounded_ingest import publish_pool
 
-        publish_pool(files, out, pool="bench-pool", memory_limit=limit, spill_dir=spill)
+        publish_pool(files, out, pool="bench-pool", memory_limit=limit, spill_dir=spill,
+                     log=lambda line: print(line, file=sys.stderr, flush=True))
 
 
 def kway(files: list[str], out: Path, limit: int, spill: Path) -> None:
@@ -103,6 +107,18 @@ def kway(files: list[str], out: Path, limit: int, spill: Path) -> None:
     writer.close()
 
 
+def measured(argv: list[str]) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak RSS GB) of a child process. CPU time (user + system) is the figure
+    that a shared, loaded machine disturbs least."""
+    started = time.perf_counter()
+    process = subprocess.Popen(argv)
+    _, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{argv[2:5]} failed with {os.waitstatus_to_exitcode(status)}")
+    return (time.perf_counter() - started, usage.ru_utime + usage.ru_stime,
+            usage.ru_maxrss / 1024 / 1024)  # ru_maxrss is in KiB on Linux
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--child":
         method, folder, out, limit, spill = sys.argv[2:7]
@@ -118,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA)
     args = parser.parse_args(argv)
     limit = parse_memory_limit(args.memory_limit)
-    print("| rows | method | wall (s) | peak RSS (GB) |\n|---|---|---|---|")
+    print("| rows | method | wall (s) | CPU (s) | peak RSS (GB) | load (1 min) |\n"
+          "|---|---|---|---|---|---|")
     for queries in args.queries:
         folder = pool_folder(queries * 300, args.data)
         if not folder.exists():
@@ -128,9 +145,11 @@ def main(argv: list[str] | None = None) -> int:
                 spill = Path(scratch) / "spill"
                 spill.mkdir()
                 out = Path(scratch) / "sorted.parquet"
-                wall, peak = timed([PYTHON, __file__, "--child", method, str(folder), str(out),
-                                    str(limit), str(spill)])
-                print(f"| {queries * 300:,} | {method} | {wall:.1f} | {peak:.2f} |", flush=True)
+                wall, cpu, peak = measured([PYTHON, __file__, "--child", method, str(folder),
+                                            str(out), str(limit), str(spill)])
+                load = os.getloadavg()[0]
+                print(f"| {queries * 300:,} | {method} | {wall:.1f} | {cpu:.1f} | {peak:.2f} "
+                      f"| {load:.1f} |", flush=True)
                 shutil.rmtree(spill, ignore_errors=True)
     return 0
 

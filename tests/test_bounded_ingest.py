@@ -71,8 +71,11 @@ def pool_folder(tmp_path):
 
 def test_pool_of_unsorted_files_equals_the_in_memory_path(pool_folder, tmp_path):
     target = tmp_path / "published" / "pool.parquet"
+    lines = []
     published = publish_pool(pool_folder, target, memory_limit=BUDGET,
-                             spill_dir=tmp_path / "spill")
+                             spill_dir=tmp_path / "spill", log=lines.append)
+    assert [line.split(" ")[0] for line in lines] == ["checked", "sorted", "hashed"]
+    assert list((tmp_path / "spill").iterdir()) == []  # the spill is cleaned up
     expected = read_pool(pool_folder).sort(POOL_KEY)
     assert pl.read_parquet(target).equals(expected)
     assert published.sha256 == pool_sha256(expected)

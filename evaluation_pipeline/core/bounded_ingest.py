@@ -20,6 +20,7 @@ Three passes, none holding more than a batch of rows plus DuckDB's share of the 
 from __future__ import annotations
 
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from evaluation_pipeline.core.hashing import StreamingDigest
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.external_sort import (
     SortInput,
+    format_bytes,
     parse_memory_limit,
     sort_parquet,
     spill_folder,
@@ -75,21 +77,21 @@ class _Kind:
     dtypes: dict
     digest: str
     read: Callable[..., pl.DataFrame]  # the existing reader: (path, fmt, name, check_keys)
-    constant_defaults: Callable[[Path], dict]  # columns a file may lack, by file
+    optional: tuple[str, ...]  # columns a file may lack: the name column, a pool's ranker
 
 
 _POOL = _Kind(
     "CandidatePool", "candidate_pool", "candidate pool", cols.POOL_KEY, cols.RUN_COLUMNS,
     cols.RUN_DTYPES, "pool",
     lambda path, fmt, name, check_keys: read_run(path, fmt, pool=name, check_keys=check_keys),
-    lambda path: {"ranker": path.stem},  # read_run: without a ranker column, the file's stem
+    ("candidate_pool", "ranker"),
 )
 _JUDGMENTS = _Kind(
     "Judgments", "judgment_version", "judgment version", cols.JUDGMENT_KEY,
     cols.JUDGMENT_COLUMNS, cols.JUDGMENT_DTYPES, "judgments",
     lambda path, fmt, name, check_keys: read_judgments(path, fmt, version=name,
                                                        check_keys=check_keys),
-    lambda path: {},
+    ("judgment_version",),
 )
 
 
@@ -101,6 +103,7 @@ def publish_pool(
     fmt: str | None = None,
     memory_limit: int | str | None = None,
     spill_dir: str | Path | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> Published:
     """Validate a pool folder (or run files), sort it by (ranker, query_id, doc_id), hash it and
     write it to ``target`` as one Parquet file, in bounded memory.
@@ -110,10 +113,10 @@ def publish_pool(
     ``"2GB"``-like text (default ``NDCG_EVAL_MEMORY_LIMIT`` or 2 GB); ``spill_dir``: where the
     sort spills (default ``NDCG_EVAL_SPILL_DIR`` or the system's temporary folder). Raises
     ``InputError`` for bad input and ``MemoryBudgetError`` when the budget cannot be met;
-    ``target`` is then left as it was."""
+    ``target`` is then left as it was. ``log`` receives one line per pass with its time."""
     files, label = _run_files(source)
     return _publish(_POOL, files, label, Path(target), pool or files[0].parent.name, fmt,
-                    memory_limit, spill_dir)
+                    memory_limit, spill_dir, log)
 
 
 def publish_judgments(
@@ -124,6 +127,7 @@ def publish_judgments(
     fmt: str | None = None,
     memory_limit: int | str | None = None,
     spill_dir: str | Path | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> Published:
     """Validate a judgment version (one file, or several holding parts of it), sort it by
     (query_id, doc_id), hash it and write it to ``target``, in bounded memory.
@@ -133,7 +137,7 @@ def publish_judgments(
     rubric, ...) pass through as the first file has them. Options as ``publish_pool``."""
     files = [Path(p) for p in ([source] if isinstance(source, (str, Path)) else source)]
     return _publish(_JUDGMENTS, files, ", ".join(map(str, files)), Path(target), version,
-                    fmt, memory_limit, spill_dir)
+                    fmt, memory_limit, spill_dir, log)
 
 
 def _run_files(source) -> tuple[list[Path], str]:
@@ -159,8 +163,9 @@ def _is_run_file(path: Path) -> bool:
 
 
 def _publish(kind: _Kind, files: list[Path], label: str, target: Path, name: str | None,
-             fmt: str | None, memory_limit, spill_dir) -> Published:
+             fmt: str | None, memory_limit, spill_dir, log) -> Published:
     limit = parse_memory_limit(memory_limit)
+    lap = _stopwatch(log or (lambda line: None))
     with tempfile.TemporaryDirectory(prefix="ndcg-eval-ingest-",
                                      dir=spill_folder(spill_dir)) as scratch:
         scratch = Path(scratch)
@@ -174,14 +179,28 @@ def _publish(kind: _Kind, files: list[Path], label: str, target: Path, name: str
         inputs = [SortInput(i.path, {**i.constants, **{c: None for c in columns
                                                         if c not in found}})
                   for i, found in prepared]
+        lap(f"checked {len(files)} file(s) of {kind.what} {name!r}")
         ordered = sort_parquet(
             inputs, scratch / "sorted.parquet", kind.key, columns=columns,
             dtypes={c: t for c, t in kind.dtypes.items() if c in columns}, memory_limit=limit,
             spill_dir=scratch, step=f"sorting {kind.what} {name!r}")
+        lap(f"sorted by {', '.join(kind.key)} within {format_bytes(limit)}")
         facts: dict = {}
         atomic_write(target, lambda tmp: facts.update(
             _hash_and_write(kind, ordered, tmp, files, inputs, label, fmt, name)))
+        lap(f"hashed {facts['rows']:,} rows and wrote {target}")
     return Published(path=target, name=name, **facts)
+
+
+def _stopwatch(log: Callable[[str], None]) -> Callable[[str], None]:
+    """``lap(text)`` logs ``text`` with the seconds since the previous lap."""
+    last = [time.perf_counter()]
+
+    def lap(text: str) -> None:
+        now = time.perf_counter()
+        log(f"{text} ({now - last[0]:.1f} s)")
+        last[0] = now
+    return lap
 
 
 # -- pass 1: row rules, file by file ----------------------------------------------------------
@@ -193,15 +212,13 @@ def _prepare(kind: _Kind, path: Path, fmt: str | None, name: str | None, spilled
 
     Screened in batches when its columns already have the contract's types; otherwise read
     whole by its reader (the in-memory path, one file at a time) and spilled as Parquet."""
-    fmt_found = detect_format(path, fmt)
-    schema = _parquet_schema(path) if fmt_found == "parquet" else None
-    constants = {c: v for c, v in kind.constant_defaults(path).items()
-                 if schema is not None and c not in schema}
+    schema = _parquet_schema(path) if detect_format(path, fmt) == "parquet" else None
     if schema is not None and _contract_typed(kind, schema):
-        if name is None and kind.name_column not in schema:
-            name = path.stem  # read_judgments: without the column, the file's stem
-        if kind.name_column not in schema:
-            constants[kind.name_column] = name
+        # The readers' defaults: a run file without a ranker column is its file's stem, a
+        # version without its name column is the asked name, else the file's stem.
+        defaults = {"ranker": path.stem, kind.name_column: name or path.stem}
+        constants = {c: defaults[c] for c in kind.optional if c not in schema}
+        name = constants.get(kind.name_column, name)
         screened, name = _screen_batches(kind, path, fmt, name, constants)
         if screened:
             columns = [*schema, *(c for c in constants if c not in schema)]
@@ -231,8 +248,7 @@ def _parquet_schema(path: Path) -> dict | None:
 def _contract_typed(kind: _Kind, schema: dict) -> bool:
     """Every contract column present with its contract type (the name column and a pool's
     ranker may be absent), and a display ``rank``, if any, stored as int64."""
-    optional = {kind.name_column, *kind.constant_defaults(Path("x"))}
-    if any(schema.get(c, None if c in optional else False) not in (t, None)
+    if any(schema.get(c, None if c in kind.optional else False) not in (t, None)
            for c, t in kind.dtypes.items()):
         return False
     return schema.get(cols.RANK, pl.Int64) == pl.Int64
