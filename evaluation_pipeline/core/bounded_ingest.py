@@ -15,6 +15,11 @@ Three passes, none holding more than a batch of rows plus DuckDB's share of the 
    (``core.hashing.StreamingDigest``, byte-identical to ``pool_sha256``/``judgments_sha256`` of
    the whole frame), a repeated key sits inside one block, where the digest's blocks flag it,
    and the rows are written to the target, which appears atomically once all of it passed.
+
+Refusals leave the bounds on purpose: the file that broke a rule is read whole by its reader,
+so that the message is the in-memory path's to the byte. A key repeated across files has no
+such message (each file alone is fine); it is refused naming the files and rows of the first
+repeated key in key order.
 """
 
 from __future__ import annotations
@@ -44,9 +49,10 @@ from schemas import columns as cols
 from schemas import screening
 from schemas.errors import InputError, violation
 
-# Rows read back per batch. At ~150 bytes a row in polars this is some 75 MB, well inside any
-# budget parse_memory_limit accepts once DuckDB's share is set aside.
-BATCH_ROWS = 500_000
+# Rows read back per batch. At ~150 bytes a row this is some 40 MB, a few copies of which
+# (Arrow batch, frame, blocks, writer) with the interpreter's ~300 MB fit in the half of a
+# budget of 1 GB or more that DuckDB does not get.
+BATCH_ROWS = 250_000
 
 
 @dataclass(frozen=True)
