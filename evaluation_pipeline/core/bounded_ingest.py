@@ -109,6 +109,7 @@ def publish_pool(
     fmt: str | None = None,
     memory_limit: int | str | None = None,
     spill_dir: str | Path | None = None,
+    max_spill: int | None = None,
     log: Callable[[str], None] | None = None,
 ) -> Published:
     """Validate a pool folder (or run files), sort it by (ranker, query_id, doc_id), hash it and
@@ -117,12 +118,13 @@ def publish_pool(
     The rules, names and defaults are ``read_pool``'s: the pool is ``pool`` or the folder's
     name, a file without a ``ranker`` column is its file's stem. ``memory_limit``: bytes or
     ``"2GB"``-like text (default ``NDCG_EVAL_MEMORY_LIMIT`` or 2 GB); ``spill_dir``: where the
-    sort spills (default ``NDCG_EVAL_SPILL_DIR`` or the system's temporary folder). Raises
+    sort spills (default ``NDCG_EVAL_SPILL_DIR`` or the system's temporary folder), at most
+    ``max_spill`` bytes of it (default: its free disk). Raises
     ``InputError`` for bad input and ``MemoryBudgetError`` when the budget cannot be met;
     ``target`` is then left as it was. ``log`` receives one line per pass with its time."""
     files, label = _run_files(source)
     return _publish(_POOL, files, label, Path(target), pool or files[0].parent.name, fmt,
-                    memory_limit, spill_dir, log)
+                    memory_limit, spill_dir, max_spill, log)
 
 
 def publish_judgments(
@@ -133,6 +135,7 @@ def publish_judgments(
     fmt: str | None = None,
     memory_limit: int | str | None = None,
     spill_dir: str | Path | None = None,
+    max_spill: int | None = None,
     log: Callable[[str], None] | None = None,
 ) -> Published:
     """Validate a judgment version (one file, or several holding parts of it), sort it by
@@ -143,7 +146,7 @@ def publish_judgments(
     rubric, ...) pass through as the first file has them. Options as ``publish_pool``."""
     files = [Path(p) for p in ([source] if isinstance(source, (str, Path)) else source)]
     return _publish(_JUDGMENTS, files, ", ".join(map(str, files)), Path(target), version,
-                    fmt, memory_limit, spill_dir, log)
+                    fmt, memory_limit, spill_dir, max_spill, log)
 
 
 def _run_files(source) -> tuple[list[Path], str]:
@@ -169,7 +172,7 @@ def _is_run_file(path: Path) -> bool:
 
 
 def _publish(kind: _Kind, files: list[Path], label: str, target: Path, name: str | None,
-             fmt: str | None, memory_limit, spill_dir, log) -> Published:
+             fmt: str | None, memory_limit, spill_dir, max_spill, log) -> Published:
     limit = parse_memory_limit(memory_limit)
     lap = _stopwatch(log or (lambda line: None))
     with tempfile.TemporaryDirectory(prefix="ndcg-eval-ingest-",
@@ -189,7 +192,7 @@ def _publish(kind: _Kind, files: list[Path], label: str, target: Path, name: str
         ordered = sort_parquet(
             inputs, scratch / "sorted.parquet", kind.key, columns=columns,
             dtypes={c: t for c, t in kind.dtypes.items() if c in columns}, memory_limit=limit,
-            spill_dir=scratch, step=f"sorting {kind.what} {name!r}")
+            spill_dir=scratch, max_spill=max_spill, step=f"sorting {kind.what} {name!r}")
         lap(f"sorted by {', '.join(kind.key)} within {format_bytes(limit)}")
         facts: dict = {}
         atomic_write(target, lambda tmp: facts.update(
