@@ -36,11 +36,14 @@ METHODS = ("duckdb", "polars", "kway", "ingest")
 
 
 def child(method: str, folder: Path, out: Path, limit: int, spill: Path) -> None:
+    from evaluation_pipeline.io.external_sort import Budget
+
     files = sorted(str(p) for p in folder.glob("*.parquet"))
+    budget = Budget.of(limit, spill)
     if method == "duckdb":
         from evaluation_pipeline.io.external_sort import sort_parquet
 
-        sort_parquet(files, out, KEYS, memory_limit=limit, spill_dir=spill)
+        sort_parquet(files, out, KEYS, budget=budget)
     elif method == "polars":
         import polars as pl
 
@@ -50,8 +53,7 @@ def child(method: str, folder: Path, out: Path, limit: int, spill: Path) -> None
     elif method == "ingest":
         from evaluation_pipeline.core.bounded_ingest import publish_pool
 
-        publish_pool(files, out, pool="bench-pool", memory_limit=limit, spill_dir=spill,
-                     log=lambda line: print(line, file=sys.stderr, flush=True))
+        publish_pool(files, out, pool="bench-pool", budget=budget, log=lambda line: print(line, file=sys.stderr, flush=True))
 
 
 def kway(files: list[str], out: Path, limit: int, spill: Path) -> None:

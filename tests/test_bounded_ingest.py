@@ -7,6 +7,8 @@ budget that makes the sort spill: the same budget with no disk to spill to fails
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import polars as pl
 import pytest
@@ -19,6 +21,7 @@ from evaluation_pipeline.core.bounded_ingest import (
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
 from evaluation_pipeline.io.external_sort import (
     MEMORY_LIMIT_ENV,
+    Budget,
     MemoryBudgetError,
     SortInput,
     parse_memory_limit,
@@ -28,7 +31,8 @@ from evaluation_pipeline.io.readers import read_judgments, read_pool
 from schemas.errors import EvaluationError, InputError
 
 POOL_KEY = ["ranker", "query_id", "doc_id"]
-BUDGET = "160MB"  # DuckDB's share, 48 MB, is less than the pool's sort needs: it spills
+# DuckDB's share, 80 MB, is less than the pool's sort needs: it spills (see the test below).
+BUDGET = Budget.of("160MB")
 QUERIES, CANDIDATES = 1500, 100
 
 
@@ -73,8 +77,8 @@ def pool_folder(tmp_path):
 def test_pool_of_unsorted_files_equals_the_in_memory_path(pool_folder, tmp_path):
     target = tmp_path / "published" / "pool.parquet"
     lines = []
-    published = publish_pool(pool_folder, target, memory_limit=BUDGET,
-                             spill_dir=tmp_path / "spill", log=lines.append)
+    budget = dataclasses.replace(BUDGET, spill_dir=tmp_path / "spill")
+    published = publish_pool(pool_folder, target, budget=budget, log=lines.append)
     assert [line.split(" ")[0] for line in lines] == ["checked", "sorted", "hashed"]
     assert list((tmp_path / "spill").iterdir()) == []  # the spill is cleaned up
     expected = read_pool(pool_folder).sort(POOL_KEY)
@@ -85,7 +89,7 @@ def test_pool_of_unsorted_files_equals_the_in_memory_path(pool_folder, tmp_path)
                                              pl.len().alias("n_candidates")).sort("ranker")
     assert published.rankers == counts.to_dicts()
     # The CSV ranker misses all queries but 300, and one candidate of those.
-    assert count_candidate_set_disagreements(target, memory_limit=BUDGET) == QUERIES - 300 + 1
+    assert count_candidate_set_disagreements(target, budget=BUDGET) == QUERIES - 300 + 1
 
 
 def test_that_budget_makes_the_sort_spill(pool_folder, tmp_path):
@@ -93,7 +97,7 @@ def test_that_budget_makes_the_sort_spill(pool_folder, tmp_path):
     target = tmp_path / "pool.parquet"
     with pytest.raises(MemoryBudgetError, match=r"^sorting candidate pool 'nightly': cannot "
                        r"finish within the memory budget of 160MB .*--memory-limit"):
-        publish_pool(pool_folder, target, memory_limit=BUDGET, max_spill=0)
+        publish_pool(pool_folder, target, budget=dataclasses.replace(BUDGET, max_spill=0))
     assert not target.exists() and list(tmp_path.iterdir()) == [tmp_path / "landing"]
 
 
@@ -103,7 +107,7 @@ def test_sort_parquet_gives_files_their_missing_columns(pool_folder, tmp_path):
     expected = pl.concat([pl.read_parquet(pool_folder / "first.parquet"),
                           pl.read_parquet(pool_folder / "dense.parquet")
                           .with_columns(pl.lit("dense").alias("ranker"))]).sort(POOL_KEY)
-    out = sort_parquet(files, tmp_path / "sorted.parquet", POOL_KEY, memory_limit=BUDGET)
+    out = sort_parquet(files, tmp_path / "sorted.parquet", POOL_KEY, budget=BUDGET)
     assert pl.read_parquet(out).equals(expected)
 
 
@@ -118,7 +122,7 @@ def test_judgments_in_any_order_equal_the_in_memory_path(tmp_path):
     )
     source = tmp_path / "v7.parquet"
     shuffled(frame, rng).write_parquet(source, row_group_size=10_000)
-    published = publish_judgments(source, tmp_path / "out.parquet", memory_limit=BUDGET)
+    published = publish_judgments(source, tmp_path / "out.parquet", budget=BUDGET)
     expected = read_judgments(source).sort("query_id", "doc_id")
     assert pl.read_parquet(published.path).equals(expected)
     assert published.sha256 == judgments_sha256(expected) and published.name == "v7"
@@ -138,7 +142,7 @@ def test_a_key_repeated_across_files_is_refused_naming_both(pool_folder, tmp_pat
     first = pl.read_parquet(pool_folder / "first.parquet")
     first.head(3).write_parquet(pool_folder / "late.parquet")  # ranker bm25 again
     target = tmp_path / "pool.parquet"
-    error = _refusal(lambda: publish_pool(pool_folder, target, memory_limit=BUDGET))
+    error = _refusal(lambda: publish_pool(pool_folder, target, budget=BUDGET))
     assert error.source == str(pool_folder)
     [rule] = error.violations
     assert rule.column == "ranker, query_id, doc_id"
@@ -151,7 +155,7 @@ def test_a_key_repeated_in_one_file_is_worded_as_the_in_memory_path(pool_folder,
     dense = pl.read_parquet(pool_folder / "dense.parquet")
     pl.concat([dense, dense.slice(100, 2)]).write_parquet(pool_folder / "dense.parquet")
     error = _refusal(lambda: publish_pool(pool_folder, tmp_path / "pool.parquet",
-                                          memory_limit=BUDGET))
+                                          budget=BUDGET))
     assert str(error) == str(_refusal(lambda: read_pool(pool_folder)))
     assert "dense.parquet" in error.source and "must be unique" in str(error)
 
@@ -170,7 +174,7 @@ def test_a_bad_grade_is_worded_as_the_in_memory_path(tmp_path, column, value, wo
     source = tmp_path / "v1.parquet"
     frame.write_parquet(source, row_group_size=8_000)
     error = _refusal(lambda: publish_judgments(source, tmp_path / "out.parquet",
-                                               memory_limit=BUDGET))
+                                               budget=BUDGET))
     assert str(error) == str(_refusal(lambda: read_judgments(source)))
     assert error.source == str(source) and words in str(error) and "row 41235" in str(error)
     assert [v.column for v in error.violations] == [column]
@@ -182,7 +186,7 @@ def test_a_nan_score_is_worded_as_the_in_memory_path(pool_folder, tmp_path):
                        .otherwise(pl.col("score")).alias("score")).write_parquet(
         pool_folder / "dense.parquet")
     error = _refusal(lambda: publish_pool(pool_folder, tmp_path / "pool.parquet",
-                                          memory_limit=BUDGET))
+                                          budget=BUDGET))
     assert str(error) == str(_refusal(lambda: read_pool(pool_folder)))
     assert "score" in str(error) and "row 8" in str(error)
 

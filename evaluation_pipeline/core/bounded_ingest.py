@@ -24,7 +24,7 @@ repeated key in key order.
 
 from __future__ import annotations
 
-import tempfile
+import dataclasses
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -37,11 +37,10 @@ import pyarrow.parquet as pq
 from evaluation_pipeline.core.hashing import StreamingDigest
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.external_sort import (
+    Budget,
     SortInput,
     format_bytes,
-    parse_memory_limit,
     sort_parquet,
-    spill_folder,
     spilling,
 )
 from evaluation_pipeline.io.readers import detect_format, read_judgments, read_run
@@ -107,24 +106,21 @@ def publish_pool(
     *,
     pool: str | None = None,
     fmt: str | None = None,
-    memory_limit: int | str | None = None,
-    spill_dir: str | Path | None = None,
-    max_spill: int | None = None,
+    budget: Budget | None = None,
     log: Callable[[str], None] | None = None,
 ) -> Published:
     """Validate a pool folder (or run files), sort it by (ranker, query_id, doc_id), hash it and
     write it to ``target`` as one Parquet file, in bounded memory.
 
     The rules, names and defaults are ``read_pool``'s: the pool is ``pool`` or the folder's
-    name, a file without a ``ranker`` column is its file's stem. ``memory_limit``: bytes or
-    ``"2GB"``-like text (default ``NDCG_EVAL_MEMORY_LIMIT`` or 2 GB); ``spill_dir``: where the
-    sort spills (default ``NDCG_EVAL_SPILL_DIR`` or the system's temporary folder), at most
-    ``max_spill`` bytes of it (default: its free disk). Raises
-    ``InputError`` for bad input and ``MemoryBudgetError`` when the budget cannot be met;
-    ``target`` is then left as it was. ``log`` receives one line per pass with its time."""
+    name, a file without a ``ranker`` column is its file's stem. ``budget``: memory and spill
+    folder (default ``Budget.of()``: ``NDCG_EVAL_MEMORY_LIMIT`` or 2 GB, ``NDCG_EVAL_SPILL_DIR``
+    or the system's temporary folder). Raises ``InputError`` for bad input and
+    ``MemoryBudgetError`` when the budget cannot be met; ``target`` is then left as it was.
+    ``log`` receives one line per pass with its time."""
     files, label = _run_files(source)
     return _publish(_POOL, files, label, Path(target), pool or files[0].parent.name, fmt,
-                    memory_limit, spill_dir, max_spill, log)
+                    budget or Budget.of(), log)
 
 
 def publish_judgments(
@@ -133,9 +129,7 @@ def publish_judgments(
     *,
     version: str | None = None,
     fmt: str | None = None,
-    memory_limit: int | str | None = None,
-    spill_dir: str | Path | None = None,
-    max_spill: int | None = None,
+    budget: Budget | None = None,
     log: Callable[[str], None] | None = None,
 ) -> Published:
     """Validate a judgment version (one file, or several holding parts of it), sort it by
@@ -146,7 +140,7 @@ def publish_judgments(
     rubric, ...) pass through as the first file has them. Options as ``publish_pool``."""
     files = [Path(p) for p in ([source] if isinstance(source, (str, Path)) else source)]
     return _publish(_JUDGMENTS, files, ", ".join(map(str, files)), Path(target), version,
-                    fmt, memory_limit, spill_dir, max_spill, log)
+                    fmt, budget or Budget.of(), log)
 
 
 def _run_files(source) -> tuple[list[Path], str]:
@@ -172,11 +166,9 @@ def _is_run_file(path: Path) -> bool:
 
 
 def _publish(kind: _Kind, files: list[Path], label: str, target: Path, name: str | None,
-             fmt: str | None, memory_limit, spill_dir, max_spill, log) -> Published:
-    limit = parse_memory_limit(memory_limit)
+             fmt: str | None, budget: Budget, log) -> Published:
     lap = _stopwatch(log or (lambda line: None))
-    with tempfile.TemporaryDirectory(prefix="ndcg-eval-ingest-",
-                                     dir=spill_folder(spill_dir)) as scratch:
+    with budget.scratch("ndcg-eval-ingest-") as scratch:
         scratch = Path(scratch)
         prepared = []
         for number, path in enumerate(files):
@@ -191,9 +183,10 @@ def _publish(kind: _Kind, files: list[Path], label: str, target: Path, name: str
         lap(f"checked {len(files)} file(s) of {kind.what} {name!r}")
         ordered = sort_parquet(
             inputs, scratch / "sorted.parquet", kind.key, columns=columns,
-            dtypes={c: t for c, t in kind.dtypes.items() if c in columns}, memory_limit=limit,
-            spill_dir=scratch, max_spill=max_spill, step=f"sorting {kind.what} {name!r}")
-        lap(f"sorted by {', '.join(kind.key)} within {format_bytes(limit)}")
+            dtypes={c: t for c, t in kind.dtypes.items() if c in columns},
+            budget=dataclasses.replace(budget, spill_dir=scratch),
+            step=f"sorting {kind.what} {name!r}")
+        lap(f"sorted by {', '.join(kind.key)} within {format_bytes(budget.memory_limit)}")
         facts: dict = {}
         atomic_write(target, lambda tmp: facts.update(
             _hash_and_write(kind, ordered, tmp, files, inputs, label, fmt, name)))
@@ -373,14 +366,12 @@ def _refuse_duplicate(kind: _Kind, key: dict, files, inputs, label, fmt, name) -
         [], [])])
 
 
-def count_candidate_set_disagreements(path: str | Path, *, memory_limit=None, spill_dir=None
-                                      ) -> int:
+def count_candidate_set_disagreements(path: str | Path, budget: Budget | None = None) -> int:
     """Queries of a published pool whose rankers do not rank the same candidate set, counted
     out of core (``quality.candidate_set_disagreements(pool).height`` without the pool in
     memory). A (query, ranker) set is compared by its size and the XOR of its doc_ids' 64-bit
     hashes (keys are unique): two different sets agree only by a hash collision."""
-    limit = parse_memory_limit(memory_limit)
-    with spilling(limit, spill_dir, "comparing candidate sets") as connection:
+    with spilling(budget or Budget.of(), "comparing candidate sets") as connection:
         source = "read_parquet('" + str(path).replace("'", "''") + "')"
         return connection.execute(f"""
             WITH sets AS (SELECT query_id, ranker, count(*) AS n, bit_xor(hash(doc_id)) AS h

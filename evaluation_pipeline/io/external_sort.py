@@ -83,12 +83,28 @@ def format_bytes(size: int) -> str:
     return f"{size}B"
 
 
-def spill_folder(spill_dir: str | Path | None = None) -> Path:
-    """The folder sorts spill to: ``spill_dir``, else ``NDCG_EVAL_SPILL_DIR``, else the
-    system's temporary folder; created if missing."""
-    folder = Path(spill_dir or os.environ.get(SPILL_DIR_ENV) or tempfile.gettempdir())
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+@dataclass(frozen=True)
+class Budget:
+    """The memory a step may use (bytes, for the whole process), the folder it may spill to,
+    and at most how many bytes it may spill (``None``: the folder's free disk)."""
+
+    memory_limit: int
+    spill_dir: Path
+    max_spill: int | None = None
+
+    @classmethod
+    def of(cls, memory_limit: int | str | None = None, spill_dir: str | Path | None = None,
+           max_spill: int | None = None) -> Budget:
+        """From options as given (``--memory-limit``, a resource field), each falling back to
+        ``NDCG_EVAL_MEMORY_LIMIT`` (else 2 GB) and ``NDCG_EVAL_SPILL_DIR`` (else the system's
+        temporary folder)."""
+        folder = Path(spill_dir or os.environ.get(SPILL_DIR_ENV) or tempfile.gettempdir())
+        return cls(parse_memory_limit(memory_limit), folder, max_spill)
+
+    def scratch(self, prefix: str) -> tempfile.TemporaryDirectory:
+        """A temporary folder under the spill folder (created if missing), removed on exit."""
+        self.spill_dir.mkdir(parents=True, exist_ok=True)
+        return tempfile.TemporaryDirectory(prefix=prefix, dir=self.spill_dir)
 
 
 @dataclass(frozen=True)
@@ -107,21 +123,18 @@ def sort_parquet(
     *,
     columns: Sequence[str] | None = None,
     dtypes: Mapping[str, pl.DataType] | None = None,
-    memory_limit: int | str | None = None,
-    spill_dir: str | Path | None = None,
-    max_spill: int | None = None,
+    budget: Budget | None = None,
     step: str = "external sort",
 ) -> Path:
     """Write the rows of every input to ``target`` (one Parquet file, zstd) sorted by ``keys``.
 
     ``columns``: the output's columns in order (default: the first input's), each read by name
     or taken from the input's ``constants``; ``dtypes`` casts them (String, Float64, Int64).
-    ``max_spill``: bytes the spill may take (default: the free disk of the spill folder).
-    The file appears atomically (a temporary name beside ``target``, then a rename)."""
-    limit = parse_memory_limit(memory_limit)
+    ``budget``: default ``Budget.of()``. The file appears atomically (a temporary name beside
+    ``target``, then a rename)."""
     target = Path(target)
     inputs = [i if isinstance(i, SortInput) else SortInput(Path(i)) for i in inputs]
-    with spilling(limit, spill_dir, step, max_spill) as connection:
+    with spilling(budget or Budget.of(), step) as connection:
         if columns is None:
             described = connection.execute(
                 f"DESCRIBE SELECT * FROM read_parquet({_text(inputs[0].path)})").fetchall()
@@ -138,12 +151,13 @@ def sort_parquet(
 
 
 @contextmanager
-def spilling(limit: int, spill_dir: str | Path | None, step: str, max_spill: int | None = None):
-    """A DuckDB connection held to its share of ``limit``, spilling under ``spill_dir``; its
+def spilling(budget: Budget, step: str):
+    """A DuckDB connection held to its share of the budget, spilling under its folder; its
     out-of-memory and out-of-disk errors become :class:`MemoryBudgetError` naming ``step``."""
     import duckdb
 
-    with tempfile.TemporaryDirectory(prefix="ndcg-eval-spill-", dir=spill_folder(spill_dir)) as tmp:
+    limit = budget.memory_limit
+    with budget.scratch("ndcg-eval-spill-") as tmp:
         config = {
             "memory_limit": f"{max(int(limit * DUCKDB_SHARE), _MIN_DUCKDB_BYTES)}B",
             "temp_directory": tmp,
@@ -151,8 +165,8 @@ def spilling(limit: int, spill_dir: str | Path | None, step: str, max_spill: int
             # input order of ties, which costs memory and which no key here has.
             "preserve_insertion_order": False,
         }
-        if max_spill is not None:
-            config["max_temp_directory_size"] = f"{max_spill}B"
+        if budget.max_spill is not None:
+            config["max_temp_directory_size"] = f"{budget.max_spill}B"
         connection = duckdb.connect(config=config)
         try:
             yield connection
