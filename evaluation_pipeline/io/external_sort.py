@@ -3,7 +3,7 @@
 DuckDB's ``ORDER BY`` runs out of core: past its ``memory_limit`` it spills sorted runs to
 ``temp_directory`` and merges them. It was chosen by measurement (``benchmarks/external_sort.py``)
 over polars' streaming engine (which sorted 30M rows in memory, 3.7 GB, with no spill) and
-over sorted runs merged k ways in Python (within budget, but 1.7x to 2.3x DuckDB's time). Strings compare byte-wise (DuckDB's default binary collation), the order of
+over sorted runs merged k ways in Python (within budget, but 2.3x to 2.4x DuckDB's wall time). Strings compare byte-wise (DuckDB's default binary collation), the order of
 the contract's canonical keys.
 
 The budget is the whole process's: DuckDB gets a share of it, the rest is left for the
