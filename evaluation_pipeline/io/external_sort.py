@@ -3,8 +3,9 @@
 DuckDB's ``ORDER BY`` runs out of core: past its ``memory_limit`` it spills sorted runs to
 ``temp_directory`` and merges them. It was chosen by measurement (``benchmarks/external_sort.py``)
 over polars' streaming engine (which sorted 30M rows in memory, 3.7 GB, with no spill) and
-over sorted runs merged k ways in Python (within budget, but 2.3x to 2.4x DuckDB's wall time). Strings compare byte-wise (DuckDB's default binary collation), the order of
-the contract's canonical keys.
+over sorted runs merged k ways in Python (within budget, but 2.3x to 2.4x DuckDB's wall
+time). Strings compare byte-wise (DuckDB's default binary collation), the order of the
+contract's canonical keys.
 
 The budget is the whole process's: DuckDB gets a share of it, the rest is left for the
 interpreter and for the caller's batches. A sort that cannot finish within it raises
