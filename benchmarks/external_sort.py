@@ -53,7 +53,8 @@ def child(method: str, folder: Path, out: Path, limit: int, spill: Path) -> None
     elif method == "ingest":
         from evaluation_pipeline.core.bounded_ingest import publish_pool
 
-        publish_pool(files, out, pool="bench-pool", budget=budget, log=lambda line: print(line, file=sys.stderr, flush=True))
+        publish_pool(files, out, pool="bench-pool", budget=budget,
+                     log=lambda line: print(line, file=sys.stderr, flush=True))
 
 
 def kway(files: list[str], out: Path, limit: int, spill: Path) -> None:
