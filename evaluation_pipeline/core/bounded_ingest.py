@@ -1,0 +1,384 @@
+"""Publish a judgment version or a candidate pool in bounded memory, whatever its size or order.
+
+Three passes, none holding more than a batch of rows plus DuckDB's share of the budget:
+
+1. **Checks, file by file, in batches.** Every row rule of the pandera model (types, nulls,
+   non-empty ids, finite scores, grades) is a row-local rule, so the model's screen
+   (``schemas.screening.screen``) runs on batches of each file as it comes. A Parquet file
+   whose columns already have the contract's types is read this way; any other file (CSV,
+   TREC, Parquet needing conversions) is read whole by its existing reader, one file at a time,
+   and spilled as Parquet. A batch the screen refuses is handed to the existing reader of its
+   file, which words the refusal exactly as the in-memory path does.
+2. **Canonical key order** by the external sort (``io.external_sort``), which spills to disk.
+3. **Cross-row rules, content hash and publishing** over the sorted file, in batches of whole
+   (ranker, query_id) or query_id blocks: the content SHA-256 is fed block by block
+   (``core.hashing.StreamingDigest``, byte-identical to ``pool_sha256``/``judgments_sha256`` of
+   the whole frame), a repeated key sits inside one block, where the digest's blocks flag it,
+   and the rows are written to the target, which appears atomically once all of it passed.
+
+Refusals leave the bounds on purpose: the file that broke a rule is read whole by its reader,
+so that the message is the in-memory path's to the byte. A key repeated across files has no
+such message (each file alone is fine); it is refused naming the files and rows of the first
+repeated key in key order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from evaluation_pipeline.core.hashing import StreamingDigest
+from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.io.external_sort import (
+    Budget,
+    SortInput,
+    format_bytes,
+    sort_parquet,
+    spilling,
+)
+from evaluation_pipeline.io.readers import detect_format, read_judgments, read_run
+from schemas import columns as cols
+from schemas import screening
+from schemas.errors import InputError, violation
+
+# Rows read back per batch. At ~150 bytes a row this is some 40 MB, a few copies of which
+# (Arrow batch, frame, blocks, writer) with the interpreter's ~300 MB fit in the half of a
+# budget of 1 GB or more that DuckDB does not get.
+BATCH_ROWS = 250_000
+
+
+@dataclass(frozen=True)
+class Published:
+    """What ``publish_pool``/``publish_judgments`` wrote, with the facts a manifest records.
+
+    ``rankers``: per ranker ``{"ranker", "n_queries", "n_candidates"}`` (pools), as
+    ``quality.ranker_counts``; ``grade_distribution``: rows per grade, ``unknown`` for explicit
+    unknowns (judgments), as ``quality.grade_distribution``."""
+
+    path: Path
+    name: str
+    sha256: str
+    rows: int
+    rankers: list[dict] = field(default_factory=list)
+    grade_distribution: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """What differs between a pool and a judgment version."""
+
+    model: str
+    name_column: str
+    what: str
+    key: tuple[str, ...]  # the canonical sort key; all but the last make a block
+    columns: tuple[str, ...]
+    dtypes: dict
+    digest: str
+    read: Callable[..., pl.DataFrame]  # the existing reader: (path, fmt, name, check_keys)
+    optional: tuple[str, ...]  # columns a file may lack: the name column, a pool's ranker
+
+
+_POOL = _Kind(
+    "CandidatePool", "candidate_pool", "candidate pool", cols.POOL_KEY, cols.RUN_COLUMNS,
+    cols.RUN_DTYPES, "pool",
+    lambda path, fmt, name, check_keys: read_run(path, fmt, pool=name, check_keys=check_keys),
+    ("candidate_pool", "ranker"),
+)
+_JUDGMENTS = _Kind(
+    "Judgments", "judgment_version", "judgment version", cols.JUDGMENT_KEY,
+    cols.JUDGMENT_COLUMNS, cols.JUDGMENT_DTYPES, "judgments",
+    lambda path, fmt, name, check_keys: read_judgments(path, fmt, version=name,
+                                                       check_keys=check_keys),
+    ("judgment_version",),
+)
+
+
+def publish_pool(
+    source: str | Path | Sequence[str | Path],
+    target: str | Path,
+    *,
+    pool: str | None = None,
+    fmt: str | None = None,
+    budget: Budget | None = None,
+    log: Callable[[str], None] | None = None,
+) -> Published:
+    """Validate a pool folder (or run files), sort it by (ranker, query_id, doc_id), hash it and
+    write it to ``target`` as one Parquet file, in bounded memory.
+
+    The rules, names and defaults are ``read_pool``'s: the pool is ``pool`` or the folder's
+    name, a file without a ``ranker`` column is its file's stem. ``budget``: memory and spill
+    folder (default ``Budget.of()``: ``NDCG_EVAL_MEMORY_LIMIT`` or 2 GB, ``NDCG_EVAL_SPILL_DIR``
+    or the system's temporary folder). Raises ``InputError`` for bad input and
+    ``MemoryBudgetError`` when the budget cannot be met; ``target`` is then left as it was.
+    ``log`` receives one line per pass with its time."""
+    files, label = _run_files(source)
+    return _publish(_POOL, files, label, Path(target), pool or files[0].parent.name, fmt,
+                    budget or Budget.of(), log)
+
+
+def publish_judgments(
+    source: str | Path | Sequence[str | Path],
+    target: str | Path,
+    *,
+    version: str | None = None,
+    fmt: str | None = None,
+    budget: Budget | None = None,
+    log: Callable[[str], None] | None = None,
+) -> Published:
+    """Validate a judgment version (one file, or several holding parts of it), sort it by
+    (query_id, doc_id), hash it and write it to ``target``, in bounded memory.
+
+    The rules, names and defaults are ``read_judgments``': the version is ``version``, else the
+    file's ``judgment_version`` column, else the (first) file's stem. Other columns (judge,
+    rubric, ...) pass through as the first file has them. Options as ``publish_pool``."""
+    files = [Path(p) for p in ([source] if isinstance(source, (str, Path)) else source)]
+    return _publish(_JUDGMENTS, files, ", ".join(map(str, files)), Path(target), version,
+                    fmt, budget or Budget.of(), log)
+
+
+def _run_files(source) -> tuple[list[Path], str]:
+    """A pool folder's run files as ``read_pool`` lists them, or the files given."""
+    if isinstance(source, (str, Path)) and Path(source).is_dir():
+        folder = Path(source)
+        files = sorted(p for p in folder.iterdir() if p.is_file()
+                       and not p.name.startswith(("_", ".")) and _is_run_file(p))
+        if not files:
+            raise InputError(str(folder), [violation("(folder)", "a pool folder needs at least "
+                                                     "one run file (.parquet, .csv, .run)", [])])
+        return files, str(folder)
+    files = [Path(p) for p in ([source] if isinstance(source, (str, Path)) else source)]
+    return files, ", ".join(map(str, files))
+
+
+def _is_run_file(path: Path) -> bool:
+    try:
+        detect_format(path, None)
+    except InputError:
+        return False
+    return True
+
+
+def _publish(kind: _Kind, files: list[Path], label: str, target: Path, name: str | None,
+             fmt: str | None, budget: Budget, log) -> Published:
+    lap = _stopwatch(log or (lambda line: None))
+    with budget.scratch("ndcg-eval-ingest-") as scratch:
+        scratch = Path(scratch)
+        prepared = []
+        for number, path in enumerate(files):
+            sort_input, name, found = _prepare(kind, path, fmt, name, scratch / f"in-{number}")
+            prepared.append((sort_input, found))
+        # The first file's columns are published; a later file lacking an extra one (a
+        # judgment's rubric, say) gives it as null.
+        columns = prepared[0][1]
+        inputs = [SortInput(i.path, {**i.constants, **{c: None for c in columns
+                                                        if c not in found}})
+                  for i, found in prepared]
+        lap(f"checked {len(files)} file(s) of {kind.what} {name!r}")
+        ordered = sort_parquet(
+            inputs, scratch / "sorted.parquet", kind.key, columns=columns,
+            dtypes={c: t for c, t in kind.dtypes.items() if c in columns},
+            budget=dataclasses.replace(budget, spill_dir=scratch),
+            step=f"sorting {kind.what} {name!r}")
+        lap(f"sorted by {', '.join(kind.key)} within {format_bytes(budget.memory_limit)}")
+        facts: dict = {}
+        atomic_write(target, lambda tmp: facts.update(
+            _hash_and_write(kind, ordered, tmp, files, inputs, label, fmt, name)))
+        lap(f"hashed {facts['rows']:,} rows and wrote {target}")
+    return Published(path=target, name=name, **facts)
+
+
+def _stopwatch(log: Callable[[str], None]) -> Callable[[str], None]:
+    """``lap(text)`` logs ``text`` with the seconds since the previous lap."""
+    last = [time.perf_counter()]
+
+    def lap(text: str) -> None:
+        now = time.perf_counter()
+        log(f"{text} ({now - last[0]:.1f} s)")
+        last[0] = now
+    return lap
+
+
+# -- pass 1: row rules, file by file ----------------------------------------------------------
+
+
+def _prepare(kind: _Kind, path: Path, fmt: str | None, name: str | None, spilled: Path
+             ) -> tuple[SortInput, str, list[str]]:
+    """The file as a sort input, the name it establishes, and the columns it contributes.
+
+    Screened in batches when its columns already have the contract's types; otherwise read
+    whole by its reader (the in-memory path, one file at a time) and spilled as Parquet."""
+    schema = _parquet_schema(path) if detect_format(path, fmt) == "parquet" else None
+    if schema is not None and _contract_typed(kind, schema):
+        # The readers' defaults: a run file without a ranker column is its file's stem, a
+        # version without its name column is the asked name, else the file's stem.
+        defaults = {"ranker": path.stem, kind.name_column: name or path.stem}
+        constants = {c: defaults[c] for c in kind.optional if c not in schema}
+        name = constants.get(kind.name_column, name)
+        screened, name = _screen_batches(kind, path, fmt, name, constants)
+        if screened:
+            columns = [*schema, *(c for c in constants if c not in schema)]
+            return SortInput(path, constants), name, _published_columns(kind, columns)
+    frame = kind.read(path, fmt, name, False)
+    name = frame.select(pl.col(kind.name_column).first()).item()
+    frame = frame.select(_published_columns(kind, frame.columns))
+    frame.write_parquet(spilled.with_suffix(".parquet"))
+    return SortInput(spilled.with_suffix(".parquet")), name, frame.columns
+
+
+def _published_columns(kind: _Kind, columns: list[str]) -> list[str]:
+    """Pools publish the contract's columns (``read_pool`` selects them); judgment versions
+    keep the reader's order, which puts a missing ``judgment_version`` last, and any extras."""
+    return list(kind.columns) if kind is _POOL else columns
+
+
+def _parquet_schema(path: Path) -> dict | None:
+    try:
+        schema = pl.scan_parquet(path, glob=False).collect_schema()
+        empty = pq.ParquetFile(path).metadata.num_rows == 0
+    except (pl.exceptions.PolarsError, OSError):
+        return None  # the reader says what is wrong with it
+    return None if empty else dict(schema)
+
+
+def _contract_typed(kind: _Kind, schema: dict) -> bool:
+    """Every contract column present with its contract type (the name column and a pool's
+    ranker may be absent), and a display ``rank``, if any, stored as int64."""
+    if any(schema.get(c, None if c in kind.optional else False) not in (t, None)
+           for c, t in kind.dtypes.items()):
+        return False
+    return schema.get(cols.RANK, pl.Int64) == pl.Int64
+
+
+def _screen_batches(kind: _Kind, path: Path, fmt, name: str | None, constants: dict
+                    ) -> tuple[bool, str]:
+    """Screen the file a batch at a time. (False, name) when a batch needs the reader's own
+    conversion (a judgment's grade_status with padding); a refused batch raises the reader's
+    message for the whole file."""
+    needed = [c for c in kind.dtypes if c not in constants]
+    expected = name
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS, columns=needed):
+        frame = pl.from_arrow(batch).with_columns(
+            pl.lit(v, dtype=pl.String).alias(c) for c, v in constants.items())
+        if kind is _JUDGMENTS and not _holds(frame, (pl.col("grade_status") == pl.col(
+                "grade_status").str.strip_chars()).all()):
+            return False, name
+        if expected is None:
+            expected = frame.select(pl.col(kind.name_column).first()).item()
+        if not (screening.screen(kind.model, frame, check_keys=False)
+                and _holds(frame, (pl.col(kind.name_column) == expected).all())):
+            _refuse(kind, path, fmt, name)
+    return True, expected
+
+
+def _holds(frame: pl.DataFrame, rule: pl.Expr) -> bool:
+    return bool(frame.select(rule).item())
+
+
+def _refuse(kind: _Kind, path: Path, fmt, name: str | None) -> None:
+    """Raise the in-memory path's own message for ``path`` (read whole: refusals only)."""
+    kind.read(path, fmt, name, True)
+    raise InputError(str(path), [violation(kind.name_column, f"one {kind.what} per file: the "
+                                           f"file names another {kind.what} than {name!r}", [])])
+
+
+# -- pass 3: keys, content hash, publishing ---------------------------------------------------
+
+
+def _hash_and_write(kind: _Kind, ordered: Path, tmp: Path, files, inputs, label, fmt, name
+                    ) -> dict:
+    digest = StreamingDigest(kind.digest)
+    rankers: dict[str, list[int]] = {}
+    grades: Counter = Counter()
+    rows = 0
+    writer = None
+    try:
+        for frame in _whole_blocks(ordered, list(kind.key[:-1])):
+            blocks = digest.update(frame)
+            if blocks.duplicate >= 0:
+                _refuse_duplicate(kind, blocks.duplicate_key(), files, inputs, label, fmt, name)
+            rows += frame.height
+            if kind is _POOL:
+                for ranker, queries, candidates in frame.group_by("ranker").agg(
+                        pl.col("query_id").n_unique(), pl.len()).iter_rows():
+                    counts = rankers.setdefault(ranker, [0, 0])
+                    counts[0] += queries
+                    counts[1] += candidates
+            else:
+                grades.update(dict(frame.select(pl.when(pl.col("grade_status") == cols.UNKNOWN)
+                                                .then(pl.lit(cols.UNKNOWN))
+                                                .otherwise(pl.col("grade").cast(pl.String)))
+                                   .to_series().value_counts().iter_rows()))
+            table = frame.to_arrow()
+            writer = writer or pq.ParquetWriter(tmp, table.schema, compression="zstd")
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
+    return {
+        "sha256": digest.hexdigest(), "rows": rows,
+        "rankers": [{"ranker": r, "n_queries": q, "n_candidates": n}
+                    for r, (q, n) in sorted(rankers.items())],
+        "grade_distribution": dict(sorted(grades.items())),
+    }
+
+
+def _whole_blocks(path: Path, block_key: list[str]) -> Iterator[pl.DataFrame]:
+    """The sorted file in batches that never cut a block: a batch's last block waits for the
+    next batch (a (ranker, query_id) block may span many)."""
+    carry = None
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
+        frame = pl.from_arrow(batch)
+        frame = frame if carry is None else pl.concat([carry, frame])
+        last = frame.select(block_key).row(-1)
+        tail = frame.select(pl.all_horizontal(pl.col(c) == v for c, v in zip(block_key, last))
+                            .arg_true().first()).item()
+        carry = frame.slice(tail)
+        if tail:
+            yield frame.slice(0, tail)
+    if carry is not None and carry.height:
+        yield carry
+
+
+def _refuse_duplicate(kind: _Kind, key: dict, files, inputs, label, fmt, name) -> None:
+    """A key seen twice. In one file, its reader's message; across files, name both."""
+    where = []
+    for path, source in zip(files, inputs):
+        found = pl.scan_parquet(source.path, glob=False).with_row_index("row", offset=1) \
+            .with_columns(pl.lit(v, dtype=pl.String).alias(c) for c, v in
+                          source.constants.items()) \
+            .filter(pl.all_horizontal(pl.col(c) == v for c, v in key.items())) \
+            .select("row").collect()["row"].to_list()
+        where += [(path, row) for row in found]
+    holders = {path for path, _ in where}
+    if len(holders) == 1:
+        _refuse(kind, holders.pop(), fmt, name)
+    key_text = ", ".join(key)
+    shown = "; ".join(f"{path.name} row {row}" for path, row in where[:5])
+    raise InputError(label, [violation(
+        key_text, f"({key_text}) must be unique: duplicate rows across files ({shown})",
+        [], [])])
+
+
+def count_candidate_set_disagreements(path: str | Path, budget: Budget | None = None) -> int:
+    """Queries of a published pool whose rankers do not rank the same candidate set, counted
+    out of core (``quality.candidate_set_disagreements(pool).height`` without the pool in
+    memory). A (query, ranker) set is compared by its size and the XOR of its doc_ids' 64-bit
+    hashes (keys are unique): two different sets agree only by a hash collision."""
+    with spilling(budget or Budget.of(), "comparing candidate sets") as connection:
+        source = "read_parquet('" + str(path).replace("'", "''") + "')"
+        return connection.execute(f"""
+            WITH sets AS (SELECT query_id, ranker, count(*) AS n, bit_xor(hash(doc_id)) AS h
+                          FROM {source} GROUP BY query_id, ranker),
+                 per_query AS (SELECT query_id, count(*) AS n_rankers,
+                                      count(DISTINCT (n, h)) AS n_sets
+                               FROM sets GROUP BY query_id)
+            SELECT count(*) FROM per_query
+            WHERE n_rankers < (SELECT count(DISTINCT ranker) FROM {source}) OR n_sets > 1
+        """).fetchone()[0]

@@ -1,0 +1,212 @@
+"""Bounded-memory ingest: the published rows and content hashes equal the in-memory path's.
+
+The pool is several shuffled ranker files (one without a ranker column, one CSV read by its
+reader), with ids that are prefixes of one another, multi-byte UTF-8 and a -0.0 score, under a
+budget that makes the sort spill: the same budget with no disk to spill to fails.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import polars as pl
+import pytest
+
+from evaluation_pipeline.core.bounded_ingest import (
+    count_candidate_set_disagreements,
+    publish_judgments,
+    publish_pool,
+)
+from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
+from evaluation_pipeline.io.external_sort import (
+    MEMORY_LIMIT_ENV,
+    Budget,
+    MemoryBudgetError,
+    SortInput,
+    parse_memory_limit,
+    sort_parquet,
+)
+from evaluation_pipeline.io.readers import read_judgments, read_pool
+from schemas.errors import EvaluationError, InputError
+
+POOL_KEY = ["ranker", "query_id", "doc_id"]
+# DuckDB's share, 80 MB, is less than the pool's sort needs: it spills (see the test below).
+BUDGET = Budget.of("160MB")
+QUERIES, CANDIDATES = 1500, 100
+
+
+def candidates(rng: np.random.Generator) -> pl.DataFrame:
+    """Every query's candidates, in key order; ids built to test byte-wise ordering."""
+    q = np.repeat(np.arange(QUERIES), CANDIDATES)
+    d = np.tile(np.arange(CANDIDATES), QUERIES)
+    query_id = pl.Series([f"https://example.org/q/{n}" if n % 7 else f"é{n}"
+                          for n in range(QUERIES)])[q]
+    doc_id = pl.Series([f"https://example.org/docs/{n}" for n in range(CANDIDATES)])[d] + pl.Series(
+        np.where(q % 5 == 0, "x", "")).cast(pl.String)
+    return pl.DataFrame({"query_id": query_id, "doc_id": doc_id})
+
+
+def shuffled(frame: pl.DataFrame, rng: np.random.Generator) -> pl.DataFrame:
+    return frame[rng.permutation(frame.height)]
+
+
+@pytest.fixture
+def pool_folder(tmp_path):
+    rng = np.random.default_rng(3)
+    base = candidates(rng)
+    folder = tmp_path / "landing" / "nightly"
+    folder.mkdir(parents=True)
+    for number, ranker in enumerate(["bm25", "dense", "hybrid"]):
+        frame = base.with_columns(pl.Series("score", np.round(rng.normal(size=base.height), 1)))
+        frame = shuffled(frame, rng)
+        if number == 0:
+            frame = frame.with_columns(pl.lit("bm25").alias("ranker"),
+                                       pl.when(pl.int_range(pl.len()) == 5).then(-0.0)
+                                       .otherwise(pl.col("score")).alias("score"))
+            frame.write_parquet(folder / "first.parquet", row_group_size=20_000)
+        elif number == 1:  # no ranker column: the file's stem names it
+            frame.write_parquet(folder / f"{ranker}.parquet", row_group_size=20_000)
+        else:  # text, read whole by its reader: 300 whole queries, one of them short of a row
+            shown = frame.filter(pl.col("query_id").is_in(base["query_id"].unique().sort()
+                                                          .head(300).implode())).slice(1)
+            shown.with_columns(pl.lit(ranker).alias("ranker")).write_csv(folder / "hybrid.csv")
+    return folder
+
+
+def test_pool_of_unsorted_files_equals_the_in_memory_path(pool_folder, tmp_path):
+    target = tmp_path / "published" / "pool.parquet"
+    lines = []
+    budget = dataclasses.replace(BUDGET, spill_dir=tmp_path / "spill")
+    published = publish_pool(pool_folder, target, budget=budget, log=lines.append)
+    assert [line.split(" ")[0] for line in lines] == ["checked", "sorted", "hashed"]
+    assert list((tmp_path / "spill").iterdir()) == []  # the spill is cleaned up
+    expected = read_pool(pool_folder).sort(POOL_KEY)
+    assert pl.read_parquet(target).equals(expected)
+    assert published.sha256 == pool_sha256(expected)
+    assert published.rows == expected.height and published.name == "nightly"
+    counts = expected.group_by("ranker").agg(pl.col("query_id").n_unique().alias("n_queries"),
+                                             pl.len().alias("n_candidates")).sort("ranker")
+    assert published.rankers == counts.to_dicts()
+    # The CSV ranker misses all queries but 300, and one candidate of those.
+    assert count_candidate_set_disagreements(target, budget=BUDGET) == QUERIES - 300 + 1
+
+
+def test_that_budget_makes_the_sort_spill(pool_folder, tmp_path):
+    """The same files and budget as above, with no disk to spill to, cannot be sorted."""
+    target = tmp_path / "pool.parquet"
+    with pytest.raises(MemoryBudgetError, match=r"^sorting candidate pool 'nightly': cannot "
+                       r"finish within the memory budget of 160MB .*--memory-limit"):
+        publish_pool(pool_folder, target, budget=dataclasses.replace(BUDGET, max_spill=0))
+    assert not target.exists() and list(tmp_path.iterdir()) == [tmp_path / "landing"]
+
+
+def test_sort_parquet_gives_files_their_missing_columns(pool_folder, tmp_path):
+    files = [SortInput(pool_folder / "first.parquet"),
+             SortInput(pool_folder / "dense.parquet", {"ranker": "dense"})]
+    expected = pl.concat([pl.read_parquet(pool_folder / "first.parquet"),
+                          pl.read_parquet(pool_folder / "dense.parquet")
+                          .with_columns(pl.lit("dense").alias("ranker"))]).sort(POOL_KEY)
+    out = sort_parquet(files, tmp_path / "sorted.parquet", POOL_KEY, budget=BUDGET)
+    assert pl.read_parquet(out).equals(expected)
+
+
+def test_judgments_in_any_order_equal_the_in_memory_path(tmp_path):
+    rng = np.random.default_rng(5)
+    base = candidates(rng).sample(fraction=0.3, seed=1)
+    unknown = rng.random(base.height) < 0.02
+    frame = base.with_columns(
+        pl.Series("grade", rng.integers(0, 4, base.height)).set(pl.Series(unknown), None),
+        pl.Series("grade_status", np.where(unknown, "unknown", "graded")),
+        pl.lit("assessor-1").alias("judge"),
+    )
+    source = tmp_path / "v7.parquet"
+    shuffled(frame, rng).write_parquet(source, row_group_size=10_000)
+    published = publish_judgments(source, tmp_path / "out.parquet", budget=BUDGET)
+    expected = read_judgments(source).sort("query_id", "doc_id")
+    assert pl.read_parquet(published.path).equals(expected)
+    assert published.sha256 == judgments_sha256(expected) and published.name == "v7"
+    grades = expected.select(pl.when(pl.col("grade_status") == "unknown").then(pl.lit("unknown"))
+                             .otherwise(pl.col("grade").cast(pl.String)))
+    assert published.grade_distribution == dict(sorted(grades.to_series().value_counts()
+                                                       .iter_rows()))
+
+
+def _refusal(call) -> InputError:
+    with pytest.raises(InputError) as caught:
+        call()
+    return caught.value
+
+
+def test_a_key_repeated_across_files_is_refused_naming_both(pool_folder, tmp_path):
+    first = pl.read_parquet(pool_folder / "first.parquet")
+    first.head(3).write_parquet(pool_folder / "late.parquet")  # ranker bm25 again
+    target = tmp_path / "pool.parquet"
+    error = _refusal(lambda: publish_pool(pool_folder, target, budget=BUDGET))
+    assert error.source == str(pool_folder)
+    [rule] = error.violations
+    assert rule.column == "ranker, query_id, doc_id"
+    assert "must be unique: duplicate rows across files" in rule.rule
+    assert "first.parquet row " in rule.rule and "late.parquet row " in rule.rule
+    assert not target.exists() and not any(p.name.startswith(".") for p in tmp_path.iterdir())
+
+
+def test_a_key_repeated_in_one_file_is_worded_as_the_in_memory_path(pool_folder, tmp_path):
+    dense = pl.read_parquet(pool_folder / "dense.parquet")
+    pl.concat([dense, dense.slice(100, 2)]).write_parquet(pool_folder / "dense.parquet")
+    error = _refusal(lambda: publish_pool(pool_folder, tmp_path / "pool.parquet",
+                                          budget=BUDGET))
+    assert str(error) == str(_refusal(lambda: read_pool(pool_folder)))
+    assert "dense.parquet" in error.source and "must be unique" in str(error)
+
+
+@pytest.mark.parametrize("column, value, words", [
+    ("grade", -1, "grades are integers >= 0"),
+    ("grade_status", "maybe", "must be one of"),
+])
+def test_a_bad_grade_is_worded_as_the_in_memory_path(tmp_path, column, value, words):
+    rng = np.random.default_rng(8)
+    frame = candidates(rng).head(50_000).with_columns(pl.lit(2, dtype=pl.Int64).alias("grade"),
+                                                      pl.lit("graded").alias("grade_status"))
+    frame = shuffled(frame, rng).with_columns(
+        pl.when(pl.int_range(pl.len()) == 41_234).then(pl.lit(value)).otherwise(pl.col(column))
+        .alias(column))
+    source = tmp_path / "v1.parquet"
+    frame.write_parquet(source, row_group_size=8_000)
+    error = _refusal(lambda: publish_judgments(source, tmp_path / "out.parquet",
+                                               budget=BUDGET))
+    assert str(error) == str(_refusal(lambda: read_judgments(source)))
+    assert error.source == str(source) and words in str(error) and "row 41235" in str(error)
+    assert [v.column for v in error.violations] == [column]
+
+
+def test_a_nan_score_is_worded_as_the_in_memory_path(pool_folder, tmp_path):
+    dense = pl.read_parquet(pool_folder / "dense.parquet")
+    dense.with_columns(pl.when(pl.int_range(pl.len()) == 7).then(float("nan"))
+                       .otherwise(pl.col("score")).alias("score")).write_parquet(
+        pool_folder / "dense.parquet")
+    error = _refusal(lambda: publish_pool(pool_folder, tmp_path / "pool.parquet",
+                                          budget=BUDGET))
+    assert str(error) == str(_refusal(lambda: read_pool(pool_folder)))
+    assert "score" in str(error) and "row 8" in str(error)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("2GB", 2_000_000_000), ("512MB", 512_000_000), ("1.5 GB", 1_500_000_000),
+    ("4GiB", 4 * 1024**3), ("300000000", 300_000_000), (64_000_000, 64_000_000),
+])
+def test_budgets_as_people_write_them(text, expected):
+    assert parse_memory_limit(text) == expected
+
+
+def test_the_budget_comes_from_the_environment_then_the_default(monkeypatch):
+    monkeypatch.delenv(MEMORY_LIMIT_ENV, raising=False)
+    assert parse_memory_limit(None) == 2_000_000_000
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "750MB")
+    assert parse_memory_limit(None) == parse_memory_limit("") == 750_000_000
+
+
+@pytest.mark.parametrize("text", ["two gigs", "2XB", "-1GB", "1MB"])
+def test_a_budget_that_is_not_one_is_refused(text):
+    with pytest.raises(EvaluationError, match="memory limit"):
+        parse_memory_limit(text)
