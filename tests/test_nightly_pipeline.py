@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
+from typing import Self
 
 import dagster as dg
 import polars as pl
@@ -23,7 +24,11 @@ from evaluation_pipeline.core.history import check_unique
 from evaluation_pipeline.core.nightly import READY_AT, describe_regression
 from evaluation_pipeline.definitions import build_definitions
 from evaluation_pipeline.io.alerts import read_alerts
-from evaluation_pipeline.orchestration.example_week import QUERIES_NAME, generator, run_week
+from evaluation_pipeline.orchestration.example_week import (
+    QUERIES_NAME,
+    generator,
+    run_week,
+)
 from evaluation_pipeline.orchestration.local_runner import LocalRunner, RunOutcome
 from evaluation_pipeline.orchestration.partitions import evaluation_key
 from evaluation_pipeline.orchestration.resources import NightlyWatch
@@ -58,7 +63,7 @@ class Webhook:
         self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def __enter__(self) -> Webhook:
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 
@@ -242,3 +247,9 @@ def test_the_report_materialization_carries_a_number_per_ranker_and_cutoff(week:
         for cutoff in (5, 10):
             assert isinstance(metadata[f"ndcg@{cutoff}/{ranker}"].value, float)
     assert metadata["alerted"].value is False  # the rerun
+    history = week.instance.get_latest_materialization_event(
+        dg.AssetKey("evaluation_history")).asset_materialization
+    assert history.partition == evaluation_key(week.gen.REGRESSION_NIGHT,
+                                               week.gen.JUDGMENT_VERSION_2)
+    assert history.metadata["dagster/row_count"].value == week.history().height
+    assert history.metadata["evaluations"].value == len(week.evaluations())

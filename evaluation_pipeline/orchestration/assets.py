@@ -2,14 +2,15 @@
 
 Ingest assets (``judgments``, ``candidate_pools``, ``queries``) publish validated inputs to the
 storage once per name and return a data version equal to their content SHA-256. Evaluation
-assets (``query_scores``, ``evaluation_report``) carry a code version derived from the project
-version and the spec_id, so changing the spec marks them stale.
+assets (``query_scores``, ``evaluation_report``, ``evaluation_history``) carry a code version
+derived from the project version and the spec_id, so changing the spec marks them stale.
 
 ``evaluation_report`` also takes the evaluation's step of the nightly watch: the comparison with
-the previous night goes into the report, the evaluation into ``history/``, and a regression of
-the newest night into an alert.
+the previous night goes into the report, the evaluation into ``evaluation_history`` (materialized
+by the same step), and a regression of the newest night into an alert.
 """
 
+from collections.abc import Iterator
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -64,7 +65,7 @@ from evaluation_pipeline.orchestration.selection import published_versions
 from evaluation_pipeline.report import ReportConfig, headline_markdown, write_report
 from evaluation_pipeline.report.trend import render_trend
 from evaluation_pipeline.spec import EvaluationSpec
-from schemas.columns import UNKNOWN
+from schemas.columns import EVALUATION_KEY, UNKNOWN
 from schemas.names import check_safe_name
 
 INGEST_GROUP = "ingest"
@@ -72,6 +73,8 @@ EVALUATION_GROUP = "evaluation"
 # The concurrency pool of scoring: its limit (dagster.yaml `concurrency: pools:`, or `dagster
 # instance concurrency set`) caps how many pool x version evaluations score at once, across runs.
 SCORING_POOL = "ndcg_scoring"
+REPORT_ASSET = "evaluation_report"
+HISTORY_ASSET = "evaluation_history"
 
 
 def evaluation_code_version(spec: EvaluationSpec) -> str:
@@ -320,8 +323,8 @@ def _alert(context: dg.AssetExecutionContext, storage: EvaluationStorage, watch:
 
 
 def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
-    """``query_scores`` and ``evaluation_report`` under ``spec`` (its spec_id is in the code
-    version, so a changed spec marks every partition stale)."""
+    """``query_scores`` and ``evaluation_report`` (with ``evaluation_history``) under ``spec``
+    (its spec_id is in the code version, so a changed spec marks every partition stale)."""
     code_version = evaluation_code_version(spec)
     # Follow new upstream partitions, but never past a failed blocking check of an input.
     automation = (
@@ -366,22 +369,41 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
                 f"{lineage.judgments_sha256[:16]}-{lineage.pool_sha256[:16]}-{spec.spec_id}"),
         )
 
-    @dg.asset(
+    # One step writes both: the report's nightly section and the history row it adds are
+    # decided together, under the history's lock.
+    @dg.multi_asset(
+        name="evaluation_report",
         partitions_def=evaluation_partitions,
-        group_name=EVALUATION_GROUP,
-        kinds={"polars", "html"},
-        code_version=code_version,
-        automation_condition=automation,
-        deps=[query_scores, queries],
-        metadata={"spec_id": spec.spec_id},
-        description="Aggregates, intervals, ranker comparison, the comparison with the previous "
-        "night and the report, with lineage; then the evaluation history and, when the newest "
-        "night regressed, an alert.",
+        specs=[
+            dg.AssetSpec(
+                REPORT_ASSET,
+                group_name=EVALUATION_GROUP,
+                kinds={"polars", "html"},
+                code_version=code_version,
+                automation_condition=automation,
+                deps=[query_scores, queries],
+                metadata={"spec_id": spec.spec_id},
+                description="Aggregates, intervals, ranker comparison, the comparison with the "
+                "previous night and the report, with lineage; when the newest night regressed, "
+                "an alert.",
+            ),
+            dg.AssetSpec(
+                HISTORY_ASSET,
+                group_name=EVALUATION_GROUP,
+                kinds={"polars", "parquet", "html"},
+                code_version=code_version,
+                automation_condition=automation,
+                deps=[REPORT_ASSET],
+                description="Every evaluation's aggregates night after night "
+                f"({'/'.join(history_file())}, a rerun replaces its rows) and the trend page "
+                f"({'/'.join(history_html_file())}).",
+            ),
+        ],
     )
     def evaluation_report(
         context: dg.AssetExecutionContext, storage: EvaluationStorage, scoring: ScoringEngine,
         watch: NightlyWatch,
-    ) -> dg.MaterializeResult:
+    ) -> Iterator[dg.MaterializeResult]:
         pool, version = split_evaluation_key(context.partition_key)
         scores = scores_file(pool, version, spec.spec_id)
         if not storage.exists(*scores):
@@ -412,11 +434,12 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
                 written = storage.put_tree(staged, *report_folder(pool, version, spec.spec_id))
             history = record_evaluation(history, aggregates, step, evaluated_at=now)
             page = render_trend(history, report_href)
-            storage.write_parquet(history, *history_file())
+            history_path = storage.write_parquet(history, *history_file())
             trend = storage.write_text(page, *history_html_file())
         alert = _alert(context, storage, watch, step, pool, spec, written[HTML_FILE])
         regressed = nightly.regressions(step.section)
-        return dg.MaterializeResult(
+        yield dg.MaterializeResult(
+            asset_key=REPORT_ASSET,
             metadata={
                 "headline": dg.MetadataValue.md(headline_markdown(report)),
                 "result": dg.MetadataValue.md("\n\n".join(report["headline"])),
@@ -429,9 +452,17 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
                 "regressions": len(regressed),
                 "nightly": dg.MetadataValue.md(nightly.describe_regressions(step.section)),
                 "alerted": alert is not None,
-                "history_html": dg.MetadataValue.path(trend),
                 # One number per ranker and cutoff: Dagster plots them across materializations.
                 **numeric_metadata(aggregates),
+            },
+        )
+        yield dg.MaterializeResult(
+            asset_key=HISTORY_ASSET,
+            metadata={
+                "dagster/row_count": history.height,
+                "evaluations": history.select(EVALUATION_KEY).unique().height,
+                "history": dg.MetadataValue.path(history_path),
+                "history_html": dg.MetadataValue.path(trend),
             },
         )
 
