@@ -19,9 +19,12 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/python -m evaluation_pipeline.main
 
-# The Dagster UI on the instance `make run` fills, bound to 127.0.0.1.
+# The Dagster UI on the instance `make run` fills, bound to 127.0.0.1; its sensors watch the
+# landing folder of `make run`'s week.
 ui: run
-	DAGSTER_HOME=$(CURDIR)/.dagster_home $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	DAGSTER_HOME=$(CURDIR)/.dagster_home NDCG_EVAL_LANDING=$(CURDIR)/.storage/example-landing \
+	NDCG_EVAL_QUERIES=$(CURDIR)/examples/data/nightly/queries.csv \
+	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -2,7 +2,7 @@
 
 Everything that differs between environments arrives here, from arguments or environment
 variables: the spec file, the storage base (a folder or an fsspec URL), the landing folder, the
-queries table, the check thresholds and the nightly cron.
+queries table, the check thresholds, the nightly cron and the nightly watch.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from evaluation_pipeline.orchestration.jobs import jobs
 from evaluation_pipeline.orchestration.resources import (
     EvaluationStorage,
     LandingZone,
+    NightlyWatch,
     QualityPolicy,
     ScoringEngine,
 )
@@ -47,6 +48,15 @@ def pipeline_spec(spec_path: str | Path | None = None) -> EvaluationSpec:
     return load_spec(spec_path or os.environ.get("NDCG_EVAL_SPEC") or DEFAULT_SPEC)
 
 
+def nightly_watch() -> NightlyWatch:
+    """The watch's thresholds from NDCG_EVAL_ALPHA and NDCG_EVAL_MIN_EFFECT, else defaults."""
+    env = os.environ.get
+    thresholds = {field: float(env(name)) for field, name in
+                  (("alpha", "NDCG_EVAL_ALPHA"), ("min_effect", "NDCG_EVAL_MIN_EFFECT"))
+                  if env(name)}
+    return NightlyWatch(**thresholds)
+
+
 def build_definitions(
     *,
     spec_path: str | Path | None = None,
@@ -57,6 +67,7 @@ def build_definitions(
     nightly_cron: str | None = None,
     nightly_timezone: str | None = None,
     engine: str | None = None,
+    watch: NightlyWatch | None = None,
 ) -> dg.Definitions:
     env = os.environ.get
     spec = pipeline_spec(spec_path)
@@ -90,6 +101,9 @@ def build_definitions(
                 queries_path=queries_path or env("NDCG_EVAL_QUERIES") or str(DEFAULT_QUERIES),
             ),
             "policy": policy or QualityPolicy(),
+            # The baseline pool and the webhook are read from the environment at run time
+            # (NDCG_EVAL_BASELINE_POOL, NDCG_EVAL_ALERT_WEBHOOK) unless configured here.
+            "watch": watch or nightly_watch(),
             # Streaming keeps a scoring run's memory to its batches; it reads local files.
             "scoring": ScoringEngine(engine=engine or env("NDCG_EVAL_ENGINE") or (
                 "streaming" if storage.is_local() else "local"),

@@ -1,8 +1,10 @@
-"""`make run`: ingest the bundled example data and evaluate every judgment version x pool.
+"""`make run`: a week of nightly example pools lands night by night; each landing is ingested
+and evaluated, and the run ends with the trend of the week and the alert it raised.
 
 The runs go through the pipeline's own sensors and jobs against a persistent Dagster instance
 in ``.dagster_home/`` (so ``dagster dev -w workspace.yaml`` shows them afterwards), and results
-land in ``.storage/``. A second run finds nothing new and prints the same reports.
+land in ``.storage/`` (the week's landing folder too). A second run finds nothing new and
+prints the same trend.
 """
 
 import os
@@ -47,22 +49,27 @@ def main() -> int:
     warnings.filterwarnings("ignore", category=dg.PreviewWarning)
     warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
-    from evaluation_pipeline.definitions import defs, pipeline_spec
+    from evaluation_pipeline import cli
+    from evaluation_pipeline.definitions import build_definitions
+    from evaluation_pipeline.orchestration.example_week import run_week, week_folders
     from evaluation_pipeline.orchestration.local_runner import LocalRunner
-    from evaluation_pipeline.orchestration.selection import describe_reports
 
+    storage = build_definitions().resources["storage"]
+    landing, queries = week_folders(storage)
+    defs = build_definitions(landing_folder=str(landing), queries_path=str(queries))
     with dg.DagsterInstance.get() as instance:
-        outcomes = LocalRunner(defs, instance).run_until_quiet()
+        outcomes = run_week(LocalRunner(defs, instance), landing)
         for outcome in outcomes:
             state = "ok" if outcome.success else "FAILED"
             print(f"run {outcome.job:<22} {outcome.partition or '-':<36} {state}")
             if outcome.error:
                 print(f"    {outcome.error}")
         if not outcomes:
-            print("nothing new in the landing folder; the reports below are current")
+            print("nothing new in the landing folder; the trend below is current")
         print(f"\nDagster instance: {home}; browse it with\n"
               f"  DAGSTER_HOME={home} dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
-        print(describe_reports(defs.resources["storage"], pipeline_spec(), instance))
+        print(f"\nThe week night by night (ndcg-eval history {storage.root()}):")
+        cli.main(["history", str(storage.root())])
     return 0 if all(o.success for o in outcomes) else 1
 
 

@@ -15,9 +15,9 @@ import polars as pl
 from evaluation_pipeline.core.history import headline_trend
 from evaluation_pipeline.io.alerts import read_alerts
 from evaluation_pipeline.io.atomic import json_text
-from evaluation_pipeline.io.storage import ALERTS_FILE, HISTORY_FILE, HISTORY_FOLDER
-from evaluation_pipeline.report.terminal import table
-from evaluation_pipeline.report.trend import format_number
+from evaluation_pipeline.io.storage import alerts_file, history_file
+from evaluation_pipeline.report.format import interval, number
+from evaluation_pipeline.report.tables import aligned
 from schemas.errors import EvaluationError
 
 # The columns a trend line shows, in order (the JSON output has them all).
@@ -35,7 +35,7 @@ class HistoryError(EvaluationError):
 
 def trend_rows(storage: Path, rankers: list[str] | None = None,
                cutoffs: list[int] | None = None, spec_id: str | None = None) -> pl.DataFrame:
-    path = Path(storage) / HISTORY_FOLDER / HISTORY_FILE
+    path = Path(storage).joinpath(*history_file())
     if not path.exists():
         raise HistoryError(f"no evaluation history at {path}: the pipeline writes it after "
                            "each evaluation")
@@ -50,16 +50,18 @@ def trend_rows(storage: Path, rankers: list[str] | None = None,
 def render_trend_table(trend: pl.DataFrame, alerts: list[dict]) -> str:
     rows = []
     for r in trend.select(TREND_COLUMNS).iter_rows(named=True):
-        interval = "" if r["ndcg_low"] is None else f"[{r['ndcg_low']:.3f}, {r['ndcg_high']:.3f}]"
+        # Blank, not "n/a": the first night has no comparison, most nights no attribution.
         rows.append([
             r["candidate_pool"], r["judgment_version"], r["ranker"], r["cutoff"],
-            format_number(r["ndcg"]), interval, format_number(r["mean_candidate_recall"], 3),
-            format_number(r["mean_diff"], signed=True), format_number(r["p_adjusted"]),
+            number(r["ndcg"], missing=""), interval([r["ndcg_low"], r["ndcg_high"]]),
+            number(r["mean_candidate_recall"], 3, missing=""),
+            number(r["mean_diff"], signed=True, missing=""),
+            number(r["p_adjusted"], missing=""),
             (r["verdict"] or "").replace("_", " ") or "first night",
-            format_number(r["from_judgments"], signed=True),
-            format_number(r["from_pool"], signed=True),
+            number(r["from_judgments"], signed=True, missing=""),
+            number(r["from_pool"], signed=True, missing=""),
         ])
-    lines = [table(["night", "judgments", "ranker", "K", "NDCG", "interval", "recall",
+    lines = [aligned(["night", "judgments", "ranker", "K", "NDCG", "interval", "recall",
                     "vs prev", "p (Holm)", "verdict", "from judg.", "from pool"], rows, left=3)]
     lines.append("")
     if not alerts:
@@ -75,7 +77,7 @@ def render_trend_table(trend: pl.DataFrame, alerts: list[dict]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     trend = trend_rows(args.storage, args.ranker, args.cutoff, args.spec_id)
-    alerts = read_alerts(Path(args.storage) / HISTORY_FOLDER / ALERTS_FILE)
+    alerts = read_alerts(Path(args.storage).joinpath(*alerts_file()))
     if args.json:
         rows = [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in row.items()}
                 for row in trend.to_dicts()]

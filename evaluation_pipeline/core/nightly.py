@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from evaluation_pipeline.core.comparison import TIE_TOLERANCE, paired_frame, paired_statistics
+from evaluation_pipeline.core.intervals import paired_intervals
 from evaluation_pipeline.core.statistics import holm
 from schemas.columns import IMPROVED, NO_CHANGE, REGRESSED
 
@@ -140,31 +141,32 @@ def compare_nights(
     """
     rankers = sorted(set(previous["ranker"].unique()) & set(current["ranker"].unique()))
     cutoffs = sorted(set(previous["cutoff"].unique()) & set(current["cutoff"].unique()))
+    cells = [(ranker, cutoff) for ranker in rankers for cutoff in cutoffs]
+    pairs = [
+        paired_frame(
+            previous.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff)),
+            current.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff)),
+        )
+        for ranker, cutoff in cells
+    ]
+    # Every ranker x cutoff from one pass over the queries, with the same draws per query.
+    tested = paired_intervals(pairs, ci_level=ci_level, n_bootstrap=n_bootstrap, seed=seed)
     out = []
-    for ranker in rankers:
-        for cutoff in cutoffs:
-            paired = paired_frame(
-                previous.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff)),
-                current.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff)),
-            )
-            stats = paired_statistics(
-                paired["ndcg_first"].to_numpy(), paired["ndcg_second"].to_numpy(),
-                key=f"night|{ranker}|{cutoff}", ci_level=ci_level, n_bootstrap=n_bootstrap,
-                seed=seed,
-            )
-            out.append({
-                "ranker": ranker,
-                "cutoff": int(cutoff),
-                "paired": stats["n_paired"],
-                "mean_previous": stats["mean_first"],
-                "mean_current": stats["mean_second"],
-                "mean_diff": stats["mean_difference"],
-                "ci_low": stats["difference_low"],
-                "ci_high": stats["difference_high"],
-                "p": stats["p_value"],
-                "candidate_recall_previous": mean_candidate_recall(previous, ranker, cutoff),
-                "candidate_recall_current": mean_candidate_recall(current, ranker, cutoff),
-            })
+    for (ranker, cutoff), paired, result in zip(cells, pairs, tested):
+        stats = paired_statistics(paired, result)
+        out.append({
+            "ranker": ranker,
+            "cutoff": int(cutoff),
+            "paired": stats["n_paired"],
+            "mean_previous": stats["mean_first"],
+            "mean_current": stats["mean_second"],
+            "mean_diff": stats["mean_difference"],
+            "ci_low": stats["difference_low"],
+            "ci_high": stats["difference_high"],
+            "p": stats["p_value"],
+            "candidate_recall_previous": mean_candidate_recall(previous, ranker, cutoff),
+            "candidate_recall_current": mean_candidate_recall(current, ranker, cutoff),
+        })
     return with_verdicts(out, alpha=alpha, min_effect=min_effect)
 
 

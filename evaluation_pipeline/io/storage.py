@@ -11,6 +11,7 @@ manifest beside it, and one scores and one report folder per evaluation::
     queries/                        queries.parquet, manifest.json
     scores/<pool>/<version>/<spec_id>/    per_query.parquet
     reports/<pool>/<version>/<spec_id>/   report.json, report.html, aggregates.parquet, ...
+    history/                        history.parquet, history.html, alerts.jsonl (nightly watch)
 
 A place in the storage is a tuple of path components; the storage resource joins them and checks
 every one with ``check_safe_name``, so a name can never climb out of its folder.
@@ -56,6 +57,10 @@ DEFAULT_STORAGE = REPO / ".storage"
 DEFAULT_LANDING = REPO / "examples" / "data" / "landing"
 DEFAULT_QUERIES = REPO / "examples" / "data" / "queries.csv"
 DEFAULT_SPEC = REPO / "evaluation_spec.yaml"
+# `make run`'s week: generated once into DEFAULT_NIGHTLY, landed night by night into
+# EXAMPLE_LANDING_FOLDER under the (local) storage.
+DEFAULT_NIGHTLY = REPO / "examples" / "data" / "nightly"
+EXAMPLE_LANDING_FOLDER = "example-landing"
 
 Place = tuple[str, ...]
 
@@ -103,3 +108,18 @@ def report_folder(pool: str, version: str, spec_id: str) -> Place:
 
 def report_file(pool: str, version: str, spec_id: str) -> Place:
     return (*report_folder(pool, version, spec_id), REPORT_FILE)
+
+
+HISTORY: Place = (HISTORY_FOLDER,)
+
+
+def history_file() -> Place:
+    return (*HISTORY, HISTORY_FILE)
+
+
+def history_html_file() -> Place:
+    return (*HISTORY, HISTORY_HTML_FILE)
+
+
+def alerts_file() -> Place:
+    return (*HISTORY, ALERTS_FILE)

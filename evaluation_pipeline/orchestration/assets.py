@@ -2,29 +2,42 @@
 
 Ingest assets (``judgments``, ``candidate_pools``, ``queries``) publish validated inputs to the
 storage once per name and return a data version equal to their content SHA-256. Evaluation
-assets (``query_scores``, ``evaluation_report``) carry a code version derived from the project
-version and the spec_id, so changing the spec marks them stale.
+assets (``query_scores``, ``evaluation_report``, ``evaluation_history``) carry a code version
+derived from the project version and the spec_id, so changing the spec marks them stale.
+
+``evaluation_report`` also takes the evaluation's step of the nightly watch: the comparison with
+the previous night goes into the report, the evaluation into ``evaluation_history`` (materialized
+by the same step), and a regression of the newest night into an alert.
 """
 
+from collections.abc import Iterator
 from dataclasses import asdict
 from datetime import UTC, datetime
+from pathlib import Path
 
 import dagster as dg
 import polars as pl
 
 from evaluation_pipeline import __version__
-from evaluation_pipeline.core import quality
+from evaluation_pipeline.core import nightly, quality
 from evaluation_pipeline.core.comparison import candidate_set_differences
 from evaluation_pipeline.core.evaluation import Lineage, evaluate
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
+from evaluation_pipeline.core.history import numeric_metadata
+from evaluation_pipeline.core.watch import record_evaluation, watch_evaluation
+from evaluation_pipeline.io.alerts import notify
 from evaluation_pipeline.io.readers import read_judgments, read_pool, read_queries
 from evaluation_pipeline.io.storage import (
+    AGGREGATES_FILE,
     HTML_FILE,
     JUDGMENTS_FILE,
     POOL_FILE,
     QUERIES_FOLDER,
     REPORT_FILE,
     Place,
+    alerts_file,
+    history_file,
+    history_html_file,
     judgments_file,
     judgments_folder,
     manifest_file,
@@ -45,11 +58,14 @@ from evaluation_pipeline.orchestration.partitions import (
 from evaluation_pipeline.orchestration.resources import (
     EvaluationStorage,
     LandingZone,
+    NightlyWatch,
     ScoringEngine,
 )
-from evaluation_pipeline.report import headline_markdown, write_report
+from evaluation_pipeline.orchestration.selection import published_versions
+from evaluation_pipeline.report import ReportConfig, headline_markdown, write_report
+from evaluation_pipeline.report.trend import render_trend
 from evaluation_pipeline.spec import EvaluationSpec
-from schemas.columns import UNKNOWN
+from schemas.columns import EVALUATION_KEY, UNKNOWN
 from schemas.names import check_safe_name
 
 INGEST_GROUP = "ingest"
@@ -57,14 +73,17 @@ EVALUATION_GROUP = "evaluation"
 # The concurrency pool of scoring: its limit (dagster.yaml `concurrency: pools:`, or `dagster
 # instance concurrency set`) caps how many pool x version evaluations score at once, across runs.
 SCORING_POOL = "ndcg_scoring"
+REPORT_ASSET = "evaluation_report"
+HISTORY_ASSET = "evaluation_history"
 
 
 def evaluation_code_version(spec: EvaluationSpec) -> str:
     return f"{__version__}+spec.{spec.spec_id}"
 
 
-def _published_at() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+def _now() -> str:
+    # Microseconds: publications and evaluations within one second still have an order.
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def _table(frame: pl.DataFrame) -> dg.TableMetadataValue:
@@ -101,7 +120,7 @@ def judgments(
         "rows": frame.height,
         "grade_distribution": distribution,
         "source": str(source),
-        "published_at": _published_at(),
+        "published_at": _now(),
     }
     written = storage.publish(judgments_folder(version), JUDGMENTS_FILE, frame, manifest,
                               f"judgment version {version!r}")
@@ -145,7 +164,9 @@ def candidate_pools(
         "shared_candidate_sets": disagreements.height == 0,
         "queries_with_different_candidate_sets": disagreements.height,
         "source": str(folder),
-        "published_at": _published_at(),
+        # The night of the pool: nights are ordered by the arrival of their READY_MARKER.
+        nightly.READY_AT: nightly.ready_at_from_mtime_ns(landing.ready_at_ns(pool)),
+        "published_at": _now(),
     }
     written = storage.publish(pool_folder(pool), POOL_FILE, frame, manifest,
                               f"candidate pool {pool!r}")
@@ -182,7 +203,7 @@ def queries(
     # traffic, which moves, and every report records the hash it used.
     storage.write_parquet(frame, *queries_file())
     storage.write_json({"sha256": sha, "rows": frame.height, "source": str(source),
-                        "published_at": _published_at()}, *manifest_file(QUERIES_FOLDER))
+                        "published_at": _now()}, *manifest_file(QUERIES_FOLDER))
     context.log.info(f"queries: {frame.height} rows, sha256 {sha}")
     return dg.MaterializeResult(
         metadata={
@@ -213,9 +234,97 @@ def _read_published(storage: EvaluationStorage, place: Place,
     return storage.read_parquet(*place), manifest
 
 
+def score_evaluation(storage: EvaluationStorage, scoring: ScoringEngine, pool: str,
+                     version: str, spec: EvaluationSpec) -> tuple[Lineage, str]:
+    """Score ``pool`` x ``version`` under ``spec`` into its scores file; (lineage, path).
+
+    The hashes recomputed from the stored inputs must be the published ones."""
+    scores = scores_file(pool, version, spec.spec_id)
+    if scoring.engine == "local":
+        grades, grades_manifest = _read_published(
+            storage, judgments_file(version), f"judgment version {version!r}")
+        candidates, pool_manifest = _read_published(
+            storage, pool_file(pool), f"candidate pool {pool!r}")
+        per_query, lineage = evaluate(grades, candidates, spec)
+        path = storage.write_parquet(per_query, *scores)
+    else:
+        # The engine reads the published files itself, batch by batch, and writes the rows.
+        grades_manifest = _published_manifest(
+            storage, judgments_folder(version), f"judgment version {version!r}")
+        pool_manifest = _published_manifest(
+            storage, pool_folder(pool), f"candidate pool {pool!r}")
+        result = scoring.score(
+            str(storage.path(*judgments_file(version))),
+            str(storage.path(*pool_file(pool))),
+            spec,
+            str(storage.path(*scores)),
+        )
+        lineage, path = result.lineage, result.per_query_path
+    for name, computed, published in (
+        ("judgments", lineage.judgments_sha256, grades_manifest["sha256"]),
+        ("pool", lineage.pool_sha256, pool_manifest["sha256"]),
+    ):
+        if computed != published:
+            raise dg.Failure(f"stored {name} content has sha256 {computed}, but "
+                             f"{published} was published: the storage was altered")
+    return lineage, path
+
+
+# -- the nightly watch ------------------------------------------------------------------------
+
+
+def _nights(instance: dg.DagsterInstance,
+            storage: EvaluationStorage) -> tuple[dict[str, str], dict[str, str]]:
+    """(pool -> ready time, version -> publication time) of every published pool and version."""
+    ready = {}
+    for pool in instance.get_dynamic_partitions(candidate_pool_partitions.name):
+        manifest = storage.manifest(*pool_folder(pool))
+        if manifest is not None:
+            ready[pool] = nightly.ready_at_of(manifest)
+    published = {version: manifest[nightly.PUBLISHED_AT]
+                 for version, manifest in published_versions(instance, storage).items()}
+    return ready, published
+
+
+def _previous_scores(context: dg.AssetExecutionContext, storage: EvaluationStorage,
+                     scoring: ScoringEngine, previous: str | None, version: str,
+                     spec: EvaluationSpec) -> pl.DataFrame | None:
+    """The previous night's per-query rows under ``version``, scored first when they are not
+    yet (a pinned baseline, or a night that arrived out of order)."""
+    if previous is None:
+        return None
+    scores = scores_file(previous, version, spec.spec_id)
+    if not storage.exists(*scores):
+        context.log.info(f"the previous night {previous} has no scores under {version} yet; "
+                         "scoring it first")
+        score_evaluation(storage, scoring, previous, version, spec)
+    return storage.read_per_query(*scores)
+
+
+def report_href(pool: str, version: str, spec_id: str) -> str:
+    """The link from history/history.html to an evaluation's report.html."""
+    return "/".join(("..", *report_folder(pool, version, spec_id), HTML_FILE))
+
+
+def _alert(context: dg.AssetExecutionContext, storage: EvaluationStorage, watch: NightlyWatch,
+           step, pool: str, spec: EvaluationSpec, report: str) -> dict | None:
+    """Alert the evaluation when due (``io.alerts.notify``); never fails the run."""
+    if not storage.is_local():
+        # The record of alerted evaluations is what keeps a rerun quiet: without it, no alert.
+        context.log.warning(f"alerts need a local storage for {'/'.join(alerts_file())}; "
+                            "this evaluation was not considered for an alert")
+        return None
+    return notify(Path(storage.path(*alerts_file())), step.section, candidate_pool=pool,
+                  spec_id=spec.spec_id, report=report, newest=step.newest,
+                  headline=step.headline, settings=watch.alert_settings(), log=context.log)
+
+
+# -- evaluation ---------------------------------------------------------------------------------
+
+
 def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
-    """``query_scores`` and ``evaluation_report`` under ``spec`` (its spec_id is in the code
-    version, so a changed spec marks every partition stale)."""
+    """``query_scores`` and ``evaluation_report`` (with ``evaluation_history``) under ``spec``
+    (its spec_id is in the code version, so a changed spec marks every partition stale)."""
     code_version = evaluation_code_version(spec)
     # Follow new upstream partitions, but never past a failed blocking check of an input.
     automation = (
@@ -242,37 +351,10 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
         context: dg.AssetExecutionContext, storage: EvaluationStorage, scoring: ScoringEngine
     ) -> dg.MaterializeResult:
         pool, version = split_evaluation_key(context.partition_key)
-        scores = scores_file(pool, version, spec.spec_id)
-        if scoring.engine == "local":
-            grades, grades_manifest = _read_published(
-                storage, judgments_file(version), f"judgment version {version!r}")
-            candidates, pool_manifest = _read_published(
-                storage, pool_file(pool), f"candidate pool {pool!r}")
-            per_query, lineage = evaluate(grades, candidates, spec)
-            path = storage.write_parquet(per_query, *scores)
-        else:
-            # The engine reads the published files itself, batch by batch, and writes the rows.
-            grades_manifest = _published_manifest(
-                storage, judgments_folder(version), f"judgment version {version!r}")
-            pool_manifest = _published_manifest(
-                storage, pool_folder(pool), f"candidate pool {pool!r}")
-            result = scoring.score(
-                str(storage.path(*judgments_file(version))),
-                str(storage.path(*pool_file(pool))),
-                spec,
-                str(storage.path(*scores)),
-            )
-            lineage, path = result.lineage, result.per_query_path
-            # Only what the metadata counts: the rows stay on disk, as the engine left them.
-            per_query = storage.read_per_query(*scores, columns=["status"])
-        # The hashes recomputed from the stored files must be the ones published.
-        for name, computed, published in (
-            ("judgments", lineage.judgments_sha256, grades_manifest["sha256"]),
-            ("pool", lineage.pool_sha256, pool_manifest["sha256"]),
-        ):
-            if computed != published:
-                raise dg.Failure(f"stored {name} content has sha256 {computed}, but "
-                                 f"{published} was published: the storage was altered")
+        lineage, path = score_evaluation(storage, scoring, pool, version, spec)
+        # Only what the metadata counts: the rows stay on disk, as the engine left them.
+        per_query = storage.read_per_query(*scores_file(pool, version, spec.spec_id),
+                                           columns=["status"])
         statuses = per_query.group_by("status").len().sort("status")
         return dg.MaterializeResult(
             metadata={
@@ -287,19 +369,41 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
                 f"{lineage.judgments_sha256[:16]}-{lineage.pool_sha256[:16]}-{spec.spec_id}"),
         )
 
-    @dg.asset(
+    # One step writes both: the report's nightly section and the history row it adds are
+    # decided together, under the history's lock.
+    @dg.multi_asset(
+        name="evaluation_report",
         partitions_def=evaluation_partitions,
-        group_name=EVALUATION_GROUP,
-        kinds={"polars", "html"},
-        code_version=code_version,
-        automation_condition=automation,
-        deps=[query_scores, queries],
-        metadata={"spec_id": spec.spec_id},
-        description="Aggregates, intervals, ranker comparison and the report, with lineage.",
+        specs=[
+            dg.AssetSpec(
+                REPORT_ASSET,
+                group_name=EVALUATION_GROUP,
+                kinds={"polars", "html"},
+                code_version=code_version,
+                automation_condition=automation,
+                deps=[query_scores, queries],
+                metadata={"spec_id": spec.spec_id},
+                description="Aggregates, intervals, ranker comparison, the comparison with the "
+                "previous night and the report, with lineage; when the newest night regressed, "
+                "an alert.",
+            ),
+            dg.AssetSpec(
+                HISTORY_ASSET,
+                group_name=EVALUATION_GROUP,
+                kinds={"polars", "parquet", "html"},
+                code_version=code_version,
+                automation_condition=automation,
+                deps=[REPORT_ASSET],
+                description="Every evaluation's aggregates night after night "
+                f"({'/'.join(history_file())}, a rerun replaces its rows) and the trend page "
+                f"({'/'.join(history_html_file())}).",
+            ),
+        ],
     )
     def evaluation_report(
-        context: dg.AssetExecutionContext, storage: EvaluationStorage
-    ) -> dg.MaterializeResult:
+        context: dg.AssetExecutionContext, storage: EvaluationStorage, scoring: ScoringEngine,
+        watch: NightlyWatch,
+    ) -> Iterator[dg.MaterializeResult]:
         pool, version = split_evaluation_key(context.partition_key)
         scores = scores_file(pool, version, spec.spec_id)
         if not storage.exists(*scores):
@@ -309,10 +413,33 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
         weights, queries_manifest = _read_published(
             storage, queries_file(), "the queries table")
         lineage = Lineage.from_rows(per_query, str(storage.path(*scores)))
-        with storage.staging() as staged:
-            report = write_report(staged, per_query, spec, lineage, weights)
-            written = storage.put_tree(staged, *report_folder(pool, version, spec.spec_id))
-        return dg.MaterializeResult(
+        config = ReportConfig()
+        settings = watch.settings(config)
+        ready, published = _nights(context.instance, storage)
+        previous = nightly.previous_night(pool, ready, settings.baseline_pool)
+        previous_per_query = _previous_scores(context, storage, scoring, previous, version, spec)
+        # The history is read, extended and written by one evaluation at a time.
+        with storage.locked(*history_file()):
+            history = (storage.read_parquet(*history_file())
+                       if storage.exists(*history_file()) else None)
+            now = _now()
+            step = watch_evaluation(
+                per_query, previous_per_query, candidate_pool=pool, judgment_version=version,
+                spec_id=spec.spec_id, ready_at=ready, published_at=published, history=history,
+                now=now, settings=settings)
+            with storage.staging() as staged:
+                report = write_report(staged, per_query, spec, lineage, weights, config,
+                                      nightly=step.section)
+                aggregates = pl.read_parquet(staged / AGGREGATES_FILE)
+                written = storage.put_tree(staged, *report_folder(pool, version, spec.spec_id))
+            history = record_evaluation(history, aggregates, step, evaluated_at=now)
+            page = render_trend(history, report_href)
+            history_path = storage.write_parquet(history, *history_file())
+            trend = storage.write_text(page, *history_html_file())
+        alert = _alert(context, storage, watch, step, pool, spec, written[HTML_FILE])
+        regressed = nightly.regressions(step.section)
+        yield dg.MaterializeResult(
+            asset_key=REPORT_ASSET,
             metadata={
                 "headline": dg.MetadataValue.md(headline_markdown(report)),
                 "result": dg.MetadataValue.md("\n\n".join(report["headline"])),
@@ -320,6 +447,22 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
                 "queries_sha256": queries_manifest["sha256"],
                 "report": dg.MetadataValue.path(written[REPORT_FILE]),
                 "report_html": dg.MetadataValue.path(written[HTML_FILE]),
+                "previous_pool": step.section["previous_pool"] or "",
+                "headline_evaluation": step.headline,
+                "regressions": len(regressed),
+                "nightly": dg.MetadataValue.md(nightly.describe_regressions(step.section)),
+                "alerted": alert is not None,
+                # One number per ranker and cutoff: Dagster plots them across materializations.
+                **numeric_metadata(aggregates),
+            },
+        )
+        yield dg.MaterializeResult(
+            asset_key=HISTORY_ASSET,
+            metadata={
+                "dagster/row_count": history.height,
+                "evaluations": history.select(EVALUATION_KEY).unique().height,
+                "history": dg.MetadataValue.path(history_path),
+                "history_html": dg.MetadataValue.path(trend),
             },
         )
 

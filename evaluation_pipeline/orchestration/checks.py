@@ -1,5 +1,6 @@
 """Asset checks. Blocking checks on the inputs keep scoring from running on a bad input; warning
-checks on the scores flag thin judgments.
+checks on the scores flag thin judgments; an error check on the report flags a ranker that
+regressed against the previous night.
 
 Every check carries the partitions of its asset, so a check run reads one partition only.
 """
@@ -9,10 +10,17 @@ from collections.abc import Iterable
 import dagster as dg
 import polars as pl
 
-from evaluation_pipeline.core import quality
+from evaluation_pipeline.core import nightly, quality
 from evaluation_pipeline.core.comparison import candidate_set_differences
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
-from evaluation_pipeline.io.storage import Place, judgments_file, pool_file, scores_file
+from evaluation_pipeline.io.alerts import REGRESSION_FIELDS
+from evaluation_pipeline.io.storage import (
+    Place,
+    judgments_file,
+    pool_file,
+    report_file,
+    scores_file,
+)
 from evaluation_pipeline.orchestration.partitions import (
     candidate_pool_partitions,
     evaluation_partitions,
@@ -102,7 +110,8 @@ def _by_ranker_table(frame: pl.DataFrame, column: str) -> dg.MetadataValue:
 
 
 def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefinition]:
-    """Warning checks on ``query_scores`` under ``spec`` (they read its stored scores)."""
+    """Warning checks on ``query_scores`` under ``spec`` (they read its stored scores) and the
+    nightly regression check on ``evaluation_report`` (it reads the stored report)."""
 
     @dg.asset_check(asset="query_scores", partitions_def=evaluation_partitions,
                     description="Mean judged@K per ranker and cutoff is at least "
@@ -155,7 +164,28 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
                       "incomplete_share": _by_ranker_table(current, "incomplete_share")},
         )
 
-    return [judged_at_k_coverage, incomplete_share_trend]
+    @dg.asset_check(asset="evaluation_report", partitions_def=evaluation_partitions,
+                    description="No ranker regressed against the previous night (or the pinned "
+                    "baseline pool): a verdict is regressed when the Holm-adjusted p is below "
+                    "NightlyWatch.alpha and NDCG dropped by at least NightlyWatch.min_effect.")
+    def nightly_regression(context: dg.AssetCheckExecutionContext,
+                           storage: EvaluationStorage) -> dg.AssetCheckResult:
+        pool, version = split_evaluation_key(context.partition_key)
+        # Reports written before the watch existed have no nightly section: nothing regressed.
+        section = storage.read_json(*report_file(pool, version, spec.spec_id)).get("nightly")
+        regressed = nightly.regressions(section)
+        return dg.AssetCheckResult(
+            passed=not regressed,
+            severity=dg.AssetCheckSeverity.ERROR,
+            description=nightly.describe_regressions(section),
+            metadata={
+                "previous_pool": (section or {}).get("previous_pool") or "",
+                "regressions": dg.MetadataValue.json(
+                    [{f: c[f] for f in REGRESSION_FIELDS} for c in regressed]),
+            },
+        )
+
+    return [judged_at_k_coverage, incomplete_share_trend, nightly_regression]
 
 
 ingest_checks = [judgments_valid, candidate_pool_valid, candidate_pool_shared_candidates]

@@ -1,4 +1,5 @@
-"""Resources: where published inputs and results live, where inputs land, and check thresholds.
+"""Resources: where published inputs and results live, where inputs land, check thresholds, and
+the nightly watch's configuration.
 
 Environments differ by the values handed to these resources (a local folder or an fsspec URL
 such as ``s3://bucket/ndcg``), never by a branch inside an asset.
@@ -7,6 +8,7 @@ such as ``s3://bucket/ndcg``), never by a branch inside an asset.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 import uuid
@@ -19,16 +21,25 @@ import dagster as dg
 import polars as pl
 from upath import UPath
 
+from evaluation_pipeline.core.nightly import (
+    BASELINE_POOL_ENV,
+    DEFAULT_ALPHA,
+    DEFAULT_MIN_EFFECT,
+)
+from evaluation_pipeline.core.watch import WatchSettings
 from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, ENGINES, score_files
 from evaluation_pipeline.io import landing
+from evaluation_pipeline.io.alerts import AlertSettings
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.storage import (
     DEFAULT_LANDING,
     DEFAULT_QUERIES,
     DEFAULT_STORAGE,
+    READY_MARKER,
     Place,
     manifest_file,
 )
+from evaluation_pipeline.report.config import ReportConfig
 from schemas.errors import EvaluationError
 from schemas.names import check_safe_name
 
@@ -92,7 +103,9 @@ class EvaluationStorage(dg.ConfigurableResource):
                                                                statistics=True))
 
     def write_json(self, data: Any, *parts: str) -> str:
-        text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+        return self.write_text(json.dumps(data, indent=2, allow_nan=False) + "\n", *parts)
+
+    def write_text(self, text: str, *parts: str) -> str:
         return self.write(parts, lambda h: h.write(text.encode()))
 
     def put_tree(self, local: Path, *parts: str) -> dict[str, str]:
@@ -104,6 +117,25 @@ class EvaluationStorage(dg.ConfigurableResource):
                     shutil.copyfileobj(data, handle)
             written[source.name] = self.write((*parts, source.name), copy)
         return written
+
+    @contextmanager
+    def locked(self, *parts: str) -> Iterator[None]:
+        """Hold an exclusive lock on ``parts`` + ``.lock`` (local storage), so that concurrent
+        runs read, change and write a shared file one after the other. Object stores have no
+        lock: there, runs that share a file must not overlap."""
+        if not self.is_local():
+            yield
+            return
+        import fcntl  # POSIX; the pipeline's local storage runs there
+
+        target = self.path(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target.parent / f".{target.name}.lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     @contextmanager
     def staging(self) -> Iterator[Path]:
@@ -180,6 +212,10 @@ class LandingZone(dg.ConfigurableResource):
     def is_active(self, pool: str) -> bool:
         return landing.is_ready(self.root(), pool)
 
+    def ready_at_ns(self, pool: str) -> int:
+        """When the pool's READY_MARKER appeared (its modification time): the night's time."""
+        return (self.pool_folder(pool) / READY_MARKER).stat().st_mtime_ns
+
     def queries_file(self) -> Path:
         return Path(self.queries_path).resolve()
 
@@ -216,3 +252,30 @@ class QualityPolicy(dg.ConfigurableResource):
     # Warn when the share of incomplete queries rises by more than this against the previous
     # judgment version of the same pool.
     max_incomplete_share_increase: float = 0.0
+
+
+class NightlyWatch(dg.ConfigurableResource):
+    """The nightly watch: verdict thresholds, a pinned baseline pool, and where alerts go.
+
+    A verdict is ``regressed`` when the Holm-adjusted p is below ``alpha`` and the drop is at
+    least ``min_effect`` NDCG. Unset, ``baseline_pool`` and ``alert_webhook`` fall back to
+    NDCG_EVAL_BASELINE_POOL and NDCG_EVAL_ALERT_WEBHOOK, read when a report is written.
+    """
+
+    alpha: float = DEFAULT_ALPHA
+    min_effect: float = DEFAULT_MIN_EFFECT
+    # One pool every night is compared with, instead of the night before it.
+    baseline_pool: str | None = None
+    # Without a webhook, alerts are recorded in history/alerts.jsonl and logged only.
+    alert_webhook: str | None = None
+
+    def settings(self, config: ReportConfig) -> WatchSettings:
+        """The watch's settings; its statistics are the report's (level, resamples, seed)."""
+        return WatchSettings(
+            alpha=self.alpha, min_effect=self.min_effect,
+            baseline_pool=self.baseline_pool or os.environ.get(BASELINE_POOL_ENV) or None,
+            ci_level=config.ci_level, n_bootstrap=config.n_bootstrap, seed=config.seed,
+        )
+
+    def alert_settings(self) -> AlertSettings:
+        return AlertSettings.from_env(self.alert_webhook)

@@ -41,16 +41,19 @@ def write_report(
     candidates: pl.DataFrame | None = None,
     judgments: pl.DataFrame | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    nightly: dict | None = None,
 ) -> dict:
     """Write the report files into ``out_dir`` (each atomically) and return report.json's dict.
 
     With ``candidates`` (the pool) and ``judgments`` the per-candidate traces of the most
-    regressed queries are written to ``traces/`` and linked from the page.
+    regressed queries are written to ``traces/`` and linked from the page. ``nightly`` is the
+    pipeline's comparison with the previous night (report.json's ``nightly``, a table on the
+    page).
     """
     out_dir = Path(out_dir)
     config = config or ReportConfig()
     report, aggregates, differences = build_report(
-        per_query, spec, lineage, queries, config, progress, candidates
+        per_query, spec, lineage, queries, config, progress, candidates, nightly
     )
     aggregates = validate("Aggregates", aggregates, "aggregates")
     if candidates is not None and judgments is not None and report["comparison"]:

@@ -28,11 +28,14 @@ def build_report(
     config: ReportConfig | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     candidates: pl.DataFrame | None = None,
+    nightly: dict | None = None,
 ) -> tuple[dict, pl.DataFrame, dict]:
     """(report.json dict, aggregates frame, per-pair per-query differences for the charts).
 
     With the pool (``candidates``) the candidate sets of the rankers are compared exactly;
-    without it, from the per-query counts.
+    without it, from the per-query counts. ``nightly`` (the pipeline's comparison with the
+    previous night, ``core.nightly.nightly_section``) becomes the report's ``nightly`` field;
+    reports written outside the pipeline have none.
     """
     config = config or ReportConfig()
     rankers = sorted(per_query["ranker"].unique().to_list())
@@ -95,6 +98,7 @@ def build_report(
         "results": results,
         "slice_results": slice_rows,
         "comparison": comparison,
+        **({"nightly": nightly} if nightly is not None else {}),
         "traces": [],
         "files": {},
     }

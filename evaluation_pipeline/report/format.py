@@ -8,9 +8,12 @@ from __future__ import annotations
 NO_NUMBER = "n/a"
 
 
-def number(value: float | None, digits: int = 4, signed: bool = False) -> str:
+def number(value: float | None, digits: int = 4, signed: bool = False,
+           missing: str = NO_NUMBER) -> str:
+    """``missing`` stands for no number: "" where a blank cell says it better (no previous
+    night to compare with, no attribution)."""
     if value is None:
-        return NO_NUMBER
+        return missing
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 

@@ -14,6 +14,7 @@ from html import escape
 import polars as pl
 
 from evaluation_pipeline.core.history import headline_trend
+from evaluation_pipeline.report.format import interval, number, with_interval
 from evaluation_pipeline.report.html import CSS
 from evaluation_pipeline.report.svg import PALETTE
 from schemas.columns import REGRESSED
@@ -98,7 +99,7 @@ def trend_chart(rows: pl.DataFrame, nights: list[tuple[str, str]], changes: set[
         v = lo + (hi - lo) * t / 4
         out.append(f'<line x1="{LEFT}" y1="{y(v):.1f}" x2="{LEFT + plot_w}" y2="{y(v):.1f}" '
                    f'stroke="#e3e3e3"/><text x="{LEFT - 6}" y="{y(v) + 4:.1f}" '
-                   f'text-anchor="end">{v:.2f}</text>')
+                   f'text-anchor="end">{number(v, 2)}</text>')
     for i, (pool, version) in enumerate(nights):
         out.append(f'<text x="{x(i):.1f}" y="{TOP + plot_h + 16}" text-anchor="middle">'
                    f'{escape(pool[-5:] if len(nights) > 4 else pool)}</text>')
@@ -127,7 +128,8 @@ def trend_chart(rows: pl.DataFrame, nights: list[tuple[str, str]], changes: set[
             px, py = x(index[p["candidate_pool"]]), y(p["ndcg"])
             href = report_href(p["candidate_pool"], p["judgment_version"], p["spec_id"])
             tip = (f"{ranker} {p['candidate_pool']} ({p['judgment_version']}): "
-                   f"NDCG@{cutoff} {p['ndcg']:.4f}" + _interval_text(p) + _verdict_text(p))
+                   f"NDCG@{cutoff} {with_interval(p['ndcg'], [p['ndcg_low'], p['ndcg_high']])}"
+                   + _verdict_text(p))
             mark = ""
             if p["verdict"] == REGRESSED:
                 mark = (f'<circle class="regression" cx="{px:.1f}" cy="{py:.1f}" r="9" '
@@ -145,14 +147,14 @@ def trend_chart(rows: pl.DataFrame, nights: list[tuple[str, str]], changes: set[
 
 
 def _interval_text(p: dict) -> str:
-    return "" if p["ndcg_low"] is None else f" [{p['ndcg_low']:.4f}, {p['ndcg_high']:.4f}]"
+    return interval([p["ndcg_low"], p["ndcg_high"]], 4)
 
 
 def _verdict_text(p: dict) -> str:
     if p["verdict"] is None:
         return ""
-    return (f"; {p['verdict']} vs {p['previous_pool']}: {p['mean_diff']:+.4f}, "
-            f"Holm-adjusted p {p['p_adjusted']:.4g}")
+    return (f"; {p['verdict']} vs {p['previous_pool']}: {number(p['mean_diff'], signed=True)}, "
+            f"Holm-adjusted p {number(p['p_adjusted'])}")
 
 
 def _table(rows: pl.DataFrame, nights: list[tuple[str, str]]) -> list[str]:
@@ -166,20 +168,14 @@ def _table(rows: pl.DataFrame, nights: list[tuple[str, str]]) -> list[str]:
         verdict = p["verdict"] or ""
         out.append(
             f"<tr><td>{escape(p['candidate_pool'])}</td><td>{escape(p['judgment_version'])}</td>"
-            f"<td>{escape(p['ranker'])}</td><td>{format_number(p['ndcg'])}</td>"
-            f"<td>{_interval_text(p).strip()}</td>"
-            f"<td>{format_number(p['mean_candidate_recall'], 3)}</td>"
-            f"<td>{format_number(p['mean_diff'], signed=True)}</td>"
+            f"<td>{escape(p['ranker'])}</td><td>{number(p['ndcg'], missing='')}</td>"
+            f"<td>{_interval_text(p)}</td>"
+            f"<td>{number(p['mean_candidate_recall'], 3, missing='')}</td>"
+            f"<td>{number(p['mean_diff'], signed=True, missing='')}</td>"
             f'<td class="{escape(verdict)}">{escape(verdict.replace("_", " "))}</td>'
-            f"<td>{format_number(p['p_adjusted'])}</td>"
-            f"<td>{format_number(p['from_judgments'], signed=True)}</td>"
-            f"<td>{format_number(p['from_pool'], signed=True)}</td></tr>")
+            f"<td>{number(p['p_adjusted'], missing='')}</td>"
+            f"<td>{number(p['from_judgments'], signed=True, missing='')}</td>"
+            f"<td>{number(p['from_pool'], signed=True, missing='')}</td></tr>")
     out.append("</table>")
     return out
 
-
-def format_number(value: float | None, digits: int = 4, signed: bool = False) -> str:
-    """A number for a table cell; empty when there is none (no comparison, no attribution)."""
-    if value is None:
-        return ""
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
