@@ -32,7 +32,8 @@ def test_warm_up_after_scipy_is_loaded_changes_nothing():
     out = _run("""
         import scipy.linalg, numpy as np
         from evaluation_pipeline.core import kernel
+        from evaluation_pipeline.core.scoring_kernels import ideal_dcg
         kernel.warm_up()
-        print(kernel.ideal_dcg(np.array([0, 2]), np.array([1.0, 3.0]), np.array([1, 2]))[0, 0])
+        print(ideal_dcg(np.array([0, 2]), np.array([1.0, 3.0]), np.array([1, 2]))[0, 0])
     """)
     assert out == "3.0"
