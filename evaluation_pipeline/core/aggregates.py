@@ -10,8 +10,14 @@ from collections.abc import Callable
 
 import polars as pl
 
-from evaluation_pipeline.core.ndcg import STATUSES
 from evaluation_pipeline.core.statistics import bootstrap_means, percentile_interval, rng_for
+from schemas.columns import (
+    AGGREGATE_KEY,
+    INTERVAL_COLUMNS,
+    LINEAGE_COLUMNS,
+    STATUS_COUNT_COLUMNS,
+    STATUSES,
+)
 
 ALL = "all"
 
@@ -34,7 +40,7 @@ def aggregate(
                 pl.lit(ALL if column == "__all" else column).alias("slice_column")
             )
         )
-    order = ["ranker", "cutoff", "slice_column", "slice_value"]
+    order = list(AGGREGATE_KEY)
     out = pl.concat(parts, how="vertical_relaxed")
     out = out.select(*order, pl.exclude(order)).sort(order)
     # One evaluation is one (version, pool, spec): its lineage is the same on every row.
@@ -45,16 +51,6 @@ def aggregate(
     return out
 
 
-LINEAGE_COLUMNS = (
-    "judgment_version",
-    "judgments_sha256",
-    "candidate_pool",
-    "pool_sha256",
-    "spec_id",
-    "project_version",
-)
-
-
 def _aggregate_by(frame: pl.DataFrame, column: str, *, weighted: bool) -> pl.DataFrame:
     has_number = pl.col("ndcg").is_not_null()
     aggs = [
@@ -62,8 +58,8 @@ def _aggregate_by(frame: pl.DataFrame, column: str, *, weighted: bool) -> pl.Dat
         has_number.sum().cast(pl.Int64).alias("n_with_number"),
         pl.col("ndcg").mean().alias("macro_ndcg"),
         *[
-            (pl.col("status") == status).sum().cast(pl.Int64).alias(f"n_{status}")
-            for status in STATUSES
+            (pl.col("status") == status).sum().cast(pl.Int64).alias(name)
+            for status, name in zip(STATUSES, STATUS_COUNT_COLUMNS, strict=True)
         ],
         pl.col("judged_at_k").mean().alias("mean_judged_at_k"),
         pl.col("candidate_recall").mean().alias("mean_candidate_recall"),
@@ -95,8 +91,6 @@ def _with_query_columns(
         frame = frame.join(queries.select(keep), on="query_id", how="left")
     return frame.with_columns(pl.lit(ALL).alias("__all"))
 
-
-INTERVAL_COLUMNS = ("macro_ndcg_low", "macro_ndcg_high", "weighted_ndcg_low", "weighted_ndcg_high")
 
 
 def aggregate_with_intervals(
@@ -150,7 +144,7 @@ def aggregate_with_intervals(
         "slice_value": pl.String, **dict.fromkeys(INTERVAL_COLUMNS, pl.Float64),
     }
     intervals = pl.DataFrame(rows, schema=schema)
-    keys = ["ranker", "cutoff", "slice_column", "slice_value"]
+    keys = list(AGGREGATE_KEY)
     out = out.join(intervals, on=keys, how="left", maintain_order="left")
     # Intervals sit beside the means they belong to.
     order = [
