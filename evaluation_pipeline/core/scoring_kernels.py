@@ -77,7 +77,7 @@ def score_blocks(candidates, judgments, rules):
     """
     starts, cutoffs = candidates.starts, rules.cutoffs
     n_blocks, n_k = len(starts) - 1, len(cutoffs)
-    reach = cutoffs.max()
+    reach = cutoffs.max()  # the largest K, handed to the steps: a max per block is a loop each
     dcg = np.zeros((n_blocks, n_k))
     ideal = np.zeros((n_blocks, n_k))
     judged = np.zeros((n_blocks, n_k))
@@ -93,9 +93,9 @@ def score_blocks(candidates, judgments, rules):
         m = starts[b + 1] - starts[b]
         _grade(candidates, judgments, b, rules, slots, counts, positives)
         _rank(candidates, b, rules, slots, rank)
-        _judged_at_k(slots, rank, m, rules, judged[b])
+        _judged_at_k(slots, rank, m, rules, reach, judged[b])
         n_kept = _exclude(slots, rank, m, rules, kept_score, kept_gain)
-        _add_dcg(kept_score, kept_gain, n_kept, rules, dcg[b])
+        _add_dcg(kept_score, kept_gain, n_kept, rules, reach, dcg[b])
         if rules.ideal_from_candidates and n_kept:
             n_top = _top_gains(kept_gain, 0, n_kept, reach, top, scratch)
             _add_ideal(top, n_top, cutoffs, denominator, ideal, b)
@@ -106,30 +106,35 @@ def score_blocks(candidates, judgments, rules):
 def _grade(candidates, judgments, b, rules, slots, counts, positives):
     """Block b's slots, its class counts and positives: its doc_ids (ascending) merged with its
     query's judged doc_ids. Each side's keys are made once, when the merge reaches the row."""
-    lo, m = candidates.starts[b], candidates.starts[b + 1] - candidates.starts[b]
-    docs, judged_docs, j_order = candidates.docs, judgments.docs, judgments.order
-    jp, je = judgments.lo[b], judgments.hi[b]
+    starts, order, score, docs = candidates
+    j_lo, j_hi, j_order, judged_docs, j_class, j_gain = judgments
+    slot_score, slot_class, slot_gain = slots
+    d_off, d_data = docs
+    j_off, j_data = judged_docs
+    reverse = rules.ties == TIES_DOC_DESC
+    lo, m = starts[b], starts[b + 1] - starts[b]
+    jp, je = j_lo[b], j_hi[b]
     jr, judged_key = -1, (np.uint64(0), np.uint64(0), 0)
     for t in range(m):
-        row = candidates.order[lo + t]
+        row = order[lo + t]
         cls, gain = UNJUDGED, 0.0
-        key = string_key(docs[0], docs[1], row)
+        key = string_key(d_off, d_data, row)
         while jp < je:
             if jr != j_order[jp]:
                 jr = j_order[jp]
-                judged_key = string_key(judged_docs[0], judged_docs[1], jr)
+                judged_key = string_key(j_off, j_data, jr)
             c = compare_keyed(judged_key, judged_docs, jr, key, docs, row)
             if c < 0:
                 jp += 1
                 continue
             if c == 0:
-                cls, gain = judgments.grade_class[jr], judgments.gain[jr]
+                cls, gain = j_class[jr], j_gain[jr]
             break
         # trec_eval breaks ties by doc_id descending: feed the docs in reverse.
-        slot = m - 1 - t if rules.ties == TIES_DOC_DESC else t
-        slots.score[slot] = -candidates.score[row]
-        slots.grade_class[slot] = cls
-        slots.gain[slot] = gain
+        slot = m - 1 - t if reverse else t
+        slot_score[slot] = -score[row]
+        slot_class[slot] = cls
+        slot_gain[slot] = gain
         counts[b, cls] += 1
         if cls == GRADED and gain > 0:
             positives[b] += 1
@@ -140,13 +145,14 @@ def _rank(candidates, b, rules, slots, rank):
     """Into ``rank[:m]``: block b's slots by score high to low, equal scores in slot (doc_id)
     order. A ranker's output usually lists a query's candidates by score already: then the rank
     is the input order with each run of equal scores put in slot order, and no sort is needed."""
-    score, order = candidates.score, candidates.order
-    lo, m = candidates.starts[b], candidates.starts[b + 1] - candidates.starts[b]
+    starts, order, score, _ = candidates
+    reverse = rules.ties == TIES_DOC_DESC
+    lo, m = starts[b], starts[b + 1] - starts[b]
     if not _non_increasing(score, lo, lo + m):  # a stable sort keeps slot order within ties
         rank[:m] = np.argsort(slots.score[:m], kind="mergesort")
         return
     for t in range(m):
-        rank[order[lo + t] - lo] = m - 1 - t if rules.ties == TIES_DOC_DESC else t
+        rank[order[lo + t] - lo] = m - 1 - t if reverse else t
     i = 0
     while i < m:
         j = i + 1
@@ -174,20 +180,21 @@ def _non_increasing(values, lo, hi):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _judged_at_k(slots, rank, m, rules, out):
-    """out[j] = judged@cutoffs[j] over the first min(K, m) places before exclusion; under
-    ``average`` a tie group counts its share of graded documents for each place it spans."""
-    cutoffs = rules.cutoffs
-    reach = cutoffs.max()
+def _judged_at_k(slots, rank, m, rules, reach, out):
+    """out[j] = judged@cutoffs[j] (``reach``: the largest K) over the first min(K, m) places
+    before exclusion; under ``average`` a tie group counts its share of graded documents for
+    each place it spans."""
+    slot_score, slot_class, _ = slots
+    cutoffs, average = rules.cutoffs, rules.ties == TIES_AVERAGE
     p = 0
     while p < m and p < reach:
         q = p + 1
-        if rules.ties == TIES_AVERAGE:
-            while q < m and slots.score[rank[q]] == slots.score[rank[p]]:
+        if average:
+            while q < m and slot_score[rank[q]] == slot_score[rank[p]]:
                 q += 1
         graded = 0
         for i in range(p, q):
-            graded += slots.grade_class[rank[i]] == GRADED
+            graded += slot_class[rank[i]] == GRADED
         share = graded / (q - p)
         for j in range(len(cutoffs)):
             k = cutoffs[j]
@@ -202,29 +209,30 @@ def _judged_at_k(slots, rank, m, rules, out):
 def _exclude(slots, rank, m, rules, kept_score, kept_gain):
     """The ranking after the spec's exclusions, into ``kept_score`` and ``kept_gain``: dropped
     candidates leave no gap, later ones move up. Returns how many are kept."""
+    slot_score, slot_class, slot_gain = slots
+    keep_unknown, keep_unjudged = rules.keep_unknown, rules.keep_unjudged
     n_kept = 0
     for i in range(m):
         r = rank[i]
-        cls = slots.grade_class[r]
-        if cls == GRADED or (cls == UNKNOWN and rules.keep_unknown) or (
-                cls == UNJUDGED and rules.keep_unjudged):
-            kept_score[n_kept] = slots.score[r]
-            kept_gain[n_kept] = slots.gain[r]
+        cls = slot_class[r]
+        if cls == GRADED or (cls == UNKNOWN and keep_unknown) or (
+                cls == UNJUDGED and keep_unjudged):
+            kept_score[n_kept] = slot_score[r]
+            kept_gain[n_kept] = slot_gain[r]
             n_kept += 1
     return n_kept
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _add_dcg(kept_score, kept_gain, n_kept, rules, out):
+def _add_dcg(kept_score, kept_gain, n_kept, rules, reach, out):
     """out[j] += DCG@cutoffs[j] of the kept ranking; under ``average`` a tie group adds its mean
     gain times the discounts of the places it spans (``rules.prefix``)."""
-    cutoffs, prefix = rules.cutoffs, rules.prefix
-    reach = cutoffs.max()
+    cutoffs, prefix, average = rules.cutoffs, rules.prefix, rules.ties == TIES_AVERAGE
     p = 0
     while p < n_kept and p < reach:
         q = p + 1
         total = kept_gain[p]
-        if rules.ties == TIES_AVERAGE:
+        if average:
             while q < n_kept and kept_score[q] == kept_score[p]:
                 total += kept_gain[q]
                 q += 1
