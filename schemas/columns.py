@@ -66,6 +66,22 @@ LINEAGE_COLUMNS = (
     "project_version",
 )
 PER_QUERY_COLUMNS = (*PER_QUERY_KEY, *MEASURE_COLUMNS, *LINEAGE_COLUMNS)
+PER_QUERY_DTYPES = {
+    "ranker": pl.String,
+    "query_id": pl.String,
+    "cutoff": pl.Int64,
+    "dcg": pl.Float64,
+    "ideal_dcg": pl.Float64,
+    "ndcg": pl.Float64,
+    "status": pl.String,
+    "n_candidates": pl.Int64,
+    "n_graded": pl.Int64,
+    "n_unknown": pl.Int64,
+    "n_unjudged": pl.Int64,
+    "judged_at_k": pl.Float64,
+    "candidate_recall": pl.Float64,
+    **dict.fromkeys(LINEAGE_COLUMNS, pl.String),
+}
 
 # --- aggregates (contract section 4) ----------------------------------------------------------
 AGGREGATE_KEY = ("ranker", "cutoff", "slice_column", "slice_value")

@@ -20,8 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluation_pipeline.core import blocks as blocks_module
-from evaluation_pipeline.core import hashing, kernel, threads
+from evaluation_pipeline.core import hashing, threads
 from evaluation_pipeline.core.hashing import StreamingDigest, judgments_sha256, pool_sha256
+from evaluation_pipeline.core.line_kernels import put_int
+from evaluation_pipeline.core.string_kernels import key_order
 
 PREFIXES = ["", "d", "https://example.org/docs/", "0123456789abcdef", "0123456", "é"]
 ids = st.builds(lambda prefix, rest: prefix + rest, st.sampled_from(PREFIXES),
@@ -117,7 +119,7 @@ def test_decimal_writer_is_str(value):
     # The canonical lines spell score bits and grades in decimal; the writer counts digits from
     # the bit length, so the powers of ten and the int64 extremes are where it could slip.
     out = np.zeros(24, np.uint8)
-    end = kernel._put_int(out, 2, np.int64(value))
+    end = put_int(out, 2, np.int64(value))
     assert bytes(out[2:end]).decode() == str(value)
 
 
@@ -190,7 +192,7 @@ def test_key_order_is_the_stable_byte_order(spec, rnd):
     strings = string_buffers(pl.Series(docs, dtype=pl.String))
     order, scratch = np.empty(len(docs), np.int64), np.empty(len(docs), np.int64)
     starts = np.array(starts, dtype=np.int64)
-    duplicate = kernel.key_order(starts, strings, 0, len(starts) - 1, order, scratch)
+    duplicate = key_order(starts, strings, 0, len(starts) - 1, order, scratch)
     expected, repeated = [], []
     for lo, hi in zip(starts[:-1], starts[1:]):
         rows = sorted(range(lo, hi), key=lambda r: docs[r].encode())  # stable

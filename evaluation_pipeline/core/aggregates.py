@@ -11,7 +11,12 @@ from collections.abc import Callable
 import polars as pl
 
 from evaluation_pipeline.core.intervals import ALL, NO_VALUE, bootstrap_intervals
-from evaluation_pipeline.core.ndcg import STATUSES
+from schemas.columns import (
+    AGGREGATE_KEY,
+    LINEAGE_COLUMNS,
+    STATUS_COUNT_COLUMNS,
+    STATUSES,
+)
 
 
 def aggregate(
@@ -32,7 +37,7 @@ def aggregate(
                 pl.lit(ALL if column == "__all" else column).alias("slice_column")
             )
         )
-    order = ["ranker", "cutoff", "slice_column", "slice_value"]
+    order = list(AGGREGATE_KEY)
     out = pl.concat(parts, how="vertical_relaxed")
     out = out.select(*order, pl.exclude(order)).sort(order)
     # One evaluation is one (version, pool, spec): its lineage is the same on every row.
@@ -43,16 +48,6 @@ def aggregate(
     return out
 
 
-LINEAGE_COLUMNS = (
-    "judgment_version",
-    "judgments_sha256",
-    "candidate_pool",
-    "pool_sha256",
-    "spec_id",
-    "project_version",
-)
-
-
 def _aggregate_by(frame: pl.DataFrame, column: str, *, weighted: bool) -> pl.DataFrame:
     has_number = pl.col("ndcg").is_not_null()
     aggs = [
@@ -60,8 +55,8 @@ def _aggregate_by(frame: pl.DataFrame, column: str, *, weighted: bool) -> pl.Dat
         has_number.sum().cast(pl.Int64).alias("n_with_number"),
         pl.col("ndcg").mean().alias("macro_ndcg"),
         *[
-            (pl.col("status") == status).sum().cast(pl.Int64).alias(f"n_{status}")
-            for status in STATUSES
+            (pl.col("status") == status).sum().cast(pl.Int64).alias(name)
+            for status, name in zip(STATUSES, STATUS_COUNT_COLUMNS, strict=True)
         ],
         pl.col("judged_at_k").mean().alias("mean_judged_at_k"),
         pl.col("candidate_recall").mean().alias("mean_candidate_recall"),
@@ -122,7 +117,7 @@ def aggregate_with_intervals(
         per_query, queries, slices,
         ci_level=ci_level, n_bootstrap=n_bootstrap, seed=seed, progress=progress,
     )
-    keys = ["ranker", "cutoff", "slice_column", "slice_value"]
+    keys = list(AGGREGATE_KEY)
     out = out.join(intervals, on=keys, how="left", maintain_order="left")
     # Intervals sit beside the means they belong to.
     order = [

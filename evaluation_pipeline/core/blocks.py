@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from evaluation_pipeline.core import kernel
 from evaluation_pipeline.core.buffers import string_buffers
 from evaluation_pipeline.core.threads import helper
 
@@ -85,13 +84,16 @@ def order_documents(starts: np.ndarray, doc_id: pl.Series) -> tuple[tuple, np.nd
 
     A large input is done in two halves of its blocks, the second on a helper thread: the
     compiled loops release the GIL, and each half writes only its own rows."""
+    # Here, not at the top: numba loads with the first kernel call (see core.kernel).
+    from evaluation_pipeline.core.string_kernels import key_order
+
     docs = string_buffers(doc_id)
     n = len(docs[0]) - 1
     # scratch is touched only where rows share their first 16 bytes: its pages mostly stay unmade.
     order, scratch = np.empty(n, np.int64), np.empty(n, np.int64)
 
     def part(b_lo: int, b_hi: int) -> int:
-        return kernel.key_order(starts, docs, b_lo, b_hi, order, scratch)
+        return key_order(starts, docs, b_lo, b_hi, order, scratch)
 
     n_blocks = len(starts) - 1
     if n < _SPLIT_ROWS or n_blocks < 2:

@@ -1,12 +1,10 @@
-"""Arrow buffers of a string column, for the compiled loops of ``core.kernel``."""
+"""Arrow buffers of a string column, for the compiled kernels (``core.kernel``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
-
-from evaluation_pipeline.core import kernel
 
 # Bytes past the last string: the kernel copies short strings as whole 8-byte words.
 _SLACK = 16
@@ -19,16 +17,19 @@ def string_buffers(series: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     compiled loop (about three times faster than Arrow's cast to large_string here). Both arrays
     are read-only, as buffers from Arrow are, so the kernels compile one signature.
     """
+    # Here, not at the top: numba loads with the first kernel call (see core.kernel).
+    from evaluation_pipeline.core.string_kernels import view_bytes_total, views_to_strings
+
     chunks = [chunk.to_arrow(compat_level=pl.CompatLevel.newest())
               for chunk in series.cast(pl.String).get_chunks()]
     views = [_views(array) for array in chunks]
     offsets = np.zeros(len(series) + 1, dtype=np.int64)
-    size = sum(kernel.view_bytes_total(array_views) for array_views, _ in views)
+    size = sum(view_bytes_total(array_views) for array_views, _ in views)
     data = np.empty(size + _SLACK, dtype=np.uint8)
     first = 0
     for array_views, addresses in views:
-        kernel.views_to_strings(array_views, array_views.view(np.uint8), addresses, offsets,
-                                data, first)
+        views_to_strings(array_views, array_views.view(np.uint8), addresses, offsets, data,
+                         first)
         first += len(array_views) // 4
     offsets.flags.writeable = False
     data.flags.writeable = False

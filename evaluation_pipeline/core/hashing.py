@@ -5,8 +5,8 @@ The canonical content is one line per row, fields separated by a tab, rows sorte
 ``ranker, query_id, doc_id, score`` with the score written as the decimal integer of its IEEE-754
 bit pattern (exact, and independent of any float formatting). Optional columns do not count.
 
-The lines are written by compiled loops (``core.kernel``) straight from the blocks the scorer
-uses (``core.blocks``), some 64k lines at a time, and fed to hashlib as they come.
+The lines are written by compiled kernels (``core.line_kernels``) straight from the blocks the
+scorer uses (``core.blocks``), some 64k lines at a time, and fed to hashlib as they come.
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ import hashlib
 import numpy as np
 import polars as pl
 
-from evaluation_pipeline.core import kernel
 from evaluation_pipeline.core.blocks import Blocks, group_rows
 from evaluation_pipeline.core.buffers import string_buffers
 from evaluation_pipeline.core.threads import helper
+from schemas import columns
 
-POOL_KEYS = ["ranker", "query_id"]
-JUDGMENT_KEYS = ["query_id"]
+# A block is one (ranker, query) of a pool, one query of a version: the key without doc_id.
+POOL_KEYS = list(columns.POOL_KEY[:-1])
+JUDGMENT_KEYS = list(columns.JUDGMENT_KEY[:-1])
 # Lines are written and hashed about 64k rows (some 4 MB) at a time: two buffers that size are
 # reused from the allocator and stay in cache, where 1M-row buffers were fresh pages each time
 # (0.28 s of system time of a 0.9 s hash at 10M rows here).
@@ -41,11 +42,12 @@ def judgment_blocks(judgments: pl.DataFrame) -> Blocks:
     return group_rows(_typed(judgments, _JUDGMENT_FIELDS), JUDGMENT_KEYS)
 
 
-# The fields of each kind's canonical lines, with the types the lines are written from.
-_POOL_FIELDS = {"ranker": pl.String, "query_id": pl.String, "doc_id": pl.String,
-                "score": pl.Float64}
-_JUDGMENT_FIELDS = {"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64,
-                    "grade_status": pl.String}
+# The fields of each kind's canonical lines, with the types the lines are written from: every
+# column but the lineage ones (the pool's or version's name is not its content).
+_POOL_FIELDS = {name: dtype for name, dtype in columns.RUN_DTYPES.items()
+                if name not in columns.LINEAGE_COLUMNS}
+_JUDGMENT_FIELDS = {name: dtype for name, dtype in columns.JUDGMENT_DTYPES.items()
+                    if name not in columns.LINEAGE_COLUMNS}
 
 
 def _typed(frame: pl.DataFrame, fields: dict) -> pl.DataFrame:
@@ -67,19 +69,24 @@ def judgments_sha256(judgments: pl.DataFrame | Blocks) -> str:
 
 def update_pool(digest, blocks: Blocks) -> None:
     """Feed a pool's canonical lines to ``digest``."""
-    bits = blocks.numpy("score").view(np.int64)  # -0.0: see kernel.pool_lines
+    # Here, not at the top: numba loads with the first kernel call (see core.kernel).
+    from evaluation_pipeline.core.line_kernels import pool_lines
+
+    bits = blocks.numpy("score").view(np.int64)  # -0.0: see line_kernels.pool_lines
     rankers = string_buffers(blocks.keys["ranker"])
     queries = string_buffers(blocks.keys["query_id"])
-    _feed(digest, _chunks(blocks), lambda chunk, out: kernel.pool_lines(
+    _feed(digest, _chunks(blocks), lambda chunk, out: pool_lines(
         chunk, blocks.starts, blocks.order, *rankers, *queries, *blocks.docs, bits, out))
 
 
 def update_judgments(digest, blocks: Blocks) -> None:
     """Feed a version's canonical lines to ``digest``."""
-    graded = (blocks.frame["grade_status"] == "graded").to_numpy()
+    from evaluation_pipeline.core.line_kernels import judgment_lines  # see update_pool
+
+    graded = (blocks.frame["grade_status"] == columns.GRADED).to_numpy()
     grade = blocks.frame["grade"].fill_null(0).to_numpy()
     queries = string_buffers(blocks.keys["query_id"])
-    _feed(digest, _chunks(blocks), lambda chunk, out: kernel.judgment_lines(
+    _feed(digest, _chunks(blocks), lambda chunk, out: judgment_lines(
         chunk, blocks.starts, blocks.order, *queries, *blocks.docs, grade, graded, out))
 
 

@@ -21,10 +21,10 @@ from evaluation_pipeline.core.statistics import (
     ratio_samples,
     sign_flip_p_value,
 )
+from schemas.columns import INTERVAL_COLUMNS
 
 ALL = "all"
 NO_VALUE = "(none)"
-INTERVAL_COLUMNS = ("macro_ndcg_low", "macro_ndcg_high", "weighted_ndcg_low", "weighted_ndcg_high")
 # Cells (combinations of slice values) summed in one pass; beyond this each slice column is a
 # pass of its own, its values taken this many at a time, so memory stays bounded (the sums of a
 # pass are resamples x cells x numbers).

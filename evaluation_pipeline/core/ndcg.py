@@ -3,7 +3,7 @@
 Candidates are segmented into (ranker, query) blocks (a ranker's output already comes grouped,
 so usually nothing moves). The per-block steps (doc_id order, the merge with the query's
 judgments, the ranking by score, DCG, the ideal, judged@K and counts, for all cutoffs in one
-pass) are one compiled loop in ``core.kernel``; what comes before and after (gains, per-query
+pass) are one compiled loop, ``core.scoring_kernels.score_blocks``; what comes before and after (gains, per-query
 facts, statuses, recall, the output frame) is column arithmetic. String columns are never
 reordered: the kernel reads them in place.
 
@@ -21,32 +21,28 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from evaluation_pipeline.core import kernel
 from evaluation_pipeline.core.blocks import Blocks
+from evaluation_pipeline.core.codes import (
+    GRADED,
+    TIES_AVERAGE,
+    TIES_DOC_ASC,
+    TIES_DOC_DESC,
+    UNJUDGED,
+    UNKNOWN,
+)
 from evaluation_pipeline.core.gains import gains_for_grades
 from evaluation_pipeline.core.hashing import judgment_blocks, pool_blocks
 from evaluation_pipeline.spec import EvaluationSpec
+from schemas import columns
+from schemas.columns import STATUSES
 
-# Candidate classes (contract section 3, rule 1).
-GRADED, UNKNOWN, UNJUDGED = kernel.GRADED, kernel.UNKNOWN, kernel.UNJUDGED
-
-STATUSES = ("scored", "no_positive", "incomplete", "not_judged", "missing_from_run")
+# Status codes index STATUSES (in its order); the strings are made once, by polars, in _assemble.
 _SCORED, _NO_POSITIVE, _INCOMPLETE, _NOT_JUDGED = range(4)
 
+# The per-query columns the scorer makes (core.evaluation adds the lineage).
 RESULT_SCHEMA: dict[str, pl.DataType] = {
-    "ranker": pl.String(),
-    "query_id": pl.String(),
-    "cutoff": pl.Int64(),
-    "dcg": pl.Float64(),
-    "ideal_dcg": pl.Float64(),
-    "ndcg": pl.Float64(),
-    "status": pl.String(),
-    "n_candidates": pl.Int64(),
-    "n_graded": pl.Int64(),
-    "n_unknown": pl.Int64(),
-    "n_unjudged": pl.Int64(),
-    "judged_at_k": pl.Float64(),
-    "candidate_recall": pl.Float64(),
+    name: columns.PER_QUERY_DTYPES[name]()
+    for name in (*columns.PER_QUERY_KEY, *columns.MEASURE_COLUMNS)
 }
 
 
@@ -75,7 +71,7 @@ def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec) -> J
     blocks = judgments if isinstance(judgments, Blocks) else judgment_blocks(judgments)
     # Each query's rows, and their order by doc_id: the order the kernel merges candidates with.
     rows, starts = blocks.frame, blocks.starts
-    is_graded = (rows["grade_status"] == "graded").to_numpy()
+    is_graded = (rows["grade_status"] == columns.GRADED).to_numpy()
     grade_values = rows["grade"].fill_null(0).to_numpy()
     gain = np.zeros(rows.height)
     gain[is_graded] = gains_for_grades(grade_values[is_graded], spec)
@@ -91,7 +87,10 @@ def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec) -> J
     n_queries = len(starts) - 1
     # The all_judged ideal: every graded document of the query, gains high to low.
     gains = grades["gain"].to_numpy()
-    ideal = kernel.ideal_dcg(starts, gains, np.array(spec.cutoffs, dtype=np.int64))
+    # Here, not at the top: numba loads with the first kernel call (see core.kernel).
+    from evaluation_pipeline.core.scoring_kernels import ideal_dcg
+
+    ideal = ideal_dcg(starts, gains, np.array(spec.cutoffs, dtype=np.int64))
     is_unknown = grades["grade_class"].to_numpy() == UNKNOWN
     facts = {
         "query_id": blocks.keys["query_id"],
@@ -105,8 +104,7 @@ def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec) -> J
                          docs=blocks.docs, order=blocks.order)
 
 
-_TIES = {"average": kernel.TIES_AVERAGE, "doc_id": kernel.TIES_DOC_ASC,
-         "trec_eval": kernel.TIES_DOC_DESC}
+_TIES = {"average": TIES_AVERAGE, "doc_id": TIES_DOC_ASC, "trec_eval": TIES_DOC_DESC}
 
 
 def score_candidates(
@@ -118,19 +116,28 @@ def score_candidates(
     blocks :func:`core.hashing.pool_blocks` makes of one; rows for queries a ranker did not
     return come from :func:`missing_from_run`.
     """
+    # Here, not at the top: numba loads with the first kernel call (see core.kernel).
+    from evaluation_pipeline.core.scoring_kernels import (
+        CandidateBlocks,
+        QueryJudgments,
+        Rules,
+        score_blocks,
+    )
+
     blocks = candidates if isinstance(candidates, Blocks) else pool_blocks(candidates)
     if blocks.frame.height == 0:
         return pl.DataFrame(schema=RESULT_SCHEMA)
     keys, starts, n_groups = blocks.keys, blocks.starts, blocks.n_blocks
     facts = keys.join(index.queries, on="query_id", how="left", maintain_order="left")
     cutoffs = spec.cutoffs
-    dcg, candidate_ideal, judged_at_k, counts, positive_candidates = kernel.score_blocks(
-        starts, blocks.order, blocks.numpy("score"), blocks.docs,
-        facts["j_lo"].fill_null(0).to_numpy(), facts["j_hi"].fill_null(0).to_numpy(),
-        index.order, index.docs, index.grades["grade_class"].to_numpy(),
-        index.grades["gain"].to_numpy(), np.array(cutoffs, dtype=np.int64), _TIES[spec.ties],
-        spec.unknown != "exclude", spec.unjudged != "exclude", spec.ideal == "candidates",
-        _discount_prefix(max(cutoffs)),
+    dcg, candidate_ideal, judged_at_k, counts, positive_candidates = score_blocks(
+        CandidateBlocks(starts, blocks.order, blocks.numpy("score"), blocks.docs),
+        QueryJudgments(facts["j_lo"].fill_null(0).to_numpy(),
+                       facts["j_hi"].fill_null(0).to_numpy(), index.order, index.docs,
+                       index.grades["grade_class"].to_numpy(), index.grades["gain"].to_numpy()),
+        Rules(np.array(cutoffs, dtype=np.int64), _discount_prefix(max(cutoffs)),
+              _TIES[spec.ties], spec.unknown != "exclude", spec.unjudged != "exclude",
+              spec.ideal == "candidates"),
     )
     counts = counts.T  # (class, block)
 
@@ -151,7 +158,6 @@ def score_candidates(
     if spec.unjudged == "incomplete":
         incomplete |= counts[UNJUDGED] > 0
     no_positive = ideal[:, 0] <= 0  # gains sorted high to low: ideal@1 is 0 iff all are 0
-    # Status codes index STATUSES; the strings are made once, by polars, in _assemble.
     status = np.select([~judged, incomplete, no_positive],
                        [_NOT_JUDGED, _INCOMPLETE, _NO_POSITIVE], _SCORED).astype(np.int8)
 
