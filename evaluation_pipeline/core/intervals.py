@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import polars as pl
 
-from evaluation_pipeline.core.resampling import query_keys, resampled_sums
 from evaluation_pipeline.core.statistics import (
     percentile_interval,
     ratio_samples,
@@ -74,6 +73,8 @@ def bootstrap_intervals(
     counted = np.stack(distinct, axis=1)  # query x distinct number
     has = np.stack(columns[1::4 if weighted else 2], axis=1)  # query x result
     levels = _slice_levels(index, queries, slices)
+    from evaluation_pipeline.core.resampling import query_keys  # numba: on first use only
+
     keys = query_keys(index["query_id"], seed)
     groups = []  # (slice_column, slice_value, per-result sums [resamples, result, number])
     for label, value_names, sums in _sums_by_group(keys, levels, counted, n_bootstrap, progress):
@@ -145,7 +146,7 @@ def _sums_by_group(keys, levels, counted, n_resamples, progress):
         cells = np.zeros(keys.size, dtype=np.int64)
         for _, names, codes in levels:
             cells = cells * len(names) + codes
-        sums, _ = resampled_sums(keys, n_resamples, cells=cells, n_cells=n_cells,
+        sums, _ = _resampled_sums(keys, n_resamples, cells=cells, n_cells=n_cells,
                                  counted=counted, progress=progress)
         shape = [len(names) for _, names, _ in levels]
         by_cell = sums.reshape(n_resamples, *shape, -1)
@@ -161,7 +162,7 @@ def _sums_by_group(keys, levels, counted, n_resamples, progress):
         chosen = (codes >= start) & (codes < start + width)
         step = None if progress is None else (
             lambda i, total, done=done: progress(done * total + i, len(passes) * total))
-        sums, _ = resampled_sums(keys[chosen], n_resamples, cells=codes[chosen] - start,
+        sums, _ = _resampled_sums(keys[chosen], n_resamples, cells=codes[chosen] - start,
                                  n_cells=width, counted=counted[chosen], progress=step)
         yield label, names[start:start + width], [sums[:, v] for v in range(width)]
 
@@ -195,8 +196,10 @@ def paired_intervals(
             difference[q], paired[q] = frame["difference"].to_numpy(), 1.0
         columns += [difference, paired]
     distinct, source = distinct_columns(columns)
+    from evaluation_pipeline.core.resampling import query_keys  # numba: on first use only
+
     keys = query_keys(index["query_id"], seed)
-    sums, signed_sums = resampled_sums(keys, n_bootstrap, counted=np.stack(distinct, axis=1),
+    sums, signed_sums = _resampled_sums(keys, n_bootstrap, counted=np.stack(distinct, axis=1),
                                        signed=np.stack(columns[::2], axis=1))
     sums = sums[:, :, source]
     for p, frame in enumerate(pairs):
@@ -207,3 +210,11 @@ def paired_intervals(
                 ratio_samples(sums[:, 0, 2 * p], sums[:, 0, 2 * p + 1]), ci_level)
         out[p]["p_value"] = sign_flip_p_value(frame["difference"].to_numpy(), signed_sums[:, p])
     return out
+
+
+def _resampled_sums(*args, **kwargs):
+    """:func:`core.resampling.resampled_sums`, imported on first use: scoring and ``ndcg-eval
+    spec`` reach this module through ``core.aggregates`` and must not pay numba's import."""
+    from evaluation_pipeline.core.resampling import resampled_sums
+
+    return resampled_sums(*args, **kwargs)
