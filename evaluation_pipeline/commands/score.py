@@ -22,6 +22,7 @@ from evaluation_pipeline.core.ndcg import sort_results
 from evaluation_pipeline.engines import score_files
 from evaluation_pipeline.engines.local import read_and_evaluate
 from evaluation_pipeline.io.atomic import json_text, write_json, write_parquet
+from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.io.readers import read_queries
 from evaluation_pipeline.io.result_folder import writing
 from evaluation_pipeline.io.storage import PER_QUERY_FILE, SUMMARY_FILE
@@ -134,6 +135,6 @@ def _print_summary(summary: dict, out: Path | str) -> None:
     print(f"\nwrote {inside(out, PER_QUERY_FILE)} and {inside(out, SUMMARY_FILE)}")
 
 
-def inside(folder: Path | str, name: str) -> Path | str:
-    """``folder / name`` for a local folder or a URL."""
-    return folder / name if isinstance(folder, Path) else f"{folder.rstrip('/')}/{name}"
+def inside(folder: Location | str, name: str) -> Location | str:
+    """``folder / name`` for a location, or a URL kept as written (Spark's)."""
+    return f"{folder.rstrip('/')}/{name}" if isinstance(folder, str) else folder / name

@@ -61,27 +61,33 @@ def files_of(folder: Path) -> dict[str, Path]:
 
 
 def put_result(files: Mapping[str, Path], out: UPath) -> bool:
-    """Put ``files`` (relative name: local file) as the result at ``out``; see the module
-    docstring. False when the same result was already there (nothing written)."""
+    """Put ``files`` (relative name: local file) into the result at ``out``; see the module
+    docstring. The earlier result's other files stay part of it, as they stay beside a local
+    rewrite. False when every file was already there with this content (nothing written)."""
     digests = {name: _sha256(path) for name, path in files.items()}
     earlier = read_marker(out)
-    if earlier is not None and {n: f["sha256"] for n, f in earlier["files"].items()} == digests:
+    entries = dict(earlier["files"]) if earlier is not None else {}
+    if earlier is not None and all(entries.get(n, {}).get("sha256") == d
+                                   for n, d in digests.items()):
         return False
+
+    def marker(prefix: str = "") -> None:
+        _write_marker(out, {**entries, **{n: {"key": f"{prefix}{n}", "sha256": d}
+                                          for n, d in digests.items()}})
+
     if earlier is None:
         for name, path in files.items():
             _put_file(path, out / name)
-        _write_marker(out, {name: name for name in files}, digests)
+        marker()
         return True
-    incoming = f"{INCOMING_FOLDER}/{uuid.uuid4().hex}"
+    incoming = f"{INCOMING_FOLDER}/{uuid.uuid4().hex}/"
     for name, path in files.items():
-        _put_file(path, out / incoming / name)
-    _write_marker(out, {name: f"{incoming}/{name}" for name in files}, digests)
+        _put_file(path, out / f"{incoming}{name}")
+    marker(incoming)  # the switch: from here on readers see the new files, where staged
     for name in files:
-        out.fs.copy((out / incoming / name).path, (out / name).path)
-    _write_marker(out, {name: name for name in files}, digests)
+        _copy_file(out / f"{incoming}{name}", out / name)
+    marker()
     out.fs.rm((out / incoming).path, recursive=True)
-    for name in earlier["files"].keys() - files.keys():  # files the new result does not have
-        (out / name).unlink(missing_ok=True)
     return True
 
 
@@ -115,8 +121,12 @@ def _put_file(source: Path, target: UPath) -> None:
     target.fs.put_file(str(source), target.path)
 
 
-def _write_marker(out: UPath, keys: Mapping[str, str], digests: Mapping[str, str]) -> None:
-    marker = {"files": {name: {"key": keys[name], "sha256": digests[name]} for name in keys}}
+def _copy_file(source: UPath, target: UPath) -> None:
+    source.fs.copy(source.path, target.path)  # on the server: nothing passes through here
+
+
+def _write_marker(out: UPath, entries: Mapping[str, Mapping[str, str]]) -> None:
+    marker = {"files": {name: dict(entries[name]) for name in sorted(entries)}}
     (out / RESULT_MARKER).write_bytes(json_text(marker).encode())
 
 
