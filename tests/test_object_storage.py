@@ -16,7 +16,6 @@ import socket
 import subprocess
 import sys
 
-import polars as pl
 import pytest
 
 from evaluation_pipeline.cli import main
