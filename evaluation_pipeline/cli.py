@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -38,8 +37,9 @@ from evaluation_pipeline.commands import (
 )
 from evaluation_pipeline.core.reconcile import MAX_ROW_SCORINGS
 from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, ENGINES
-from evaluation_pipeline.io.storage import HISTORY_FILE, HISTORY_FOLDER
+from evaluation_pipeline.io.locations import STORAGE_OPTIONS_ENV, argument
 from evaluation_pipeline.io.readers import FORMATS
+from evaluation_pipeline.io.storage import HISTORY_FILE, HISTORY_FOLDER
 from evaluation_pipeline.report import ReportConfig
 from evaluation_pipeline.spec import PROFILES
 from schemas.errors import EvaluationError
@@ -60,12 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     score = commands.add_parser("score", help="score a run against a judgment version")
     score.add_argument("--judgments", required=True, type=_location,
-                       help="judgment version file (with --engine spark: any URL Spark reads)")
+                       help="judgment version file, or a URL (s3://bucket/key; with --engine "
+                       "spark: any URL Spark reads)")
     score.add_argument("--run", required=True, type=_location,
                        help="run file, or a pool folder with one run file per ranker")
-    score.add_argument("--queries", type=Path, help="query weights and slice columns")
+    score.add_argument("--queries", type=_location, help="query weights and slice columns")
     score.add_argument("--out", required=True, type=_location,
-                       help="output folder (with --engine spark: any URL Spark writes)")
+                       help="output folder, or a URL (with --engine spark: any URL Spark writes)")
     score.add_argument("--format", choices=FORMATS, help="format of every input file")
     score.add_argument("--judgments-format", choices=FORMATS)
     score.add_argument("--run-format", choices=FORMATS)
@@ -84,39 +85,45 @@ def build_parser() -> argparse.ArgumentParser:
                        help="also write report.json, aggregates.parquet, report.html, traces/")
     _spec_arguments(score)
     _report_arguments(score)
+    _storage_arguments(score)
 
     report = commands.add_parser(
         "report", help="aggregates with intervals, ranker comparison and report.html"
     )
-    report.add_argument("results", type=Path, help="ndcg-eval score output folder or per_query.parquet")
-    report.add_argument("--queries", type=Path, help="query weights and slice columns")
-    report.add_argument("--out", type=Path, help="output folder (default: the results folder)")
-    report.add_argument("--judgments", type=Path, help="judgment version, to write traces")
-    report.add_argument("--run", type=Path, help="run file or pool folder, to write traces")
+    report.add_argument("results", type=_location,
+                        help="ndcg-eval score output folder or per_query.parquet")
+    report.add_argument("--queries", type=_location, help="query weights and slice columns")
+    report.add_argument("--out", type=_location,
+                        help="output folder (default: the results folder)")
+    report.add_argument("--judgments", type=_location, help="judgment version, to write traces")
+    report.add_argument("--run", type=_location, help="run file or pool folder, to write traces")
     report.add_argument("--format", choices=FORMATS, help="format of the judgment and run files")
     _spec_arguments(report, cutoff=False)
     _report_arguments(report)
+    _storage_arguments(report)
 
     compare = commands.add_parser(
         "compare",
         help="rankers within one result; or two results (other pool, or other judgment version)",
     )
-    compare.add_argument("results", type=Path, nargs="+", metavar="RESULTS",
+    compare.add_argument("results", type=_location, nargs="+", metavar="RESULTS",
                          help="one or two ndcg-eval score output folders or per_query.parquet")
-    compare.add_argument("--judgments", type=Path, nargs=2, metavar=("OLD", "NEW"),
+    compare.add_argument("--judgments", type=_location, nargs=2, metavar=("OLD", "NEW"),
                          help="the two judgment versions, to list documents added/removed/regraded")
-    compare.add_argument("--pools", type=Path, nargs=2, metavar=("OLD", "NEW"),
+    compare.add_argument("--pools", type=_location, nargs=2, metavar=("OLD", "NEW"),
                          help="the two pool folders, to count candidates added/removed")
     compare.add_argument("--cutoff", type=int, action="append", metavar="K",
                          help="only these cutoffs")
     compare.add_argument("--format", choices=FORMATS, help="format of judgment and run files")
     _report_arguments(compare)
+    _storage_arguments(compare)
 
     explain_cmd = commands.add_parser(
         "explain", help="per-candidate trace of one number: gain, discount, contribution"
     )
-    explain_cmd.add_argument("--judgments", required=True, type=Path)
-    explain_cmd.add_argument("--run", required=True, type=Path, help="run file or pool folder")
+    explain_cmd.add_argument("--judgments", required=True, type=_location)
+    explain_cmd.add_argument("--run", required=True, type=_location,
+                             help="run file or pool folder")
     explain_cmd.add_argument("--query", required=True, help="query_id")
     explain_cmd.add_argument("--ranker", required=True)
     explain_cmd.add_argument("--format", choices=FORMATS, help="format of every input file")
@@ -124,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain_cmd.add_argument("--pool", help="candidate pool name when the file carries none")
     explain_cmd.add_argument("--json", action="store_true", help="print the trace as JSON")
     _spec_arguments(explain_cmd)
+    _storage_arguments(explain_cmd)
 
     spec = commands.add_parser("spec", help="print a spec, its spec_id and what each field means")
     _spec_arguments(spec)
@@ -132,15 +140,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# A scheme of two or more letters, then ":/": s3a://b/x, hdfs://nn/x, file:///x, file:/x (one
-# letter and a colon is a drive, C:/x; a colon without a slash is part of a file name).
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
+# Every path argument: a local Path, or a URL kept as written (a Path would fold its "//");
+# each command makes it a location with the storage options (io.locations).
+_location = argument
 
 
-def _location(text: str) -> Path | str:
-    """A local path, or a URL (``s3a://bucket/run.parquet``) kept as written: a Path would
-    fold its ``//``. Only the Spark engine reads and writes URLs."""
-    return text if _URL.match(text) else Path(text)
+def _storage_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--storage-options", metavar="JSON",
+                        help="fsspec options for URLs, e.g. '{\"endpoint_url\": "
+                        f"\"http://127.0.0.1:9000\"}}', over those of {STORAGE_OPTIONS_ENV}")
 
 
 def _spec_arguments(parser: argparse.ArgumentParser, cutoff: bool = True) -> None:
@@ -169,8 +177,9 @@ def _reconcile_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
         "reconcile",
         help="walk from one spec to another field by field: what each convention does to the mean",
     )
-    parser.add_argument("--judgments", required=True, type=Path, help="judgment version file")
-    parser.add_argument("--run", required=True, type=Path,
+    parser.add_argument("--judgments", required=True, type=_location,
+                        help="judgment version file")
+    parser.add_argument("--run", required=True, type=_location,
                         help="run file, or a pool folder with one run file per ranker")
     parser.add_argument("--from", dest="source", required=True, metavar="SPEC",
                         help=f"profile ({', '.join(PROFILES)}) or spec file to start from")
@@ -179,7 +188,8 @@ def _reconcile_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     parser.add_argument("--cutoff", type=int, action="append", metavar="K",
                         help="compare at NDCG@K; repeat for several (needed when the two specs' "
                         "cutoffs differ)")
-    parser.add_argument("--queries", type=Path, help="query weights: adds the weighted mean")
+    parser.add_argument("--queries", type=_location,
+                        help="query weights: adds the weighted mean")
     parser.add_argument("--order", metavar="F1,F2,...",
                         help="fields to walk first, in this order (default: spec field order)")
     parser.add_argument("--shapley", action="store_true",
@@ -193,18 +203,20 @@ def _reconcile_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     parser.add_argument("--judgment-version", help="version name when the file carries none")
     parser.add_argument("--pool", help="candidate pool name when the file carries none")
     parser.add_argument("--ranker", help="ranker name for a run file without one")
+    _storage_arguments(parser)
     return parser
 
 
 def _history_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "history", help="the nightly trend: NDCG per night, verdicts, attributions, alerts")
-    parser.add_argument("storage", type=Path, metavar="STORAGE",
+    parser.add_argument("storage", type=_location, metavar="STORAGE",
                         help=f"the pipeline's storage (it holds {HISTORY_FOLDER}/{HISTORY_FILE})")
     parser.add_argument("--ranker", action="append", help="only this ranker (repeatable)")
     parser.add_argument("--cutoff", type=int, action="append", help="only this K (repeatable)")
     parser.add_argument("--spec-id", help="only evaluations under this spec_id")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    _storage_arguments(parser)
     return parser
 
 

@@ -3,6 +3,7 @@ resource), never by editing code; URLs only where an engine can reach them."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -53,17 +54,22 @@ def test_local_paths_stay_paths(text):
 
 
 @pytest.mark.parametrize("engine", ["local", "streaming"])
-def test_a_url_needs_the_spark_engine(engine, tmp_path, capsys):
+def test_a_url_whose_filesystem_is_missing_names_the_extra(engine, tmp_path, capsys,
+                                                           monkeypatch):
+    # s3fs is installed here: its absence is what find_spec would say without it.
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "s3fs" else real(name, *a))
     out = tmp_path / "out"
-    code = main(["score", "--judgments", "s3a://bucket/maint-v2.parquet", "--run", RUN,
+    code = main(["score", "--judgments", "s3://bucket/maint-v2.parquet", "--run", RUN,
                  "--engine", engine, "--out", str(out)])
     assert code == cli.EXIT_BAD_INPUT
     err = capsys.readouterr().err
-    assert "s3a://bucket/maint-v2.parquet" in err and "--engine spark" in err
+    assert "s3://bucket/maint-v2.parquet" in err and "pip install 'ndcg-eval[s3]'" in err
     assert not out.exists()
 
 
-def test_a_report_needs_a_local_output_folder(capsys):
+def test_a_spark_report_needs_a_local_output_folder(capsys):
     code = main(["score", "--judgments", JUDGMENTS, "--run", RUN, "--engine", "spark",
                  "--out", "s3a://bucket/results", "--report"])
     assert code == cli.EXIT_BAD_INPUT

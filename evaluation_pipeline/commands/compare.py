@@ -10,7 +10,7 @@ import argparse
 
 import polars as pl
 
-from evaluation_pipeline.commands.options import report_config
+from evaluation_pipeline.commands.options import place, report_config
 from evaluation_pipeline.commands.results import ResultsError, load_results
 from evaluation_pipeline.core.comparison import compare_pools, compare_rankers
 from evaluation_pipeline.core.diff import judgment_version_diff, pool_diff
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     config = report_config(args)
     options = dict(ci_level=config.ci_level, n_bootstrap=config.n_bootstrap, seed=config.seed,
                    n_regressions=config.n_regressions)
-    loaded = [load_results(path) for path in args.results]
+    loaded = [load_results(place(args, path)) for path in args.results]
     frames = [pq if not args.cutoff else pq.filter(pl.col("cutoff").is_in(args.cutoff))
               for pq, _, _ in loaded]
     if len(loaded) == 1:
@@ -48,14 +48,15 @@ def run(args: argparse.Namespace) -> int:
     same_pool = old.pool_sha256 == new.pool_sha256
     same_version = old.judgments_sha256 == new.judgments_sha256
     if same_pool and not same_version:
-        grades = [read_judgments(p, args.format) for p in args.judgments or ()]
+        grades = [read_judgments(place(args, p), args.format) for p in args.judgments or ()]
         diff = judgment_version_diff(*(grades or (NO_JUDGMENTS, NO_JUDGMENTS)), *frames)
         print(render_judgment_diff(diff, grades_given=bool(grades)))
         return 0
     comparison = compare_pools(*frames, **options)
     changes = None
     if same_version and args.pools:
-        changes = pool_diff(*(read_candidates(p, args.format) for p in args.pools), *frames)
+        changes = pool_diff(*(read_candidates(place(args, p), args.format)
+                              for p in args.pools), *frames)
     # Printed once both are computed: a refused diff leaves no half-printed comparison.
     print(render_comparison(comparison))
     if changes is not None:

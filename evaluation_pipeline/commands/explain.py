@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from evaluation_pipeline.commands.options import resolve_spec
+from evaluation_pipeline.commands.options import place, resolve_spec
 from evaluation_pipeline.core.explain import explain
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
 from evaluation_pipeline.report.terminal import render_trace
@@ -13,8 +13,9 @@ from evaluation_pipeline.report.terminal import render_trace
 
 def run(args: argparse.Namespace) -> int:
     spec = resolve_spec(args)
-    judgments = read_judgments(args.judgments, args.format, version=args.judgment_version)
-    candidates = read_candidates(args.run, args.format, pool=args.pool)
+    judgments = read_judgments(place(args, args.judgments), args.format,
+                               version=args.judgment_version)
+    candidates = read_candidates(place(args, args.run), args.format, pool=args.pool)
     traces = [explain(candidates, judgments, spec, query_id=args.query, ranker=args.ranker,
                       cutoff=k) for k in spec.cutoffs]
     # Each trace names its grades; the pool and conventions behind it are the same for all.

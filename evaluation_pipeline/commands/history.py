@@ -8,14 +8,17 @@ the headline judgment version changed, the attribution. Then every alert raised.
 from __future__ import annotations
 
 import argparse
+import tempfile
 from pathlib import Path
 
 import polars as pl
 
+from evaluation_pipeline.commands.options import place
 from evaluation_pipeline.core.history import headline_trend
 from evaluation_pipeline.io.alerts import read_alerts
 from evaluation_pipeline.io.atomic import json_text
-from evaluation_pipeline.io.storage import alerts_file, history_file
+from evaluation_pipeline.io.locations import Location, is_remote, location
+from evaluation_pipeline.io.storage import ALERTS_FILE, alerts_file, history_file
 from evaluation_pipeline.report.format import interval, number
 from evaluation_pipeline.report.tables import aligned
 from schemas.errors import EvaluationError
@@ -33,13 +36,14 @@ class HistoryError(EvaluationError):
 
 
 
-def trend_rows(storage: Path, rankers: list[str] | None = None,
+def trend_rows(storage: Location | str, rankers: list[str] | None = None,
                cutoffs: list[int] | None = None, spec_id: str | None = None) -> pl.DataFrame:
-    path = Path(storage).joinpath(*history_file())
+    path = location(storage).joinpath(*history_file())
     if not path.exists():
         raise HistoryError(f"no evaluation history at {path}: the pipeline writes it after "
                            "each evaluation")
-    trend = headline_trend(pl.read_parquet(path), spec_id)
+    history = pl.read_parquet(path.read_bytes() if is_remote(path) else path)
+    trend = headline_trend(history, spec_id)
     if rankers:
         trend = trend.filter(pl.col("ranker").is_in(rankers))
     if cutoffs:
@@ -75,9 +79,22 @@ def render_trend_table(trend: pl.DataFrame, alerts: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def alerts_of(storage: Location) -> list[dict]:
+    """The alerts recorded in the storage; on object storage read from a local copy."""
+    alerts = storage.joinpath(*alerts_file())
+    if not is_remote(alerts):
+        return read_alerts(alerts)
+    with tempfile.TemporaryDirectory(prefix="ndcg-eval-alerts-") as folder:
+        copy = Path(folder) / ALERTS_FILE
+        if alerts.exists():
+            alerts.fs.get_file(alerts.path, str(copy))
+        return read_alerts(copy)
+
+
 def run(args: argparse.Namespace) -> int:
-    trend = trend_rows(args.storage, args.ranker, args.cutoff, args.spec_id)
-    alerts = read_alerts(Path(args.storage).joinpath(*alerts_file()))
+    storage = place(args, args.storage)
+    trend = trend_rows(storage, args.ranker, args.cutoff, args.spec_id)
+    alerts = alerts_of(storage)
     if args.json:
         rows = [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in row.items()}
                 for row in trend.to_dicts()]

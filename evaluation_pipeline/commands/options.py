@@ -1,9 +1,13 @@
-"""Options several commands share: the spec (--spec, --profile, --cutoff) and the report's."""
+"""Options several commands share: the spec (--spec, --profile, --cutoff), the report's, and
+where a path argument points (--storage-options)."""
 
 from __future__ import annotations
 
 import argparse
+import os
+from typing import Any
 
+from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.report import ReportConfig
 from evaluation_pipeline.spec import EvaluationSpec, load_spec, profile
 
@@ -26,3 +30,11 @@ def report_config(args: argparse.Namespace) -> ReportConfig:
         baseline=args.baseline,
         n_regressions=args.regressions,
     )
+
+
+def place(args: argparse.Namespace, where: str | os.PathLike | None) -> Location | Any:
+    """A path argument as a location: a local Path, or a URL with the storage options of
+    --storage-options over NDCG_EVAL_STORAGE_OPTIONS (``io.locations``); None stays None."""
+    if where is None:
+        return None
+    return location(where, getattr(args, "storage_options", None))

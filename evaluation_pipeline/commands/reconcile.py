@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from evaluation_pipeline.commands.options import place
 from evaluation_pipeline.core.reconcile import (
     ReconcileError,
     Scorer,
@@ -45,11 +46,11 @@ def run(args: argparse.Namespace) -> int:
                     order=args.order.split(",") if args.order else None,
                     source_label=args.source, target_label=args.target or "")
     judgments, pool, rows, lineage = read_and_evaluate(
-        args.judgments, args.run, the_plan.source,
+        place(args, args.judgments), place(args, args.run), the_plan.source,
         judgments_format=args.format, run_format=args.format,
         judgment_version=args.judgment_version,
         pool=args.pool, ranker=args.ranker)
-    queries = read_queries(args.queries) if args.queries else None
+    queries = read_queries(place(args, args.queries)) if args.queries else None
     scorer = Scorer(judgments, pool, queries, lineage)
     scorer.add(the_plan.source, rows)
     document = reconcile(scorer, the_plan, shapley=args.shapley, sensitivity=args.sensitivity)

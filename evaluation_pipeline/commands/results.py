@@ -1,14 +1,19 @@
-"""Reading back what ``ndcg-eval score`` wrote: the per-query rows and the spec behind them."""
+"""Reading back what ``ndcg-eval score`` wrote: the per-query rows and the spec behind them.
+
+On object storage a result is read through its marker (``io.result_folder``): a folder without
+one is refused as incomplete, and each file is read where the marker says.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import polars as pl
 
 from evaluation_pipeline.core.evaluation import Lineage
+from evaluation_pipeline.io.locations import Location, is_remote
+from evaluation_pipeline.io.result_folder import IncompleteResult, result_file
 from evaluation_pipeline.io.storage import PER_QUERY_FILE, SUMMARY_FILE
 from evaluation_pipeline.spec import EvaluationSpec, load_spec, profile, spec_from_mapping
 from schemas import validate
@@ -22,23 +27,27 @@ class ResultsError(EvaluationError):
 
 
 def load_results(
-    path: Path, args: argparse.Namespace | None = None
+    path: Location, args: argparse.Namespace | None = None
 ) -> tuple[pl.DataFrame, EvaluationSpec, Lineage]:
     """Per-query rows of an ``ndcg-eval score`` output, with the spec that produced them.
 
     The spec comes from summary.json beside the rows, or from --spec/--profile; either way its
     spec_id must equal the rows' spec_id.
     """
-    file = path / PER_QUERY_FILE if path.is_dir() else path
-    if not file.exists():
+    folder, name = (path, PER_QUERY_FILE) if path.is_dir() else (path.parent, path.name)
+    file = folder / name  # as the user knows it; on object storage read where the marker says
+    stored = result_file(folder, name)
+    if not stored.exists():
         raise ResultsError(f"{file}: no such file (expected ndcg-eval score output)")
-    per_query = validate("PerQueryResults", pl.read_parquet(file, glob=False), str(file))
+    per_query = validate("PerQueryResults", _read_parquet(stored), str(file))
     lineage = Lineage.from_rows(per_query, str(file))
-    summary = file.parent / SUMMARY_FILE
+    summary = folder / SUMMARY_FILE
+    summary_stored = _optional(folder, SUMMARY_FILE)
     if args is not None and (getattr(args, "spec", None) or getattr(args, "profile", None)):
         spec = load_spec(args.spec) if args.spec else profile(args.profile)
-    elif summary.exists():
-        spec = spec_from_mapping(json.loads(summary.read_text())["spec"], source=str(summary))
+    elif summary_stored is not None and summary_stored.exists():
+        spec = spec_from_mapping(json.loads(summary_stored.read_text())["spec"],
+                                 source=str(summary))
     else:
         raise ResultsError(f"{file}: no {SUMMARY_FILE} beside it; give --spec or --profile")
     if spec.spec_id != lineage.spec_id:
@@ -46,3 +55,17 @@ def load_results(
             f"{file}: rows were computed under spec {lineage.spec_id}, not {spec.spec_id}"
         )
     return per_query, spec, lineage
+
+
+def _read_parquet(file: Location) -> pl.DataFrame:
+    if is_remote(file):  # fetched once through its filesystem and options
+        return pl.read_parquet(file.read_bytes())
+    return pl.read_parquet(file, glob=False)
+
+
+def _optional(folder: Location, name: str) -> Location | None:
+    """A file of the result that it may not have (the per-query rows were found)."""
+    try:
+        return result_file(folder, name)
+    except IncompleteResult:
+        return None

@@ -1,5 +1,8 @@
 """``ndcg-eval score``: per_query.parquet and summary.json, and with --report the report.
 
+Inputs and --out may be URLs on object storage (``io.locations``); a result there is written
+whole to a local folder first, then put with its marker last (``io.result_folder``).
+
 Every option is checked before the first byte is written: the report options (level,
 resamples, slice columns against the queries table, baseline against the rankers) as soon as
 what they refer to is known.
@@ -13,13 +16,15 @@ from pathlib import Path
 
 import polars as pl
 
-from evaluation_pipeline.commands.options import report_config, resolve_spec
+from evaluation_pipeline.commands.options import place, report_config, resolve_spec
 from evaluation_pipeline.core.evaluation import summarize
 from evaluation_pipeline.core.ndcg import sort_results
 from evaluation_pipeline.engines import score_files
 from evaluation_pipeline.engines.local import read_and_evaluate
 from evaluation_pipeline.io.atomic import json_text, write_json, write_parquet
+from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.io.readers import read_queries
+from evaluation_pipeline.io.result_folder import writing
 from evaluation_pipeline.io.storage import PER_QUERY_FILE, SUMMARY_FILE
 from evaluation_pipeline.report import ReportConfig, check_options, write_report
 from evaluation_pipeline.report.terminal import progress, render_report, render_summary
@@ -33,19 +38,28 @@ SUMMARY_COLUMNS = (*PER_QUERY_KEY, "status", "ndcg", "judged_at_k", "candidate_r
 
 
 def run(args: argparse.Namespace) -> int:
-    urls = [str(x) for x in (args.judgments, args.run, args.out) if isinstance(x, str)]
-    if urls and args.engine != "spark":
-        raise InputError(urls[0], [violation(
-            "(file)", f"a URL is read and written by --engine spark only, not {args.engine}; "
-            "give a local path", [])])
-    if isinstance(args.out, str) and args.report:
+    if isinstance(args.out, str) and args.report and args.engine == "spark":
         raise InputError(args.out, [violation(
-            "(file)", "--report writes local files (HTML, traces): give a local --out, or "
-            "report later from a copy with ndcg-eval report", [])])
+            "(file)", "with --engine spark, --report writes local files (HTML, traces): give a "
+            "local --out, or report later with ndcg-eval report", [])])
+    # Spark reads and writes URLs itself; every other engine through io.locations.
+    names = ("queries",) if args.engine == "spark" else ("judgments", "run", "out", "queries")
+    for name in names:
+        setattr(args, name, place(args, getattr(args, name)))
     spec = resolve_spec(args)
     config = report_config(args) if args.report else None
-    if args.engine != "local":
-        return _score_with_engine(args, spec, config)
+    if isinstance(args.out, str):  # a URL Spark writes to
+        return _score_with_engine(args, spec, config, args.out)
+    # On object storage the result is written whole to a local folder, then put there with
+    # its marker last (io.result_folder); a local --out is written in place.
+    with writing(args.out) as folder:
+        if args.engine != "local":
+            return _score_with_engine(args, spec, config, folder)
+        return _score_locally(args, spec, config, folder)
+
+
+def _score_locally(args: argparse.Namespace, spec: EvaluationSpec, config: ReportConfig | None,
+                   folder: Path) -> int:
     judgments, pool, per_query, lineage = read_and_evaluate(
         args.judgments, args.run, spec, judgments_format=args.judgments_format or args.format,
         run_format=args.run_format or args.format, judgment_version=args.judgment_version,
@@ -56,11 +70,11 @@ def run(args: argparse.Namespace) -> int:
     if config is not None:
         check_options(_rankers(per_query), queries, config)
     # Everything is computed and validated before the first byte is written.
-    write_parquet(per_query, args.out / PER_QUERY_FILE)
-    write_json(summary, args.out / SUMMARY_FILE)
+    write_parquet(per_query, folder / PER_QUERY_FILE)
+    write_json(summary, folder / SUMMARY_FILE)
     _print_summary(summary, args.out)
     if config is not None:
-        report = write_report(args.out, per_query, spec, lineage, queries, config,
+        report = write_report(folder, per_query, spec, lineage, queries, config,
                               candidates=pool, judgments=judgments, progress=progress)
         print()
         print(render_report(report, args.out))
@@ -68,14 +82,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _score_with_engine(args: argparse.Namespace, spec: EvaluationSpec,
-                       config: ReportConfig | None) -> int:
-    """Streaming or Spark: the engine writes per_query.parquet (for Spark, a folder of parts);
-    the summary and report are computed from what it wrote."""
+                       config: ReportConfig | None, folder: Path | str) -> int:
+    """Streaming or Spark: the engine writes per_query.parquet (for Spark, a folder of parts)
+    into ``folder``; the summary and report are computed from what it wrote."""
     queries = read_queries(args.queries) if args.queries else None
     if config is not None:
         config.slice_columns(queries)  # the baseline is checked once the rankers are known
-    remote = isinstance(args.out, str)  # a URL: Spark writes there, and the summary beside
-    target = inside(args.out, PER_QUERY_FILE)
+    remote = isinstance(folder, str)  # a URL: Spark writes there, and the summary beside
+    target = inside(folder, PER_QUERY_FILE)
     result = score_files(
         args.judgments, args.run, spec, target, engine=args.engine, batch_rows=args.batch_rows,
         judgment_version=args.judgment_version, pool=args.pool, ranker=args.ranker,
@@ -100,12 +114,12 @@ def _score_with_engine(args: argparse.Namespace, spec: EvaluationSpec,
         check_options(_rankers(per_query), queries, config)
     summary = summarize(per_query, spec, result.lineage, queries)
     if remote:
-        write_text_at(inside(args.out, SUMMARY_FILE), json_text(summary))
+        write_text_at(inside(folder, SUMMARY_FILE), json_text(summary))
     else:
-        write_json(summary, args.out / SUMMARY_FILE)
+        write_json(summary, folder / SUMMARY_FILE)
     _print_summary(summary, args.out)
     if config is not None:
-        report = write_report(args.out, per_query, spec, result.lineage, queries, config,
+        report = write_report(folder, per_query, spec, result.lineage, queries, config,
                               progress=progress)
         print()
         print(render_report(report, args.out))
@@ -121,6 +135,6 @@ def _print_summary(summary: dict, out: Path | str) -> None:
     print(f"\nwrote {inside(out, PER_QUERY_FILE)} and {inside(out, SUMMARY_FILE)}")
 
 
-def inside(folder: Path | str, name: str) -> Path | str:
-    """``folder / name`` for a local folder or a URL."""
-    return folder / name if isinstance(folder, Path) else f"{folder.rstrip('/')}/{name}"
+def inside(folder: Location | str, name: str) -> Location | str:
+    """``folder / name`` for a location, or a URL kept as written (Spark's)."""
+    return f"{folder.rstrip('/')}/{name}" if isinstance(folder, str) else folder / name

@@ -7,6 +7,10 @@ by configuration, and every engine writes the same per-query rows with lineage.
 - ``streaming``: Parquet, batches of whole queries, memory bounded by the batch.
 - ``spark``: PySpark, whole queries cogrouped with their judgments through ``applyInArrow``,
   over any URL Spark reads.
+
+``local`` and ``streaming`` take a local path or a URL on object storage wherever they take a
+path (``io.locations``: a string URL is read with ``NDCG_EVAL_STORAGE_OPTIONS``; a ``UPath``
+with its own options).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluation_pipeline.core.evaluation import Lineage
+from evaluation_pipeline.io.locations import location
 from evaluation_pipeline.spec import EvaluationSpec
 
 ENGINES = ("local", "streaming", "spark")
@@ -48,14 +53,15 @@ def score_files(
     spark_master: str | None = None,
 ) -> EngineResult:
     """Score ``run_path`` against ``judgments_path`` under ``spec``; per-query Parquet at
-    ``out_path`` (a local path, or for ``spark`` any URL Spark can write).
+    ``out_path`` (a local path or a URL on object storage; for ``spark`` any URL Spark writes).
 
     ``spark``: ``spark_session`` if given, else the active session, else a new one at
     ``spark_master`` (``engines.spark.spark_master``: a local one unless set or submitted)."""
     if engine == "local":
         from evaluation_pipeline.engines.local import score_local
 
-        lineage, rows = score_local(Path(judgments_path), Path(run_path), spec, Path(out_path),
+        lineage, rows = score_local(location(judgments_path), location(run_path), spec,
+                                    location(out_path),
                                     judgment_version=judgment_version, pool=pool, ranker=ranker)
         return EngineResult(lineage, str(out_path), rows)
     if engine == "streaming":

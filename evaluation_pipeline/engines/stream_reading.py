@@ -12,9 +12,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
+from upath import UPath
 
 from evaluation_pipeline.core.blocks import block_starts
 from evaluation_pipeline.engines.stream_checks import check_boundary, check_sorted
+from evaluation_pipeline.io.locations import is_remote
 from schemas import InputError
 from schemas.errors import violation
 
@@ -92,21 +94,14 @@ def read_ahead(items: Iterator) -> Iterator:
         producer.join()
 
 
-def read_batches(paths: list[Path], columns: tuple[str, ...], fill: Fill, batch_rows: int
-                 ) -> Iterator[Batch]:
+def read_batches(paths: list[Path | UPath], columns: tuple[str, ...], fill: Fill,
+                 batch_rows: int) -> Iterator[Batch]:
     for path in paths:
-        try:
-            reader = pq.ParquetFile(path)  # the schema and row count; polars reads
-        except FileNotFoundError:
-            raise InputError(str(path), [violation("(file)", "file not found", [])]) from None
-        except Exception as exc:  # noqa: BLE001 - any unreadable file is bad input
-            raise InputError(str(path), [violation(
-                "(file)", f"not a readable Parquet file: {str(exc)[:200]}", [])]) from None
-        present = [c for c in columns if c in reader.schema_arrow.names]
-        missing = [c for c in columns if c not in present and c not in fill]
-        if missing:
-            raise InputError(str(path), [violation(c, "required column is missing", [])
-                                         for c in missing])
+        if is_remote(path):
+            yield from _remote_batches(path, columns, fill, batch_rows)
+            continue
+        reader = _parquet_file(path, path)  # the schema and row count; polars reads
+        present = _present(reader, path, columns, fill)
         # Each batch is a slice of a lazy scan: polars reads only the row groups (and pages)
         # the slice covers, straight into its own columns. Twice as fast here as pyarrow's
         # batch reader plus a conversion to polars, and it holds less.
@@ -114,6 +109,45 @@ def read_batches(paths: list[Path], columns: tuple[str, ...], fill: Fill, batch_
         for offset in range(0, reader.metadata.num_rows, batch_rows):
             frame = with_names(scan.slice(offset, batch_rows).collect(), fill, path, present)
             yield Batch(path, offset, frame.select(columns))
+
+
+def _remote_batches(path: UPath, columns: tuple[str, ...], fill: Fill, batch_rows: int
+                    ) -> Iterator[Batch]:
+    """A file on object storage, in batches read by pyarrow over its fsspec file: ranged reads
+    of the row groups each batch covers, never the whole file at once."""
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise InputError(str(path), [violation("(file)", "file not found", [])]) from None
+    with handle:
+        reader = _parquet_file(handle, path)
+        present = _present(reader, path, columns, fill)
+        offset = 0
+        for record_batch in reader.iter_batches(batch_size=batch_rows, columns=present):
+            frame = with_names(pl.from_arrow(record_batch), fill, path, present)
+            yield Batch(path, offset, frame.select(columns))
+            offset += record_batch.num_rows
+
+
+def _parquet_file(source, path) -> pq.ParquetFile:
+    """The file's metadata; a missing or unreadable file is bad input."""
+    try:
+        return pq.ParquetFile(source)
+    except FileNotFoundError:
+        raise InputError(str(path), [violation("(file)", "file not found", [])]) from None
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is bad input
+        raise InputError(str(path), [violation(
+            "(file)", f"not a readable Parquet file: {str(exc)[:200]}", [])]) from None
+
+
+def _present(reader: pq.ParquetFile, path, columns: tuple[str, ...], fill: Fill) -> list[str]:
+    """The columns the file holds; a required one that it lacks and no name fills is refused."""
+    present = [c for c in columns if c in reader.schema_arrow.names]
+    missing = [c for c in columns if c not in present and c not in fill]
+    if missing:
+        raise InputError(str(path), [violation(c, "required column is missing", [])
+                                     for c in missing])
+    return present
 
 
 def with_names(frame, fill: Fill, path: Path, present):

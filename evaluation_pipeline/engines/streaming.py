@@ -22,6 +22,9 @@ is mostly polars, compiled loops or hashlib, which release the GIL.
 
 Reading is ``stream_reading``, the checks ``stream_checks``, the merge with the judgments
 ``judgment_windows``; this module runs one pass over the inputs and writes what it scores.
+
+Inputs and output may be URLs on object storage (``io.locations``): the batches are then read
+by pyarrow over the fsspec file, and the rows are put as one object once complete.
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+from upath import UPath
 
 from evaluation_pipeline.core import kernel
 from evaluation_pipeline.core.blocks import Blocks
@@ -70,6 +75,7 @@ from evaluation_pipeline.engines.stream_reading import (
     with_names,
 )
 from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
 from schemas.columns import JUDGMENT_COLUMNS, JUDGMENT_DTYPES, RUN_COLUMNS
@@ -102,13 +108,17 @@ def score_streaming(
 ) -> StreamResult:
     """Per-query rows with lineage at ``out_path``, streamed; see the module docstring."""
     threading.Thread(target=kernel.warm_up, daemon=True).start()  # while the first batch reads
-    judgments_path, run_path, out_path = Path(judgments_path), Path(run_path), Path(out_path)
+    judgments_path, run_path, out_path = (location(judgments_path), location(run_path),
+                                          location(out_path))
     run_files = _run_files(run_path)
     names = _Names(judgment_version or judgments_path.stem, pool or
                    (run_path.name if run_path.is_dir() else run_path.parent.name), ranker)
     notes: list[str] = []
-    scratch = Path(tempfile.mkdtemp(prefix="ndcg-stream-", dir=out_path.parent
-                                    if out_path.parent.exists() else None))
+    # The scratch folder (the rows before their lineage, sorted inputs) is on a local disk:
+    # beside a local output, else in the temporary folder.
+    beside = not is_remote(out_path) and out_path.parent.exists()
+    scratch = Path(tempfile.mkdtemp(prefix="ndcg-stream-",
+                                    dir=out_path.parent if beside else None))
     try:
         sources = {"judgments": [judgments_path], "run": run_files}
         while True:
@@ -149,7 +159,7 @@ class _Names:
                 "ranker": self.ranker if self.ranker else (lambda path: path.stem)}
 
 
-def _run_files(run_path: Path) -> list[Path]:
+def _run_files(run_path: Path | UPath) -> list[Path | UPath]:
     if run_path.is_dir():
         files = sorted(p for p in run_path.iterdir() if p.suffix.lower() in (".parquet", ".pq")
                        and not p.name.startswith(("_", ".")))
@@ -340,7 +350,7 @@ class _Progress:
                   f"({self.candidates / elapsed:,.0f} rows/s)", file=sys.stderr)
 
 
-def _stream(one: _Pass, out_path: Path, progress: bool, notes: list[str], scratch: Path
+def _stream(one: _Pass, out_path: Path | UPath, progress: bool, notes: list[str], scratch: Path
             ) -> StreamResult:
     # Stages on their own threads: reading, cutting, checking and ordering each batch (blocks);
     # the judgments window of each batch, indexed, and the feed of the pool digest; then, here,
@@ -380,14 +390,24 @@ def _with_lineage_file(body: Path, target: Path, lineage: Lineage) -> None:
         target, compression="zstd")
 
 
-def _external_sort(which: str, paths: list[Path], names: _Names, scratch: Path) -> Path:
-    """Sort an input by its key prefix into one Parquet file, out of core."""
+def _external_sort(which: str, paths: list[Path | UPath], names: _Names, scratch: Path
+                   ) -> Path:
+    """Sort an input by its key prefix into one local Parquet file, out of core."""
     frames = []
     for path in paths:
-        frame = pl.scan_parquet(path, glob=False)
+        frame = _scan(path)
         present = frame.collect_schema().names()
         frames.append(with_names(frame, names.fill(which), path, present).select(_COLUMNS[which]))
     target = scratch / f"{which}.sorted.parquet"
     pl.concat(frames).sort(_KEYS[which], maintain_order=True).sink_parquet(target,
                                                                           engine="streaming")
     return target
+
+
+def _scan(path: Path | UPath) -> pl.LazyFrame:
+    """A lazy scan of a local file, or of a file on object storage through pyarrow's dataset
+    over its fsspec filesystem (read in batches, not whole)."""
+    if is_remote(path):
+        return pl.scan_pyarrow_dataset(ds.dataset(path.path, filesystem=path.fs,
+                                                  format="parquet"))
+    return pl.scan_parquet(path, glob=False)

@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 
 from evaluation_pipeline.io.cells import unreadable_as_input_error
+from evaluation_pipeline.io.locations import is_remote
 from evaluation_pipeline.io.text import read_text
 from schemas import InputError
 from schemas.errors import violation
@@ -31,7 +32,9 @@ def read_csv_table(path: Path) -> tuple[pl.DataFrame, pl.Series]:
 
     with unreadable_as_input_error(source, "not a readable CSV file", ragged):
         text = read_text(path)
-        frame = pl.read_csv(path, infer_schema=False, encoding="utf8", raise_if_empty=True,
+        # On object storage the text already fetched is parsed, rather than fetched again.
+        readable = io.BytesIO(text.encode("utf-8")) if is_remote(path) else path
+        frame = pl.read_csv(readable, infer_schema=False, encoding="utf8", raise_if_empty=True,
                             glob=False)
     frame = frame.rename({c: c.strip().lstrip("\ufeff") for c in frame.columns})
     if frame.height == 0:

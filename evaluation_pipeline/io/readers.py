@@ -5,7 +5,8 @@ and types, or raises :class:`schemas.InputError` naming the file, column, rule a
 module picks the format and finishes what every format shares; each format is parsed by its own
 module (``parquet_reader``, ``csv_reader``, ``trec_reader``), and the cells are checked by
 ``cells``. Text formats are read as strings first so that a bad value is reported as itself
-("2.5", "NaN", "high") rather than as a failed cast.
+("2.5", "NaN", "high") rather than as a failed cast. A path is a local one or a URL on object
+storage (``io.locations``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from evaluation_pipeline.io.cells import (
     with_name_column,
 )
 from evaluation_pipeline.io.csv_reader import read_csv_table
+from evaluation_pipeline.io.locations import location
 from evaluation_pipeline.io.parquet_reader import read_parquet_table
 from evaluation_pipeline.io.trec_reader import read_qrels, read_trec_run
 from schemas import InputError, validate
@@ -74,7 +76,7 @@ def read_judgments(path: str | Path, fmt: str | None = None, version: str | None
 
     ``check_keys=False`` leaves the uniqueness of (query_id, doc_id) to the caller, as for
     ``read_run``."""
-    path = Path(path)
+    path = location(path)
     fmt = detect_format(path, fmt)
     if fmt == "trec":
         frame, lines = read_qrels(path)
@@ -111,7 +113,7 @@ def read_run(
     ``ranker``. Without a ``ranker`` column the name is ``ranker`` or the file's stem; without a
     ``candidate_pool`` column it is ``pool`` or the name of the file's folder.
     """
-    path = Path(path)
+    path = location(path)
     fmt = detect_format(path, fmt)
     if fmt == "trec":
         frame, lines = read_trec_run(path, ranker)
@@ -137,7 +139,7 @@ def read_run(
 def read_pool(folder: str | Path, pool: str | None = None, fmt: str | None = None,
               check_keys: bool = True) -> pl.DataFrame:
     """A candidate pool folder: one run file per ranker (``*.parquet``, ``*.csv``, ``*.run``)."""
-    folder = Path(folder)
+    folder = location(folder)
     files = sorted(
         p for p in folder.iterdir()
         if p.is_file() and not p.name.startswith(("_", ".")) and p.suffix.lower() in _EXTENSIONS
@@ -157,7 +159,7 @@ def read_candidates(
     check_keys: bool = True, display: bool = True,
 ) -> pl.DataFrame:
     """A run file, or a pool folder with one run file per ranker (``read_run``)."""
-    path = Path(path)
+    path = location(path)
     if path.is_dir():
         return read_pool(path, pool=pool, fmt=fmt, check_keys=check_keys)
     return read_run(path, fmt, pool=pool, ranker=ranker, check_keys=check_keys, display=display)
@@ -165,7 +167,7 @@ def read_candidates(
 
 def read_queries(path: str | Path, fmt: str | None = None) -> pl.DataFrame:
     """Query weights (traffic) and string slice columns; ``weight`` defaults to 1 when absent."""
-    path = Path(path)
+    path = location(path)
     fmt = detect_format(path, fmt)
     if fmt == "trec":
         raise InputError(str(path), [violation("(file)", "queries come as Parquet or CSV", [])])

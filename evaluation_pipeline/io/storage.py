@@ -33,6 +33,10 @@ REPORT_FILE = "report.json"
 HTML_FILE = "report.html"
 AGGREGATES_FILE = "aggregates.parquet"
 TRACES_FOLDER = "traces"
+# On object storage only (io.result_folder): written after every file of a result, it names
+# them; readers require it. A rewrite stages its files under INCOMING_FOLDER first.
+RESULT_MARKER = "_COMPLETE.json"
+INCOMING_FOLDER = "_incoming"
 
 # --- published inputs (the pipeline's storage) -------------------------------------------------
 MANIFEST_FILE = "manifest.json"

@@ -2,7 +2,7 @@
 the nightly watch's configuration.
 
 Environments differ by the values handed to these resources (a local folder or an fsspec URL
-such as ``s3://bucket/ndcg``), never by a branch inside an asset.
+such as ``s3://bucket/ndcg``, with its storage options), never by a branch inside an asset.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, ENGINES, score_files
 from evaluation_pipeline.io import landing
 from evaluation_pipeline.io.alerts import AlertSettings
 from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.io.locations import is_remote, location
+from evaluation_pipeline.io.result_folder import put_result
 from evaluation_pipeline.io.storage import (
     DEFAULT_LANDING,
     DEFAULT_QUERIES,
@@ -57,10 +59,15 @@ class EvaluationStorage(dg.ConfigurableResource):
     """
 
     base: str = str(DEFAULT_STORAGE)
+    # The fsspec filesystem's options for a URL base (endpoint_url, client_kwargs, profile...),
+    # over those of NDCG_EVAL_STORAGE_OPTIONS (io.locations); credentials are the provider
+    # chain's, never these.
+    storage_options: dict[str, Any] = {}
 
     # -- paths ----------------------------------------------------------------------------
     def root(self) -> Path | UPath:
-        return UPath(self.base) if "://" in self.base else Path(self.base).resolve()
+        where = location(self.base, self.storage_options)
+        return where if is_remote(where) else Path(where).resolve()
 
     def path(self, *parts: str) -> Path | UPath:
         target = self.root()
@@ -109,9 +116,15 @@ class EvaluationStorage(dg.ConfigurableResource):
         return self.write(parts, lambda h: h.write(text.encode()))
 
     def put_tree(self, local: Path, *parts: str) -> dict[str, str]:
-        """Copy every file of a local folder to ``parts``, each file atomically."""
+        """Copy every file of a local folder to ``parts``, each file atomically; on object
+        storage every file first, then the marker of a complete result (io.result_folder)."""
+        files = {p.name: p for p in sorted(local.iterdir()) if p.is_file()}
+        if not self.is_local():
+            target = self.path(*parts)
+            put_result(files, target)
+            return {name: str(target / name) for name in files}
         written = {}
-        for source in sorted(p for p in local.iterdir() if p.is_file()):
+        for source in files.values():
             def copy(handle: IO[bytes], source: Path = source) -> None:
                 with open(source, "rb") as data:
                     shutil.copyfileobj(data, handle)
@@ -224,18 +237,24 @@ class ScoringEngine(dg.ConfigurableResource):
     """Which executor of the one kernel scores a pool x version (evaluation_pipeline.engines).
 
     ``local`` reads both inputs into memory; ``streaming`` reads the published Parquet files in
-    batches of whole queries (memory bounded by ``batch_rows``; needs local storage); ``spark``
-    runs on a Spark session (any URL Spark reads) at ``spark_master`` (``spark://host:7077``,
-    ``yarn``, ``k8s://...``); unset, a local session, or under spark-submit its ``--master``.
+    batches of whole queries (memory bounded by ``batch_rows``), local or on object storage;
+    ``spark`` runs on a Spark session (any URL Spark reads) at ``spark_master``
+    (``spark://host:7077``, ``yarn``, ``k8s://...``); unset, a local session, or under
+    spark-submit its ``--master``.
     """
 
     engine: str = "local"
     batch_rows: int = DEFAULT_BATCH_ROWS
     spark_master: str | None = None
+    # For URL paths, as EvaluationStorage.storage_options (Spark reads with its own settings).
+    storage_options: dict[str, Any] = {}
 
     def score(self, judgments_path: str, pool_path: str, spec, out_path: str):
         if self.engine not in ENGINES:
             raise dg.Failure(f"engine {self.engine!r} is not one of {', '.join(ENGINES)}")
+        if self.engine != "spark":
+            judgments_path, pool_path, out_path = (
+                location(p, self.storage_options) for p in (judgments_path, pool_path, out_path))
         return score_files(judgments_path, pool_path, spec, out_path, engine=self.engine,
                            batch_rows=self.batch_rows, progress=False,
                            spark_master=self.spark_master)

@@ -1,0 +1,51 @@
+"""Path arguments: a local Path or a URL with its filesystem and options, never folded."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from evaluation_pipeline.io.locations import (
+    STORAGE_OPTIONS_ENV,
+    LocationError,
+    argument,
+    is_remote,
+    location,
+    storage_options,
+)
+
+pytest.importorskip("s3fs")
+
+
+def test_a_url_keeps_its_double_slash_and_takes_the_options(monkeypatch):
+    monkeypatch.setenv(STORAGE_OPTIONS_ENV, '{"endpoint_url": "http://127.0.0.1:1", "a": 1}')
+    where = location("s3://bucket/out/rep", {"a": 2})
+    assert is_remote(where) and str(where) == "s3://bucket/out/rep"
+    assert str(where / "report.html") == "s3://bucket/out/rep/report.html"
+    assert where.storage_options == {"endpoint_url": "http://127.0.0.1:1", "a": 2}
+    assert argument("s3://bucket/out/rep") == "s3://bucket/out/rep"
+
+
+def test_local_paths_and_file_urls_are_paths(tmp_path):
+    assert location("out/rep") == Path("out/rep")
+    assert location(tmp_path.as_uri()) == tmp_path
+    assert not is_remote(location(str(tmp_path)))
+
+
+def test_a_missing_filesystem_names_the_extra(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in ("s3fs", "gcsfs") else real(name, *a))
+    with pytest.raises(LocationError, match=r"pip install 'ndcg-eval\[s3\]'"):
+        location("s3://bucket/x.parquet")
+    with pytest.raises(LocationError, match=r"pip install 'ndcg-eval\[gcs\]'"):
+        location("gs://bucket/x.parquet")
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]"])
+def test_storage_options_must_be_a_json_object(text, monkeypatch):
+    monkeypatch.setenv(STORAGE_OPTIONS_ENV, text)
+    with pytest.raises(LocationError, match=STORAGE_OPTIONS_ENV):
+        storage_options()
