@@ -3,16 +3,26 @@
 The runs go through the pipeline's own sensors and jobs against a persistent Dagster instance
 in ``.dagster_home/`` (so ``dagster dev -w workspace.yaml`` shows them afterwards), and results
 land in ``.storage/``. A second run finds nothing new and prints the same reports.
+
+One main job works on an instance at a time: it holds an exclusive lock on the instance folder
+from before the instance is opened (and its storage created or migrated) until it exits. A
+second one started meanwhile says that it waits, and gives up after $NDCG_EVAL_LOCK_TIMEOUT
+seconds. The exit status is 0 only when every expected output is whole: every published
+judgment version x evaluable pool has its scores and report, made from the inputs published
+now. Otherwise each missing evaluation is listed with the reason.
 """
 
 import os
 import sys
 from pathlib import Path
 
+from evaluation_pipeline.io.lock import LockTimeout, folder_lock
 from evaluation_pipeline.io.storage import REPO
 
 DAGSTER_HOME = REPO / ".dagster_home"
 MAX_CONCURRENT_RUNS = 2
+LOCK_TIMEOUT_ENV = "NDCG_EVAL_LOCK_TIMEOUT"
+LOCK_TIMEOUT_SECONDS = 1800.0
 
 INSTANCE_YAML = f"""\
 # The local Dagster instance of the evaluation pipeline (written by evaluation_pipeline.main).
@@ -24,6 +34,14 @@ concurrency:
     max_concurrent_runs: {MAX_CONCURRENT_RUNS}
   pools:
     default_limit: {MAX_CONCURRENT_RUNS}
+# Under the daemon (dagster dev): a run whose worker never starts is failed, and a failed run is
+# retried; `make run` retries in process (evaluation_pipeline.orchestration.local_runner).
+run_monitoring:
+  enabled: true
+  start_timeout_seconds: 300
+run_retries:
+  enabled: true
+  max_retries: 2
 """
 
 
@@ -36,8 +54,27 @@ def prepare_instance_home(home: Path) -> Path:
     return home
 
 
+def _waiting(home: Path, timeout: float):
+    def say(holder: str) -> None:
+        print(f"another main job ({holder}) is working on the Dagster instance {home}; "
+              f"waiting for it to finish (at most {timeout:g} s, ${LOCK_TIMEOUT_ENV})",
+              file=sys.stderr, flush=True)
+    return say
+
+
 def main() -> int:
-    home = prepare_instance_home(Path(os.environ.setdefault("DAGSTER_HOME", str(DAGSTER_HOME))))
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(DAGSTER_HOME)))
+    timeout = float(os.environ.get(LOCK_TIMEOUT_ENV) or LOCK_TIMEOUT_SECONDS)
+    try:
+        with folder_lock(home, timeout, _waiting(home, timeout)):
+            return _run(prepare_instance_home(home))
+    except LockTimeout as exc:
+        print(f"ndcg-eval: {exc}: another main job still works on it; nothing was run. Run "
+              f"again when it has finished, or raise ${LOCK_TIMEOUT_ENV}.", file=sys.stderr)
+        return 2
+
+
+def _run(home: Path) -> int:
     # Imported after DAGSTER_HOME is set: the instance is read from it.
     import warnings
 
@@ -49,21 +86,36 @@ def main() -> int:
 
     from evaluation_pipeline.definitions import defs, pipeline_spec
     from evaluation_pipeline.orchestration.local_runner import LocalRunner
+    from evaluation_pipeline.orchestration.selection import expected_evaluations
     from evaluation_pipeline.orchestration.summary import describe_reports
 
+    spec = pipeline_spec()
+    # Opened under the lock: a fresh home gets its storage tables here, once.
     with dg.DagsterInstance.get() as instance:
-        outcomes = LocalRunner(defs, instance).run_until_quiet()
+        runner = LocalRunner(defs, instance)
+        outcomes = runner.run_until_quiet()
         for outcome in outcomes:
             state = "ok" if outcome.success else "FAILED"
             print(f"run {outcome.job:<22} {outcome.partition or '-':<36} {state}")
             if outcome.error:
                 print(f"    {outcome.error}")
-        if not outcomes:
+        for error in runner.tick_errors:
+            print(f"sensor tick FAILED: {error}")
+        resources = defs.resources
+        missing = [state for state in expected_evaluations(
+            instance, resources["landing"], resources["storage"], resources["policy"], spec)
+            if not state.whole]
+        if not outcomes and not runner.tick_errors and not missing:
             print("nothing new in the landing folder; the reports below are current")
         print(f"\nDagster instance: {home}; browse it with\n"
               f"  DAGSTER_HOME={home} dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
-        print(describe_reports(defs.resources["storage"], pipeline_spec(), instance))
-    return 0 if all(o.success for o in outcomes) else 1
+        print(describe_reports(resources["storage"], spec, instance))
+        if missing:
+            print(f"\n{len(missing)} expected evaluation(s) are not whole:")
+            for state in missing:
+                print(f"  {state.pool} x {state.version}: {state.missing}")
+    ok = all(o.success for o in outcomes) and not runner.tick_errors and not missing
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
