@@ -124,12 +124,12 @@ class LocalRunner:
         )
         error, retriable = None, False
         if not result.success:
-            failures = [(e.step_key, _root(e.step_failure_data.error)) for e in result.all_events
+            failures = [(e.step_key, e.step_failure_data.error) for e in result.all_events
                         if e.is_step_failure and e.step_failure_data.error]
-            error = "; ".join(f"{step}: {root.message.strip()}"
-                              for step, root in failures) or "run failed"
-            retriable = not failures or not all(root.cls_name in _input_errors()
-                                                for _, root in failures)
+            error = "; ".join(f"{step}: {_root(failure).message.strip()}"
+                              for step, failure in failures) or "run failed"
+            retriable = not failures or not all(_caused_by_input(failure)
+                                                for _, failure in failures)
         return RunOutcome(sensor_name or "", job_name, request.partition_key, request.run_key,
                           result.success, result.run_id, error, retriable=retriable)
 
@@ -170,11 +170,15 @@ def _root(error):
     return error
 
 
-def _input_errors() -> set[str]:
-    """Class names of every EvaluationError (the errors that a user's input causes)."""
+def _caused_by_input(error) -> bool:
+    """True when an EvaluationError (an error a user's input causes) is in the error's chain."""
     names, pending = set(), [EvaluationError]
     while pending:
         cls = pending.pop()
         names.add(cls.__name__)
         pending += cls.__subclasses__()
-    return names
+    while error is not None:
+        if error.cls_name in names:
+            return True
+        error = error.cause
+    return False
