@@ -232,10 +232,10 @@ def test_refused_landing_name_fails_the_tick_after_the_valid_entries_are_request
 
 def test_a_second_holder_of_the_instance_lock_waits_then_times_out(tmp_path: Path):
     waited = []
-    with folder_lock(tmp_path, timeout=1):
-        with pytest.raises(LockTimeout, match="still locked after 0.3 s"):
-            with folder_lock(tmp_path, timeout=0.3, on_wait=waited.append):
-                pass
+    with (folder_lock(tmp_path, timeout=1),
+          pytest.raises(LockTimeout, match="still locked after 0.3 s"),
+          folder_lock(tmp_path, timeout=0.3, on_wait=waited.append)):
+        pass
     assert waited == [f"pid {os.getpid()}"]
     with folder_lock(tmp_path, timeout=0.3, on_wait=waited.append):
         assert len(waited) == 1  # free again: taken without waiting

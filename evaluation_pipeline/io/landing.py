@@ -24,6 +24,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 from evaluation_pipeline.io.storage import (
     LANDED_JUDGMENTS_FOLDER,
@@ -51,7 +52,7 @@ class Skipped(str):
 
     refused: bool
 
-    def __new__(cls, reason: str, refused: bool = True) -> Skipped:
+    def __new__(cls, reason: str, refused: bool = True) -> Self:
         skipped = super().__new__(cls, reason)
         skipped.refused = refused
         return skipped

@@ -17,7 +17,11 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from evaluation_pipeline.orchestration.liveness import IN_FLIGHT, fail_dead_runs, process_tags
+from evaluation_pipeline.orchestration.liveness import (
+    IN_FLIGHT,
+    fail_dead_runs,
+    process_tags,
+)
 from schemas.errors import EvaluationError
 
 RUN_KEY_TAG = "dagster/run_key"
@@ -76,7 +80,7 @@ class LocalRunner:
         # a request before the partitions it registers in the same result exist.
         try:
             result = sensor(context)
-        except Exception as exc:  # the daemon records a raising tick as failed, and goes on
+        except Exception as exc:  # noqa: BLE001 - the daemon records a raising tick, goes on
             self.tick_errors.append(f"{sensor_name}: {exc}")
             return []
         requests, partition_requests, cursor = _unpack(result, context.cursor)
