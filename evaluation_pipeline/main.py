@@ -4,17 +4,29 @@ and evaluated, and the run ends with the trend of the week and the alert it rais
 The runs go through the pipeline's own sensors and jobs against a persistent Dagster instance
 in ``.dagster_home/`` (so ``dagster dev -w workspace.yaml`` shows them afterwards), and results
 land in ``.storage/`` (the week's landing folder too). A second run finds nothing new and
-prints the same trend.
+prints the same trend. With ``NDCG_EVAL_LANDING`` set, the main job runs on that landing folder
+instead, and ends with the headline table of every report.
+
+One main job works on an instance at a time: it holds an exclusive lock on the instance folder
+from before the instance is opened (and its storage created or migrated) until it exits. A
+second one started meanwhile says that it waits, and gives up after $NDCG_EVAL_LOCK_TIMEOUT
+seconds. The exit status is 0 only when every expected output is whole: every published
+judgment version x evaluable pool has its scores and report, made from the inputs published
+now. Otherwise each missing evaluation is listed with the reason.
 """
 
 import os
 import sys
 from pathlib import Path
 
+from evaluation_pipeline.io.lock import LockTimeout, folder_lock
 from evaluation_pipeline.io.storage import REPO
 
 DAGSTER_HOME = REPO / ".dagster_home"
 MAX_CONCURRENT_RUNS = 2
+LOCK_TIMEOUT_ENV = "NDCG_EVAL_LOCK_TIMEOUT"
+LANDING_ENV = "NDCG_EVAL_LANDING"
+LOCK_TIMEOUT_SECONDS = 1800.0
 
 INSTANCE_YAML = f"""\
 # The local Dagster instance of the evaluation pipeline (written by evaluation_pipeline.main).
@@ -26,6 +38,14 @@ concurrency:
     max_concurrent_runs: {MAX_CONCURRENT_RUNS}
   pools:
     default_limit: {MAX_CONCURRENT_RUNS}
+# Under the daemon (dagster dev): a run whose worker never starts is failed, and a failed run is
+# retried; `make run` retries in process (evaluation_pipeline.orchestration.local_runner).
+run_monitoring:
+  enabled: true
+  start_timeout_seconds: 300
+run_retries:
+  enabled: true
+  max_retries: 2
 """
 
 
@@ -38,8 +58,27 @@ def prepare_instance_home(home: Path) -> Path:
     return home
 
 
+def _waiting(home: Path, timeout: float):
+    def say(holder: str) -> None:
+        print(f"another main job ({holder}) is working on the Dagster instance {home}; "
+              f"waiting for it to finish (at most {timeout:g} s, ${LOCK_TIMEOUT_ENV})",
+              file=sys.stderr, flush=True)
+    return say
+
+
 def main() -> int:
-    home = prepare_instance_home(Path(os.environ.setdefault("DAGSTER_HOME", str(DAGSTER_HOME))))
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(DAGSTER_HOME)))
+    timeout = float(os.environ.get(LOCK_TIMEOUT_ENV) or LOCK_TIMEOUT_SECONDS)
+    try:
+        with folder_lock(home, timeout, _waiting(home, timeout)):
+            return _run(prepare_instance_home(home))
+    except LockTimeout as exc:
+        print(f"ndcg-eval: {exc}: another main job still works on it; nothing was run. Run "
+              f"again when it has finished, or raise ${LOCK_TIMEOUT_ENV}.", file=sys.stderr)
+        return 2
+
+
+def _run(home: Path) -> int:
     # Imported after DAGSTER_HOME is set: the instance is read from it.
     import warnings
 
@@ -50,28 +89,54 @@ def main() -> int:
     warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
     from evaluation_pipeline import cli
-    from evaluation_pipeline.definitions import build_definitions
+    from evaluation_pipeline.definitions import build_definitions, pipeline_spec
     from evaluation_pipeline.orchestration.example_week import run_week, week_folders
     from evaluation_pipeline.orchestration.local_runner import LocalRunner
+    from evaluation_pipeline.orchestration.selection import (
+        describe_reports,
+        expected_evaluations,
+    )
 
-    storage = build_definitions().resources["storage"]
-    landing, queries = week_folders(storage)
-    defs = build_definitions(landing_folder=str(landing), queries_path=str(queries))
+    spec = pipeline_spec()
+    # make run lands the example week night by night; a configured landing folder is run as it is.
+    week = not os.environ.get(LANDING_ENV)
+    if week:
+        storage = build_definitions().resources["storage"]
+        landing, queries = week_folders(storage)
+        defs = build_definitions(landing_folder=str(landing), queries_path=str(queries))
+    else:
+        defs = build_definitions()
+    resources = defs.resources
+    # Opened under the lock: a fresh home gets its storage tables here, once.
     with dg.DagsterInstance.get() as instance:
-        outcomes = run_week(LocalRunner(defs, instance), landing)
+        runner = LocalRunner(defs, instance)
+        outcomes = run_week(runner, landing) if week else runner.run_until_quiet()
         for outcome in outcomes:
             state = "ok" if outcome.success else "FAILED"
             print(f"run {outcome.job:<22} {outcome.partition or '-':<36} {state}")
             if outcome.error:
                 print(f"    {outcome.error}")
-        if not outcomes:
-            print("nothing new in the landing folder; the trend below is current")
+        for error in runner.tick_errors:
+            print(f"sensor tick FAILED: {error}")
+        missing = [state for state in expected_evaluations(
+            instance, resources["landing"], resources["storage"], resources["policy"], spec)
+            if not state.whole]
+        if not outcomes and not runner.tick_errors and not missing:
+            print("nothing new in the landing folder; the results below are current")
         print(f"\nDagster instance: {home}; browse it with\n"
               f"  DAGSTER_HOME={home} dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
-        print(f"\nThe week night by night (ndcg-eval history {storage.root()}):")
-        cli.main(["history", str(storage.root())])
-    return 0 if all(o.success for o in outcomes) else 1
-
+        root = resources["storage"].root()
+        if week:
+            print(f"\nThe week night by night (ndcg-eval history {root}):")
+            cli.main(["history", str(root)])
+        else:
+            print(describe_reports(resources["storage"], spec, instance))
+        if missing:
+            print(f"\n{len(missing)} expected evaluation(s) are not whole:")
+            for state in missing:
+                print(f"  {state.pool} x {state.version}: {state.missing}")
+    ok = all(o.success for o in outcomes) and not runner.tick_errors and not missing
+    return 0 if ok else 1
 
 if __name__ == "__main__":
     sys.exit(main())

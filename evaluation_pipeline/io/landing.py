@@ -2,6 +2,11 @@
 
 Layout: ``<landing>/judgments/<version>.<ext>`` (one file per version) and
 ``<landing>/pools/<pool>/`` (one run file per ranker plus a ``_READY`` marker written last).
+
+Readiness: a pool is ready once its ``_READY`` marker exists; a judgment file is ready once it
+has its final name. Writers of judgments write then rename: copy to a hidden name (``.v3.csv``)
+or a temporary one (``v3.csv.part``, ``v3.csv.tmp``), which is never read, and rename it to
+``v3.csv`` when complete (a rename within a folder is atomic, so no half file is ever seen).
 Names become path components, so every name is checked with ``check_safe_name`` and every entry
 must resolve inside the landing folder: a symlink that points outside it is refused.
 
@@ -13,10 +18,13 @@ time are the same is not read again.
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 from evaluation_pipeline.io.storage import (
     LANDED_JUDGMENTS_FOLDER,
@@ -35,6 +43,28 @@ SETTLED_NS = 2_000_000_000
 
 class LandingError(EvaluationError):
     """A landing entry that cannot be ingested (unsafe name, outside the folder, missing)."""
+
+
+class Skipped(str):
+    """Why a landing entry was passed over. ``refused`` entries are errors of the landing (an
+    unsafe name, a link outside the folder) that the ingest sensor fails its tick on; the others
+    are only warned about."""
+
+    refused: bool
+
+    def __new__(cls, reason: str, refused: bool = True) -> Self:
+        skipped = super().__new__(cls, reason)
+        skipped.refused = refused
+        return skipped
+
+
+def is_regular_file(path: Path) -> bool:
+    """True for a regular file (after symlinks). Checked by ``stat`` before any ``open``: opening
+    a FIFO blocks until a writer comes, and a directory cannot be read."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -106,8 +136,11 @@ def _by_arrival(items: list[LandedItem]) -> list[LandedItem]:
 
 
 def judgment_files(root: Path, hashes: FileHashes | None = None
-                   ) -> tuple[list[LandedItem], list[str]]:
-    """Landed judgment versions by arrival (mtime, then name), and why any entry was skipped."""
+                   ) -> tuple[list[LandedItem], list[Skipped]]:
+    """Landed judgment versions by arrival (mtime, then name), and why any entry was skipped.
+
+    Only final names count: a hidden name or a temporary suffix (``.part``, ``.tmp``) is a file
+    still being written, and has no judgment extension."""
     hashes = hashes if hashes is not None else FileHashes()
     items, skipped = [], []
     seen: dict[str, Path] = {}
@@ -117,13 +150,13 @@ def judgment_files(root: Path, hashes: FileHashes | None = None
         try:
             name = check_safe_name(path.stem, "judgment version")
             resolved = inside(root, path, "judgment file")
-            if not resolved.is_file():
-                raise LandingError(f"judgment file {path} is not a file")
+            if not is_regular_file(resolved):
+                raise LandingError(f"judgment file {path} is not a regular file")
             if name in seen:
                 raise LandingError(f"judgment version {name!r} landed twice: {seen[name].name} "
                                    f"and {path.name}; keep one file per version")
         except (UnsafeNameError, LandingError) as exc:
-            skipped.append(str(exc))
+            skipped.append(Skipped(str(exc)))
             continue
         seen[name] = path
         items.append(LandedItem(name, path, hashes.sha256(resolved), resolved.stat().st_mtime_ns))
@@ -142,8 +175,9 @@ def judgment_file(root: Path, version: str) -> Path:
 
 
 def pool_folders(root: Path, hashes: FileHashes | None = None
-                 ) -> tuple[list[LandedItem], list[str]]:
-    """Pools whose ``_READY`` marker has landed, by arrival of the marker, and skipped entries."""
+                 ) -> tuple[list[LandedItem], list[Skipped]]:
+    """Pools whose ``_READY`` marker has landed, by arrival of the marker, and skipped entries
+    (refused pools, and entries of a pool that are not regular files)."""
     hashes = hashes if hashes is not None else FileHashes()
     items, skipped = [], []
     for path in _entries(root / LANDED_POOLS_FOLDER):
@@ -153,8 +187,10 @@ def pool_folders(root: Path, hashes: FileHashes | None = None
             name = check_safe_name(path.name, "candidate pool")
             files = run_files(root, name)
         except (UnsafeNameError, LandingError) as exc:
-            skipped.append(str(exc))
+            skipped.append(Skipped(str(exc)))
             continue
+        skipped += [Skipped(f"{entry} is not a regular file; the pool is read without it",
+                            refused=False) for entry in irregular_entries(root, name)]
         digest = hashlib.sha256()
         for run in files:
             digest.update(f"{run.name}\t{hashes.sha256(run)}\n".encode())
@@ -176,15 +212,24 @@ def pool_folder(root: Path, pool: str) -> Path:
     return inside(root, path, "pool folder")
 
 
+def _pool_entries(root: Path, pool: str) -> list[tuple[Path, Path]]:
+    """(entry, resolved) of a ready pool; every entry must resolve inside the landing folder."""
+    # Every entry, not only run files: the reader lists the folder by itself.
+    return [(path, inside(root, path, "pool entry")) for path in _entries(pool_folder(root, pool))]
+
+
 def run_files(root: Path, pool: str) -> list[Path]:
-    """The run files of a ready pool; every one must resolve inside the landing folder."""
-    folder = pool_folder(root, pool)
-    files = []
-    for path in _entries(folder):
-        # Every entry, not only run files: the reader lists the folder by itself.
-        resolved = inside(root, path, "pool entry")
-        if path.suffix.lower() in RUN_EXTENSIONS:
-            files.append(resolved)
+    """The run files of a ready pool: regular files with a run extension (a directory or a FIFO
+    under a run file's name is passed over, as the reader passes it over)."""
+    files = [resolved for path, resolved in _pool_entries(root, pool)
+             if path.suffix.lower() in RUN_EXTENSIONS and is_regular_file(resolved)]
     if not files:
-        raise LandingError(f"candidate pool {pool!r}: {folder} holds no run file")
+        raise LandingError(f"candidate pool {pool!r}: {pool_folder(root, pool)} holds no run "
+                           "file")
     return files
+
+
+def irregular_entries(root: Path, pool: str) -> list[Path]:
+    """Entries of a ready pool under a run file's name that are not regular files."""
+    return [path for path, resolved in _pool_entries(root, pool)
+            if path.suffix.lower() in RUN_EXTENSIONS and not is_regular_file(resolved)]

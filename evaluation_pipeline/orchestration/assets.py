@@ -202,8 +202,9 @@ def queries(
     # Unlike versions and pools, the queries table is replaced when it changes: weights are
     # traffic, which moves, and every report records the hash it used.
     storage.write_parquet(frame, *queries_file())
-    storage.write_json({"sha256": sha, "rows": frame.height, "source": str(source),
-                        "published_at": _now()}, *manifest_file(QUERIES_FOLDER))
+    storage.write_json(storage.stamped({"sha256": sha, "rows": frame.height, "source": str(source),
+                                        "published_at": _now()}, queries_file()),
+                       *manifest_file(QUERIES_FOLDER))
     context.log.info(f"queries: {frame.height} rows, sha256 {sha}")
     return dg.MaterializeResult(
         metadata={

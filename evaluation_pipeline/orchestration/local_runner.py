@@ -1,14 +1,28 @@
 """Drive the sensors in process, as the Dagster daemon would, until nothing new is requested.
 
 Used by ``make run`` and the tests: each tick registers the partitions a sensor asks for, skips
-run keys that already have a run (the daemon's deduplication), and executes the other requests
-in process against the given instance. Runs carry the sensor and run-key tags the daemon uses,
-so a later ``dagster dev`` on the same instance does not launch them again.
+run keys that already have a successful run (the daemon's deduplication), and executes the
+other requests in process against the given instance. Runs carry the sensor and run-key tags
+the daemon uses, so a later ``dagster dev`` on the same instance does not launch them again.
+
+A run key counts as done only when a run of it succeeded. A failed run, or one left STARTED by
+a process that was killed (see ``liveness``), is executed again: up to ``max_attempts`` times
+per runner, with a doubling pause between attempts, and then reported as failed. The next
+runner (the next ``make run``) tries again. A failure caused by the input itself (an
+``EvaluationError``: invalid rows, a refused republish) is not retried: it would fail the same.
 """
 
+import time
 from dataclasses import dataclass, field
 
 import dagster as dg
+
+from evaluation_pipeline.orchestration.liveness import (
+    IN_FLIGHT,
+    fail_dead_runs,
+    process_tags,
+)
+from schemas.errors import EvaluationError
 
 RUN_KEY_TAG = "dagster/run_key"
 SENSOR_NAME_TAG = "dagster/sensor_name"
@@ -20,6 +34,8 @@ DRIVEN_SENSORS = (
     "candidate_pools_landed",
     "evaluations_ready",
 )
+MAX_ATTEMPTS = 3
+BACKOFF_SECONDS = 1.0
 
 
 @dataclass
@@ -31,6 +47,9 @@ class RunOutcome:
     success: bool
     run_id: str
     error: str | None = None
+    attempts: int = 1
+    # False when the failure came from the input itself (retrying would fail the same way).
+    retriable: bool = True
 
 
 @dataclass
@@ -40,9 +59,17 @@ class LocalRunner:
     cursors: dict[str, str | None] = field(default_factory=dict)
     # Run logs go to the instance (and the UI); the terminal shows warnings and errors only.
     log_level: str = "WARNING"
+    max_attempts: int = MAX_ATTEMPTS
+    backoff_seconds: float = BACKOFF_SECONDS
+    # Sensor ticks that raised, as "sensor: message" (a refused landing name, for one).
+    tick_errors: list[str] = field(default_factory=list)
+    # Run keys that failed in this runner: not executed again until the next runner.
+    failed_keys: set[str] = field(default_factory=set)
 
     def tick(self, sensor_name: str) -> list[RunOutcome]:
         """One evaluation of a sensor and the execution of the runs it requests."""
+        # Before any decision: a run whose process is gone is not running, it failed.
+        fail_dead_runs(self.instance)
         sensor = self.defs.resolve_sensor_def(sensor_name)
         context = dg.build_sensor_context(
             instance=self.instance, cursor=self.cursors.get(sensor_name),
@@ -51,7 +78,11 @@ class LocalRunner:
         )
         # Invoked directly: the daemon's resolution step would validate the partition keys of
         # a request before the partitions it registers in the same result exist.
-        result = sensor(context)
+        try:
+            result = sensor(context)
+        except Exception as exc:  # noqa: BLE001 - the daemon records a raising tick, goes on
+            self.tick_errors.append(f"{sensor_name}: {exc}")
+            return []
         requests, partition_requests, cursor = _unpack(result, context.cursor)
         self.cursors[sensor_name] = cursor
         for request in partition_requests:
@@ -60,15 +91,32 @@ class LocalRunner:
                                                      list(request.partition_keys))
         outcomes = []
         for request in requests:
-            if request.run_key and self._launched(sensor_name, request.run_key):
+            if request.run_key and (request.run_key in self.failed_keys
+                                    or self._done_or_running(request.run_key)):
                 continue
             job_name = request.job_name or sensor.job_name
-            outcomes.append(self.execute(job_name, request, sensor_name))
+            outcome = self.execute_until_done(job_name, request, sensor_name)
+            if not outcome.success and request.run_key:
+                self.failed_keys.add(request.run_key)
+            outcomes.append(outcome)
         return outcomes
+
+    def execute_until_done(self, job_name: str, request: dg.RunRequest,
+                           sensor_name: str | None = None) -> RunOutcome:
+        """Execute ``request`` until a run succeeds, at most ``max_attempts`` times."""
+        for attempt in range(1, self.max_attempts + 1):
+            outcome = self.execute(job_name, request, sensor_name)
+            outcome.attempts = attempt
+            if outcome.success or not outcome.retriable:
+                return outcome
+            if attempt < self.max_attempts:
+                time.sleep(self.backoff_seconds * 2 ** (attempt - 1))
+        outcome.error = f"{outcome.error} (gave up after {self.max_attempts} attempts)"
+        return outcome
 
     def execute(self, job_name: str, request: dg.RunRequest,
                 sensor_name: str | None = None) -> RunOutcome:
-        tags = dict(request.tags)
+        tags = dict(request.tags) | process_tags()
         if sensor_name:
             tags[SENSOR_NAME_TAG] = sensor_name
         if request.run_key:
@@ -78,14 +126,16 @@ class LocalRunner:
             raise_on_error=False,
             run_config={"loggers": {"console": {"config": {"log_level": self.log_level}}}},
         )
-        error = None
+        error, retriable = None, False
         if not result.success:
-            error = "; ".join(
-                f"{e.step_key}: {_root_message(e.step_failure_data.error)}"
-                for e in result.all_events if e.is_step_failure and e.step_failure_data.error
-            ) or "run failed"
+            failures = [(e.step_key, e.step_failure_data.error) for e in result.all_events
+                        if e.is_step_failure and e.step_failure_data.error]
+            error = "; ".join(f"{step}: {_root(failure).message.strip()}"
+                              for step, failure in failures) or "run failed"
+            retriable = not failures or not all(_caused_by_input(failure)
+                                                for _, failure in failures)
         return RunOutcome(sensor_name or "", job_name, request.partition_key, request.run_key,
-                          result.success, result.run_id, error)
+                          result.success, result.run_id, error, retriable=retriable)
 
     def run_until_quiet(self, max_rounds: int = 5) -> list[RunOutcome]:
         """Tick every driven sensor, round after round, until a round launches nothing."""
@@ -97,9 +147,12 @@ class LocalRunner:
                 break
         return outcomes
 
-    def _launched(self, sensor_name: str, run_key: str) -> bool:
+    def _done_or_running(self, run_key: str) -> bool:
+        """True when a run of ``run_key`` succeeded, or one is in flight in a live process (a
+        daemon's run, say); dead runs were failed by ``fail_dead_runs`` before."""
         runs = self.instance.get_runs(filters=dg.RunsFilter(tags={RUN_KEY_TAG: run_key}))
-        return any(run.tags.get(SENSOR_NAME_TAG) == sensor_name for run in runs)
+        return any(run.status == dg.DagsterRunStatus.SUCCESS or run.status in IN_FLIGHT
+                   for run in runs)
 
 
 def _unpack(result, cursor):
@@ -114,8 +167,22 @@ def _unpack(result, cursor):
     return [], [], cursor  # a SkipReason or None
 
 
-def _root_message(error) -> str:
-    """The message of the error that caused a step failure, not Dagster's wrapper around it."""
+def _root(error):
+    """The error that caused a step failure, not Dagster's wrapper around it."""
     while error.cause is not None:
         error = error.cause
-    return error.message.strip()
+    return error
+
+
+def _caused_by_input(error) -> bool:
+    """True when an EvaluationError (an error a user's input causes) is in the error's chain."""
+    names, pending = set(), [EvaluationError]
+    while pending:
+        cls = pending.pop()
+        names.add(cls.__name__)
+        pending += cls.__subclasses__()
+    while error is not None:
+        if error.cls_name in names:
+            return True
+        error = error.cause
+    return False

@@ -28,9 +28,10 @@ from evaluation_pipeline.core.nightly import (
 )
 from evaluation_pipeline.core.watch import WatchSettings
 from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, ENGINES, score_files
-from evaluation_pipeline.io import landing
+from evaluation_pipeline.io import integrity, landing
 from evaluation_pipeline.io.alerts import AlertSettings
 from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.io.faults import check_write
 from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.io.result_folder import put_result
 from evaluation_pipeline.io.storage import (
@@ -87,6 +88,7 @@ class EvaluationStorage(dg.ConfigurableResource):
         target = self.path(*parts)
         if self.is_local():
             def _write(tmp: Path) -> None:
+                check_write(target)
                 with open(tmp, "wb") as handle:
                     produce(handle)
             atomic_write(target, _write)
@@ -95,6 +97,7 @@ class EvaluationStorage(dg.ConfigurableResource):
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"
         try:
+            check_write(target)
             with tmp.open("wb") as handle:
                 produce(handle)
             tmp.fs.mv(tmp.path, target.path)
@@ -194,8 +197,24 @@ class EvaluationStorage(dg.ConfigurableResource):
             )
         self.write_parquet(frame, *folder, file_name)
         # The manifest is written last: its presence is what marks the folder as published.
-        self.write_json(manifest, *manifest_file(folder))
+        self.write_json(self.stamped(manifest, (*folder, file_name)), *manifest_file(folder))
         return True
+
+    def stamped(self, manifest: dict, place: Place) -> dict:
+        """``manifest`` with the stamp of the file just written at ``place`` (local storage:
+        object stores keep no modification time worth comparing)."""
+        if not self.is_local():
+            return manifest
+        return manifest | {"file": {"name": place[-1], **integrity.stamp(self.path(*place))}}
+
+    def alteration(self, folder: Place) -> str | None:
+        """Why the published file of ``folder`` is no longer the one its manifest stamped, or
+        None (also for a manifest without a stamp, published before stamps were kept)."""
+        manifest = self.manifest(*folder)
+        if manifest is None or "file" not in manifest or not self.is_local():
+            return None
+        recorded = manifest["file"]
+        return integrity.alteration(self.path(*folder, recorded["name"]), recorded)
 
 
 class LandingZone(dg.ConfigurableResource):
@@ -208,14 +227,14 @@ class LandingZone(dg.ConfigurableResource):
         return Path(self.folder).resolve()
 
     def judgment_files(self, hashes: landing.FileHashes | None = None
-                       ) -> tuple[list[landing.LandedItem], list[str]]:
+                       ) -> tuple[list[landing.LandedItem], list[landing.Skipped]]:
         return landing.judgment_files(self.root(), hashes)
 
     def judgment_file(self, version: str) -> Path:
         return landing.judgment_file(self.root(), version)
 
     def pool_folders(self, hashes: landing.FileHashes | None = None
-                     ) -> tuple[list[landing.LandedItem], list[str]]:
+                     ) -> tuple[list[landing.LandedItem], list[landing.Skipped]]:
         return landing.pool_folders(self.root(), hashes)
 
     def pool_folder(self, pool: str) -> Path:

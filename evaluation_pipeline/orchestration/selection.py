@@ -1,19 +1,33 @@
 """Which evaluations are due: the selection that the evaluation sensor and the nightly schedule
-share, and the run key that names an evaluation by the content it reads."""
+share, the run key that names an evaluation by the content it reads, and whether an
+evaluation's outputs are whole and current.
+
+An evaluation (pool x version under a spec) is whole when its scores and its report files are
+in the storage, the last materialization of its report used the queries table published now,
+and the published inputs it read still have the bytes stamped at publish. Versions and pools
+are immutable and the spec_id is in the path, so the queries table is what can move under a
+report.
+"""
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import dagster as dg
 
 from evaluation_pipeline.io.storage import (
+    AGGREGATES_FILE,
     HTML_FILE,
+    QUERIES_FOLDER,
     REPORT_FILE,
     judgments_folder,
     pool_folder,
     report_folder,
+    scores_file,
 )
+from evaluation_pipeline.orchestration.local_runner import RUN_KEY_TAG
 from evaluation_pipeline.orchestration.partitions import (
     candidate_pool_partitions,
+    evaluation_key,
     judgment_version_partitions,
 )
 from evaluation_pipeline.orchestration.resources import (
@@ -75,3 +89,93 @@ def describe_reports(storage: EvaluationStorage, spec: EvaluationSpec,
                      instance: dg.DagsterInstance) -> str:
     """``make run``'s closing table: the headline numbers of every stored report."""
     return describe_stored_reports(spec, stored_reports(storage, spec, instance))
+
+
+# Every evaluation run the sensor requests carries its content key (the run key of its first
+# attempt) under this tag: a later run for the same content is told apart by its run key only.
+EVALUATION_TAG = "ndcg_eval/evaluation"
+REPORT_FILES = (REPORT_FILE, HTML_FILE, AGGREGATES_FILE)
+
+
+@dataclass(frozen=True)
+class EvaluationState:
+    """Whether an evaluation's outputs are whole; ``missing`` says what is not, and why."""
+
+    pool: str
+    version: str
+    missing: str | None = None
+    # True when re-running cannot help: a published input changed after publish.
+    altered: bool = False
+
+    @property
+    def whole(self) -> bool:
+        return self.missing is None
+
+
+def altered_input(storage: EvaluationStorage, pool: str, version: str) -> str | None:
+    """Why a published input of pool x version is not what was published, or None."""
+    for what, folder in (("judgment version", judgments_folder(version)),
+                         ("candidate pool", pool_folder(pool)),
+                         ("queries table", QUERIES_FOLDER)):
+        reason = storage.alteration(folder)
+        if reason is not None:
+            return f"the published {what} changed after publish: {reason}"
+    return None
+
+
+def _reported_queries_sha256(instance: dg.DagsterInstance, pool: str, version: str) -> str | None:
+    """The queries hash recorded by the last materialization of the pair's report."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("evaluation_report"),
+                              asset_partitions=[str(evaluation_key(pool, version))]),
+        limit=1).records
+    if not records:
+        return None
+    value = records[0].asset_materialization.metadata.get("queries_sha256")
+    return value.value if value is not None else None
+
+
+def evaluation_state(instance: dg.DagsterInstance, storage: EvaluationStorage, pool: str,
+                     version: str, queries_manifest: dict, spec: EvaluationSpec
+                     ) -> EvaluationState:
+    """Whether pool x version has whole, current outputs under ``spec``."""
+    altered = altered_input(storage, pool, version)
+    if altered is not None:
+        return EvaluationState(pool, version, altered, altered=True)
+    files = [scores_file(pool, version, spec.spec_id)] + [
+        (*report_folder(pool, version, spec.spec_id), name) for name in REPORT_FILES]
+    absent = [storage.path(*place) for place in files if not storage.exists(*place)]
+    if absent:
+        return EvaluationState(pool, version, "missing " + ", ".join(map(str, absent)))
+    reported = _reported_queries_sha256(instance, pool, version)
+    if reported is None:
+        return EvaluationState(pool, version, "the report's materialization is not recorded in "
+                               "this Dagster instance (a run did not finish)")
+    if reported != queries_manifest["sha256"]:
+        return EvaluationState(pool, version, f"the report used queries table sha256 "
+                               f"{reported[:12]}; {queries_manifest['sha256'][:12]} is published")
+    return EvaluationState(pool, version)
+
+
+def expected_evaluations(instance: dg.DagsterInstance, landing: LandingZone,
+                         storage: EvaluationStorage, policy: QualityPolicy, spec: EvaluationSpec,
+                         log=None) -> list[EvaluationState]:
+    """The state of every published version x evaluable pool (none before queries land)."""
+    queries_manifest = storage.manifest(*QUERIES_FOLDER)
+    if queries_manifest is None:
+        return []
+    pools = evaluable_pools(instance, landing, storage, policy, log)
+    return [evaluation_state(instance, storage, pool, version, queries_manifest, spec)
+            for version in published_versions(instance, storage) for pool in pools]
+
+
+def attempt_run_key(instance: dg.DagsterInstance, content_key: str) -> str:
+    """The run key of the next run for ``content_key``: the content key itself until a run of
+    it succeeded, then one more per success (outputs that vanished after a success, e.g.
+    deleted reports, get a new run: Dagster never launches a run key twice)."""
+    successes = max(
+        instance.get_runs_count(filters=dg.RunsFilter(
+            tags={tag: content_key}, statuses=[dg.DagsterRunStatus.SUCCESS]))
+        # Runs of earlier releases carry the run key alone.
+        for tag in (EVALUATION_TAG, RUN_KEY_TAG))
+    return content_key if successes == 0 else f"{content_key}:redo-{successes}"

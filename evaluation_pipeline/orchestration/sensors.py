@@ -13,14 +13,15 @@ from dataclasses import astuple
 
 import dagster as dg
 
-from evaluation_pipeline.io.landing import FileHashes, FileStamp
-from evaluation_pipeline.io.storage import QUERIES_FOLDER, report_file
+from evaluation_pipeline.io.landing import FileHashes, FileStamp, LandingError
+from evaluation_pipeline.io.storage import QUERIES_FOLDER
 from evaluation_pipeline.orchestration.jobs import (
     evaluation_job,
     ingest_judgments_job,
     ingest_pool_job,
     ingest_queries_job,
 )
+from evaluation_pipeline.orchestration.liveness import IN_FLIGHT, fail_dead_runs
 from evaluation_pipeline.orchestration.partitions import (
     PARTITION_TAG,
     candidate_pool_partitions,
@@ -33,20 +34,17 @@ from evaluation_pipeline.orchestration.resources import (
     QualityPolicy,
 )
 from evaluation_pipeline.orchestration.selection import (
+    EVALUATION_TAG,
+    attempt_run_key,
     evaluable_pools,
     evaluation_run_key,
+    evaluation_state,
     published_versions,
 )
 from evaluation_pipeline.spec import EvaluationSpec
 
 INTERVAL_SECONDS = 30
 SOURCE_TAG = "ndcg_eval/source_sha256"
-_IN_FLIGHT = [
-    dg.DagsterRunStatus.QUEUED,
-    dg.DagsterRunStatus.NOT_STARTED,
-    dg.DagsterRunStatus.STARTING,
-    dg.DagsterRunStatus.STARTED,
-]
 
 
 def _stamps(data: dict[str, list]) -> dict[str, FileStamp]:
@@ -86,8 +84,9 @@ def _landed_sensor_result(context, list_landed, partitions_def, job, kind):
     seen, known = _landed_cursor(context.cursor)
     hashes = FileHashes(known)
     items, skipped = list_landed(hashes)
-    for reason in skipped:
-        context.log.warning(f"skipped: {reason}")
+    refused = [str(entry) for entry in skipped if entry.refused]
+    for entry in skipped:
+        context.log.warning(f"skipped: {entry}")
     registered = set(context.instance.get_dynamic_partitions(partitions_def.name))
     new_names = [item.name for item in items if item.name not in registered]
     requests = [
@@ -103,6 +102,13 @@ def _landed_sensor_result(context, list_landed, partitions_def, job, kind):
     cursor = json.dumps({"landed": seen | {item.name: item.files_sha256 for item in items},
                          "files": _stamps_json(hashes)}, sort_keys=True)
     if not requests and not new_names:
+        if refused:
+            # A failed tick is what Dagster shows as a problem. It fails only once the valid
+            # entries are requested (on this tick or an earlier one), so one bad name never
+            # holds the others back.
+            raise LandingError(f"{len(refused)} {kind} landing entr"
+                               f"{'y is' if len(refused) == 1 else 'ies are'} refused: "
+                               + "; ".join(refused))
         # Kept even when nothing is requested: a file touched without a change is then not
         # hashed again on the next tick.
         context.update_cursor(cursor)
@@ -168,8 +174,8 @@ def build_evaluation_sensor(spec: EvaluationSpec) -> dg.SensorDefinition:
         job=evaluation_job,
         minimum_interval_seconds=INTERVAL_SECONDS,
         default_status=dg.DefaultSensorStatus.RUNNING,
-        description="Every published judgment version x active pool without a report under "
-        "the current spec is evaluated.",
+        description="Every published judgment version x active pool without a whole, current "
+        "report under the current spec is evaluated (again, after a failed or killed run).",
     )
     def evaluation_sensor(context: dg.SensorEvaluationContext, landing: LandingZone,
                           storage: EvaluationStorage, policy: QualityPolicy):
@@ -178,23 +184,35 @@ def build_evaluation_sensor(spec: EvaluationSpec) -> dg.SensorDefinition:
             return dg.SkipReason("the queries table is not published yet")
         versions = published_versions(context.instance, storage)
         pools = evaluable_pools(context.instance, landing, storage, policy, context.log)
+        # A run whose process was killed is not in flight: it failed, and is retried below.
+        fail_dead_runs(context.instance)
         # Runs already queued or running (from this sensor, a schedule or automation).
         in_flight = {
             run.tags.get(PARTITION_TAG)
-            for run in context.instance.get_runs(filters=dg.RunsFilter(statuses=_IN_FLIGHT))
+            for run in context.instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT))
         }
         requests = []
         for version, version_manifest in versions.items():
             for pool, pool_manifest in pools.items():
                 key = evaluation_key(pool, version)
-                if key in in_flight or storage.exists(*report_file(pool, version, spec.spec_id)):
+                if key in in_flight:
                     continue
+                state = evaluation_state(context.instance, storage, pool, version,
+                                         queries_manifest, spec)
+                if state.whole:
+                    continue
+                if state.altered:
+                    # Scoring would refuse the altered input anyway: say so, do not retry.
+                    context.log.error(f"{pool} x {version} not evaluated: {state.missing}")
+                    continue
+                content_key = evaluation_run_key("evaluate", pool, version, pool_manifest,
+                                                 version_manifest, queries_manifest, spec)
                 requests.append(dg.RunRequest(
-                    run_key=evaluation_run_key("evaluate", pool, version, pool_manifest,
-                                               version_manifest, queries_manifest, spec),
+                    run_key=attempt_run_key(context.instance, content_key),
                     partition_key=key,
+                    tags={EVALUATION_TAG: content_key},
                 ))
-        return requests or dg.SkipReason("every published pair has a report under spec "
+        return requests or dg.SkipReason("every published pair has a whole report under spec "
                                          f"{spec.spec_id}")
 
     return evaluation_sensor
