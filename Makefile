@@ -16,12 +16,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
+# NDCG_EVAL_DEV=1: the landing folder, queries table and storage default to the checkout's
+# example data and .storage/ (a deployment names them instead; README "Deployment").
 run: $(STAMP)
-	$(BIN)/python -m evaluation_pipeline.main
+	NDCG_EVAL_DEV=1 $(BIN)/python -m evaluation_pipeline.main
 
 # The Dagster UI on the instance `make run` fills, bound to 127.0.0.1.
 ui: run
-	DAGSTER_HOME=$(CURDIR)/.dagster_home $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	NDCG_EVAL_DEV=1 DAGSTER_HOME=$(CURDIR)/.dagster_home $(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

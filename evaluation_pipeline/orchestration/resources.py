@@ -22,13 +22,7 @@ from upath import UPath
 from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, ENGINES, score_files
 from evaluation_pipeline.io import landing
 from evaluation_pipeline.io.atomic import atomic_write
-from evaluation_pipeline.io.storage import (
-    DEFAULT_LANDING,
-    DEFAULT_QUERIES,
-    DEFAULT_STORAGE,
-    Place,
-    manifest_file,
-)
+from evaluation_pipeline.io.storage import Place, manifest_file
 from schemas.errors import EvaluationError
 from schemas.names import check_safe_name
 
@@ -45,7 +39,8 @@ class EvaluationStorage(dg.ConfigurableResource):
     move).
     """
 
-    base: str = str(DEFAULT_STORAGE)
+    # No default: a deployment names its storage (definitions.py reads NDCG_EVAL_STORAGE).
+    base: str
 
     # -- paths ----------------------------------------------------------------------------
     def root(self) -> Path | UPath:
@@ -156,8 +151,9 @@ class EvaluationStorage(dg.ConfigurableResource):
 class LandingZone(dg.ConfigurableResource):
     """Where judgment files, pool folders and the queries table arrive."""
 
-    folder: str = str(DEFAULT_LANDING)
-    queries_path: str = str(DEFAULT_QUERIES)
+    # No defaults: a deployment names both (NDCG_EVAL_LANDING, NDCG_EVAL_QUERIES).
+    folder: str
+    queries_path: str
 
     def root(self) -> Path:
         return Path(self.folder).resolve()
