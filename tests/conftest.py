@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from evaluation_pipeline.io.storage import DEVELOPMENT_SWITCH
+from tests.postgres_server import postgres_server  # noqa: F401  (a fixture for every test file)
 
 # The tests run from the checkout: unnamed landing, queries and storage mean its example data
 # (as under `make run`), here and in the subprocesses the tests start.
