@@ -73,8 +73,8 @@ def setting(given: str | None, variable: str, what: str, development_default: Pa
         return str(development_default)
     raise MissingSetting(
         f"{variable} is not set: name {what} in it (or pass it to build_definitions). "
-        f"{DEVELOPMENT_SWITCH}=1 uses the source checkout's {development_default.relative_to(REPO)}, as "
-        "`make run` and the tests do."
+        f"{DEVELOPMENT_SWITCH}=1 uses the source checkout's "
+        f"{development_default.relative_to(REPO)}, as `make run` and the tests do."
     )
 
 

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -53,12 +54,19 @@ def deployment(root: Path, instance_env: dict[str, str] | None = None) -> dict[s
 def main_job(env: dict[str, str]) -> subprocess.Popen:
     code = MAIN_ON_GIVEN_INSTANCE if "DAGSTER_PG_DB" in env else (
         "import sys, evaluation_pipeline.main as main\nsys.exit(main.main())\n")
-    return subprocess.Popen([sys.executable, "-c", code], env=env, cwd=env["DAGSTER_HOME"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # Output to a file, not a pipe: a job blocked on a full pipe could hold what the other
+    # job started at the same time waits for.
+    log_path = Path(env["DAGSTER_HOME"]) / f"main-job-{uuid.uuid4().hex}.log"
+    with open(log_path, "w") as log:
+        job = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=env["DAGSTER_HOME"],
+                               stdout=log, stderr=subprocess.STDOUT)
+    job.log = log_path
+    return job
 
 
 def finished(job: subprocess.Popen) -> str:
-    output, _ = job.communicate(timeout=RUN_SECONDS)
+    job.wait(timeout=RUN_SECONDS)
+    output = job.log.read_text()
     assert job.returncode == 0, output[-4000:]
     return output
 
