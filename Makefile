@@ -16,13 +16,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
+# NDCG_EVAL_DEV=1: the landing folder, queries table and storage default to the checkout's
+# example data and .storage/ (a deployment names them instead; README "Deployment").
 run: $(STAMP)
-	$(BIN)/python -m evaluation_pipeline.main
+	NDCG_EVAL_DEV=1 $(BIN)/python -m evaluation_pipeline.main
 
 # The Dagster UI on the instance `make run` fills, bound to 127.0.0.1; its sensors watch the
 # landing folder of `make run`'s week.
 ui: run
-	DAGSTER_HOME=$(CURDIR)/.dagster_home NDCG_EVAL_LANDING=$(CURDIR)/.storage/example-landing \
+	NDCG_EVAL_DEV=1 DAGSTER_HOME=$(CURDIR)/.dagster_home NDCG_EVAL_LANDING=$(CURDIR)/.storage/example-landing \
 	NDCG_EVAL_QUERIES=$(CURDIR)/examples/data/nightly/queries.csv \
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 

@@ -3,11 +3,17 @@
 Everything that differs between environments arrives here, from arguments or environment
 variables: the spec file, the storage base (a folder or an fsspec URL), the landing folder, the
 queries table, the check thresholds, the nightly cron and the nightly watch.
+
+The landing folder, the queries table and the storage have no default in a deployment: an
+installed package has no repository beside it, so a missing one is an error naming its variable.
+Only under the development switch (NDCG_EVAL_DEV=1: `make run`, `make ui`, the tests) do they
+default to the source checkout's example data and ``.storage/``.
 """
 
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 
 import dagster as dg
@@ -17,6 +23,8 @@ from evaluation_pipeline.io.storage import (
     DEFAULT_QUERIES,
     DEFAULT_SPEC,
     DEFAULT_STORAGE,
+    DEVELOPMENT_SWITCH,
+    REPO,
 )
 from evaluation_pipeline.orchestration.assets import (
     EVALUATION_GROUP,
@@ -41,11 +49,34 @@ from evaluation_pipeline.orchestration.schedules import (
 )
 from evaluation_pipeline.orchestration.sensors import build_evaluation_sensor, ingest_sensors
 from evaluation_pipeline.spec import EvaluationSpec, load_spec
+from schemas.errors import EvaluationError
+
+
+class MissingSetting(EvaluationError):
+    """A location the deployment must name (landing, queries, storage) was not given."""
 
 
 def pipeline_spec(spec_path: str | Path | None = None) -> EvaluationSpec:
-    """The spec the pipeline evaluates under: ``spec_path``, $NDCG_EVAL_SPEC or the repo's file."""
-    return load_spec(spec_path or os.environ.get("NDCG_EVAL_SPEC") or DEFAULT_SPEC)
+    """The spec the pipeline evaluates under: ``spec_path``, $NDCG_EVAL_SPEC or the packaged one."""
+    chosen = spec_path or os.environ.get("NDCG_EVAL_SPEC")
+    if chosen:
+        return load_spec(chosen)
+    with resources.as_file(DEFAULT_SPEC) as packaged:
+        return load_spec(packaged)
+
+
+def setting(given: str | None, variable: str, what: str, development_default: Path) -> str:
+    """``given``, else $``variable``, else (development switch only) the checkout's default."""
+    value = given or os.environ.get(variable)
+    if value:
+        return value
+    if os.environ.get(DEVELOPMENT_SWITCH) == "1":
+        return str(development_default)
+    raise MissingSetting(
+        f"{variable} is not set: name {what} in it (or pass it to build_definitions). "
+        f"{DEVELOPMENT_SWITCH}=1 uses the source checkout's "
+        f"{development_default.relative_to(REPO)}, as `make run` and the tests do."
+    )
 
 
 def nightly_watch() -> NightlyWatch:
@@ -71,8 +102,15 @@ def build_definitions(
 ) -> dg.Definitions:
     env = os.environ.get
     spec = pipeline_spec(spec_path)
-    storage = EvaluationStorage(
-        base=storage_base or env("NDCG_EVAL_STORAGE") or str(DEFAULT_STORAGE))
+    storage = EvaluationStorage(base=setting(
+        storage_base, "NDCG_EVAL_STORAGE", "the storage (a folder or an fsspec URL)",
+        DEFAULT_STORAGE))
+    landing = LandingZone(
+        folder=setting(landing_folder, "NDCG_EVAL_LANDING", "the landing folder",
+                       DEFAULT_LANDING),
+        queries_path=setting(queries_path, "NDCG_EVAL_QUERIES", "the queries table",
+                             DEFAULT_QUERIES),
+    )
     return dg.Definitions(
         assets=[judgments, candidate_pools, queries, *build_evaluation_assets(spec)],
         asset_checks=[*ingest_checks, *build_evaluation_checks(spec)],
@@ -96,10 +134,7 @@ def build_definitions(
         ],
         resources={
             "storage": storage,
-            "landing": LandingZone(
-                folder=landing_folder or env("NDCG_EVAL_LANDING") or str(DEFAULT_LANDING),
-                queries_path=queries_path or env("NDCG_EVAL_QUERIES") or str(DEFAULT_QUERIES),
-            ),
+            "landing": landing,
             "policy": policy or QualityPolicy(),
             # The baseline pool and the webhook are read from the environment at run time
             # (NDCG_EVAL_BASELINE_POOL, NDCG_EVAL_ALERT_WEBHOOK) unless configured here.

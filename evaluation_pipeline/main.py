@@ -28,8 +28,9 @@ LOCK_TIMEOUT_ENV = "NDCG_EVAL_LOCK_TIMEOUT"
 LANDING_ENV = "NDCG_EVAL_LANDING"
 LOCK_TIMEOUT_SECONDS = 1800.0
 
+_HEADER = "# The local Dagster instance of the evaluation pipeline (written by evaluation_pipeline.main)."
 INSTANCE_YAML = f"""\
-# The local Dagster instance of the evaluation pipeline (written by evaluation_pipeline.main).
+{_HEADER}
 # At most {MAX_CONCURRENT_RUNS} runs at a time, and at most {MAX_CONCURRENT_RUNS} evaluations scoring at once
 # across them (the scoring asset's concurrency pool): evaluations queue instead of competing
 # for memory.
@@ -50,10 +51,13 @@ run_retries:
 
 
 def prepare_instance_home(home: Path) -> Path:
-    """Create the instance folder and its dagster.yaml (kept when already the same)."""
+    """Create the instance folder and its dagster.yaml, unless the folder has an instance file
+    of its own: a dagster.yaml this module did not write (a PostgreSQL-backed instance, say,
+    deploy/dagster.yaml) is the operator's and is kept as it is."""
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if not config.exists() or config.read_text(encoding="utf-8") != INSTANCE_YAML:
+    ours = not config.exists() or config.read_text(encoding="utf-8").startswith(_HEADER)
+    if ours and (not config.exists() or config.read_text(encoding="utf-8") != INSTANCE_YAML):
         config.write_text(INSTANCE_YAML, encoding="utf-8")
     return home
 
@@ -67,6 +71,9 @@ def _waiting(home: Path, timeout: float):
 
 
 def main() -> int:
+    # `make run` is the development entry point: without a configured landing, queries table
+    # and storage it uses the checkout's (definitions.setting).
+    os.environ.setdefault("NDCG_EVAL_DEV", "1")
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(DAGSTER_HOME)))
     timeout = float(os.environ.get(LOCK_TIMEOUT_ENV) or LOCK_TIMEOUT_SECONDS)
     try:

@@ -24,6 +24,7 @@ The landing folder, where inputs arrive::
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 # --- a result folder (CLI --out, and the pipeline's scores and report folders) -----------------
@@ -55,12 +56,18 @@ HISTORY_FILE = "history.parquet"
 HISTORY_HTML_FILE = "history.html"
 ALERTS_FILE = "alerts.jsonl"
 
-# --- where the pipeline looks when nothing else is configured -----------------------------------
+# --- the pipeline's default spec: package data, so an installed code location has it too -------
+SPEC_FILE = "evaluation_spec.yaml"
+DEFAULT_SPEC = resources.files("evaluation_pipeline") / SPEC_FILE
+
+# --- a source checkout's example setup: used only under the development switch ----------------
+# `make run`, `make ui` and the tests set NDCG_EVAL_DEV=1; a deployment names its landing
+# folder, queries table and storage instead (an installed package has no repository beside it).
+DEVELOPMENT_SWITCH = "NDCG_EVAL_DEV"
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_STORAGE = REPO / ".storage"
 DEFAULT_LANDING = REPO / "examples" / "data" / "landing"
 DEFAULT_QUERIES = REPO / "examples" / "data" / "queries.csv"
-DEFAULT_SPEC = REPO / "evaluation_spec.yaml"
 # `make run`'s week: generated once into DEFAULT_NIGHTLY, landed night by night into
 # EXAMPLE_LANDING_FOLDER under the (local) storage.
 DEFAULT_NIGHTLY = REPO / "examples" / "data" / "nightly"

@@ -35,9 +35,6 @@ from evaluation_pipeline.io.faults import check_write
 from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.io.result_folder import put_result
 from evaluation_pipeline.io.storage import (
-    DEFAULT_LANDING,
-    DEFAULT_QUERIES,
-    DEFAULT_STORAGE,
     READY_MARKER,
     Place,
     manifest_file,
@@ -59,7 +56,8 @@ class EvaluationStorage(dg.ConfigurableResource):
     move).
     """
 
-    base: str = str(DEFAULT_STORAGE)
+    # No default: a deployment names its storage (definitions.py reads NDCG_EVAL_STORAGE).
+    base: str
     # The fsspec filesystem's options for a URL base (endpoint_url, client_kwargs, profile...),
     # over those of NDCG_EVAL_STORAGE_OPTIONS (io.locations); credentials are the provider
     # chain's, never these.
@@ -220,8 +218,9 @@ class EvaluationStorage(dg.ConfigurableResource):
 class LandingZone(dg.ConfigurableResource):
     """Where judgment files, pool folders and the queries table arrive."""
 
-    folder: str = str(DEFAULT_LANDING)
-    queries_path: str = str(DEFAULT_QUERIES)
+    # No defaults: a deployment names both (NDCG_EVAL_LANDING, NDCG_EVAL_QUERIES).
+    folder: str
+    queries_path: str
 
     def root(self) -> Path:
         return Path(self.folder).resolve()
