@@ -21,6 +21,7 @@ from pathlib import Path
 
 from evaluation_pipeline.io.lock import LockTimeout, folder_lock
 from evaluation_pipeline.io.storage import REPO
+from schemas.errors import EvaluationError
 
 DAGSTER_HOME = REPO / ".dagster_home"
 MAX_CONCURRENT_RUNS = 2
@@ -82,6 +83,9 @@ def main() -> int:
     except LockTimeout as exc:
         print(f"ndcg-eval: {exc}: another main job still works on it; nothing was run. Run "
               f"again when it has finished, or raise ${LOCK_TIMEOUT_ENV}.", file=sys.stderr)
+        return 2
+    except EvaluationError as exc:  # configuration a user can fix: a missing variable or extra
+        print(f"ndcg-eval: error: {exc}", file=sys.stderr)
         return 2
 
 
