@@ -257,31 +257,17 @@ PROFILES: dict[str, EvaluationSpec] = {
     # - no_positive: `Eval` gives a query whose max DCG is 0 ("all negative") NDCG 1.
     # - unknown, unjudged, missing_from_run: every document LightGBM sees has a label and every
     #   query its documents, so none occurs there; zero keeps such rows in the mean as 0.
-    "lightgbm": EvaluationSpec(
-        gain="exponential",
-        ideal="candidates",
-        ties="rank",
-        unknown="zero",
-        unjudged="zero",
-        no_positive="one",
-        missing_from_run="zero",
-    ),
-    # XGBoost's default `ndcg@k` (rank:ndcg's validation numbers). From XGBoost's docs
-    # (doc/parameter.rst: eval_metric `ndcg`, `ndcg@n`, `ndcg-`, `ndcg@n-`; `ndcg_exp_gain`,
-    # true by default) and source (src/metric/rank_metric.cc, EvalNDCG): gain 2^rel - 1, the
-    # ideal from the query's own labels, a stable sort by prediction (ties in input order: the
-    # run's rank), and a list without a positive label scored 1. The same conventions as
-    # LightGBM's by default: two names, one spec_id.
-    "xgboost": EvaluationSpec(
-        gain="exponential",
-        ideal="candidates",
-        ties="rank",
-        unknown="zero",
-        unjudged="zero",
-        no_positive="one",
-        missing_from_run="zero",
-    ),
+    # Gain and ideal are the defaults' (exponential, candidates).
+    "lightgbm": EvaluationSpec(ties="rank", unknown="zero", unjudged="zero", no_positive="one",
+                               missing_from_run="zero"),
 }
+# XGBoost's default `ndcg@k` (rank:ndcg's validation numbers). From XGBoost's docs
+# (doc/parameter.rst: eval_metric `ndcg`, `ndcg@n`, `ndcg-`, `ndcg@n-`; `ndcg_exp_gain`, true by
+# default) and source (src/metric/rank_metric.cc, EvalNDCG): gain 2^rel - 1, the ideal from the
+# query's own labels, a stable sort by prediction (ties in input order: the run's rank), and a
+# list without a positive label scored 1. These are LightGBM's conventions: two names, one
+# spec_id.
+PROFILES["xgboost"] = PROFILES["lightgbm"]
 # XGBoost's `ndcg@k-`: the same metric, but a list without a positive label scores 0
 # (doc/parameter.rst, eval_metric: a trailing "-" scores such lists 0; EvalNDCG's `minus`).
 PROFILES["xgboost_minus"] = PROFILES["xgboost"].replace(no_positive="zero")
