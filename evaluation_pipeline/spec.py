@@ -24,9 +24,12 @@ from schemas.errors import EvaluationError
 GAINS = ("exponential", "linear")
 DISCOUNTS = ("log2",)
 IDEALS = ("candidates", "all_judged")
-TIES = ("average", "doc_id", "trec_eval")
+TIES = ("average", "doc_id", "trec_eval", "rank")
 OPEN_POLICIES = ("incomplete", "exclude", "zero")
 ZERO_POLICIES = ("exclude", "zero")
+# A query whose ideal DCG is 0 has no NDCG of its own: counted apart, 0, or 1 (as LightGBM and
+# XGBoost score it).
+NO_POSITIVE_POLICIES = ("exclude", "zero", "one")
 
 # One line per field: shown by `ndcg-eval spec --explain` and in reports.
 FIELD_DOCS: dict[str, str] = {
@@ -36,11 +39,14 @@ FIELD_DOCS: dict[str, str] = {
     "ideal": "ideal order from the graded candidates of the query (candidates) or from every "
     "graded document of the query in the judgment version (all_judged, as trec_eval)",
     "ties": "equal scores: expected DCG over all orders of the tie group (average, as "
-    "scikit-learn), doc_id ascending (doc_id), or doc_id descending byte-wise (trec_eval)",
+    "scikit-learn), doc_id ascending (doc_id), doc_id descending byte-wise (trec_eval), or the "
+    "run's own rank column ascending (rank, as LightGBM and XGBoost keep input order; the "
+    "result then depends on the ranker's tie order)",
     "unknown": "a candidate with an explicit unknown grade: leave the query open (incomplete), "
     "drop it (exclude) or give it gain 0 (zero)",
     "unjudged": "a candidate with no row in the judgment version: incomplete, exclude or zero",
-    "no_positive": "ideal DCG is 0: the query is counted apart (exclude) or scored 0 (zero)",
+    "no_positive": "ideal DCG is 0: the query is counted apart (exclude), scored 0 (zero) or "
+    "scored 1 (one, as LightGBM and XGBoost); its status stays no_positive",
     "missing_from_run": "a judged query with a positive grade that the ranker did not return: "
     "counted apart (exclude) or scored 0 (zero, as trec_eval -c)",
 }
@@ -51,7 +57,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "ties": TIES,
     "unknown": OPEN_POLICIES,
     "unjudged": OPEN_POLICIES,
-    "no_positive": ZERO_POLICIES,
+    "no_positive": NO_POSITIVE_POLICIES,
     "missing_from_run": ZERO_POLICIES,
 }
 
@@ -120,6 +126,11 @@ class EvaluationSpec:
     def replace(self, **changes: Any) -> EvaluationSpec:
         return dataclasses.replace(self, **changes)
 
+    @property
+    def needs_rank(self) -> bool:
+        """Scoring reads the run's ``rank`` column: required, and unique per (ranker, query)."""
+        return self.ties == "rank"
+
     # -- gains ----------------------------------------------------------------------------
     def gain_label(self) -> str:
         if self.gain == "exponential":
@@ -138,13 +149,15 @@ class EvaluationSpec:
             "average": "ties averaged",
             "doc_id": "ties by doc_id ascending",
             "trec_eval": "ties by doc_id descending (trec_eval)",
+            "rank": "ties by the run's rank",
         }[self.ties]
         parts = [self.gain_label(), "log2 discount", ideal, ties]
         parts.append(f"unknown grades {_policy_words(self.unknown)}")
         parts.append(f"unjudged {_policy_words(self.unjudged)}")
         parts.append(
             "queries without a positive grade "
-            + ("counted apart" if self.no_positive == "exclude" else "scored 0")
+            + {"exclude": "counted apart", "zero": "scored 0", "one": "scored 1"}[
+                self.no_positive]
         )
         parts.append(
             "queries missing from the run "
@@ -231,7 +244,33 @@ PROFILES: dict[str, EvaluationSpec] = {
         unjudged="zero",
         no_positive="zero",
     ),
+    # LightGBM's `ndcg@k` metric (lambdarank's validation numbers) under its default
+    # `label_gain`. Each field, from LightGBM's source (src/metric/rank_metric.hpp, NDCGMetric;
+    # src/metric/dcg_calculator.cpp, DCGCalculator):
+    # - gain: `DefaultLabelGain` fills label_gain with 2^i - 1 (i = 0..30), so exponential. A
+    #   model trained with its own `label_gain=g0,g1,...` is reproduced by a spec whose gain is
+    #   that map ({0: g0, 1: g1, ...}) over this profile.
+    # - ideal: `CalMaxDCG` orders the query's own labels, every document given with it, so the
+    #   ideal is over the candidates.
+    # - ties: `CalDCG` ranks with std::stable_sort by score, so equal scores keep input order:
+    #   the run's rank column.
+    # - no_positive: `Eval` gives a query whose max DCG is 0 ("all negative") NDCG 1.
+    # - unknown, unjudged, missing_from_run: every document LightGBM sees has a label and every
+    #   query its documents, so none occurs there; zero keeps such rows in the mean as 0.
+    # Gain and ideal are the defaults' (exponential, candidates).
+    "lightgbm": EvaluationSpec(ties="rank", unknown="zero", unjudged="zero", no_positive="one",
+                               missing_from_run="zero"),
 }
+# XGBoost's default `ndcg@k` (rank:ndcg's validation numbers). From XGBoost's docs
+# (doc/parameter.rst: eval_metric `ndcg`, `ndcg@n`, `ndcg-`, `ndcg@n-`; `ndcg_exp_gain`, true by
+# default) and source (src/metric/rank_metric.cc, EvalNDCG): gain 2^rel - 1, the ideal from the
+# query's own labels, a stable sort by prediction (ties in input order: the run's rank), and a
+# list without a positive label scored 1. These are LightGBM's conventions: two names, one
+# spec_id.
+PROFILES["xgboost"] = PROFILES["lightgbm"]
+# XGBoost's `ndcg@k-`: the same metric, but a list without a positive label scores 0
+# (doc/parameter.rst, eval_metric: a trailing "-" scores such lists 0; EvalNDCG's `minus`).
+PROFILES["xgboost_minus"] = PROFILES["xgboost"].replace(no_positive="zero")
 
 
 def profile(name: str) -> EvaluationSpec:

@@ -11,6 +11,7 @@ from polars.testing import assert_frame_equal
 
 from evaluation_pipeline.engines import score_files
 from evaluation_pipeline.spec import profile
+from schemas import InputError
 from tests.conftest import EXAMPLES
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (the `spark` extra)")
@@ -97,8 +98,24 @@ def test_the_command_reads_and_writes_urls(inputs, tmp_path, spark):
     assert not list((tmp_path / "remote").glob(".*tmp*"))  # no temporary file left beside
 
 
-def _same_as_local(judgments, local_run, spark_run, tmp_path, spark, name):
-    spec = profile("trec_eval")
+def test_ties_by_rank_equal_local(tmp_path, spark):
+    # The cogroup hands a bucket its rows in no set order: the run's rank restores the tie order.
+    judgments = tmp_path / "maint-v2.parquet"
+    pl.read_csv(JUDGMENTS, schema_overrides={"grade": pl.Int64}).write_parquet(judgments)
+    run = tmp_path / "pool-2026-11-28" / "run.parquet"
+    run.parent.mkdir()
+    pl.concat([pl.read_parquet(p) for p in sorted(POOL.glob("*.parquet"))]).sample(
+        fraction=1.0, shuffle=True, seed=2).write_parquet(run)
+    _same_as_local(judgments, run, run, tmp_path, spark, "ranked", profile("lightgbm"))
+    pl.read_parquet(run).drop("rank").write_parquet(run)
+    with pytest.raises(InputError, match="column 'rank': required column is missing"):
+        score_files(judgments, run, profile("lightgbm"), str(tmp_path / "none"),
+                    engine="spark", spark_session=spark)
+    assert not (tmp_path / "none").exists()
+
+
+def _same_as_local(judgments, local_run, spark_run, tmp_path, spark, name, spec=None):
+    spec = spec or profile("trec_eval")
     local = score_files(judgments, local_run, spec, tmp_path / f"{name}-local.parquet",
                         engine="local")
     remote = score_files(judgments, spark_run, spec, str(tmp_path / f"{name}-spark"),

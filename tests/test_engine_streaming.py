@@ -41,7 +41,7 @@ def _both(judgments, run, tmp_path, spec, batch_rows=7):
         streamed.per_query_path)
 
 
-@pytest.mark.parametrize("name", ["default", "trec_eval", "sklearn"])
+@pytest.mark.parametrize("name", ["default", "trec_eval", "sklearn", "lightgbm"])
 def test_tiny_batches_equal_in_memory(inputs, tmp_path, name):
     # 7-row batches: every query (15 to 21 candidates) straddles two or more batch boundaries.
     per_query = pl.concat([pl.read_parquet(p) for p in inputs[1].glob("*.parquet")]).group_by(
@@ -63,6 +63,28 @@ def test_unsorted_run_falls_back_to_an_external_sort(inputs, tmp_path, capsys):
     assert streamed.lineage == local.lineage
     assert any("not sorted" in note for note in streamed.notes)
     assert "external sort" in capsys.readouterr().err
+
+
+def test_ties_by_rank_survive_the_external_sort(inputs, tmp_path):
+    # The sort keeps each row's rank: the tie order is the run's, wherever the rows moved.
+    judgments, pool = inputs
+    for run in pool.glob("*.parquet"):
+        pl.read_parquet(run).sample(fraction=1.0, shuffle=True, seed=5).write_parquet(run)
+    local, streamed, a, b = _both(judgments, pool, tmp_path, profile("lightgbm"), batch_rows=5)
+    assert_frame_equal(a, b)
+    assert any("not sorted" in note for note in streamed.notes)
+
+
+def test_a_repeated_rank_is_named_with_its_file_rows(inputs, tmp_path):
+    judgments, pool = inputs
+    run = pool / "dense-v2.parquet"
+    pl.read_parquet(run).with_columns(
+        pl.when(pl.int_range(pl.len()) == 3).then(1).otherwise("rank").alias("rank")
+    ).write_parquet(run)
+    with pytest.raises(InputError) as caught:
+        _both(judgments, pool, tmp_path, profile("lightgbm"), batch_rows=7)
+    assert "(ranker, query_id, rank) must be unique" in str(caught.value)
+    assert "[2 rows: row 1 ('dense-v2 " in str(caught.value)
 
 
 def test_bad_run_row_is_named_with_its_file_row(inputs, tmp_path):

@@ -23,10 +23,11 @@ def random_pool(seed: int, n_queries: int = 6):
                 grade = int(rng.integers(0, 4)) if kind == "graded" else None
                 judged.append((f"q{q}", doc, grade, kind))
         for ranker in ("a", "b"):
-            for doc in docs:
-                rows.append((ranker, f"q{q}", doc, float(rng.integers(0, 4))))
+            ranks = rng.permutation(len(docs)) + 1  # the ranker's own order, for ties: rank
+            for doc, rank in zip(docs, ranks):
+                rows.append((ranker, f"q{q}", doc, float(rng.integers(0, 4)), int(rank)))
     candidates = pl.DataFrame(
-        rows, schema=["ranker", "query_id", "doc_id", "score"], orient="row"
+        rows, schema=["ranker", "query_id", "doc_id", "score", "rank"], orient="row"
     ).with_columns(pl.lit("p").alias("candidate_pool"))
     judgments = pl.DataFrame(
         judged, schema={"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64,
@@ -35,7 +36,7 @@ def random_pool(seed: int, n_queries: int = 6):
     return candidates, judgments
 
 
-@pytest.mark.parametrize("ties", ["average", "doc_id", "trec_eval"])
+@pytest.mark.parametrize("ties", ["average", "doc_id", "trec_eval", "rank"])
 @pytest.mark.parametrize(
     "policies",
     [

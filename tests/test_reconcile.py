@@ -106,6 +106,8 @@ MIXED = frames(
 
 def mixed_scorer(queries: pl.DataFrame | None = None) -> rc.Scorer:
     pool, judgments = MIXED
+    # Each ranker's own rank, in its listed order: what `ties: rank` orders equal scores by.
+    pool = pool.with_columns(rank=pl.int_range(1, pl.len() + 1).over("ranker", "query_id"))
     return rc.Scorer(judgments, pool, queries)
 
 
@@ -297,6 +299,19 @@ def test_sensitivity_on_a_run_where_only_the_tie_rule_matters(tmp_path):
     assert means["doc_id"] > means["average"] > means["trec_eval"]
     assert means["trec_eval"] == pytest.approx((0 + 1 / (1 + 1 / math.log2(3))) / 2, abs=1e-12)
     assert ties["current"] == "average"
+
+
+def test_sensitivity_knows_ties_by_rank_where_the_run_has_ranks_and_no_positive_one():
+    def alternatives(scorer):
+        document = rc.reconcile(scorer, rc.plan(profile("default"), None), sensitivity=True)
+        fields = document["sensitivity"]["results"][0]["fields"]
+        return {f["field"]: [a["value"] for a in f["alternatives"]] for f in fields}
+
+    ranked = alternatives(mixed_scorer())
+    assert ranked["ties"] == ["average", "doc_id", "trec_eval", "rank"]
+    assert ranked["no_positive"] == ["exclude", "zero", "one"]
+    pool, judgments = MIXED
+    assert alternatives(rc.Scorer(judgments, pool))["ties"] == ["average", "doc_id", "trec_eval"]
 
 
 def test_sensitivity_adds_an_explicit_gain_map_to_the_alternatives(tmp_path):

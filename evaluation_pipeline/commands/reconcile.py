@@ -45,11 +45,14 @@ def run(args: argparse.Namespace) -> int:
     the_plan = plan(spec_named(args.source), target, cutoffs=args.cutoff,
                     order=args.order.split(",") if args.order else None,
                     source_label=args.source, target_label=args.target or "")
+    # The run's ranks are read and checked when a spec of the walk orders ties by them, and
+    # kept when present for the sensitivity table's `ties: rank`.
+    needs_rank = the_plan.source.needs_rank or (target is not None and target.needs_rank)
     judgments, pool, rows, lineage = read_and_evaluate(
         place(args, args.judgments), place(args, args.run), the_plan.source,
         judgments_format=args.format, run_format=args.format,
         judgment_version=args.judgment_version,
-        pool=args.pool, ranker=args.ranker)
+        pool=args.pool, ranker=args.ranker, ranks=needs_rank, display=args.sensitivity)
     queries = read_queries(place(args, args.queries)) if args.queries else None
     scorer = Scorer(judgments, pool, queries, lineage)
     scorer.add(the_plan.source, rows)

@@ -9,4 +9,4 @@ from __future__ import annotations
 # Grade classes of a candidate (contract section 3, rule 1): they index the kernels' counts.
 GRADED, UNKNOWN, UNJUDGED = 0, 1, 2
 # Tie rules (spec.ties) as the kernels see them.
-TIES_AVERAGE, TIES_DOC_ASC, TIES_DOC_DESC = 0, 1, 2
+TIES_AVERAGE, TIES_DOC_ASC, TIES_DOC_DESC, TIES_RANK = 0, 1, 2, 3

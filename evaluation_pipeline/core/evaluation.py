@@ -149,6 +149,8 @@ def result_sentence(row: dict, spec: EvaluationSpec, lineage: Lineage) -> str:
     if row["n_missing_from_run"] and spec.missing_from_run == "exclude":
         apart.append(f"{row['n_missing_from_run']:,} missing from the run")
     apart_text = f"; {', '.join(apart)} counted apart" if apart else ""
+    if row["n_no_positive"] and spec.no_positive == "one":  # in the mean, at 1: say how many
+        apart_text += f"; {row['n_no_positive']:,} without a positive grade scored 1"
     return (
         f"NDCG@{row['cutoff']} {value} ({spec.describe()}) over {row['n_with_number']:,} of "
         f"{row['n_queries']:,} queries{apart_text}; judgments {lineage.judgment_version} "

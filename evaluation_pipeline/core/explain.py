@@ -19,6 +19,7 @@ import polars as pl
 from evaluation_pipeline.core.gains import gains_for_grades
 from evaluation_pipeline.core.ndcg import score
 from evaluation_pipeline.spec import EvaluationSpec
+from schemas.columns import RANK
 
 
 @dataclass(frozen=True)
@@ -80,11 +81,15 @@ def explain(
         pl.col("doc_id").cast(pl.String), "grade",
         pl.col("grade_status").cast(pl.String),
     )
+    # Equal scores in the kernel's order: by doc_id, or under ties: rank by the run's rank.
+    tie_order = pl.col(RANK) if spec.needs_rank else pl.col("doc_id").cast(pl.String)
     ranked = (
-        listed.select(pl.col("doc_id").cast(pl.String), pl.col("score").cast(pl.Float64))
+        listed.select(pl.col("doc_id").cast(pl.String), pl.col("score").cast(pl.Float64),
+                      tie_order.alias("tie order"))
         .join(judged, on="doc_id", how="left")
         .with_columns(pl.col("grade_status").fill_null("unjudged"))
-        .sort(["score", "doc_id"], descending=[True, spec.ties == "trec_eval"])
+        .sort(["score", "tie order"], descending=[True, spec.ties == "trec_eval"])
+        .drop("tie order")
     )
     status_of = ranked["grade_status"].to_numpy()
     is_graded = status_of == "graded"

@@ -33,8 +33,11 @@ _CHUNK_ROWS = 65_536
 def pool_blocks(pool: pl.DataFrame, starts: np.ndarray | None = None) -> Blocks:
     """A pool's rows as (ranker, query_id) blocks, with the columns the hash and kernel read.
 
-    ``starts``: ``core.blocks.block_starts(pool, POOL_KEYS)``, if the caller has it."""
-    return group_rows(_typed(pool, _POOL_FIELDS), POOL_KEYS, starts)
+    ``starts``: ``core.blocks.block_starts(pool, POOL_KEYS)``, if the caller has it. A ``rank``
+    column comes along when the pool has one (``ties: rank`` reads it; the hash does not)."""
+    fields = {**_POOL_FIELDS, columns.RANK: pl.Int64} if columns.RANK in pool.columns else (
+        _POOL_FIELDS)
+    return group_rows(_typed(pool, fields), POOL_KEYS, starts)
 
 
 def judgment_blocks(judgments: pl.DataFrame) -> Blocks:

@@ -11,7 +11,10 @@ Ties: a *tie group* is a run of equal scores within a query. Under ``ties=averag
 contributes its mean gain times the sum of the discounts of the positions it spans (positions
 past K discount to 0), which is the expected DCG over all orders of the group, as
 ``sklearn.metrics.ndcg_score`` computes it. Under ``doc_id`` and ``trec_eval`` ties every
-candidate is its own group, ordered by doc_id ascending or descending (UTF-8 bytes).
+candidate is its own group, ordered by doc_id ascending or descending (UTF-8 bytes). Under
+``rank`` ties every candidate is its own group too, in the order of the run's ``rank`` column:
+the ranker's own tie order (LightGBM and XGBoost keep equal scores in input order), so the
+result depends on it.
 """
 
 from __future__ import annotations
@@ -27,14 +30,17 @@ from evaluation_pipeline.core.codes import (
     TIES_AVERAGE,
     TIES_DOC_ASC,
     TIES_DOC_DESC,
+    TIES_RANK,
     UNJUDGED,
     UNKNOWN,
 )
 from evaluation_pipeline.core.gains import gains_for_grades
 from evaluation_pipeline.core.hashing import judgment_blocks, pool_blocks
 from evaluation_pipeline.spec import EvaluationSpec
-from schemas import columns
+from schemas import InputError, columns
 from schemas.columns import STATUSES
+from schemas.errors import violation
+from schemas.ranks import RANK_REQUIRED, check_ranks
 
 # Status codes index STATUSES (in its order); the strings are made once, by polars, in _assemble.
 _SCORED, _NO_POSITIVE, _INCOMPLETE, _NOT_JUDGED = range(4)
@@ -104,7 +110,9 @@ def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec) -> J
                          docs=blocks.docs, order=blocks.order)
 
 
-_TIES = {"average": TIES_AVERAGE, "doc_id": TIES_DOC_ASC, "trec_eval": TIES_DOC_DESC}
+_TIES = {"average": TIES_AVERAGE, "doc_id": TIES_DOC_ASC, "trec_eval": TIES_DOC_DESC,
+         "rank": TIES_RANK}
+_NO_RANKS = np.empty(0, np.int64)  # what the kernel reads as ranks when the tie rule needs none
 
 
 def score_candidates(
@@ -112,9 +120,10 @@ def score_candidates(
 ) -> pl.DataFrame:
     """Per-query rows for every (ranker, query) in ``candidates`` and every cutoff.
 
-    ``candidates`` holds whole queries (ranker, query_id, doc_id, score), as a frame or as the
-    blocks :func:`core.hashing.pool_blocks` makes of one; rows for queries a ranker did not
-    return come from :func:`missing_from_run`.
+    ``candidates`` holds whole queries (ranker, query_id, doc_id, score, and ``rank`` when the
+    spec orders ties by it, checked by ``schemas.ranks``), as a frame or as the blocks
+    :func:`core.hashing.pool_blocks` makes of one; rows for queries a ranker did not return
+    come from :func:`missing_from_run`.
     """
     # Here, not at the top: numba loads with the first kernel call (see core.kernel).
     from evaluation_pipeline.core.scoring_kernels import (
@@ -127,11 +136,12 @@ def score_candidates(
     blocks = candidates if isinstance(candidates, Blocks) else pool_blocks(candidates)
     if blocks.frame.height == 0:
         return pl.DataFrame(schema=RESULT_SCHEMA)
+    run_rank = _ranks(blocks, spec)
     keys, starts, n_groups = blocks.keys, blocks.starts, blocks.n_blocks
     facts = keys.join(index.queries, on="query_id", how="left", maintain_order="left")
     cutoffs = spec.cutoffs
     dcg, candidate_ideal, judged_at_k, counts, positive_candidates = score_blocks(
-        CandidateBlocks(starts, blocks.order, blocks.numpy("score"), blocks.docs),
+        CandidateBlocks(starts, blocks.order, blocks.numpy("score"), blocks.docs, run_rank),
         QueryJudgments(facts["j_lo"].fill_null(0).to_numpy(),
                        facts["j_hi"].fill_null(0).to_numpy(), index.order, index.docs,
                        index.grades["grade_class"].to_numpy(), index.grades["gain"].to_numpy()),
@@ -168,6 +178,15 @@ def score_candidates(
     return _assemble(
         keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, spec
     )
+
+
+def _ranks(blocks: Blocks, spec: EvaluationSpec) -> np.ndarray:
+    """The run's rank per row, when the spec's tie rule reads it."""
+    if not spec.needs_rank:
+        return _NO_RANKS
+    if columns.RANK not in blocks.frame.columns:
+        raise InputError("candidates", [violation(columns.RANK, RANK_REQUIRED, [])])
+    return blocks.numpy(columns.RANK).astype(np.int64, copy=False)
 
 
 def _discount_prefix(reach: int) -> np.ndarray:
@@ -225,7 +244,10 @@ def score(
 ) -> pl.DataFrame:
     """Every per-query row of a whole run in memory: scored queries plus missing_from_run.
 
-    ``index``: ``index_judgments(judgments, spec)``, if the caller has built it."""
+    ``index``: ``index_judgments(judgments, spec)``, if the caller has built it. Blocks come
+    from a reader, which has checked the ranks a spec needs; a frame is checked here."""
+    if spec.needs_rank and isinstance(candidates, pl.DataFrame):
+        check_ranks(candidates, "candidates")
     blocks = candidates if isinstance(candidates, Blocks) else pool_blocks(candidates)
     index = index_judgments(judgments, spec) if index is None else index
     scored = score_candidates(blocks, index, spec)
@@ -251,8 +273,9 @@ def _assemble(keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, sp
     ideal_rows = np.where(open_rows, np.nan, ideal.reshape(-1))
     with np.errstate(divide="ignore", invalid="ignore"):
         ndcg_rows = np.where(status_rows == _SCORED, dcg_rows / ideal_rows, np.nan)
-    if spec.no_positive == "zero":
-        ndcg_rows = np.where(status_rows == _NO_POSITIVE, 0.0, ndcg_rows)
+    if spec.no_positive != "exclude":  # the query keeps its no_positive status
+        ndcg_rows = np.where(status_rows == _NO_POSITIVE,
+                             1.0 if spec.no_positive == "one" else 0.0, ndcg_rows)
     # Strings are gathered by polars: numpy would go through Python string objects.
     key_rows = keys.select("ranker", "query_id") if k == 1 else keys.select(
         pl.col("ranker", "query_id").gather(np.repeat(np.arange(n), k)))

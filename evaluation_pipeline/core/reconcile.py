@@ -31,8 +31,9 @@ from evaluation_pipeline.core.evaluation import Lineage
 from evaluation_pipeline.core.hashing import judgment_blocks, pool_blocks
 from evaluation_pipeline.core.ndcg import JudgmentIndex, index_judgments, score
 from evaluation_pipeline.spec import _CHOICES, FIELD_DOCS, GAINS, EvaluationSpec
-from schemas.columns import PER_QUERY_KEY
+from schemas.columns import PER_QUERY_KEY, RANK
 from schemas.errors import EvaluationError
+from schemas.ranks import rank_violations
 
 # Every field but cutoffs, in the spec's own order: the default order of the walk.
 FIELDS = tuple(name for name in FIELD_DOCS if name != "cutoffs")
@@ -116,10 +117,13 @@ def differing_fields(a: EvaluationSpec, b: EvaluationSpec) -> tuple[str, ...]:
     return tuple(name for name in FIELDS if getattr(a, name) != getattr(b, name))
 
 
-def alternatives(name: str, *specs: EvaluationSpec) -> tuple[Any, ...]:
+def alternatives(name: str, *specs: EvaluationSpec, ranked: bool = True) -> tuple[Any, ...]:
     """Every value a field can take here: its declared choices, plus any value the given specs
-    hold that is not among them (an explicit gain map)."""
+    hold that is not among them (an explicit gain map). ``ranked=False``: the run has no usable
+    rank column, so ``ties: rank`` cannot be scored on it and is left out."""
     values = list(GAINS if name == "gain" else _CHOICES[name])
+    if name == "ties" and not ranked:
+        values.remove("rank")
     for spec in specs:
         if getattr(spec, name) not in values:
             values.append(getattr(spec, name))
@@ -144,6 +148,8 @@ class Scorer:
         self._judgments = judgments
         self._judgment_blocks = judgment_blocks(judgments)
         self._pool = pool_blocks(pool)
+        # ties: rank is an alternative only where the run's ranks can order ties.
+        self.ranked = RANK in pool.columns and not rank_violations(pool)
         self._queries = queries
         self._indexes: dict[tuple, JudgmentIndex] = {}
         self._rows: dict[str, pl.DataFrame] = {}
@@ -384,7 +390,8 @@ def sensitivities(scorer: Scorer, spec: EvaluationSpec,
     ``other`` adds its values to the alternatives (an explicit gain map of the --to spec)."""
     others = (spec,) if other is None else (spec, other)
     variants = {
-        name: [(value, spec.replace(**{name: value})) for value in alternatives(name, *others)]
+        name: [(value, spec.replace(**{name: value}))
+               for value in alternatives(name, *others, ranked=scorer.ranked)]
         for name in FIELDS
     }
     means = {s.spec_id: scorer.means(s) for options in variants.values() for _, s in options}

@@ -17,6 +17,7 @@ from evaluation_pipeline.core.codes import (
     GRADED,
     TIES_AVERAGE,
     TIES_DOC_DESC,
+    TIES_RANK,
     UNJUDGED,
     UNKNOWN,
 )
@@ -31,6 +32,7 @@ class CandidateBlocks(NamedTuple):
     order: np.ndarray  # int64 row numbers
     score: np.ndarray  # float64, per row
     docs: tuple  # doc_id as a string set (offsets, data)
+    run_rank: np.ndarray  # int64, per row: the run's rank column (empty unless ties=rank)
 
 
 class QueryJudgments(NamedTuple):
@@ -64,6 +66,7 @@ class Slots(NamedTuple):
     score: np.ndarray  # float64: the negated score (a stable ascending sort ranks high first)
     grade_class: np.ndarray  # int8: codes.GRADED, UNKNOWN or UNJUDGED
     gain: np.ndarray  # float64
+    run_rank: np.ndarray  # int64: the run's rank (written only under ties=rank)
 
 
 @njit(cache=True, nogil=True)
@@ -84,7 +87,8 @@ def score_blocks(candidates, judgments, rules):
     counts = np.zeros((n_blocks, 3), np.int64)
     positives = np.zeros(n_blocks, np.int64)
     longest = _widest(starts)
-    slots = Slots(np.empty(longest), np.empty(longest, np.int8), np.empty(longest))
+    slots = Slots(np.empty(longest), np.empty(longest, np.int8), np.empty(longest),
+                  np.empty(longest if rules.ties == TIES_RANK else 0, np.int64))
     rank = np.empty(longest, np.int64)  # slot numbers in rank order
     kept_score = np.empty(longest)
     kept_gain = np.empty(longest)
@@ -106,9 +110,10 @@ def score_blocks(candidates, judgments, rules):
 def _grade(candidates, judgments, b, rules, slots, counts, positives):
     """Block b's slots, its class counts and positives: its doc_ids (ascending) merged with its
     query's judged doc_ids. Each side's keys are made once, when the merge reaches the row."""
-    starts, order, score, docs = candidates
+    starts, order, score, docs, run_rank = candidates
     j_lo, j_hi, j_order, judged_docs, j_class, j_gain = judgments
-    slot_score, slot_class, slot_gain = slots
+    slot_score, slot_class, slot_gain, slot_rank = slots
+    by_rank = rules.ties == TIES_RANK
     d_off, d_data = docs
     j_off, j_data = judged_docs
     reverse = rules.ties == TIES_DOC_DESC
@@ -135,6 +140,8 @@ def _grade(candidates, judgments, b, rules, slots, counts, positives):
         slot_score[slot] = -score[row]
         slot_class[slot] = cls
         slot_gain[slot] = gain
+        if by_rank:
+            slot_rank[slot] = run_rank[row]
         counts[b, cls] += 1
         if cls == GRADED and gain > 0:
             positives[b] += 1
@@ -144,10 +151,14 @@ def _grade(candidates, judgments, b, rules, slots, counts, positives):
 def _rank(candidates, b, rules, slots, rank):
     """Into ``rank[:m]``: block b's slots by score high to low, equal scores in slot (doc_id)
     order. A ranker's output usually lists a query's candidates by score already: then the rank
-    is the input order with each run of equal scores put in slot order, and no sort is needed."""
-    starts, order, score, _ = candidates
+    is the input order with each run of equal scores put in slot order, and no sort is needed.
+    Under ``rank`` ties equal scores are put in the order of the run's rank instead."""
+    starts, order, score = candidates.starts, candidates.order, candidates.score
     reverse = rules.ties == TIES_DOC_DESC
     lo, m = starts[b], starts[b + 1] - starts[b]
+    if rules.ties == TIES_RANK:
+        _rank_by_run_rank(candidates, lo, m, slots, rank)
+        return
     if not _non_increasing(score, lo, lo + m):  # a stable sort keeps slot order within ties
         rank[:m] = np.argsort(slots.score[:m], kind="mergesort")
         return
@@ -172,6 +183,28 @@ def _rank(candidates, b, rules, slots, rank):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _rank_by_run_rank(candidates, lo, m, slots, rank):
+    """Into ``rank[:m]``: the block's slots by score high to low, equal scores by the run's rank
+    ascending (ranks are unique within a block: the readers refuse repeats). A run listed in
+    rank order, scores non-increasing, is its own ranking: no sort."""
+    order, score, run_rank = candidates.order, candidates.score, candidates.run_rank
+    listed = True
+    for i in range(lo + 1, lo + m):
+        if score[i] > score[i - 1] or (score[i] == score[i - 1]
+                                       and run_rank[i] < run_rank[i - 1]):
+            listed = False
+            break
+    if listed:
+        for t in range(m):
+            rank[order[lo + t] - lo] = t
+        return
+    # By rank, then stably by score: equal scores stay in rank order.
+    by_rank = np.argsort(slots.run_rank[:m], kind="mergesort")
+    by_score = np.argsort(slots.score[:m][by_rank], kind="mergesort")
+    rank[:m] = by_rank[by_score]
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _non_increasing(values, lo, hi):
     for i in range(lo + 1, hi):
         if values[i] > values[i - 1]:
@@ -184,7 +217,7 @@ def _judged_at_k(slots, rank, m, rules, reach, out):
     """out[j] = judged@cutoffs[j] (``reach``: the largest K) over the first min(K, m) places
     before exclusion; under ``average`` a tie group counts its share of graded documents for
     each place it spans."""
-    slot_score, slot_class, _ = slots
+    slot_score, slot_class = slots.score, slots.grade_class
     cutoffs, average = rules.cutoffs, rules.ties == TIES_AVERAGE
     p = 0
     while p < m and p < reach:
@@ -209,7 +242,7 @@ def _judged_at_k(slots, rank, m, rules, reach, out):
 def _exclude(slots, rank, m, rules, kept_score, kept_gain):
     """The ranking after the spec's exclusions, into ``kept_score`` and ``kept_gain``: dropped
     candidates leave no gap, later ones move up. Returns how many are kept."""
-    slot_score, slot_class, slot_gain = slots
+    slot_score, slot_class, slot_gain = slots.score, slots.grade_class, slots.gain
     keep_unknown, keep_unjudged = rules.keep_unknown, rules.keep_unjudged
     n_kept = 0
     for i in range(m):

@@ -30,8 +30,15 @@ def read_and_evaluate(
     judgment_version: str | None = None,
     pool: str | None = None,
     ranker: str | None = None,
+    ranks: bool | None = None,
+    display: bool = False,
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, Lineage]:
-    """(judgments, candidates, per-query rows, lineage) of two input files, all validated."""
+    """(judgments, candidates, per-query rows, lineage) of two input files, all validated.
+
+    ``ranks``: the run's rank column is read and checked (``schemas.ranks``); by default when
+    ``spec`` orders ties by it, or for a caller that will score other specs that do.
+    ``display``: a rank column is kept when present, unchecked (``read_run``)."""
+    ranks = spec.needs_rank if ranks is None else ranks
     with ThreadPoolExecutor(max_workers=1) as side:
         # The judgments (read, indexed for the spec, hashed) on a second thread, while the run
         # is read and cut into blocks: both are mostly polars and compiled loops, GIL released.
@@ -42,10 +49,10 @@ def read_and_evaluate(
         kernel.load()
         threading.Thread(target=kernel.warm_up, daemon=True).start()
         candidates = read_candidates(run_path, run_format, pool=pool, ranker=ranker,
-                                     check_keys=False, display=False)
+                                     check_keys=False, display=display, ranks=ranks)
         blocks = pool_blocks(candidates)
         _refuse_repeats(blocks, run_path, lambda: read_candidates(
-            run_path, run_format, pool=pool, ranker=ranker))
+            run_path, run_format, pool=pool, ranker=ranker, ranks=ranks))
         judgments, index, digest = judged.result()
     per_query, lineage = evaluate(judgments, candidates, spec, blocks=blocks, index=index,
                                   judgments_digest=digest)

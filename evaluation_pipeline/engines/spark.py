@@ -39,9 +39,11 @@ from schemas.columns import (
     PER_QUERY_KEY,
     POOL_KEY,
     RUN_COLUMNS,
+    RANK,
     RUN_DTYPES,
 )
 from schemas.errors import violation
+from schemas.ranks import RANK_PRESENT, RANK_REQUIRED, RANK_UNIQUE
 from schemas.names import check_safe_name
 
 BUCKETS = 64  # at least: one Python call scores a bucket
@@ -163,8 +165,14 @@ def score_spark(
     else:
         run = _named(run, "candidate_pool", pool or _name(_parent_url(run_url)))
         run = _named(run, "ranker", ranker or _stem(run_url))
-    run = run.select(*RUN_COLUMNS).withColumn("score", F.col("score").cast("double"))
+    # ties: rank reads the run's rank, which must be there, whole numbers, unique per query.
+    ranked = [RANK] if spec.needs_rank else []
+    if ranked and RANK not in run.columns:
+        raise InputError(run_url, [violation(RANK, RANK_REQUIRED, [])])
+    run = run.select(*RUN_COLUMNS, *ranked).withColumn("score", F.col("score").cast("double"))
     version = _validate_judgments(judgments, judgments_url)
+    if ranked:
+        _validate_ranks(run, run_url)
     pool_name, n_rows = _validate_run(run, run_url)
     rankers = sorted(r[0] for r in run.select("ranker").distinct().collect())
     buckets = buckets or bucket_count(n_rows)
@@ -179,7 +187,7 @@ def score_spark(
 
     bucket = (F.abs(F.xxhash64("query_id")) % buckets).alias("bucket")
     per_query = (
-        run.select(bucket, *_RUN_SCORED).groupBy("bucket")
+        run.select(bucket, *_RUN_SCORED, *ranked).groupBy("bucket")
         .cogroup(judgments.select(bucket, *_JUDGMENT_SCORED).groupBy("bucket"))
         .applyInArrow(score_bucket, RESULT_DDL)
     )
@@ -273,6 +281,20 @@ def _validate_run(run, source: str) -> tuple[str, int]:
     name = run.select("candidate_pool").first()[0]
     check_safe_name(name, "candidate pool")
     return name, counts["rows"]
+
+
+def _validate_ranks(run, source: str) -> None:
+    """The rank column ``ties: rank`` orders by: integers, none missing, unique per query."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegralType
+
+    if not isinstance(run.schema[RANK].dataType, IntegralType):
+        raise InputError(source, [violation(
+            RANK, f"rank is stored as {run.schema[RANK].dataType.simpleString()}; store it as "
+            "int64", [])])
+    missing = run.filter(F.col(RANK).isNull()).count()
+    repeated = run.groupBy(*POOL_KEY[:-1], RANK).count().filter("count > 1").count()
+    _broken(source, {(RANK, RANK_PRESENT): missing, (RANK, RANK_UNIQUE): repeated})
 
 
 def _validate_judgments(judgments, source: str) -> str:

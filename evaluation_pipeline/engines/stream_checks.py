@@ -12,8 +12,9 @@ import polars as pl
 from evaluation_pipeline.core.blocks import Blocks, sorted_by
 from evaluation_pipeline.core.hashing import StreamingDigest, pool_blocks
 from schemas import InputError, validate
-from schemas.columns import JUDGMENT_DTYPES, RUN_DTYPES
+from schemas.columns import JUDGMENT_DTYPES, RANK, RUN_DTYPES
 from schemas.errors import violation
+from schemas.ranks import check_ranks
 from schemas.screening import screen
 
 
@@ -50,12 +51,17 @@ class RunBatch:
 
 
 def check_run(frame: pl.DataFrame, path: Path, offset: int, names: dict,
-              starts: np.ndarray) -> RunBatch:
-    """The batch checked and cast, with its blocks."""
-    if not frame["score"].dtype.is_numeric():
-        raise InputError(str(path), [violation(
-            "score", f"score is stored as {frame['score'].dtype}; store it as float64", [])])
-    frame = cast(frame, RUN_DTYPES)
+              starts: np.ndarray, ranks: bool = False) -> RunBatch:
+    """The batch checked and cast, with its blocks. ``ranks``: the batch holds the rank column
+    the spec orders ties by, checked too (``schemas.ranks``)."""
+    for column, dtype in (("score", "float64"), *([(RANK, "int64")] if ranks else [])):
+        if not frame[column].dtype.is_numeric() or (column == RANK and
+                                                    not frame[column].dtype.is_integer()):
+            raise InputError(str(path), [violation(
+                column, f"{column} is stored as {frame[column].dtype}; store it as {dtype}", [])])
+    frame = cast(frame, {**RUN_DTYPES, RANK: pl.Int64} if ranks else RUN_DTYPES)
+    if ranks:  # whole queries per batch: a repeat within a query is within the batch
+        check_ranks(frame, str(path), _file_rows(offset, frame.height), row_label="row")
     # The model's row rules; key uniqueness comes from the blocks.
     ok = screen("CandidatePool", frame, check_keys=False)
     blocks = pool_blocks(frame, starts) if ok else None
@@ -92,7 +98,12 @@ def _same_name(frame: pl.DataFrame, column: str, names: dict, what: str, path: P
 
 def _explain(model, frame: pl.DataFrame, path: Path, offset: int):
     """Let the pandera model name the failing rows (numbered in the whole file)."""
-    rows = pl.int_range(offset + 1, offset + frame.height + 1, eager=True, dtype=pl.Int64)
-    validate(model, frame, str(path), line_numbers=rows, row_label="row")
+    validate(model, frame, str(path), line_numbers=_file_rows(offset, frame.height),
+             row_label="row")
     raise InputError(str(path), [violation("(batch)", "failed a streamed check that the "
                                            f"{model} model accepts", [])])
+
+
+def _file_rows(offset: int, height: int) -> pl.Series:
+    """The batch's rows numbered in the whole file, from 1 (a Parquet file has no lines)."""
+    return pl.int_range(offset + 1, offset + height + 1, eager=True, dtype=pl.Int64)

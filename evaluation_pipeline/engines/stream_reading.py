@@ -18,7 +18,9 @@ from evaluation_pipeline.core.blocks import block_starts
 from evaluation_pipeline.engines.stream_checks import check_boundary, check_sorted
 from evaluation_pipeline.io.locations import is_remote
 from schemas import InputError
+from schemas.columns import RANK
 from schemas.errors import violation
+from schemas.ranks import RANK_REQUIRED
 
 # The name columns a file may leave out, each a name or a function of the file's path.
 Fill = dict[str, str | Callable[[Path], str]]
@@ -145,8 +147,9 @@ def _present(reader: pq.ParquetFile, path, columns: tuple[str, ...], fill: Fill)
     present = [c for c in columns if c in reader.schema_arrow.names]
     missing = [c for c in columns if c not in present and c not in fill]
     if missing:
-        raise InputError(str(path), [violation(c, "required column is missing", [])
-                                     for c in missing])
+        raise InputError(str(path), [violation(
+            c, RANK_REQUIRED if c == RANK else "required column is missing", [])
+            for c in missing])
     return present
 
 

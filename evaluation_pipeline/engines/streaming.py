@@ -78,7 +78,7 @@ from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
-from schemas.columns import JUDGMENT_COLUMNS, JUDGMENT_DTYPES, RUN_COLUMNS
+from schemas.columns import JUDGMENT_COLUMNS, JUDGMENT_DTYPES, RANK, RUN_COLUMNS
 from schemas.errors import violation
 
 __all__ = ["NotSorted", "StreamResult", "score_streaming"]
@@ -135,7 +135,8 @@ def score_streaming(
                         "Parquet file first (an external sort), then streaming")
                 notes.append(note)
                 print(f"ndcg-eval: {note}", file=sys.stderr)
-                sources[which] = [_external_sort(which, sources[which], names, scratch)]
+                sources[which] = [_external_sort(which, sources[which], names, scratch,
+                                                 _columns(which, spec))]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -143,6 +144,11 @@ def score_streaming(
 # Each input's columns and the key prefix it is sorted by, which its batches never split.
 _COLUMNS = {"run": RUN_COLUMNS, "judgments": JUDGMENT_COLUMNS}
 _KEYS = {"run": POOL_KEYS, "judgments": JUDGMENT_KEYS}
+
+
+def _columns(which: str, spec: EvaluationSpec) -> tuple[str, ...]:
+    """The columns read of an input: a run's rank too when the spec orders ties by it."""
+    return (*_COLUMNS[which], RANK) if which == "run" and spec.needs_rank else _COLUMNS[which]
 
 
 @dataclass(frozen=True)
@@ -231,11 +237,12 @@ class _Pass:
 
     def run_batches(self) -> Iterator[RunBatch]:
         """The run's batches of whole queries, checked and cut into blocks."""
-        groups = whole_groups(read_batches(self.sources["run"], RUN_COLUMNS,
+        groups = whole_groups(read_batches(self.sources["run"], _columns("run", self.spec),
                                            self.names.fill("run"), self.batch_rows),
                               POOL_KEYS, "run")
         for group in groups:
-            yield check_run(group.frame, group.path, group.offset, self.seen_names, group.starts)
+            yield check_run(group.frame, group.path, group.offset, self.seen_names, group.starts,
+                            ranks=self.spec.needs_rank)
 
     def steps(self, run_batches: Iterator[RunBatch], hasher: ThreadPoolExecutor
               ) -> Iterator[_Score | _Missing | _BatchDone]:
@@ -390,14 +397,14 @@ def _with_lineage_file(body: Path, target: Path, lineage: Lineage) -> None:
         target, compression="zstd")
 
 
-def _external_sort(which: str, paths: list[Path | UPath], names: _Names, scratch: Path
-                   ) -> Path:
+def _external_sort(which: str, paths: list[Path | UPath], names: _Names, scratch: Path,
+                   columns: tuple[str, ...]) -> Path:
     """Sort an input by its key prefix into one local Parquet file, out of core."""
     frames = []
     for path in paths:
         frame = _scan(path)
         present = frame.collect_schema().names()
-        frames.append(with_names(frame, names.fill(which), path, present).select(_COLUMNS[which]))
+        frames.append(with_names(frame, names.fill(which), path, present).select(columns))
     target = scratch / f"{which}.sorted.parquet"
     pl.concat(frames).sort(_KEYS[which], maintain_order=True).sink_parquet(target,
                                                                           engine="streaming")

@@ -37,6 +37,7 @@ from schemas.columns import (
     RUN_NAME_COLUMNS,
 )
 from schemas.errors import UNKNOWN_HINT, violation
+from schemas.ranks import check_ranks
 
 FORMATS = ("parquet", "csv", "trec")
 _EXTENSIONS = {
@@ -101,13 +102,16 @@ def read_run(
     ranker: str | None = None,
     check_keys: bool = True,
     display: bool = True,
+    ranks: bool = False,
 ) -> pl.DataFrame:
     """One ranker's (or several rankers') candidates with scores.
 
     ``check_keys=False`` leaves the uniqueness of (ranker, query_id, doc_id) to the caller
     (scoring finds repeats as it orders each query's documents, then reads again with it on).
     ``display=False`` leaves out the display-only ``rank`` of a Parquet file when it is stored
-    as int64, where no value can break its rule (scoring never reads it).
+    as int64, where no value can break its rule (scoring never reads it). ``ranks=True``: the
+    spec orders ties by the rank (``ties: rank``), which each row must then hold, unique within
+    its (ranker, query) (``schemas.ranks``).
 
     TREC runs map ``qid Q0 docno rank score tag`` (extra trailing fields ignored), tag to
     ``ranker``. Without a ``ranker`` column the name is ``ranker`` or the file's stem; without a
@@ -119,7 +123,7 @@ def read_run(
         frame, lines = read_trec_run(path, ranker)
     else:
         frame, lines = _read_table(path, fmt, constant=RUN_NAME_COLUMNS,
-                                   unread={} if display else {RANK: pl.Int64})
+                                   unread={} if display or ranks else {RANK: pl.Int64})
         require(frame, _RUN_REQUIRED, path, lines)
         if "ranker" not in frame.columns:
             frame = frame.with_columns(pl.lit(ranker or path.stem).alias("ranker"))
@@ -133,12 +137,15 @@ def read_run(
     frame = with_name_column(frame, "candidate_pool", pool, path, lines, "candidate pool",
                              default=path.parent.name)
     frame = string_ids(frame, POOL_KEY)
+    if ranks:
+        check_ranks(frame, str(path), lines)
     return validate("CandidatePool", frame, str(path), line_numbers=lines, check_keys=check_keys)
 
 
 def read_pool(folder: str | Path, pool: str | None = None, fmt: str | None = None,
-              check_keys: bool = True) -> pl.DataFrame:
-    """A candidate pool folder: one run file per ranker (``*.parquet``, ``*.csv``, ``*.run``)."""
+              check_keys: bool = True, ranks: bool = False) -> pl.DataFrame:
+    """A candidate pool folder: one run file per ranker (``*.parquet``, ``*.csv``, ``*.run``).
+    ``ranks``: as for ``read_run``; the rank column is kept only then."""
     folder = location(folder)
     files = sorted(
         p for p in folder.iterdir()
@@ -148,21 +155,25 @@ def read_pool(folder: str | Path, pool: str | None = None, fmt: str | None = Non
         raise InputError(str(folder), [violation("(folder)", "a pool folder needs at least one "
                                                  "run file (.parquet, .csv, .run)", [])])
     name = pool or folder.name
-    runs = [read_run(p, fmt=fmt, pool=name, check_keys=check_keys) for p in files]
-    frame = pl.concat([r.select(RUN_COLUMNS) for r in runs], how="vertical")
+    runs = [read_run(p, fmt=fmt, pool=name, check_keys=check_keys, ranks=ranks) for p in files]
+    kept = [*RUN_COLUMNS, RANK] if ranks else RUN_COLUMNS
+    frame = pl.concat([r.select(kept) for r in runs], how="vertical")
+    if ranks and len(runs) > 1:  # a ranker split over two files could repeat a rank
+        check_ranks(frame, str(folder))
     # Each file was validated alone; a ranker split over two files could still repeat a row.
     return validate("CandidatePool", frame, str(folder), check_keys=check_keys)
 
 
 def read_candidates(
     path: str | Path, fmt: str | None = None, pool: str | None = None, ranker: str | None = None,
-    check_keys: bool = True, display: bool = True,
+    check_keys: bool = True, display: bool = True, ranks: bool = False,
 ) -> pl.DataFrame:
     """A run file, or a pool folder with one run file per ranker (``read_run``)."""
     path = location(path)
     if path.is_dir():
-        return read_pool(path, pool=pool, fmt=fmt, check_keys=check_keys)
-    return read_run(path, fmt, pool=pool, ranker=ranker, check_keys=check_keys, display=display)
+        return read_pool(path, pool=pool, fmt=fmt, check_keys=check_keys, ranks=ranks)
+    return read_run(path, fmt, pool=pool, ranker=ranker, check_keys=check_keys, display=display,
+                    ranks=ranks)
 
 
 def read_queries(path: str | Path, fmt: str | None = None) -> pl.DataFrame:
