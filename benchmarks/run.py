@@ -25,6 +25,8 @@ from pathlib import Path
 
 from generate import CANDIDATES, SEED, data_paths, generate, size_rows
 
+from evaluation_pipeline.io.storage import PER_QUERY_FILE
+
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 PYTHON = sys.executable
@@ -197,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                         "--cutoff", "10", "--out", str(folder)]
                 if tool == "streaming":
                     argv += ["--engine", "streaming"]
-                out = folder / "per_query.parquet"
+                out = folder / PER_QUERY_FILE
             else:
                 argv = [PYTHON, __file__, "--child", tool, str(judgments), str(run), str(out)]
             commands[tool] = (argv, out)

@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
-
 from generate import DATA, DOC_SPACE, doc_ids, query_ids, size_rows
+
+from evaluation_pipeline.io.storage import READY_MARKER
 
 QUERIES_PER_GROUP = 10_000
 JUDGED_SHARE = 0.3
@@ -72,7 +73,7 @@ def generate(n_queries: int, rankers: int, candidates: int, seed: int, out: Path
     for writer in writers.values():
         writer.close()
     judged_writer.close()
-    (folder / "_READY").touch()
+    (folder / READY_MARKER).touch()
     print(file=sys.stderr)
     return folder
 

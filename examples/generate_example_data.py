@@ -69,6 +69,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from evaluation_pipeline.io.storage import READY_MARKER
+
 SEED = 20261128
 
 JUDGMENT_VERSION_1 = "maint-v1"
@@ -76,7 +78,6 @@ JUDGMENT_VERSION_2 = "maint-v2"
 POOL_1 = "pool-2026-11-28"
 POOL_2 = "pool-2026-11-29"
 RANKERS = ("bm25-v3", "hybrid-v1", "dense-v2")
-READY_MARKER = "_READY"
 
 AGE_BANDS = ("<1y", "1-3y", ">3y")
 PERMISSION_GROUPS = ("technicians", "engineers", "contractors")
