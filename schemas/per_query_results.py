@@ -6,7 +6,7 @@ import pandera.polars as pa
 import polars as pl
 from pandera.api.polars.types import PolarsData
 
-STATUSES = ["scored", "no_positive", "incomplete", "not_judged", "missing_from_run"]
+from schemas.columns import STATUSES
 
 
 class PerQueryResults(pa.DataFrameModel):
@@ -16,7 +16,7 @@ class PerQueryResults(pa.DataFrameModel):
     dcg: pl.Float64 = pa.Field(ge=0, nullable=True)
     ideal_dcg: pl.Float64 = pa.Field(ge=0, nullable=True)
     ndcg: pl.Float64 = pa.Field(ge=0, le=1 + 1e-12, nullable=True)
-    status: str = pa.Field(isin=STATUSES)
+    status: str = pa.Field(isin=list(STATUSES))
     n_candidates: pl.Int64 = pa.Field(ge=0)
     n_graded: pl.Int64 = pa.Field(ge=0)
     n_unknown: pl.Int64 = pa.Field(ge=0)

@@ -16,6 +16,7 @@ import importlib
 
 import polars as pl
 
+from schemas.columns import STATUSES
 from schemas.keys import unique_rows
 from schemas.names import is_safe_name
 
@@ -112,7 +113,6 @@ _RESULT_STRINGS = ("ranker", "query_id", "status", "judgment_version", "judgment
 _RESULT_COUNTS = ("cutoff", "n_candidates", "n_graded", "n_unknown", "n_unjudged")
 _RESULT_SHARES = ("ndcg", "judged_at_k", "candidate_recall")  # in [0, 1]
 _RESULT_FLOATS = ("dcg", "ideal_dcg", *_RESULT_SHARES)
-_STATUSES = ["scored", "no_positive", "incomplete", "not_judged", "missing_from_run"]
 
 
 def _per_query_results(frame: pl.DataFrame, check_keys: bool) -> bool:
@@ -132,7 +132,7 @@ def _per_query_results(frame: pl.DataFrame, check_keys: bool) -> bool:
         # NaN passes no screen (pandera's float checks decide about it).
         *((~pl.col(c).is_nan()).all() & (pl.col(c) >= 0).all() for c in _RESULT_FLOATS),
         *((pl.col(c) <= 1 + 1e-12).all() for c in _RESULT_SHARES),
-        status.is_in(_STATUSES).all(),
+        status.is_in(list(STATUSES)).all(),
         pl.col("judgments_sha256").str.contains(sha).all(),
         pl.col("pool_sha256").str.contains(sha).all(),
         (pl.col("spec_id").str.len_bytes() > 0).all(),

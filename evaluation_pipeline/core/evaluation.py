@@ -17,7 +17,7 @@ from evaluation_pipeline.core.blocks import Blocks
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_blocks, pool_sha256
 from evaluation_pipeline.core.ndcg import JudgmentIndex, score
 from evaluation_pipeline.spec import EvaluationSpec
-from schemas.columns import LINEAGE_COLUMNS
+from schemas.columns import LINEAGE_COLUMNS, STATUSES
 from schemas.errors import EvaluationError
 
 
@@ -119,7 +119,7 @@ def summarize(
                 "n_with_number": row["n_with_number"],
                 "status_counts": {
                     s: row[f"n_{s}"]
-                    for s in ("scored", "no_positive", "incomplete", "not_judged", "missing_from_run")
+                    for s in STATUSES
                 },
                 "mean_judged_at_k": row["mean_judged_at_k"],
                 "mean_candidate_recall": row["mean_candidate_recall"],
