@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -149,3 +151,32 @@ def test_two_main_jobs_started_at_once_on_postgres_both_succeed(
     first, second = main_job(env), main_job(env)
     outputs = [finished(first), finished(second)]
     assert results(env) == sqlite_results, outputs
+
+
+def test_a_main_job_killed_while_scoring_on_postgres_is_failed_and_rerun_to_completion(
+        postgres_server, sqlite_results, tmp_path):
+    """kill -9 while the first scores are written: the run left STARTED in PostgreSQL belongs
+    to a dead process, so the next main job marks it failed (orchestration.liveness) and runs
+    its key again, until the outputs equal the SQLite run's."""
+    import dagster as dg
+
+    env = deployment(tmp_path, postgres_server.create_database("killed"))
+    job = main_job(env)
+    scores = Path(env["NDCG_EVAL_STORAGE"]) / "scores"
+    deadline = time.monotonic() + RUN_SECONDS
+    while not scores.exists():
+        assert job.poll() is None, job.log.read_text()[-4000:]
+        assert time.monotonic() < deadline, "no scores folder appeared"
+        time.sleep(0.05)
+    job.send_signal(signal.SIGKILL)
+    job.wait()
+
+    finished(main_job(env))
+    assert results(env) == sqlite_results
+    with postgres_instance(env) as instance:
+        runs = instance.get_runs()
+        # Nothing is left in flight, and the killed run is on record as failed.
+        assert not [r for r in runs if r.status in (dg.DagsterRunStatus.STARTED,
+                                                    dg.DagsterRunStatus.STARTING)]
+        assert any(r.status == dg.DagsterRunStatus.FAILURE for r in runs)
+    assert NOTHING_NEW in finished(main_job(env))
