@@ -11,7 +11,8 @@
 
 RESULTS is the output folder of ``ndcg-eval score`` or its per_query.parquet.
 
-Bad input exits with status 2, a message naming file, column, rule and rows, and writes nothing.
+Bad input exits with status 2, a message naming file, column, rule and rows, and writes nothing;
+a write that fails (a full disk) exits with status 1, naming the file.
 This module parses the arguments and dispatches; each command's body is in
 ``evaluation_pipeline.commands``.
 """
@@ -37,6 +38,7 @@ from evaluation_pipeline.commands import (
 )
 from evaluation_pipeline.core.reconcile import MAX_ROW_SCORINGS
 from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, ENGINES
+from evaluation_pipeline.io.atomic import WriteFailed
 from evaluation_pipeline.io.locations import STORAGE_OPTIONS_ENV, argument
 from evaluation_pipeline.io.readers import FORMATS
 from evaluation_pipeline.io.storage import HISTORY_FILE, HISTORY_FOLDER
@@ -45,6 +47,7 @@ from evaluation_pipeline.spec import PROFILES
 from schemas.errors import EvaluationError
 
 EXIT_BAD_INPUT = 2
+EXIT_WRITE_FAILED = 1
 
 COMMANDS = {"score": score.run, "spec": spec.run, "report": report.run, "compare": compare.run,
             "explain": explain.run, "reconcile": reconcile.run, "history": history.run}
@@ -230,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     except pl.exceptions.PolarsError as exc:  # an input we did not anticipate: still no traceback
         print(f"ndcg-eval: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except WriteFailed as exc:  # a full disk: the file that could not be written, no traceback
+        print(f"ndcg-eval: error: {exc}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
 
 
 def run() -> None:

@@ -118,6 +118,10 @@ def _run(home: Path) -> int:
     else:
         defs = build_definitions()
     resources = defs.resources
+    # Under the lock, before any run: what a killed run left in the storage is put back (a
+    # result folder caught between its two renames) or removed (temporary files, staging and
+    # scratch folders); a live writer's are held and kept.
+    resources["storage"].clean_leftovers()
     # Opened under the lock: a fresh home gets its storage tables here, once.
     with dg.DagsterInstance.get() as instance:
         runner = LocalRunner(defs, instance)

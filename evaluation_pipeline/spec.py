@@ -63,6 +63,9 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 
 # Exponential gain overflows float64 past 2^1023; a grade that high is a data error.
 MAX_EXPONENTIAL_GRADE = 1023
+# Scoring allocates a few floats per place up to the largest K (discounts, the ideal top): a
+# million places is about 24 MB, and longer than any candidate list evaluated by NDCG.
+MAX_CUTOFF = 1_000_000
 
 
 class SpecError(EvaluationError):
@@ -180,6 +183,9 @@ def _validate_cutoffs(cutoffs: Any) -> tuple[int, ...]:
     for value in values:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise SpecError(f"spec field 'cutoffs': {value!r} is not an integer >= 1")
+        if value > MAX_CUTOFF:
+            raise SpecError(f"spec field 'cutoffs': {value:,} is above the largest cutoff, "
+                            f"{MAX_CUTOFF:,}: scoring allocates per place up to K")
         out.append(int(value))
     return tuple(sorted(set(out)))
 

@@ -29,7 +29,7 @@ def snapshot(folder):
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
-def test_injected_failure_mid_write_keeps_previous_outputs(tmp_path, monkeypatch):
+def test_injected_failure_mid_write_keeps_previous_outputs(tmp_path, monkeypatch, capsys):
     out = tmp_path / "out"
     assert score_into(out) == 0
     before = snapshot(out)
@@ -43,9 +43,13 @@ def test_injected_failure_mid_write_keeps_previous_outputs(tmp_path, monkeypatch
         raise OSError("disk went away")
 
     monkeypatch.setattr(pl.DataFrame, "write_parquet", write_half_then_fail)
-    with pytest.raises(OSError):
-        score_into(out, judgments=EXAMPLES / "landing/judgments/maint-v1.csv")
+    capsys.readouterr()
+    assert score_into(out, judgments=EXAMPLES / "landing/judgments/maint-v1.csv") == 1
+    # The file is named where it belongs, not in the staging folder it was written in.
+    assert capsys.readouterr().err == (
+        f"ndcg-eval: error: could not write {out / 'per_query.parquet'}: disk went away\n")
     assert snapshot(out) == before  # no temporary file left, targets untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # nor a staging folder
     pl.read_parquet(out / "per_query.parquet")
 
     monkeypatch.undo()

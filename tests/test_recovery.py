@@ -71,6 +71,16 @@ def _outputs(storage: Path) -> dict[str, bytes]:
             for path in sorted((storage / folder).rglob("*")) if path.name in COMPARED}
 
 
+def _leftovers(root: Path) -> list[str]:
+    """Temporary files and staging or scratch folders left in the storage (and the system's
+    temporary folder's scratch of this project, when the test's own run left any)."""
+    from evaluation_pipeline.io.leftovers import is_ours
+
+    return sorted(str(path.relative_to(root)) for path in (root / "storage").rglob("*")
+                  if is_ours(path.name) or path.name.endswith(".tmp")
+                  or ".staging-" in path.name or path.parent.name == ".staging")
+
+
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory) -> dict[str, bytes]:
     root = _root(tmp_path_factory.mktemp("clean"))
@@ -105,6 +115,7 @@ def test_kill_9_then_rerun_gives_a_clean_runs_outputs(tmp_path: Path, clean, poi
     code, output = _main(root, "rerun.log")
     assert code == 0, output
     assert _outputs(root / "storage") == clean
+    assert _leftovers(root) == []  # no temporary file, staging or scratch folder left
     # Once whole, the next run has nothing to do.
     code, output = _main(root, "again.log")
     assert code == 0 and "nothing new in the landing folder" in output, output
@@ -121,6 +132,7 @@ def test_full_disk_fails_loudly_and_a_rerun_once_space_is_back_completes(tmp_pat
     code, output = _main(root, "rerun.log")
     assert code == 0, output
     assert _outputs(root / "storage") == clean
+    assert _leftovers(root) == []
 
 
 def test_a_write_that_fails_once_is_retried_within_the_run(tmp_path: Path, clean):

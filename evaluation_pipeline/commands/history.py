@@ -8,13 +8,12 @@ the headline judgment version changed, the attribution. Then every alert raised.
 from __future__ import annotations
 
 import argparse
-import tempfile
-from pathlib import Path
 
 import polars as pl
 
 from evaluation_pipeline.commands.options import place
 from evaluation_pipeline.core.history import headline_trend
+from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.alerts import read_alerts
 from evaluation_pipeline.io.atomic import json_text
 from evaluation_pipeline.io.locations import Location, is_remote, location
@@ -84,8 +83,8 @@ def alerts_of(storage: Location) -> list[dict]:
     alerts = storage.joinpath(*alerts_file())
     if not is_remote(alerts):
         return read_alerts(alerts)
-    with tempfile.TemporaryDirectory(prefix="ndcg-eval-alerts-") as folder:
-        copy = Path(folder) / ALERTS_FILE
+    with leftovers.scratch_folder("ndcg-eval-alerts-") as folder:
+        copy = folder / ALERTS_FILE
         if alerts.exists():
             alerts.fs.get_file(alerts.path, str(copy))
         return read_alerts(copy)

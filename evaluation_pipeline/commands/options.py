@@ -4,6 +4,7 @@ where a path argument points (--storage-options)."""
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 from typing import Any
 
@@ -38,3 +39,11 @@ def place(args: argparse.Namespace, where: str | os.PathLike | None) -> Location
     if where is None:
         return None
     return location(where, getattr(args, "storage_options", None))
+
+
+def file_sha256(where: Location | None) -> str | None:
+    """The SHA-256 of a file's bytes as read (the queries table behind a report); None for
+    none given."""
+    if where is None:
+        return None
+    return hashlib.sha256(where.read_bytes()).hexdigest()

@@ -16,7 +16,12 @@ from pathlib import Path
 
 import polars as pl
 
-from evaluation_pipeline.commands.options import place, report_config, resolve_spec
+from evaluation_pipeline.commands.options import (
+    file_sha256,
+    place,
+    report_config,
+    resolve_spec,
+)
 from evaluation_pipeline.core.evaluation import summarize
 from evaluation_pipeline.core.ndcg import sort_results
 from evaluation_pipeline.engines import score_files
@@ -50,9 +55,10 @@ def run(args: argparse.Namespace) -> int:
     config = report_config(args) if args.report else None
     if isinstance(args.out, str):  # a URL Spark writes to
         return _score_with_engine(args, spec, config, args.out)
-    # On object storage the result is written whole to a local folder, then put there with
-    # its marker last (io.result_folder); a local --out is written in place.
-    with writing(args.out) as folder:
+    # The result is built in a staging folder, then swapped in whole (a local --out: an
+    # input folder or a folder of other files is refused first) or put there with its marker
+    # last (object storage): old and new results never mix (io.result_folder).
+    with writing(args.out, inputs=(args.judgments, args.run, args.queries)) as folder:
         if args.engine != "local":
             return _score_with_engine(args, spec, config, folder)
         return _score_locally(args, spec, config, folder)
@@ -75,7 +81,8 @@ def _score_locally(args: argparse.Namespace, spec: EvaluationSpec, config: Repor
     _print_summary(summary, args.out)
     if config is not None:
         report = write_report(folder, per_query, spec, lineage, queries, config,
-                              candidates=pool, judgments=judgments, progress=progress)
+                              candidates=pool, judgments=judgments, progress=progress,
+                              queries_sha256=file_sha256(args.queries))
         print()
         print(render_report(report, args.out))
     return 0
@@ -120,7 +127,7 @@ def _score_with_engine(args: argparse.Namespace, spec: EvaluationSpec,
     _print_summary(summary, args.out)
     if config is not None:
         report = write_report(folder, per_query, spec, result.lineage, queries, config,
-                              progress=progress)
+                              progress=progress, queries_sha256=file_sha256(args.queries))
         print()
         print(render_report(report, args.out))
     return 0

@@ -29,6 +29,7 @@ by pyarrow over the fsspec file, and the rows are put as one object once complet
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -74,6 +75,7 @@ from evaluation_pipeline.engines.stream_reading import (
     whole_groups,
     with_names,
 )
+from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.spec import EvaluationSpec
@@ -115,10 +117,12 @@ def score_streaming(
                    (run_path.name if run_path.is_dir() else run_path.parent.name), ranker)
     notes: list[str] = []
     # The scratch folder (the rows before their lineage, sorted inputs) is on a local disk:
-    # beside a local output, else in the temporary folder.
+    # beside a local output (hidden, where the next run removes it if this one is killed),
+    # else in the temporary folder; held while it is used (io.leftovers).
     beside = not is_remote(out_path) and out_path.parent.exists()
-    scratch = Path(tempfile.mkdtemp(prefix="ndcg-stream-",
+    scratch = Path(tempfile.mkdtemp(prefix=".ndcg-stream-" if beside else "ndcg-stream-",
                                     dir=out_path.parent if beside else None))
+    held = leftovers.hold(scratch)
     try:
         sources = {"judgments": [judgments_path], "run": run_files}
         while True:
@@ -138,6 +142,7 @@ def score_streaming(
                 sources[which] = [_external_sort(which, sources[which], names, scratch,
                                                  _columns(which, spec))]
     finally:
+        os.close(held)
         shutil.rmtree(scratch, ignore_errors=True)
 
 

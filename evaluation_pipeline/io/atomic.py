@@ -4,22 +4,46 @@ Each file is written to a temporary name in the same folder, flushed to disk, th
 the target (``os.replace`` is atomic within a file system). On object storage, which has no
 rename, the file is written to a local temporary file and then put as one object: a PUT (or a
 multipart upload, completed at its end) makes the object appear whole or not at all. A result of
-several files is made atomic by its marker, written last (``io.result_folder``).
+several files is made atomic by its marker, written last (``io.result_folder``); a local one
+is built in a staging folder and swapped in whole (``io.result_set``).
+
+The temporary file is created with the permissions of normal file creation (0666 less the
+umask), which the rename keeps, and is held (``io.leftovers``) while it is written: one left by
+a killed writer is removed by the next run. A write that fails (a full disk) raises
+``WriteFailed``, which names the file that could not be written.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
-import tempfile
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 from upath import UPath
 
+from evaluation_pipeline.io import leftovers
+from evaluation_pipeline.io.faults import check_write
 from evaluation_pipeline.io.locations import is_remote
+
+
+class WriteFailed(OSError):
+    """A file that could not be written (a full disk, a lost device): its message names it."""
+
+    def __str__(self) -> str:
+        return f"could not write {self.filename}: {self.strerror}"
+
+    def moved(self, folder: Path, to: Path | UPath) -> WriteFailed:
+        """The same failure, naming the file's final place instead of its staging folder."""
+        name = Path(self.filename)
+        if folder in name.parents:
+            name = to / name.relative_to(folder)
+        return WriteFailed(self.errno, self.strerror, str(name))
 
 
 def atomic_write(path: str | Path | UPath, write: Callable[[Path], None]) -> Path | UPath:
@@ -28,26 +52,55 @@ def atomic_write(path: str | Path | UPath, write: Callable[[Path], None]) -> Pat
         return _put(path, write)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}{leftovers.TMP_SUFFIX}"
+    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))  # mode: the umask's
+    held = leftovers.hold(tmp)
     try:
-        write(tmp)
-        with open(tmp, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        with _naming(path):
+            check_write(path)
+            write(tmp)
+            with open(tmp, "rb+") as handle:
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    finally:
+        os.close(held)
     return path
 
 
 def _put(target: UPath, write: Callable[[Path], None]) -> UPath:
-    with tempfile.TemporaryDirectory(prefix="ndcg-eval-put-") as folder:
+    with leftovers.scratch_folder("ndcg-eval-put-") as folder:
         tmp = Path(folder) / target.name
-        write(tmp)
+        with _naming(target):
+            check_write(target)
+            write(tmp)
         target.fs.put_file(str(tmp), target.path)
     return target
+
+
+@contextmanager
+def _naming(path: Path | UPath) -> Iterator[None]:
+    """Raise an OSError (or a writer's I/O error) as ``WriteFailed`` naming ``path``: a full
+    disk otherwise shows as ``Invalid thrift: transport error`` or a temporary file's name."""
+    try:
+        yield
+    except WriteFailed:
+        raise
+    except OSError as error:
+        raise WriteFailed(error.errno or errno.EIO, error.strerror or str(error),
+                          str(path)) from error
+    except pl.exceptions.PolarsError as error:
+        if not _is_io(error):
+            raise
+        raise WriteFailed(errno.EIO, f"{type(error).__name__}: {error}", str(path)) from error
+
+
+def _is_io(error: Exception) -> bool:
+    # Polars reports its writer's I/O errors as ComputeError or its own OSError-like text.
+    text = str(error).lower()
+    return any(word in text for word in ("no space", "os error", "transport error", "i/o"))
 
 
 def write_parquet(frame: pl.DataFrame, path: str | Path | UPath) -> Path | UPath:

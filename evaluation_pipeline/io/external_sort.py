@@ -17,13 +17,14 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
+from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.atomic import atomic_write
 from schemas.errors import EvaluationError
 
@@ -102,10 +103,13 @@ class Budget:
         folder = Path(spill_dir or os.environ.get(SPILL_DIR_ENV) or tempfile.gettempdir())
         return cls(parse_memory_limit(memory_limit), folder, max_spill)
 
-    def scratch(self, prefix: str) -> tempfile.TemporaryDirectory:
-        """A temporary folder under the spill folder (created if missing), removed on exit."""
-        self.spill_dir.mkdir(parents=True, exist_ok=True)
-        return tempfile.TemporaryDirectory(prefix=prefix, dir=self.spill_dir)
+    @contextmanager
+    def scratch(self, prefix: str) -> Iterator[str]:
+        """A temporary folder under the spill folder (created if missing), removed on exit;
+        held while in use, so that the next run removes it if this one is killed
+        (io.leftovers)."""
+        with leftovers.scratch_folder(prefix, self.spill_dir) as folder:
+            yield str(folder)
 
 
 @dataclass(frozen=True)

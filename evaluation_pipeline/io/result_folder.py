@@ -1,7 +1,7 @@
 """A result of several files on object storage: every file first, then the marker readers require.
 
-A local result folder is written file by file, each atomically (a temporary file, then a
-rename). Object storage has no rename, and a reader may list or read a folder while it is
+A local result folder is built in a staging folder beside it and swapped in whole
+(``io.result_set``). Object storage has no rename, and a reader may list or read a folder while it is
 being written, so a result there (per_query.parquet and summary.json, the report's files) is
 first written whole to a local staging folder, then put:
 
@@ -14,25 +14,27 @@ names (``result_file``). Without a marker the folder is refused as incomplete: a
 way, or was killed. A rewrite of a folder that already holds a complete result must not leave
 new files beside the old marker, so it puts the new files under ``INCOMING_FOLDER/<id>/``
 first, switches the marker to them (one PUT), copies them over the fixed names, switches the
-marker back, and removes the incoming copies. Killed at any step, the marker names one
-complete result: the earlier one until the first switch, the new one after it. A rewrite with
-the same content writes nothing.
+marker back, and removes the incoming copies and the files of the earlier result that the new
+one does not have. Killed at any step, the marker names one complete result: the earlier one
+until the first switch, the new one after it. A rewrite with the same content writes nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from upath import UPath
 
+from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.atomic import json_text
 from evaluation_pipeline.io.locations import Location, is_remote
+from evaluation_pipeline.io.result_set import check_output_folder, replacing
 from evaluation_pipeline.io.storage import INCOMING_FOLDER, RESULT_MARKER
 from schemas.errors import EvaluationError
 
@@ -42,16 +44,24 @@ class IncompleteResult(EvaluationError):
 
 
 @contextmanager
-def writing(out: Location) -> Iterator[Path]:
-    """The local folder to write a result into: ``out`` itself when it is local; otherwise a
-    staging folder, put to ``out`` (every file, then the marker) when the block ends without
-    an error. A failed block puts nothing."""
+def writing(out: Location, keep: Mapping[str, bytes] | None = None,
+            inputs: Iterable[Any] = ()) -> Iterator[Path]:
+    """The local folder to write a result into: a staging folder, swapped in whole for a
+    local ``out`` (``io.result_set``; an ``out`` that is a file, an input folder or a folder
+    of other files is refused first); put to ``out`` on object storage (every file, then the
+    marker). A failed block changes nothing. ``keep``: files (name: bytes) of the new result
+    as they are (the score's summary beside a report written into its folder)."""
     if not is_remote(out):
-        yield Path(out)
+        check_output_folder(Path(out), inputs)
+        with replacing(Path(out), keep) as staging:
+            yield staging
         return
-    with tempfile.TemporaryDirectory(prefix="ndcg-eval-result-") as staging:
-        yield Path(staging)
-        put_result(files_of(Path(staging)), out)
+    leftovers.sweep_scratch()
+    with leftovers.scratch_folder("ndcg-eval-result-") as staging:
+        for name, data in (keep or {}).items():
+            (staging / name).write_bytes(data)
+        yield staging
+        put_result(files_of(staging), out)
 
 
 def files_of(folder: Path) -> dict[str, Path]:
@@ -61,19 +71,17 @@ def files_of(folder: Path) -> dict[str, Path]:
 
 
 def put_result(files: Mapping[str, Path], out: UPath) -> bool:
-    """Put ``files`` (relative name: local file) into the result at ``out``; see the module
-    docstring. The earlier result's other files stay part of it, as they stay beside a local
-    rewrite. False when every file was already there with this content (nothing written)."""
+    """Put ``files`` (relative name: local file) as the result at ``out``, in the place of
+    the earlier one (whose other files are no part of it: results never mix); see the module
+    docstring. False when the result there was already this one (nothing written)."""
     digests = {name: _sha256(path) for name, path in files.items()}
     earlier = read_marker(out)
     entries = dict(earlier["files"]) if earlier is not None else {}
-    if earlier is not None and all(entries.get(n, {}).get("sha256") == d
-                                   for n, d in digests.items()):
+    if earlier is not None and {n: e.get("sha256") for n, e in entries.items()} == digests:
         return False
 
     def marker(prefix: str = "") -> None:
-        _write_marker(out, {**entries, **{n: {"key": f"{prefix}{n}", "sha256": d}
-                                          for n, d in digests.items()}})
+        _write_marker(out, {n: {"key": f"{prefix}{n}", "sha256": d} for n, d in digests.items()})
 
     if earlier is None:
         for name, path in files.items():
@@ -87,7 +95,11 @@ def put_result(files: Mapping[str, Path], out: UPath) -> bool:
     for name in files:
         _copy_file(out / f"{incoming}{name}", out / name)
     marker()
-    out.fs.rm((out / incoming).path, recursive=True)
+    # Every incoming copy (also those of killed rewrites) and the earlier result's other files.
+    out.fs.rm((out / INCOMING_FOLDER).path, recursive=True)
+    for name in sorted(set(entries) - set(files)):
+        if (out / name).exists():
+            (out / name).unlink()
     return True
 
 

@@ -12,6 +12,7 @@ manifest beside it, and one scores and one report folder per evaluation::
     scores/<pool>/<version>/<spec_id>/    per_query.parquet
     reports/<pool>/<version>/<spec_id>/   report.json, report.html, aggregates.parquet, ...
     history/                        history.parquet, history.html, alerts.jsonl (nightly watch)
+    .staging/                       scratch folders of running steps (removed by the next run)
 
 A place in the storage is a tuple of path components; the storage resource joins them and checks
 every one with ``check_safe_name``, so a name can never climb out of its folder.
@@ -44,6 +45,10 @@ MANIFEST_FILE = "manifest.json"
 JUDGMENTS_FILE = "judgments.parquet"
 POOL_FILE = "candidates.parquet"
 QUERIES_FILE = "queries.parquet"
+
+# Scratch folders of the pipeline's steps, under the (local) storage, where the next run finds
+# and removes those a killed run left (io.leftovers).
+STAGING_FOLDER = ".staging"
 
 # --- the landing folder --------------------------------------------------------------------------
 LANDED_JUDGMENTS_FOLDER = "judgments"

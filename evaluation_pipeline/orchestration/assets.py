@@ -430,7 +430,8 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
                 now=now, settings=settings)
             with storage.staging() as staged:
                 report = write_report(staged, per_query, spec, lineage, weights, config,
-                                      nightly=step.section)
+                                      nightly=step.section,
+                                      queries_sha256=queries_manifest["sha256"])
                 aggregates = pl.read_parquet(staged / AGGREGATES_FILE)
                 written = storage.put_tree(staged, *report_folder(pool, version, spec.spec_id))
             history = record_evaluation(history, aggregates, step, evaluated_at=now)

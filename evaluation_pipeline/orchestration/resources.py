@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,7 +27,7 @@ from evaluation_pipeline.core.nightly import (
 )
 from evaluation_pipeline.core.watch import WatchSettings
 from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, ENGINES, score_files
-from evaluation_pipeline.io import integrity, landing
+from evaluation_pipeline.io import integrity, landing, leftovers, result_set
 from evaluation_pipeline.io.alerts import AlertSettings
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.faults import check_write
@@ -36,6 +35,7 @@ from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.io.result_folder import put_result
 from evaluation_pipeline.io.storage import (
     READY_MARKER,
+    STAGING_FOLDER,
     Place,
     manifest_file,
 )
@@ -85,8 +85,7 @@ class EvaluationStorage(dg.ConfigurableResource):
         """Write ``parts`` atomically by calling ``produce(binary_handle)``; returns the path."""
         target = self.path(*parts)
         if self.is_local():
-            def _write(tmp: Path) -> None:
-                check_write(target)
+            def _write(tmp: Path) -> None:  # the fault hook is atomic_write's
                 with open(tmp, "wb") as handle:
                     produce(handle)
             atomic_write(target, _write)
@@ -117,20 +116,21 @@ class EvaluationStorage(dg.ConfigurableResource):
         return self.write(parts, lambda h: h.write(text.encode()))
 
     def put_tree(self, local: Path, *parts: str) -> dict[str, str]:
-        """Copy every file of a local folder to ``parts``, each file atomically; on object
-        storage every file first, then the marker of a complete result (io.result_folder)."""
+        """Copy every file of a local folder to the folder ``parts``, in the place of what it
+        held: on a local storage built beside it and swapped in whole (io.result_set); on
+        object storage every file first, then the marker of a complete result
+        (io.result_folder)."""
         files = {p.name: p for p in sorted(local.iterdir()) if p.is_file()}
+        target = self.path(*parts)
         if not self.is_local():
-            target = self.path(*parts)
             put_result(files, target)
             return {name: str(target / name) for name in files}
-        written = {}
-        for source in files.values():
-            def copy(handle: IO[bytes], source: Path = source) -> None:
-                with open(source, "rb") as data:
-                    shutil.copyfileobj(data, handle)
-            written[source.name] = self.write((*parts, source.name), copy)
-        return written
+        with result_set.replacing(Path(target)) as staging:
+            for name, source in files.items():
+                def copy(tmp: Path, source: Path = source) -> None:
+                    shutil.copyfile(source, tmp)
+                atomic_write(staging / name, copy)
+        return {name: str(target / name) for name in files}
 
     @contextmanager
     def locked(self, *parts: str) -> Iterator[None]:
@@ -153,9 +153,23 @@ class EvaluationStorage(dg.ConfigurableResource):
 
     @contextmanager
     def staging(self) -> Iterator[Path]:
-        """A local scratch folder for writers that only take a local path."""
-        with tempfile.TemporaryDirectory(prefix="ndcg-eval-") as tmp:
-            yield Path(tmp)
+        """A local scratch folder for writers that only take a local path: under the
+        storage's STAGING_FOLDER when it is local (where the next run removes it if this one
+        is killed), else in the system's temporary folder."""
+        parent = Path(self.root()) / STAGING_FOLDER if self.is_local() else None
+        prefix = ".ndcg-eval-" if parent is not None else "ndcg-eval-"
+        with leftovers.scratch_folder(prefix, parent) as folder:
+            yield folder
+
+    def clean_leftovers(self) -> list[Path]:
+        """Finish or remove what killed writers left: a result folder whose swap was killed
+        is put back, and abandoned temporary files and staging and scratch folders are
+        removed (io.leftovers: never one a live process holds). Returns what was removed."""
+        removed = leftovers.sweep_scratch()
+        if self.is_local():
+            result_set.recover_tree(Path(self.root()))
+            removed += leftovers.sweep([Path(self.root())], recursive=True)
+        return removed
 
     # -- reads ----------------------------------------------------------------------------
     def read_per_query(self, *parts: str, columns: list[str] | None = None) -> pl.DataFrame:

@@ -3,8 +3,9 @@ share, the run key that names an evaluation by the content it reads, and whether
 evaluation's outputs are whole and current.
 
 An evaluation (pool x version under a spec) is whole when its scores and its report files are
-in the storage, the last materialization of its report used the queries table published now,
-and the published inputs it read still have the bytes stamped at publish. Versions and pools
+in the storage, its report's materialization is recorded, the report used the queries table
+published now (its lineage's ``queries_sha256``, else the materialization's), and the
+published inputs it read still have the bytes stamped at publish. Versions and pools
 are immutable and the spec_id is in the path, so the queries table is what can move under a
 report.
 """
@@ -135,6 +136,13 @@ def _reported_queries_sha256(instance: dg.DagsterInstance, pool: str, version: s
     return value.value if value is not None else None
 
 
+def _lineage_queries_sha256(storage: EvaluationStorage, pool: str, version: str,
+                            spec: EvaluationSpec) -> str | None:
+    """The queries hash in the stored report.json's lineage (``lineage.queries_sha256``)."""
+    report = storage.read_json(*report_folder(pool, version, spec.spec_id), REPORT_FILE)
+    return report.get("lineage", {}).get("queries_sha256")
+
+
 def evaluation_state(instance: dg.DagsterInstance, storage: EvaluationStorage, pool: str,
                      version: str, queries_manifest: dict, spec: EvaluationSpec
                      ) -> EvaluationState:
@@ -147,10 +155,13 @@ def evaluation_state(instance: dg.DagsterInstance, storage: EvaluationStorage, p
     absent = [storage.path(*place) for place in files if not storage.exists(*place)]
     if absent:
         return EvaluationState(pool, version, "missing " + ", ".join(map(str, absent)))
-    reported = _reported_queries_sha256(instance, pool, version)
-    if reported is None:
+    recorded = _reported_queries_sha256(instance, pool, version)
+    if recorded is None:
         return EvaluationState(pool, version, "the report's materialization is not recorded in "
                                "this Dagster instance (a run did not finish)")
+    # The report's own lineage says which table it was made from; reports written before it
+    # did rely on the materialization's record.
+    reported = _lineage_queries_sha256(storage, pool, version, spec) or recorded
     if reported != queries_manifest["sha256"]:
         return EvaluationState(pool, version, f"the report used queries table sha256 "
                                f"{reported[:12]}; {queries_manifest['sha256'][:12]} is published")

@@ -42,13 +42,15 @@ def write_report(
     judgments: pl.DataFrame | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     nightly: dict | None = None,
+    queries_sha256: str | None = None,
 ) -> dict:
     """Write the report files into ``out_dir`` (each atomically) and return report.json's dict.
 
     With ``candidates`` (the pool) and ``judgments`` the per-candidate traces of the most
     regressed queries are written to ``traces/`` and linked from the page. ``nightly`` is the
     pipeline's comparison with the previous night (report.json's ``nightly``, a table on the
-    page).
+    page). ``queries_sha256``, the hash of the queries table the weights and slices came from,
+    joins the lineage (``lineage.queries_sha256``) when a queries table is given.
     """
     out_dir = Path(out_dir)
     config = config or ReportConfig()
@@ -56,6 +58,8 @@ def write_report(
         per_query, spec, lineage, queries, config, progress, candidates, nightly
     )
     aggregates = validate("Aggregates", aggregates, "aggregates")
+    if queries is not None and queries_sha256 is not None:
+        report["lineage"]["queries_sha256"] = queries_sha256
     if candidates is not None and judgments is not None and report["comparison"]:
         from evaluation_pipeline.report.traces import write_regression_traces
 

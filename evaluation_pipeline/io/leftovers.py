@@ -1,0 +1,131 @@
+"""Temporary files and scratch folders: held while their writer lives, removed by the next run.
+
+Every temporary file (``.<name>.<id>.tmp``, ``io.atomic``) and every scratch or staging folder
+of this project is created where the next run looks (beside its target, or under the storage's
+``.staging/`` folder) and is held under an exclusive ``flock`` for as long as its writer works
+on it. The kernel drops the lock when the writer exits, also on ``kill -9``, so a leftover is
+exactly an entry of ours whose lock can be taken: ``sweep`` removes those, and never one that a
+live process still writes. (A pid in the name would do the same until pids are reused.)
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+TMP_SUFFIX = ".tmp"
+# Folders of a result being built beside it, and of the result it replaces (io.result_set).
+STAGING_MARK = ".staging-"
+PREVIOUS_MARK = ".previous-"
+# Scratch folders: the streaming engine's, and every other one of this project; hidden
+# (".ndcg-...") beside outputs and in the storage, where a name of the user's may begin alike.
+SCRATCH_PREFIXES = ("ndcg-stream-", "ndcg-eval-")
+# An entry younger than this is left alone: its creator may not have locked it yet.
+MIN_AGE_SECONDS = 1.0
+
+_OURS = re.compile(
+    rf"^\.(.+\.[0-9a-z_]+{re.escape(TMP_SUFFIX)}|.+{re.escape(STAGING_MARK)}[0-9a-f]+"
+    rf"|.+{re.escape(PREVIOUS_MARK)}[0-9a-f]+|(?:{'|'.join(map(re.escape, SCRATCH_PREFIXES))}).+)$")
+
+
+def is_ours(name: str) -> bool:
+    """True for the (hidden) name of a temporary file, a staging or previous folder, or a
+    scratch folder beside an output or in the storage."""
+    return bool(_OURS.match(name))
+
+
+def hold(path: Path) -> int:
+    """Lock ``path`` (a file or a folder) as in use; the descriptor to close when done."""
+    fd = os.open(path, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+@contextmanager
+def scratch_folder(prefix: str, parent: Path | None = None) -> Iterator[Path]:
+    """A new folder ``<prefix><id>`` in ``parent`` (the system's temporary folder unless
+    given), held while the block runs and removed after it; created with the permissions of
+    normal folder creation (the umask), since a staging folder may become a result."""
+    parent = Path(parent) if parent is not None else Path(tempfile.gettempdir())
+    parent.mkdir(parents=True, exist_ok=True)
+    folder = parent / f"{prefix}{uuid.uuid4().hex[:12]}"
+    os.mkdir(folder)
+    fd = hold(folder)
+    try:
+        yield folder
+    finally:
+        os.close(fd)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def is_held(path: Path) -> bool:
+    """True while a live process holds ``path`` (or when it cannot be opened to tell)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the lock just taken
+    return False
+
+
+def abandoned(path: Path, now: float | None = None) -> bool:
+    """True for an entry of ours that no live process holds (and is not brand new)."""
+    try:
+        age = (now or time.time()) - path.lstat().st_mtime
+    except FileNotFoundError:
+        return False
+    return age >= MIN_AGE_SECONDS and not path.is_symlink() and not is_held(path)
+
+
+def remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def sweep(folders: Iterable[Path], recursive: bool = False) -> list[Path]:
+    """Remove every abandoned entry of ours in ``folders`` (their trees with ``recursive``);
+    returns what was removed. A result's previous folder is not swept here: it may be the only
+    copy of a result whose swap was killed (``io.result_set.recover`` restores or removes it)."""
+    removed = []
+    for folder in folders:
+        if not Path(folder).is_dir():
+            continue
+        entries = Path(folder).rglob(".*") if recursive else Path(folder).glob(".*")
+        for entry in sorted(entries):
+            if (is_ours(entry.name) and PREVIOUS_MARK not in entry.name
+                    and abandoned(entry)):
+                remove(entry)
+                removed.append(entry)
+    return removed
+
+
+def sweep_scratch() -> list[Path]:
+    """Remove the abandoned scratch folders of this project in the system's temporary folder
+    (those of writes to object storage, whose staging cannot be beside their target)."""
+    root = Path(tempfile.gettempdir())
+    try:
+        entries = sorted(p for p in root.iterdir()
+                         if p.name.startswith(SCRATCH_PREFIXES) and p.is_dir())
+    except OSError:
+        return []
+    removed = []
+    for entry in entries:
+        if abandoned(entry):
+            remove(entry)
+            removed.append(entry)
+    return removed
