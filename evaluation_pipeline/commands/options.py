@@ -1,9 +1,11 @@
-"""Options several commands share: the spec (--spec, --profile, --cutoff) and the report's."""
+"""Options several commands share: the spec (--spec, --profile, --cutoff), the report's, and
+the memory budget (--memory-limit, --spill-dir)."""
 
 from __future__ import annotations
 
 import argparse
 
+from evaluation_pipeline.io.external_sort import Budget
 from evaluation_pipeline.report import ReportConfig
 from evaluation_pipeline.spec import EvaluationSpec, load_spec, profile
 
@@ -26,3 +28,12 @@ def report_config(args: argparse.Namespace) -> ReportConfig:
         baseline=args.baseline,
         n_regressions=args.regressions,
     )
+
+
+def memory_budget(args: argparse.Namespace) -> Budget:
+    """--memory-limit and --spill-dir, each else its environment variable, else 2 GB and the
+    system's temporary folder; a size that is not one, or a spill folder that cannot be one, is
+    refused here, before anything is read or written."""
+    budget = Budget.of(args.memory_limit, args.spill_dir)
+    budget.check_spill_dir()
+    return budget

@@ -5,8 +5,9 @@ a slice covers). The run must be sorted by (ranker, query_id) and the judgments 
 ranker's output and a canonical judgment version are; then each batch of whole queries meets
 exactly the judgment rows of its query range (a merge join), and peak memory depends on the
 batch, not the run. An input that is not sorted is detected on the stream; the engine then sorts
-it into a temporary Parquet file with polars' streaming engine, says so on stderr, and starts
-again. Rows come out in the in-memory engine's order, with the same values.
+it into a temporary Parquet file with the external sort (``io.external_sort``, which spills to
+disk under the memory budget), says so on stderr, and starts again. Rows come out in the
+in-memory engine's order, with the same values.
 
 Validation is part of the pass: cheap column checks on every batch; a batch that fails them is
 handed to the pandera model, whose message names the file, column, rule and rows. Keys are
@@ -67,12 +68,18 @@ from evaluation_pipeline.engines.stream_reading import (
     read_ahead,
     read_batches,
     whole_groups,
-    with_names,
 )
 from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.io.external_sort import Budget, SortInput, sort_parquet
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
-from schemas.columns import JUDGMENT_COLUMNS, JUDGMENT_DTYPES, RUN_COLUMNS
+from schemas.columns import (
+    JUDGMENT_COLUMNS,
+    JUDGMENT_DTYPES,
+    JUDGMENT_KEY,
+    POOL_KEY,
+    RUN_COLUMNS,
+)
 from schemas.errors import violation
 
 __all__ = ["NotSorted", "StreamResult", "score_streaming"]
@@ -99,8 +106,11 @@ def score_streaming(
     pool: str | None = None,
     ranker: str | None = None,
     progress: bool = True,
+    budget: Budget | None = None,
 ) -> StreamResult:
-    """Per-query rows with lineage at ``out_path``, streamed; see the module docstring."""
+    """Per-query rows with lineage at ``out_path``, streamed; see the module docstring.
+
+    ``budget``: the external sort's memory and spill folder (default ``Budget.of()``)."""
     threading.Thread(target=kernel.warm_up, daemon=True).start()  # while the first batch reads
     judgments_path, run_path, out_path = Path(judgments_path), Path(run_path), Path(out_path)
     run_files = _run_files(run_path)
@@ -125,7 +135,8 @@ def score_streaming(
                         "Parquet file first (an external sort), then streaming")
                 notes.append(note)
                 print(f"ndcg-eval: {note}", file=sys.stderr)
-                sources[which] = [_external_sort(which, sources[which], names, scratch)]
+                sources[which] = [_external_sort(which, sources[which], names, scratch,
+                                                 budget or Budget.of())]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -133,6 +144,7 @@ def score_streaming(
 # Each input's columns and the key prefix it is sorted by, which its batches never split.
 _COLUMNS = {"run": RUN_COLUMNS, "judgments": JUDGMENT_COLUMNS}
 _KEYS = {"run": POOL_KEYS, "judgments": JUDGMENT_KEYS}
+_SORT_KEYS = {"run": POOL_KEY, "judgments": JUDGMENT_KEY}
 
 
 @dataclass(frozen=True)
@@ -380,14 +392,17 @@ def _with_lineage_file(body: Path, target: Path, lineage: Lineage) -> None:
         target, compression="zstd")
 
 
-def _external_sort(which: str, paths: list[Path], names: _Names, scratch: Path) -> Path:
-    """Sort an input by its key prefix into one Parquet file, out of core."""
-    frames = []
+def _external_sort(which: str, paths: list[Path], names: _Names, scratch: Path,
+                   budget: Budget) -> Path:
+    """Sort an input by its whole key into one Parquet file, out of core (spilling to the
+    budget's folder). The whole key, not only the prefix a batch keeps together: DuckDB's sort
+    is not stable, and the full key makes the order a function of the rows alone."""
+    inputs = []
     for path in paths:
-        frame = pl.scan_parquet(path, glob=False)
-        present = frame.collect_schema().names()
-        frames.append(with_names(frame, names.fill(which), path, present).select(_COLUMNS[which]))
-    target = scratch / f"{which}.sorted.parquet"
-    pl.concat(frames).sort(_KEYS[which], maintain_order=True).sink_parquet(target,
-                                                                          engine="streaming")
-    return target
+        present = pl.scan_parquet(path, glob=False).collect_schema().names()
+        fill = names.fill(which)
+        inputs.append(SortInput(path, {c: v(path) if callable(v) else v
+                                       for c, v in fill.items() if c not in present}))
+    return sort_parquet(inputs, scratch / f"{which}.sorted.parquet", _SORT_KEYS[which],
+                        columns=_COLUMNS[which], budget=budget,
+                        step=f"sorting the {which} input for the streaming engine")
