@@ -12,6 +12,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from evaluation_pipeline.engines import AUTO
 from evaluation_pipeline.io.storage import (
     DEFAULT_LANDING,
     DEFAULT_QUERIES,
@@ -27,6 +28,7 @@ from evaluation_pipeline.orchestration.assets import (
 )
 from evaluation_pipeline.orchestration.checks import build_evaluation_checks, ingest_checks
 from evaluation_pipeline.orchestration.jobs import jobs
+from evaluation_pipeline.orchestration.memory import MemoryBudget
 from evaluation_pipeline.orchestration.resources import (
     EvaluationStorage,
     LandingZone,
@@ -90,10 +92,11 @@ def build_definitions(
                 queries_path=queries_path or env("NDCG_EVAL_QUERIES") or str(DEFAULT_QUERIES),
             ),
             "policy": policy or QualityPolicy(),
-            # Streaming keeps a scoring run's memory to its batches; it reads local files.
-            "scoring": ScoringEngine(engine=engine or env("NDCG_EVAL_ENGINE") or (
-                "streaming" if storage.is_local() else "local"),
-                spark_master=env("NDCG_EVAL_SPARK_MASTER") or None),
+            # auto streams Parquet (the published files are) past a small size.
+            "scoring": ScoringEngine(engine=engine or env("NDCG_EVAL_ENGINE") or AUTO,
+                                     spark_master=env("NDCG_EVAL_SPARK_MASTER") or None),
+            # Unset fields read NDCG_EVAL_MEMORY_LIMIT and NDCG_EVAL_SPILL_DIR when a step runs.
+            "memory": MemoryBudget(),
         },
     )
 

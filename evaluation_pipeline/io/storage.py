@@ -11,6 +11,7 @@ manifest beside it, and one scores and one report folder per evaluation::
     queries/                        queries.parquet, manifest.json
     scores/<pool>/<version>/<spec_id>/    per_query.parquet
     reports/<pool>/<version>/<spec_id>/   report.json, report.html, aggregates.parquet, ...
+    .spill/                         a local storage's scratch: sorts past the memory budget
 
 A place in the storage is a tuple of path components; the storage resource joins them and checks
 every one with ``check_safe_name``, so a name can never climb out of its folder.
@@ -38,6 +39,9 @@ MANIFEST_FILE = "manifest.json"
 JUDGMENTS_FILE = "judgments.parquet"
 POOL_FILE = "candidates.parquet"
 QUERIES_FILE = "queries.parquet"
+# Scratch of steps that spill past the memory budget, under a local storage (hidden: no input
+# or result is ever named so).
+SPILL_FOLDER = ".spill"
 
 # --- the landing folder --------------------------------------------------------------------------
 LANDED_JUDGMENTS_FOLDER = "judgments"
