@@ -1,6 +1,7 @@
 """One way to score, in bounded memory: ``auto`` streams Parquet, unsorted inputs go through
 the external sort under the memory budget, and the rows and content hashes are the in-memory
-path's, through the CLI and through the Dagster assets.
+path's, through the CLI and through the Dagster assets. Results are read back with their lineage
+columns read once.
 
 The pool is the bounded ingest's test pool (several shuffled ranker files) under the budget
 that test shows to spill (``tests.test_bounded_ingest.BUDGET``).
@@ -18,7 +19,8 @@ import polars as pl
 import pytest
 
 from evaluation_pipeline.cli import EXIT_BAD_INPUT, main
-from evaluation_pipeline.core.evaluation import evaluate
+from evaluation_pipeline.commands.results import read_with_lineage
+from evaluation_pipeline.core.evaluation import Lineage, LineageError, evaluate
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
 from evaluation_pipeline.definitions import pipeline_spec
 from evaluation_pipeline.engines import choice, score_files
@@ -150,3 +152,19 @@ def test_assets_spill_and_equal_the_in_memory_path(inputs, tmp_path, monkeypatch
     per_query = pl.read_parquet(env.report(POOL, VERSION).parent / "per_query.parquet")
     assert per_query.equals(expected)
     assert list((tmp_path / "spill").iterdir()) == []
+
+
+def test_results_read_their_lineage_once_and_equal_the_file(inputs, tmp_path):
+    judgments, pool = inputs
+    out = tmp_path / "out"
+    assert main(["score", "--judgments", str(judgments), "--run", str(pool),
+                 "--out", str(out)]) == 0
+    file = out / "per_query.parquet"
+    rows, lineage = read_with_lineage(file)
+    stored = pl.read_parquet(file)
+    assert rows.equals(stored) and rows.schema == stored.schema
+    assert lineage == Lineage.from_rows(stored, str(file))
+    mixed = pl.concat([stored, stored.head(1).with_columns(pl.lit("other").alias("spec_id"))])
+    mixed.write_parquet(tmp_path / "mixed.parquet")
+    with pytest.raises(LineageError, match=r"mixed.parquet: expected one spec_id, found "):
+        read_with_lineage(tmp_path / "mixed.parquet")
