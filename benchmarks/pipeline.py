@@ -38,9 +38,10 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from generate import DATA, DOC_SPACE, doc_ids, size_rows  # noqa: E402
+from generate import DATA, DOC_SPACE, doc_ids  # noqa: E402
 from report_data import queries as queries_table  # noqa: E402
 from unsorted_pool import generate as generate_pool  # noqa: E402
+from unsorted_pool import pool_arguments  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 POOL, VERSIONS = "pool-nightly", ("nightly-v1", "nightly-v2")
@@ -205,11 +206,7 @@ def step_windows(home: Path) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--queries", type=size_rows, required=True, help="e.g. 100k, 333k")
-    parser.add_argument("--rankers", type=int, default=3)
-    parser.add_argument("--candidates", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--out", type=Path, default=DATA / "pipeline")
+    pool_arguments(parser, DATA / "pipeline")
     parser.add_argument("--memory-limit", help="NDCG_EVAL_MEMORY_LIMIT of both runs")
     parser.add_argument("--reuse", action="store_true",
                         help="keep a landing folder already generated at --out")
