@@ -16,10 +16,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 AUTO = "auto"
-# Measured with ``ndcg-eval score`` on sorted single-file inputs (2 cores, shared and loaded):
-# 10k to 300k rows take the same ~1.1 s either way (interpreter start-up and imports dominate);
-# at 1M rows the in-memory engine is still ahead, at 3M the streaming engine is. See
-# benchmarks/README.md.
+# Measured with ``ndcg-eval score`` (2 cores, shared and heavily loaded; best of 3, CPU seconds
+# steadier than wall): from 10k to 300k run rows both engines take ~1.1 s (start-up dominates);
+# at 1M rows the in-memory engine is ahead (sorted file 1.2 against 1.3-1.6 CPU s; unsorted pool
+# of 3 rankers 2.4 s against 3.9 s wall, 0.66 against 0.79 GB); at 3M rows streaming is level or
+# ahead (unsorted pool 6.4 against 6.0 s wall but 0.89 against 1.2 GB; sorted 2.8 against 4.0 s).
+# The count is of both inputs' rows: judgments add some 15-30% to a run's.
 IN_MEMORY_MAX_ROWS = 2_000_000
 _PARQUET = (".parquet", ".pq")
 
