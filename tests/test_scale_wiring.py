@@ -20,6 +20,13 @@ import pytest
 
 from evaluation_pipeline.cli import EXIT_BAD_INPUT, main
 from evaluation_pipeline.commands.results import read_with_lineage
+from evaluation_pipeline.core.bounded_ingest import (
+    Verified,
+    candidate_set_disagreements,
+    publish_judgments,
+    publish_pool,
+    verify_published,
+)
 from evaluation_pipeline.core.evaluation import Lineage, LineageError, evaluate
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
 from evaluation_pipeline.definitions import pipeline_spec
@@ -32,6 +39,7 @@ from evaluation_pipeline.io.external_sort import (
 )
 from evaluation_pipeline.io.readers import read_judgments, read_pool
 from evaluation_pipeline.spec import profile
+from schemas.errors import InputError
 from tests.test_bounded_ingest import BUDGET, candidates, shuffled
 from tests.test_orchestration_pipeline import make_pipeline, temporary_instance
 
@@ -168,3 +176,28 @@ def test_results_read_their_lineage_once_and_equal_the_file(inputs, tmp_path):
     mixed.write_parquet(tmp_path / "mixed.parquet")
     with pytest.raises(LineageError, match=r"mixed.parquet: expected one spec_id, found "):
         read_with_lineage(tmp_path / "mixed.parquet")
+
+
+def test_published_files_are_checked_again_in_bounded_memory(inputs, tmp_path):
+    judgments, pool = inputs
+    published = publish_pool(pool, tmp_path / "pool.parquet", budget=BUDGET)
+    assert verify_published(published.path, "pool") == Verified(published.sha256,
+                                                                published.rows)
+    grades = publish_judgments(judgments, tmp_path / "grades.parquet", budget=BUDGET)
+    assert verify_published(grades.path, "judgments").sha256 == grades.sha256
+    rows = pl.read_parquet(published.path)
+    altered = tmp_path / "altered.parquet"
+    rows.with_columns(pl.when(pl.int_range(pl.len()) == 7).then(9.5).otherwise("score")
+                      .alias("score")).write_parquet(altered)
+    assert verify_published(altered, "pool").sha256 != published.sha256
+    pl.concat([rows.head(3), rows.slice(2)]).write_parquet(altered)
+    with pytest.raises(InputError, match="must be unique"):
+        verify_published(altered, "pool")
+    rows.reverse().write_parquet(altered, row_group_size=50_000)
+    with pytest.raises(InputError, match="not in key order"):
+        verify_published(altered, "pool")
+    rows.with_columns(pl.lit(float("nan")).alias("score")).write_parquet(altered)
+    with pytest.raises(InputError, match="score"):
+        verify_published(altered, "pool")
+    count, examples = candidate_set_disagreements(published.path, BUDGET)
+    assert (count, examples) == (0, [])
