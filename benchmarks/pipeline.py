@@ -10,8 +10,8 @@ rows in no key order (``unsorted_pool.py``); two judgment versions, the first ju
 the candidates, the second adding 5% more and regrading 10% of the first's rows; and a queries
 table with traffic weights and two slice columns of 3 and 5 values (``report_data.py``). Then
 runs the main job (``python -m evaluation_pipeline.main``) on a fresh Dagster home and storage
-(``NDCG_EVAL_LANDING``, ``NDCG_EVAL_STORAGE``, ``NDCG_EVAL_QUERIES``), and ``ndcg-eval score
---report`` on the second version.
+(``NDCG_EVAL_LANDING``, ``NDCG_EVAL_STORAGE``, ``NDCG_EVAL_QUERIES``; spills under ``--out``,
+``NDCG_EVAL_SPILL_DIR``), and ``ndcg-eval score --report`` on the second version.
 
 Peak RSS is of the whole process tree, sampled from /proc every 0.1 s; each step's figures come
 from Dagster's STEP_START and STEP_SUCCESS events in the instance, the peak being the highest
@@ -222,11 +222,11 @@ def main(argv: list[str] | None = None) -> int:
           f"({time.perf_counter() - started:.0f} s to generate)", file=sys.stderr)
 
     home, storage = out / "dagster_home", out / "storage"
-    for fresh in (home, storage, out / "cli"):
+    for fresh in (home, storage, out / "cli", out / "spill"):
         shutil.rmtree(fresh, ignore_errors=True)
     env = {**os.environ, "DAGSTER_HOME": str(home), "NDCG_EVAL_LANDING": str(landing),
            "NDCG_EVAL_STORAGE": str(storage), "NDCG_EVAL_QUERIES": str(out / "queries.parquet"),
-           "PYTHONPATH": str(REPO)}
+           "NDCG_EVAL_SPILL_DIR": str(out / "spill"), "PYTHONPATH": str(REPO)}
     if args.memory_limit:
         env["NDCG_EVAL_MEMORY_LIMIT"] = args.memory_limit
     job = measure([sys.executable, "-m", "evaluation_pipeline.main"], env, out / "main.log")
