@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import warnings
 
 import dagster as dg
@@ -38,6 +39,9 @@ from evaluation_pipeline.io.external_sort import (
     MemoryBudgetError,
 )
 from evaluation_pipeline.io.readers import read_judgments, read_pool
+from evaluation_pipeline.io.storage import judgments_file, pool_file, scores_file
+from evaluation_pipeline.orchestration.resources import EvaluationStorage, ScoringEngine
+from evaluation_pipeline.orchestration.scoring import score_published
 from evaluation_pipeline.spec import profile
 from schemas.errors import InputError
 from tests.test_bounded_ingest import BUDGET, candidates, shuffled
@@ -201,3 +205,21 @@ def test_published_files_are_checked_again_in_bounded_memory(inputs, tmp_path):
         verify_published(altered, "pool")
     count, examples = candidate_set_disagreements(published.path, BUDGET)
     assert (count, examples) == (0, [])
+
+
+def test_an_object_store_is_scored_through_a_local_scratch_folder(inputs, tmp_path):
+    judgments, pool = inputs
+    storage = EvaluationStorage(base=f"memory://ndcg-scale-{os.getpid()}")
+    grades = read_judgments(judgments, version=VERSION).sort("query_id", "doc_id")
+    candidates = read_pool(pool, pool=POOL).sort("ranker", "query_id", "doc_id")
+    storage.write_parquet(grades, *judgments_file(VERSION))
+    storage.write_parquet(candidates, *pool_file(POOL))
+    spec = profile("default")
+    place = scores_file(POOL, VERSION, spec.spec_id)
+    budget = dataclasses.replace(BUDGET, spill_dir=tmp_path / "spill")
+    result = score_published(storage, ScoringEngine(), budget, judgments_file(VERSION),
+                             pool_file(POOL), place, spec)
+    assert result.engine == "local" and result.per_query_path == str(storage.path(*place))
+    expected, lineage = evaluate(grades, candidates, spec)
+    assert storage.read_parquet(*place).equals(expected) and result.lineage == lineage
+    assert list((tmp_path / "spill").iterdir()) == []
