@@ -78,13 +78,18 @@ def generate(n_queries: int, rankers: int, candidates: int, seed: int, out: Path
     return folder
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def pool_arguments(parser: argparse.ArgumentParser, out: Path = DATA) -> None:
+    """The options of a generated pool (also ``pipeline.py``'s)."""
     parser.add_argument("--queries", type=size_rows, required=True, help="e.g. 100k, 333k")
     parser.add_argument("--rankers", type=int, default=3)
     parser.add_argument("--candidates", type=int, default=100)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--out", type=Path, default=DATA)
+    parser.add_argument("--out", type=Path, default=out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    pool_arguments(parser)
     args = parser.parse_args(argv)
     folder = generate(args.queries, args.rankers, args.candidates, args.seed, args.out)
     rows = sum(pq.read_metadata(p).num_rows for p in folder.glob("*.parquet"))

@@ -37,8 +37,9 @@ from evaluation_pipeline.commands import (
     spec,
 )
 from evaluation_pipeline.core.reconcile import MAX_ROW_SCORINGS
-from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, ENGINES
+from evaluation_pipeline.engines import AUTO, DEFAULT_BATCH_ROWS, ENGINES
 from evaluation_pipeline.io.atomic import WriteFailed
+from evaluation_pipeline.io.external_sort import MEMORY_LIMIT_ENV, SPILL_DIR_ENV
 from evaluation_pipeline.io.locations import STORAGE_OPTIONS_ENV, argument
 from evaluation_pipeline.io.readers import FORMATS
 from evaluation_pipeline.io.storage import HISTORY_FILE, HISTORY_FOLDER
@@ -76,9 +77,17 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--judgment-version", help="version name when the file carries none")
     score.add_argument("--pool", help="candidate pool name when the file carries none")
     score.add_argument("--ranker", help="ranker name for a run file without one")
-    score.add_argument("--engine", choices=ENGINES, default="local",
-                       help="local (in memory, any format), streaming (Parquet in batches of "
-                       "whole queries, bounded memory) or spark (PySpark, any URL it reads)")
+    score.add_argument("--engine", choices=ENGINES, default=AUTO,
+                       help="auto (default: streaming for Parquet inputs, local for CSV, TREC "
+                       "and small inputs), local (in memory, any format), streaming (Parquet "
+                       "in batches of whole queries, bounded memory) or spark (PySpark, any "
+                       "URL it reads)")
+    score.add_argument("--memory-limit", metavar="SIZE",
+                       help=f"memory budget of sorting unsorted input, e.g. 2GB, 512MB "
+                       f"(default ${MEMORY_LIMIT_ENV}, else 2GB)")
+    score.add_argument("--spill-dir", type=Path, metavar="DIR",
+                       help=f"where a sort spills past the budget (default ${SPILL_DIR_ENV}, "
+                       "else the system's temporary folder)")
     score.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS, metavar="N",
                        help="streaming: about N candidate rows per batch of whole queries")
     score.add_argument("--spark-master", metavar="URL",

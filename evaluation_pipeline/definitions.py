@@ -18,6 +18,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from evaluation_pipeline.engines import AUTO
 from evaluation_pipeline.io.storage import (
     DEFAULT_LANDING,
     DEFAULT_QUERIES,
@@ -35,6 +36,7 @@ from evaluation_pipeline.orchestration.assets import (
 )
 from evaluation_pipeline.orchestration.checks import build_evaluation_checks, ingest_checks
 from evaluation_pipeline.orchestration.jobs import jobs
+from evaluation_pipeline.orchestration.memory import MemoryBudget
 from evaluation_pipeline.orchestration.resources import (
     EvaluationStorage,
     LandingZone,
@@ -139,10 +141,11 @@ def build_definitions(
             # The baseline pool and the webhook are read from the environment at run time
             # (NDCG_EVAL_BASELINE_POOL, NDCG_EVAL_ALERT_WEBHOOK) unless configured here.
             "watch": watch or nightly_watch(),
-            # Streaming keeps a scoring run's memory to its batches; it reads local files.
-            "scoring": ScoringEngine(engine=engine or env("NDCG_EVAL_ENGINE") or (
-                "streaming" if storage.is_local() else "local"),
-                spark_master=env("NDCG_EVAL_SPARK_MASTER") or None),
+            # auto streams Parquet (the published files are) past a small size.
+            "scoring": ScoringEngine(engine=engine or env("NDCG_EVAL_ENGINE") or AUTO,
+                                     spark_master=env("NDCG_EVAL_SPARK_MASTER") or None),
+            # Unset fields read NDCG_EVAL_MEMORY_LIMIT and NDCG_EVAL_SPILL_DIR when a step runs.
+            "memory": MemoryBudget(),
         },
     )
 

@@ -10,6 +10,7 @@ import dagster as dg
 import pytest
 
 from evaluation_pipeline.orchestration.assets import candidate_pools, judgments
+from evaluation_pipeline.orchestration.memory import MemoryBudget
 from evaluation_pipeline.orchestration.partitions import (
     candidate_pool_partitions,
     judgment_version_partitions,
@@ -59,6 +60,7 @@ def test_ingest_asset_fails_with_the_message_and_publishes_nothing(case, tmp_pat
         resources={
             "landing": LandingZone(folder=str(landing), queries_path=str(tmp_path / "q.csv")),
             "storage": EvaluationStorage(base=str(storage)),
+            "memory": MemoryBudget(),
         },
     )
     assert not result.success

@@ -299,18 +299,21 @@ def test_nightly_schedule_evaluates_latest_version_against_active_pools(pipeline
     assert request.run_key.startswith(f"nightly-2026-12-01:{POOL_1}:{VERSION_1}:")
 
 
-def test_published_inputs_are_in_key_order_and_scored_by_streaming(pipeline: Pipeline):
-    """Local storage scores with the streaming engine by default; inputs are published sorted
-    by key, so it streams them as they are, without a sort first."""
+def test_published_inputs_are_in_key_order_and_scored_by_auto(pipeline: Pipeline):
+    """The pipeline scores with the ``auto`` engine by default (inputs this small in memory,
+    and it says so in the metadata); inputs are published sorted by key, so the streaming
+    engine streams them as they are, without a sort first."""
     import polars as pl
 
-    assert pipeline.defs.resources["scoring"].engine == "streaming"
+    assert pipeline.defs.resources["scoring"].engine == "auto"
+    scores = pipeline.instance.get_latest_materialization_event(dg.AssetKey("query_scores"))
+    assert scores.asset_materialization.metadata["engine"].value == "local"
     pool = pl.read_parquet(pipeline.storage / "pools" / POOL_1 / "candidates.parquet")
     assert pool.equals(pool.sort("ranker", "query_id", "doc_id"))
     grades = pl.read_parquet(pipeline.storage / "judgments" / VERSION_1 / "judgments.parquet")
     assert grades.equals(grades.sort("query_id", "doc_id"))
     assert build_definitions(storage_base="memory://bucket/x").resources[
-        "scoring"].engine == "local"  # remote storage: the in-memory engine reads it
+        "scoring"].engine == "auto"  # remote storage: copied to a local scratch folder first
 
 
 def test_whole_definitions_load_with_configured_schedule(tmp_path: Path):

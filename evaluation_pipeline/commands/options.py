@@ -1,5 +1,6 @@
 """Options several commands share: the spec (--spec, --profile, --cutoff), the report's, and
-where a path argument points (--storage-options)."""
+where a path argument points (--storage-options), and the memory budget (--memory-limit,
+--spill-dir)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import hashlib
 import os
 from typing import Any
 
+from evaluation_pipeline.io.external_sort import Budget
 from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.report import ReportConfig
 from evaluation_pipeline.spec import EvaluationSpec, load_spec, profile
@@ -47,3 +49,10 @@ def file_sha256(where: Location | None) -> str | None:
     if where is None:
         return None
     return hashlib.sha256(where.read_bytes()).hexdigest()
+def memory_budget(args: argparse.Namespace) -> Budget:
+    """--memory-limit and --spill-dir, each else its environment variable, else 2 GB and the
+    system's temporary folder; a size that is not one, or a spill folder that cannot be one, is
+    refused here, before anything is read or written."""
+    budget = Budget.of(args.memory_limit, args.spill_dir)
+    budget.check_spill_dir()
+    return budget

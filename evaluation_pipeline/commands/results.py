@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
+from pathlib import Path
 
 import polars as pl
 
@@ -17,6 +19,7 @@ from evaluation_pipeline.io.result_folder import IncompleteResult, result_file
 from evaluation_pipeline.io.storage import PER_QUERY_FILE, SUMMARY_FILE
 from evaluation_pipeline.spec import EvaluationSpec, load_spec, profile, spec_from_mapping
 from schemas import validate
+from schemas.columns import LINEAGE_COLUMNS
 from schemas.errors import EvaluationError
 
 
@@ -39,8 +42,12 @@ def load_results(
     stored = result_file(folder, name)
     if not stored.exists():
         raise ResultsError(f"{file}: no such file (expected ndcg-eval score output)")
-    per_query = validate("PerQueryResults", _read_parquet(stored), str(file))
-    lineage = Lineage.from_rows(per_query, str(file))
+    if is_remote(stored):  # fetched once through its filesystem and options
+        per_query = pl.read_parquet(stored.read_bytes())
+        lineage = Lineage.from_rows(per_query, str(file))
+    else:
+        per_query, lineage = read_with_lineage(stored)
+    per_query = validate("PerQueryResults", per_query, str(file))
     summary = folder / SUMMARY_FILE
     summary_stored = _optional(folder, SUMMARY_FILE)
     if args is not None and (getattr(args, "spec", None) or getattr(args, "profile", None)):
@@ -57,15 +64,28 @@ def load_results(
     return per_query, spec, lineage
 
 
-def _read_parquet(file: Location) -> pl.DataFrame:
-    if is_remote(file):  # fetched once through its filesystem and options
-        return pl.read_parquet(file.read_bytes())
-    return pl.read_parquet(file, glob=False)
-
-
 def _optional(folder: Location, name: str) -> Location | None:
     """A file of the result that it may not have (the per-query rows were found)."""
     try:
         return result_file(folder, name)
     except IncompleteResult:
         return None
+
+
+def read_with_lineage(file: Path) -> tuple[pl.DataFrame, Lineage]:
+    """The rows of a per-query file and their lineage, the lineage columns read only once.
+
+    The lineage is one value per column (one evaluation), but stored on every row: the two
+    sha256 columns alone took 256 MB each at 1M queries x 2 rankers x 2 cutoffs. Their distinct
+    values come from a streamed scan; the frame then holds them as literal columns (one value,
+    broadcast), in the file's column order."""
+    scan = pl.scan_parquet(file, glob=False)
+    names = scan.collect_schema().names()
+    stored = [c for c in LINEAGE_COLUMNS if c in names]
+    distinct = scan.select(pl.col(c).unique().implode() for c in stored).collect(
+        engine="streaming")
+    lineage = Lineage.from_values({c: distinct[c][0].to_list() for c in stored}, str(file))
+    rows = pl.read_parquet(file, columns=[c for c in names if c not in stored], glob=False)
+    values = asdict(lineage)
+    return rows.with_columns(pl.lit(values[c], dtype=pl.String).alias(c)
+                             for c in stored).select(names), lineage

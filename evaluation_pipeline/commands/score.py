@@ -1,11 +1,14 @@
 """``ndcg-eval score``: per_query.parquet and summary.json, and with --report the report.
 
-Inputs and --out may be URLs on object storage (``io.locations``); a result there is written
-whole to a local folder first, then put with its marker last (``io.result_folder``).
+Every engine scores through ``engines.score_files`` (default ``auto``), and the engine that
+scored is recorded in summary.json. Inputs and --out may be URLs on object storage
+(``io.locations``); a result there is written whole to a local folder first, then put with its
+marker last (``io.result_folder``); a local result is built in a staging folder and swapped in
+whole.
 
-Every option is checked before the first byte is written: the report options (level,
-resamples, slice columns against the queries table, baseline against the rankers) as soon as
-what they refer to is known.
+Every option is checked before the first byte is written: the memory budget and the report
+options (level, resamples, slice columns against the queries table) before scoring, the
+baseline against the rankers before the staged result is swapped in.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import polars as pl
 
 from evaluation_pipeline.commands.options import (
     file_sha256,
+    memory_budget,
     place,
     report_config,
     resolve_spec,
@@ -25,8 +29,7 @@ from evaluation_pipeline.commands.options import (
 from evaluation_pipeline.core.evaluation import summarize
 from evaluation_pipeline.core.ndcg import sort_results
 from evaluation_pipeline.engines import score_files
-from evaluation_pipeline.engines.local import read_and_evaluate
-from evaluation_pipeline.io.atomic import json_text, write_json, write_parquet
+from evaluation_pipeline.io.atomic import json_text, write_json
 from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.io.readers import read_queries
 from evaluation_pipeline.io.result_folder import writing
@@ -34,7 +37,7 @@ from evaluation_pipeline.io.storage import PER_QUERY_FILE, SUMMARY_FILE
 from evaluation_pipeline.report import ReportConfig, check_options, write_report
 from evaluation_pipeline.report.terminal import progress, render_report, render_summary
 from evaluation_pipeline.spec import EvaluationSpec
-from schemas import InputError, validate
+from schemas import InputError
 from schemas.columns import PER_QUERY_KEY
 from schemas.errors import violation
 
@@ -53,84 +56,68 @@ def run(args: argparse.Namespace) -> int:
         setattr(args, name, place(args, getattr(args, name)))
     spec = resolve_spec(args)
     config = report_config(args) if args.report else None
+    budget = memory_budget(args)
     if isinstance(args.out, str):  # a URL Spark writes to
-        return _score_with_engine(args, spec, config, args.out)
+        return _score(args, spec, config, budget, args.out)
     # The result is built in a staging folder, then swapped in whole (a local --out: an
     # input folder or a folder of other files is refused first) or put there with its marker
     # last (object storage): old and new results never mix (io.result_folder).
     with writing(args.out, inputs=(args.judgments, args.run, args.queries)) as folder:
-        if args.engine != "local":
-            return _score_with_engine(args, spec, config, folder)
-        return _score_locally(args, spec, config, folder)
+        return _score(args, spec, config, budget, folder)
 
 
-def _score_locally(args: argparse.Namespace, spec: EvaluationSpec, config: ReportConfig | None,
-                   folder: Path) -> int:
-    judgments, pool, per_query, lineage = read_and_evaluate(
-        args.judgments, args.run, spec, judgments_format=args.judgments_format or args.format,
-        run_format=args.run_format or args.format, judgment_version=args.judgment_version,
-        pool=args.pool, ranker=args.ranker)
-    queries = read_queries(args.queries) if args.queries else None
-    per_query = validate("PerQueryResults", per_query, "per-query results")
-    summary = summarize(per_query, spec, lineage, queries)
-    if config is not None:
-        check_options(_rankers(per_query), queries, config)
-    # Everything is computed and validated before the first byte is written.
-    write_parquet(per_query, folder / PER_QUERY_FILE)
-    write_json(summary, folder / SUMMARY_FILE)
-    _print_summary(summary, args.out)
-    if config is not None:
-        report = write_report(folder, per_query, spec, lineage, queries, config,
-                              candidates=pool, judgments=judgments, progress=progress,
-                              queries_sha256=file_sha256(args.queries))
-        print()
-        print(render_report(report, args.out))
-    return 0
-
-
-def _score_with_engine(args: argparse.Namespace, spec: EvaluationSpec,
-                       config: ReportConfig | None, folder: Path | str) -> int:
-    """Streaming or Spark: the engine writes per_query.parquet (for Spark, a folder of parts)
-    into ``folder``; the summary and report are computed from what it wrote."""
+def _score(args: argparse.Namespace, spec: EvaluationSpec, config: ReportConfig | None,
+           budget, folder: Path | str) -> int:
+    """The engine writes per_query.parquet (for Spark, a folder of parts) into ``folder``; the
+    summary and report are computed from what it wrote, or from the frames it kept."""
     queries = read_queries(args.queries) if args.queries else None
     if config is not None:
         config.slice_columns(queries)  # the baseline is checked once the rankers are known
     remote = isinstance(folder, str)  # a URL: Spark writes there, and the summary beside
     target = inside(folder, PER_QUERY_FILE)
     result = score_files(
-        args.judgments, args.run, spec, target, engine=args.engine, batch_rows=args.batch_rows,
-        judgment_version=args.judgment_version, pool=args.pool, ranker=args.ranker,
-        spark_master=args.spark_master,
+        args.judgments, args.run, spec, target, engine=args.engine,
+        batch_rows=args.batch_rows, judgments_format=args.judgments_format or args.format,
+        run_format=args.run_format or args.format, judgment_version=args.judgment_version,
+        pool=args.pool, ranker=args.ranker, spark_master=args.spark_master, budget=budget,
     )
     for note in result.notes:
         print(f"ndcg-eval: {note}", file=sys.stderr)
-    # The summary reads the columns its means and counts need, in any row order (the lineage is
-    # known): all columns, sorted, took 0.9 GB at 100M rows, the peak of a streamed run. A
-    # report lists rows, so it reads them all, in order (Spark writes parts in any order).
-    columns = None if config is not None else list(SUMMARY_COLUMNS)
-    if remote:
-        from evaluation_pipeline.engines.spark import read_results, write_text_at
-
-        per_query = read_results(target, columns)
-    else:
-        files = sorted(target.glob("*.parquet")) if target.is_dir() else target
-        per_query = pl.read_parquet(files, columns=columns, glob=False)
+    per_query = _read_scores(target, remote, full=config is not None)
     if config is not None:
         per_query = sort_results(per_query)
-        # The engine has written the rows by now; the summary and report are not written.
+        # The rows are in the staging folder only: a refused baseline leaves --out as it was.
         check_options(_rankers(per_query), queries, config)
-    summary = summarize(per_query, spec, result.lineage, queries)
+    summary = {**summarize(per_query, spec, result.lineage, queries), "engine": result.engine}
     if remote:
+        from evaluation_pipeline.engines.spark import write_text_at
+
         write_text_at(inside(folder, SUMMARY_FILE), json_text(summary))
     else:
         write_json(summary, folder / SUMMARY_FILE)
     _print_summary(summary, args.out)
     if config is not None:
         report = write_report(folder, per_query, spec, result.lineage, queries, config,
+                              candidates=result.candidates, judgments=result.judgments,
                               progress=progress, queries_sha256=file_sha256(args.queries))
         print()
         print(render_report(report, args.out))
     return 0
+
+
+def _read_scores(target: Location | str, remote: bool, full: bool) -> pl.DataFrame:
+    """The per-query rows an engine wrote (for Spark, a folder of parts, in any order).
+
+    The summary reads the columns its means and counts need, in any row order (the lineage is
+    known): all columns, sorted, took 0.9 GB at 100M rows, the peak of a streamed run. A
+    report lists rows, so it reads them all."""
+    columns = None if full else list(SUMMARY_COLUMNS)
+    if remote:
+        from evaluation_pipeline.engines.spark import read_results
+
+        return read_results(target, columns)
+    files = sorted(target.glob("*.parquet")) if target.is_dir() else target
+    return pl.read_parquet(files, columns=columns, glob=False)
 
 
 def _rankers(per_query: pl.DataFrame) -> list[str]:

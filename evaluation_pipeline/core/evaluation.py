@@ -50,12 +50,19 @@ class Lineage:
         Every lineage column must hold exactly one value: rows of several evaluations mixed in
         one file are refused, naming ``source``.
         """
+        return cls.from_values({name: rows[name].unique().to_list()
+                                for name in LINEAGE_COLUMNS if name in rows.columns}, source)
+
+    @classmethod
+    def from_values(cls, found: dict[str, list], source: str = "results") -> Lineage:
+        """The lineage from each lineage column's distinct values (a column left out has
+        none), refused as ``from_rows`` refuses it."""
         values = {}
         for name in LINEAGE_COLUMNS:
-            found = rows[name].unique().to_list() if name in rows.columns else []
-            if len(found) != 1 or found[0] is None:
-                raise LineageError(f"{source}: expected one {name}, found {found[:5]}")
-            values[name] = found[0]
+            distinct = found.get(name, [])
+            if len(distinct) != 1 or distinct[0] is None:
+                raise LineageError(f"{source}: expected one {name}, found {distinct[:5]}")
+            values[name] = distinct[0]
         return cls(**values)
 
     def columns(self) -> list[pl.Expr]:

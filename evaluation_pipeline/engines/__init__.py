@@ -3,6 +3,8 @@
 ``score_files`` is the single entry point for the CLI and orchestration: the engine is chosen
 by configuration, and every engine writes the same per-query rows with lineage.
 
+- ``auto`` (the default): ``streaming`` for Parquet inputs, ``local`` for CSV and TREC and for
+  inputs small enough that reading them whole is faster (``engines.choice``).
 - ``local``: read and validate whole inputs in memory (any format the readers take).
 - ``streaming``: Parquet, batches of whole queries, memory bounded by the batch.
 - ``spark``: PySpark, whole queries cogrouped with their judgments through ``applyInArrow``,
@@ -18,11 +20,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import polars as pl
+
 from evaluation_pipeline.core.evaluation import Lineage
+from evaluation_pipeline.engines.choice import AUTO, choose_engine
+from evaluation_pipeline.io.external_sort import Budget
 from evaluation_pipeline.io.locations import location
 from evaluation_pipeline.spec import EvaluationSpec
 
-ENGINES = ("local", "streaming", "spark")
+ENGINES = (AUTO, "local", "streaming", "spark")
 # The streaming engine's batch, here so that the CLI's defaults do not load the engine. Measured
 # at 100M rows (2 cores): 250k-row batches 37 s and 0.89 GB peak, 500k 30 s and 0.94 GB, 1M 33 s
 # and 1.23 GB. The peak is the summary read at the end, not the batches.
@@ -35,6 +41,10 @@ class EngineResult:
     per_query_path: str
     rows: int  # per-query rows written
     notes: list[str] = field(default_factory=list)  # fallbacks the engine took
+    engine: str = "local"  # the engine that scored (``auto`` resolved)
+    # The in-memory engine's validated inputs, which a report's traces read again.
+    judgments: pl.DataFrame | None = None
+    candidates: pl.DataFrame | None = None
 
 
 def score_files(
@@ -43,8 +53,11 @@ def score_files(
     spec: EvaluationSpec,
     out_path: str | Path,
     *,
-    engine: str = "local",
+    engine: str = AUTO,
     batch_rows: int | None = None,
+    judgments_format: str | None = None,
+    run_format: str | None = None,
+    budget: Budget | None = None,
     judgment_version: str | None = None,
     pool: str | None = None,
     ranker: str | None = None,
@@ -55,28 +68,36 @@ def score_files(
     """Score ``run_path`` against ``judgments_path`` under ``spec``; per-query Parquet at
     ``out_path`` (a local path or a URL on object storage; for ``spark`` any URL Spark writes).
 
+    ``auto``: ``engines.choice.choose_engine``. ``budget``: the memory and spill folder of the
+    streaming engine's external sort of unsorted input (default ``Budget.of()``).
     ``spark``: ``spark_session`` if given, else the active session, else a new one at
     ``spark_master`` (``engines.spark.spark_master``: a local one unless set or submitted)."""
+    if engine == AUTO:
+        engine = choose_engine(judgments_path, run_path, judgments_format=judgments_format,
+                               run_format=run_format)
     if engine == "local":
         from evaluation_pipeline.engines.local import score_local
 
-        lineage, rows = score_local(location(judgments_path), location(run_path), spec,
-                                    location(out_path),
-                                    judgment_version=judgment_version, pool=pool, ranker=ranker)
-        return EngineResult(lineage, str(out_path), rows)
+        scored = score_local(location(judgments_path), location(run_path), spec,
+                             location(out_path),
+                             judgments_format=judgments_format, run_format=run_format,
+                             judgment_version=judgment_version, pool=pool, ranker=ranker)
+        return EngineResult(scored.lineage, str(out_path), scored.rows, engine="local",
+                            judgments=scored.judgments, candidates=scored.candidates)
     if engine == "streaming":
         from evaluation_pipeline.engines.streaming import score_streaming
 
         result = score_streaming(judgments_path, run_path, spec, out_path,
                                  batch_rows=batch_rows or DEFAULT_BATCH_ROWS,
                                  judgment_version=judgment_version, pool=pool, ranker=ranker,
-                                 progress=progress)
-        return EngineResult(result.lineage, str(out_path), result.rows, result.notes)
+                                 progress=progress, budget=budget)
+        return EngineResult(result.lineage, str(out_path), result.rows, result.notes,
+                            engine="streaming")
     if engine == "spark":
         from evaluation_pipeline.engines.spark import score_spark
 
         lineage, rows = score_spark(str(judgments_path), str(run_path), spec, str(out_path),
                                     judgment_version=judgment_version, pool=pool, ranker=ranker,
                                     spark=spark_session, master=spark_master)
-        return EngineResult(lineage, str(out_path), rows)
+        return EngineResult(lineage, str(out_path), rows, engine="spark")
     raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")

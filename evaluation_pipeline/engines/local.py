@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -16,7 +17,7 @@ from evaluation_pipeline.core.ndcg import JudgmentIndex, index_judgments
 from evaluation_pipeline.io.atomic import write_parquet
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
 from evaluation_pipeline.spec import EvaluationSpec
-from schemas import InputError
+from schemas import InputError, validate
 from schemas.errors import violation
 
 
@@ -79,19 +80,30 @@ def _refuse_repeats(blocks: Blocks, path: Path, read_checked) -> None:
         [])])
 
 
+@dataclass(frozen=True)
+class LocalScores:
+    lineage: Lineage
+    rows: int  # per-query rows written
+    judgments: pl.DataFrame  # the validated inputs, which a report's traces read again
+    candidates: pl.DataFrame
+
+
 def score_local(
     judgments_path: Path,
     run_path: Path,
     spec: EvaluationSpec,
     out_path: Path,
     *,
+    judgments_format: str | None = None,
+    run_format: str | None = None,
     judgment_version: str | None = None,
     pool: str | None = None,
     ranker: str | None = None,
-) -> tuple[Lineage, int]:
-    """Per-query rows with lineage at ``out_path``; returns the lineage and the row count."""
-    _, _, per_query, lineage = read_and_evaluate(
-        judgments_path, run_path, spec, judgment_version=judgment_version, pool=pool,
-        ranker=ranker)
+) -> LocalScores:
+    """Per-query rows with lineage at ``out_path``, everything validated before it is written."""
+    judgments, candidates, per_query, lineage = read_and_evaluate(
+        judgments_path, run_path, spec, judgments_format=judgments_format,
+        run_format=run_format, judgment_version=judgment_version, pool=pool, ranker=ranker)
+    per_query = validate("PerQueryResults", per_query, "per-query results")
     write_parquet(per_query, out_path)
-    return lineage, per_query.height
+    return LocalScores(lineage, per_query.height, judgments, candidates)

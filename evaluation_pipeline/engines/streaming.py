@@ -5,8 +5,9 @@ a slice covers). The run must be sorted by (ranker, query_id) and the judgments 
 ranker's output and a canonical judgment version are; then each batch of whole queries meets
 exactly the judgment rows of its query range (a merge join), and peak memory depends on the
 batch, not the run. An input that is not sorted is detected on the stream; the engine then sorts
-it into a temporary Parquet file with polars' streaming engine, says so on stderr, and starts
-again. Rows come out in the in-memory engine's order, with the same values.
+it into a temporary Parquet file with the external sort (``io.external_sort``, which spills to
+disk under the memory budget), says so on stderr, and starts again. Rows come out in the
+in-memory engine's order, with the same values.
 
 Validation is part of the pass: cheap column checks on every batch; a batch that fails them is
 handed to the pandera model, whose message names the file, column, rule and rows. Keys are
@@ -77,10 +78,18 @@ from evaluation_pipeline.engines.stream_reading import (
 )
 from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.io.external_sort import Budget, SortInput, sort_parquet
 from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
-from schemas.columns import JUDGMENT_COLUMNS, JUDGMENT_DTYPES, RANK, RUN_COLUMNS
+from schemas.columns import (
+    JUDGMENT_COLUMNS,
+    JUDGMENT_DTYPES,
+    JUDGMENT_KEY,
+    POOL_KEY,
+    RANK,
+    RUN_COLUMNS,
+)
 from schemas.errors import violation
 
 __all__ = ["NotSorted", "StreamResult", "score_streaming"]
@@ -107,8 +116,11 @@ def score_streaming(
     pool: str | None = None,
     ranker: str | None = None,
     progress: bool = True,
+    budget: Budget | None = None,
 ) -> StreamResult:
-    """Per-query rows with lineage at ``out_path``, streamed; see the module docstring."""
+    """Per-query rows with lineage at ``out_path``, streamed; see the module docstring.
+
+    ``budget``: the external sort's memory and spill folder (default ``Budget.of()``)."""
     threading.Thread(target=kernel.warm_up, daemon=True).start()  # while the first batch reads
     judgments_path, run_path, out_path = (location(judgments_path), location(run_path),
                                           location(out_path))
@@ -140,7 +152,7 @@ def score_streaming(
                 notes.append(note)
                 print(f"ndcg-eval: {note}", file=sys.stderr)
                 sources[which] = [_external_sort(which, sources[which], names, scratch,
-                                                 _columns(which, spec))]
+                                                 _columns(which, spec), budget or Budget.of())]
     finally:
         os.close(held)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -149,6 +161,7 @@ def score_streaming(
 # Each input's columns and the key prefix it is sorted by, which its batches never split.
 _COLUMNS = {"run": RUN_COLUMNS, "judgments": JUDGMENT_COLUMNS}
 _KEYS = {"run": POOL_KEYS, "judgments": JUDGMENT_KEYS}
+_SORT_KEYS = {"run": POOL_KEY, "judgments": JUDGMENT_KEY}
 
 
 def _columns(which: str, spec: EvaluationSpec) -> tuple[str, ...]:
@@ -403,23 +416,34 @@ def _with_lineage_file(body: Path, target: Path, lineage: Lineage) -> None:
 
 
 def _external_sort(which: str, paths: list[Path | UPath], names: _Names, scratch: Path,
-                   columns: tuple[str, ...]) -> Path:
-    """Sort an input by its key prefix into one local Parquet file, out of core."""
-    frames = []
-    for path in paths:
-        frame = _scan(path)
-        present = frame.collect_schema().names()
-        frames.append(with_names(frame, names.fill(which), path, present).select(columns))
+                   columns: tuple[str, ...], budget: Budget) -> Path:
+    """Sort an input by its whole key into one local Parquet file, out of core.
+
+    Local files go through DuckDB, spilling to the budget's folder; the whole key, not only the
+    prefix a batch keeps together, because DuckDB's sort is not stable and the full key makes
+    the order a function of the rows alone. Files on object storage, which DuckDB does not
+    read here, go through polars' streaming sort over pyarrow datasets."""
     target = scratch / f"{which}.sorted.parquet"
-    pl.concat(frames).sort(_KEYS[which], maintain_order=True).sink_parquet(target,
-                                                                          engine="streaming")
-    return target
+    if any(is_remote(path) for path in paths):
+        frames = []
+        for path in paths:
+            frame = _scan(path)
+            present = frame.collect_schema().names()
+            frames.append(with_names(frame, names.fill(which), path, present).select(columns))
+        pl.concat(frames).sort(list(_SORT_KEYS[which]), maintain_order=True).sink_parquet(
+            target, engine="streaming")
+        return target
+    inputs = []
+    for path in paths:
+        present = pl.scan_parquet(path, glob=False).collect_schema().names()
+        fill = names.fill(which)
+        inputs.append(SortInput(path, {c: v(path) if callable(v) else v
+                                       for c, v in fill.items() if c not in present}))
+    return sort_parquet(inputs, target, _SORT_KEYS[which], columns=columns, budget=budget,
+                        step=f"sorting the {which} input for the streaming engine")
 
 
 def _scan(path: Path | UPath) -> pl.LazyFrame:
-    """A lazy scan of a local file, or of a file on object storage through pyarrow's dataset
-    over its fsspec filesystem (read in batches, not whole)."""
-    if is_remote(path):
-        return pl.scan_pyarrow_dataset(ds.dataset(path.path, filesystem=path.fs,
-                                                  format="parquet"))
-    return pl.scan_parquet(path, glob=False)
+    """A lazy scan of a file on object storage through pyarrow's dataset over its fsspec
+    filesystem (read in batches, not whole)."""
+    return pl.scan_pyarrow_dataset(ds.dataset(path.path, filesystem=path.fs, format="parquet"))

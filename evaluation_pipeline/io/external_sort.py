@@ -103,6 +103,17 @@ class Budget:
         folder = Path(spill_dir or os.environ.get(SPILL_DIR_ENV) or tempfile.gettempdir())
         return cls(parse_memory_limit(memory_limit), folder, max_spill)
 
+    def check_spill_dir(self) -> None:
+        """Refuse a spill folder that is a file, or that cannot be created or written, before
+        any step runs (it is created only when a step spills)."""
+        existing = self.spill_dir
+        while not existing.exists() and existing.parent != existing:
+            existing = existing.parent
+        if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+            raise EvaluationError(
+                f"spill folder {str(self.spill_dir)!r} cannot be written: "
+                f"{str(existing)!r} is not a writable folder (--spill-dir, {SPILL_DIR_ENV})")
+
     @contextmanager
     def scratch(self, prefix: str) -> Iterator[str]:
         """A temporary folder under the spill folder (created if missing), removed on exit;

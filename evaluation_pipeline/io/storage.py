@@ -13,6 +13,7 @@ manifest beside it, and one scores and one report folder per evaluation::
     reports/<pool>/<version>/<spec_id>/   report.json, report.html, aggregates.parquet, ...
     history/                        history.parquet, history.html, alerts.jsonl (nightly watch)
     .staging/                       scratch folders of running steps (removed by the next run)
+    .spill/                         a local storage's scratch: sorts past the memory budget
 
 A place in the storage is a tuple of path components; the storage resource joins them and checks
 every one with ``check_safe_name``, so a name can never climb out of its folder.
@@ -45,6 +46,9 @@ MANIFEST_FILE = "manifest.json"
 JUDGMENTS_FILE = "judgments.parquet"
 POOL_FILE = "candidates.parquet"
 QUERIES_FILE = "queries.parquet"
+# Scratch of steps that spill past the memory budget, under a local storage (hidden: no input
+# or result is ever named so).
+SPILL_FOLDER = ".spill"
 
 # Scratch folders of the pipeline's steps, under the (local) storage, where the next run finds
 # and removes those a killed run left (io.leftovers).

@@ -20,13 +20,18 @@ import polars as pl
 
 from evaluation_pipeline import __version__
 from evaluation_pipeline.core import nightly, quality
-from evaluation_pipeline.core.comparison import candidate_set_differences
-from evaluation_pipeline.core.evaluation import Lineage, evaluate
-from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
+from evaluation_pipeline.core.bounded_ingest import (
+    count_candidate_set_disagreements,
+    publish_judgments,
+    publish_pool,
+)
+from evaluation_pipeline.core.evaluation import Lineage
 from evaluation_pipeline.core.history import numeric_metadata
 from evaluation_pipeline.core.watch import record_evaluation, watch_evaluation
+from evaluation_pipeline.engines import EngineResult
 from evaluation_pipeline.io.alerts import notify
-from evaluation_pipeline.io.readers import read_judgments, read_pool, read_queries
+from evaluation_pipeline.io.external_sort import Budget
+from evaluation_pipeline.io.readers import read_queries
 from evaluation_pipeline.io.storage import (
     AGGREGATES_FILE,
     HTML_FILE,
@@ -47,6 +52,7 @@ from evaluation_pipeline.io.storage import (
     report_folder,
     scores_file,
 )
+from evaluation_pipeline.orchestration.memory import MemoryBudget
 from evaluation_pipeline.orchestration.partitions import (
     POOL_DIMENSION,
     VERSION_DIMENSION,
@@ -61,6 +67,7 @@ from evaluation_pipeline.orchestration.resources import (
     NightlyWatch,
     ScoringEngine,
 )
+from evaluation_pipeline.orchestration.scoring import score_published
 from evaluation_pipeline.orchestration.selection import published_versions
 from evaluation_pipeline.report import ReportConfig, headline_markdown, write_report
 from evaluation_pipeline.report.trend import render_trend
@@ -106,31 +113,36 @@ def _table(frame: pl.DataFrame) -> dg.TableMetadataValue:
     description="A judgment version: validated grades, published once under its name.",
 )
 def judgments(
-    context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage
+    context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage,
+    memory: MemoryBudget,
 ) -> dg.MaterializeResult:
     version = check_safe_name(context.partition_key, "judgment version")
     source = landing.judgment_file(version)
-    # Published in key order: the streaming engine then reads it without sorting it first.
-    frame = read_judgments(source, version=version).sort("query_id", "doc_id")
-    sha = judgments_sha256(frame)
-    distribution = quality.grade_distribution(frame)
-    manifest = {
-        "judgment_version": version,
-        "sha256": sha,
-        "rows": frame.height,
-        "grade_distribution": distribution,
-        "source": str(source),
-        "published_at": _now(),
-    }
-    written = storage.publish(judgments_folder(version), JUDGMENTS_FILE, frame, manifest,
-                              f"judgment version {version!r}")
+    budget = memory.budget(storage)
+    with budget.scratch("ndcg-eval-publish-") as tmp:
+        # Validated, sorted into key order (the streaming engine then reads it without sorting
+        # it first) and hashed in bounded memory, then moved into the storage.
+        published = publish_judgments(source, Path(tmp) / JUDGMENTS_FILE, version=version,
+                                      budget=budget, log=context.log.info)
+        sha, rows, distribution = (published.sha256, published.rows,
+                                   published.grade_distribution)
+        manifest = {
+            "judgment_version": version,
+            "sha256": sha,
+            "rows": rows,
+            "grade_distribution": distribution,
+            "source": str(source),
+            "published_at": _now(),
+        }
+        written = storage.publish(judgments_folder(version), JUDGMENTS_FILE, published.path,
+                                  manifest, f"judgment version {version!r}")
     context.log.info(f"judgment version {version}: " + ("published" if written else
                      "already published with the same content; nothing written"))
     return dg.MaterializeResult(
         metadata={
             "judgment_version": version,
             "sha256": sha,
-            "dagster/row_count": frame.height,
+            "dagster/row_count": rows,
             "grade_distribution": dg.MetadataValue.json(distribution),
             "unknown_count": distribution.get(UNKNOWN, 0),
             "source": dg.MetadataValue.path(str(source)),
@@ -148,38 +160,43 @@ def judgments(
     description="A candidate pool: every ranker's scored candidates, published once.",
 )
 def candidate_pools(
-    context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage
+    context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage,
+    memory: MemoryBudget,
 ) -> dg.MaterializeResult:
     pool = check_safe_name(context.partition_key, "candidate pool")
     folder = landing.pool_folder(pool)
-    frame = read_pool(folder, pool=pool).sort("ranker", "query_id", "doc_id")
-    sha = pool_sha256(frame)
-    counts = quality.ranker_counts(frame)
-    disagreements = candidate_set_differences(frame)
-    manifest = {
-        "candidate_pool": pool,
-        "sha256": sha,
-        "rows": frame.height,
-        "rankers": counts.to_dicts(),
-        "shared_candidate_sets": disagreements.height == 0,
-        "queries_with_different_candidate_sets": disagreements.height,
-        "source": str(folder),
-        # The night of the pool: nights are ordered by the arrival of their READY_MARKER.
-        nightly.READY_AT: nightly.ready_at_from_mtime_ns(landing.ready_at_ns(pool)),
-        "published_at": _now(),
-    }
-    written = storage.publish(pool_folder(pool), POOL_FILE, frame, manifest,
-                              f"candidate pool {pool!r}")
+    budget = memory.budget(storage)
+    with budget.scratch("ndcg-eval-publish-") as tmp:
+        # Every ranker file validated, sorted by (ranker, query_id, doc_id) and hashed in
+        # bounded memory; the candidate sets compared out of core; then moved into the storage.
+        published = publish_pool(folder, Path(tmp) / POOL_FILE, pool=pool, budget=budget,
+                                 log=context.log.info)
+        sha, rows = published.sha256, published.rows
+        differing = count_candidate_set_disagreements(published.path, budget)
+        manifest = {
+            "candidate_pool": pool,
+            "sha256": sha,
+            "rows": rows,
+            "rankers": published.rankers,
+            "shared_candidate_sets": differing == 0,
+            "queries_with_different_candidate_sets": differing,
+            "source": str(folder),
+            # The night of the pool: nights are ordered by the arrival of their READY_MARKER.
+            nightly.READY_AT: nightly.ready_at_from_mtime_ns(landing.ready_at_ns(pool)),
+            "published_at": _now(),
+        }
+        written = storage.publish(pool_folder(pool), POOL_FILE, published.path, manifest,
+                                  f"candidate pool {pool!r}")
     context.log.info(f"candidate pool {pool}: " + ("published" if written else
                      "already published with the same content; nothing written"))
     return dg.MaterializeResult(
         metadata={
             "candidate_pool": pool,
             "sha256": sha,
-            "dagster/row_count": frame.height,
-            "rankers": _table(counts),
-            "shared_candidate_sets": disagreements.height == 0,
-            "queries_with_different_candidate_sets": disagreements.height,
+            "dagster/row_count": rows,
+            "rankers": _table(pl.DataFrame(published.rankers)),
+            "shared_candidate_sets": differing == 0,
+            "queries_with_different_candidate_sets": differing,
             "source": dg.MetadataValue.path(str(folder)),
             "published": dg.MetadataValue.path(str(storage.path(*pool_file(pool)))),
             "newly_written": written,
@@ -236,39 +253,27 @@ def _read_published(storage: EvaluationStorage, place: Place,
 
 
 def score_evaluation(storage: EvaluationStorage, scoring: ScoringEngine, pool: str,
-                     version: str, spec: EvaluationSpec) -> tuple[Lineage, str]:
-    """Score ``pool`` x ``version`` under ``spec`` into its scores file; (lineage, path).
+                     version: str, spec: EvaluationSpec, budget: Budget | None = None
+                     ) -> EngineResult:
+    """Score ``pool`` x ``version`` under ``spec`` into its scores file, through
+    ``engines.score_files`` as ``ndcg-eval score`` does (``budget``: the memory budget, by
+    default the environment's).
 
     The hashes recomputed from the stored inputs must be the published ones."""
-    scores = scores_file(pool, version, spec.spec_id)
-    if scoring.engine == "local":
-        grades, grades_manifest = _read_published(
-            storage, judgments_file(version), f"judgment version {version!r}")
-        candidates, pool_manifest = _read_published(
-            storage, pool_file(pool), f"candidate pool {pool!r}")
-        per_query, lineage = evaluate(grades, candidates, spec)
-        path = storage.write_parquet(per_query, *scores)
-    else:
-        # The engine reads the published files itself, batch by batch, and writes the rows.
-        grades_manifest = _published_manifest(
-            storage, judgments_folder(version), f"judgment version {version!r}")
-        pool_manifest = _published_manifest(
-            storage, pool_folder(pool), f"candidate pool {pool!r}")
-        result = scoring.score(
-            str(storage.path(*judgments_file(version))),
-            str(storage.path(*pool_file(pool))),
-            spec,
-            str(storage.path(*scores)),
-        )
-        lineage, path = result.lineage, result.per_query_path
+    grades_manifest = _published_manifest(
+        storage, judgments_folder(version), f"judgment version {version!r}")
+    pool_manifest = _published_manifest(storage, pool_folder(pool), f"candidate pool {pool!r}")
+    result = score_published(storage, scoring, budget or MemoryBudget().budget(storage),
+                             judgments_file(version), pool_file(pool),
+                             scores_file(pool, version, spec.spec_id), spec)
     for name, computed, published in (
-        ("judgments", lineage.judgments_sha256, grades_manifest["sha256"]),
-        ("pool", lineage.pool_sha256, pool_manifest["sha256"]),
+        ("judgments", result.lineage.judgments_sha256, grades_manifest["sha256"]),
+        ("pool", result.lineage.pool_sha256, pool_manifest["sha256"]),
     ):
         if computed != published:
             raise dg.Failure(f"stored {name} content has sha256 {computed}, but "
                              f"{published} was published: the storage was altered")
-    return lineage, path
+    return result
 
 
 # -- the nightly watch ------------------------------------------------------------------------
@@ -349,10 +354,14 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
         pool=SCORING_POOL,
     )
     def query_scores(
-        context: dg.AssetExecutionContext, storage: EvaluationStorage, scoring: ScoringEngine
+        context: dg.AssetExecutionContext, storage: EvaluationStorage, scoring: ScoringEngine,
+        memory: MemoryBudget,
     ) -> dg.MaterializeResult:
         pool, version = split_evaluation_key(context.partition_key)
-        lineage, path = score_evaluation(storage, scoring, pool, version, spec)
+        result = score_evaluation(storage, scoring, pool, version, spec,
+                                  memory.budget(storage))
+        lineage, path = result.lineage, result.per_query_path
+        context.log.info(f"scored {pool} x {version} with the {result.engine} engine")
         # Only what the metadata counts: the rows stay on disk, as the engine left them.
         per_query = storage.read_per_query(*scores_file(pool, version, spec.spec_id),
                                            columns=["status"])
@@ -364,6 +373,7 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
                     dict(zip(statuses["status"].to_list(), statuses["len"].to_list()))),
                 "lineage": dg.MetadataValue.json(asdict(lineage)),
                 "spec_id": spec.spec_id,
+                "engine": result.engine,
                 "per_query": dg.MetadataValue.path(path),
             },
             data_version=dg.DataVersion(

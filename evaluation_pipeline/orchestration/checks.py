@@ -11,6 +11,7 @@ import dagster as dg
 import polars as pl
 
 from evaluation_pipeline.core import nightly, quality
+from evaluation_pipeline.core.bounded_ingest import candidate_set_disagreements, verify_published
 from evaluation_pipeline.core.comparison import candidate_set_differences
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
 from evaluation_pipeline.io.alerts import REGRESSION_FIELDS
@@ -32,23 +33,29 @@ from evaluation_pipeline.spec import EvaluationSpec
 from schemas import CandidatePool, InputError, Judgments, validate
 
 
-def _published_check(storage: EvaluationStorage, place: Place, model, hash_of,
+def _published_check(storage: EvaluationStorage, place: Place, model, hash_of: str,
                      what: str) -> dg.AssetCheckResult:
-    """The published file passes its schema and still has the published content hash."""
+    """The published file passes its schema and still has the published content hash
+    (``hash_of``: "pool" or "judgments")."""
     manifest = storage.manifest(*place[:-1])  # beside the file
     if manifest is None:
         return dg.AssetCheckResult(passed=False, description=f"{what} is not published")
-    frame = storage.read_parquet(*place)
     try:
-        validate(model, frame, str(storage.path(*place)))
+        if storage.is_local():  # in bounded memory, batch by batch
+            verified = verify_published(storage.path(*place), hash_of)
+            sha, rows = verified.sha256, verified.rows
+        else:
+            frame = storage.read_parquet(*place)
+            validate(model, frame, str(storage.path(*place)))
+            digest = pool_sha256 if hash_of == "pool" else judgments_sha256
+            sha, rows = digest(frame), frame.height
     except InputError as exc:
         return dg.AssetCheckResult(passed=False, description=str(exc)[:2000])
-    sha = hash_of(frame)
     return dg.AssetCheckResult(
         passed=sha == manifest["sha256"],
         description=None if sha == manifest["sha256"] else
         f"stored content has sha256 {sha}, published as {manifest['sha256']}",
-        metadata={"sha256": sha, "rows": frame.height},
+        metadata={"sha256": sha, "rows": rows},
     )
 
 
@@ -57,7 +64,7 @@ def _published_check(storage: EvaluationStorage, place: Place, model, hash_of,
 def judgments_valid(context: dg.AssetCheckExecutionContext,
                     storage: EvaluationStorage) -> dg.AssetCheckResult:
     version = context.partition_key
-    return _published_check(storage, judgments_file(version), Judgments, judgments_sha256,
+    return _published_check(storage, judgments_file(version), Judgments, "judgments",
                             f"judgment version {version!r}")
 
 
@@ -66,7 +73,7 @@ def judgments_valid(context: dg.AssetCheckExecutionContext,
 def candidate_pool_valid(context: dg.AssetCheckExecutionContext,
                          storage: EvaluationStorage) -> dg.AssetCheckResult:
     pool = context.partition_key
-    return _published_check(storage, pool_file(pool), CandidatePool, pool_sha256,
+    return _published_check(storage, pool_file(pool), CandidatePool, "pool",
                             f"candidate pool {pool!r}")
 
 
@@ -77,18 +84,21 @@ def candidate_pool_shared_candidates(context: dg.AssetCheckExecutionContext,
                                      storage: EvaluationStorage,
                                      policy: QualityPolicy) -> dg.AssetCheckResult:
     pool = context.partition_key
-    frame = storage.read_parquet(*pool_file(pool))
-    differing = candidate_set_differences(frame)
+    if storage.is_local():  # out of core
+        count, examples = candidate_set_disagreements(storage.path(*pool_file(pool)))
+    else:
+        differing = candidate_set_differences(storage.read_parquet(*pool_file(pool)))
+        count, examples = differing.height, differing["query_id"].head(10).to_list()
     return dg.AssetCheckResult(
-        passed=differing.height == 0,
+        passed=count == 0,
         severity=dg.AssetCheckSeverity.ERROR if policy.require_shared_candidates
         else dg.AssetCheckSeverity.WARN,
-        description=None if differing.height == 0 else
-        f"{differing.height} queries where the rankers rank different candidate sets: "
+        description=None if count == 0 else
+        f"{count} queries where the rankers rank different candidate sets: "
         "comparing them is not a pure reranker comparison",
         metadata={
-            "queries_with_different_candidate_sets": differing.height,
-            "examples": dg.MetadataValue.json(differing["query_id"].head(10).to_list()),
+            "queries_with_different_candidate_sets": count,
+            "examples": dg.MetadataValue.json(examples),
         },
     )
 

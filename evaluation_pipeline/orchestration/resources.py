@@ -7,6 +7,7 @@ such as ``s3://bucket/ndcg``, with its storage options), never by a branch insid
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -26,7 +27,7 @@ from evaluation_pipeline.core.nightly import (
     DEFAULT_MIN_EFFECT,
 )
 from evaluation_pipeline.core.watch import WatchSettings
-from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, ENGINES, score_files
+from evaluation_pipeline.engines import AUTO, DEFAULT_BATCH_ROWS, ENGINES, score_files
 from evaluation_pipeline.io import integrity, landing, leftovers, result_set
 from evaluation_pipeline.io.alerts import AlertSettings
 from evaluation_pipeline.io.atomic import atomic_write
@@ -151,6 +152,23 @@ class EvaluationStorage(dg.ConfigurableResource):
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
+    def put_file(self, local: Path, *parts: str) -> str:
+        """Move a local file to ``parts``: a rename on the same file system, else a copy."""
+        target = self.path(*parts)
+        if self.is_local():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.replace(local, target)
+                return str(target)
+            except OSError as exc:
+                if exc.errno != errno.EXDEV:
+                    raise
+
+        def copy(handle: IO[bytes]) -> None:
+            with open(local, "rb") as data:
+                shutil.copyfileobj(data, handle)
+        return self.write(parts, copy)
+
     @contextmanager
     def staging(self) -> Iterator[Path]:
         """A local scratch folder for writers that only take a local path: under the
@@ -194,10 +212,11 @@ class EvaluationStorage(dg.ConfigurableResource):
         place = manifest_file(folder)
         return self.read_json(*place) if self.exists(*place) else None
 
-    def publish(self, folder: Place, file_name: str, frame: pl.DataFrame,
+    def publish(self, folder: Place, file_name: str, frame: pl.DataFrame | Path,
                 manifest: dict, what: str) -> bool:
-        """Publish ``frame`` under ``folder`` once. True when written, False when the same
-        content was already there; different content under a published name is refused."""
+        """Publish ``frame`` (or a local Parquet file, moved in) under ``folder`` once. True
+        when written, False when the same content was already there; different content under
+        a published name is refused."""
         existing = self.manifest(*folder)
         if existing is not None:
             if existing["sha256"] == manifest["sha256"]:
@@ -207,7 +226,10 @@ class EvaluationStorage(dg.ConfigurableResource):
                 f"landed input has sha256 {manifest['sha256']}. A published {what.split()[0]} "
                 "is immutable: land the changed content under a new name."
             )
-        self.write_parquet(frame, *folder, file_name)
+        if isinstance(frame, Path):
+            self.put_file(frame, *folder, file_name)
+        else:
+            self.write_parquet(frame, *folder, file_name)
         # The manifest is written last: its presence is what marks the folder as published.
         self.write_json(self.stamped(manifest, (*folder, file_name)), *manifest_file(folder))
         return True
@@ -268,6 +290,7 @@ class LandingZone(dg.ConfigurableResource):
 class ScoringEngine(dg.ConfigurableResource):
     """Which executor of the one kernel scores a pool x version (evaluation_pipeline.engines).
 
+    ``auto`` streams Parquet inputs and reads small ones into memory (``engines.choice``);
     ``local`` reads both inputs into memory; ``streaming`` reads the published Parquet files in
     batches of whole queries (memory bounded by ``batch_rows``), local or on object storage;
     ``spark`` runs on a Spark session (any URL Spark reads) at ``spark_master``
@@ -275,13 +298,13 @@ class ScoringEngine(dg.ConfigurableResource):
     spark-submit its ``--master``.
     """
 
-    engine: str = "local"
+    engine: str = AUTO
     batch_rows: int = DEFAULT_BATCH_ROWS
     spark_master: str | None = None
     # For URL paths, as EvaluationStorage.storage_options (Spark reads with its own settings).
     storage_options: dict[str, Any] = {}
 
-    def score(self, judgments_path: str, pool_path: str, spec, out_path: str):
+    def score(self, judgments_path: str, pool_path: str, spec, out_path: str, budget=None):
         if self.engine not in ENGINES:
             raise dg.Failure(f"engine {self.engine!r} is not one of {', '.join(ENGINES)}")
         if self.engine != "spark":
@@ -289,7 +312,7 @@ class ScoringEngine(dg.ConfigurableResource):
                 location(p, self.storage_options) for p in (judgments_path, pool_path, out_path))
         return score_files(judgments_path, pool_path, spec, out_path, engine=self.engine,
                            batch_rows=self.batch_rows, progress=False,
-                           spark_master=self.spark_master)
+                           spark_master=self.spark_master, budget=budget)
 
 
 class QualityPolicy(dg.ConfigurableResource):

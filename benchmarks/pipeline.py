@@ -1,0 +1,283 @@
+"""The pipeline on a realistic nightly: wall time, CPU time and peak RSS of the main job and of
+each of its steps, beside ``ndcg-eval score --report`` on one of its evaluations.
+
+    python benchmarks/pipeline.py --queries 100k [--rankers 3] [--candidates 100] [--seed 7]
+                                  [--out DIR] [--memory-limit 2GB]
+
+Generates (seeded) a landing folder as a nightly would leave it: one pool of ``--rankers``
+rankers reranking the same ``--candidates`` candidates per query, one Parquet file per ranker,
+rows in no key order (``unsorted_pool.py``); two judgment versions, the first judging 30% of
+the candidates, the second adding 5% more and regrading 10% of the first's rows; and a queries
+table with traffic weights and two slice columns of 3 and 5 values (``report_data.py``). Then
+runs the main job (``python -m evaluation_pipeline.main``) on a fresh Dagster home and storage
+(``NDCG_EVAL_LANDING``, ``NDCG_EVAL_STORAGE``, ``NDCG_EVAL_QUERIES``; spills under ``--out``,
+``NDCG_EVAL_SPILL_DIR``), and ``ndcg-eval score --report`` on the second version.
+
+Peak RSS is of the whole process tree, sampled from /proc every 0.1 s; each step's figures come
+from Dagster's STEP_START and STEP_SUCCESS events in the instance, the peak being the highest
+sample inside the step's window. CPU seconds are user + system of the command's processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from generate import DATA, DOC_SPACE, doc_ids  # noqa: E402
+from report_data import queries as queries_table  # noqa: E402
+from unsorted_pool import generate as generate_pool  # noqa: E402
+from unsorted_pool import pool_arguments  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+POOL, VERSIONS = "pool-nightly", ("nightly-v1", "nightly-v2")
+ADDED_SHARE, REGRADED_SHARE = 0.05, 0.10
+SAMPLE_SECONDS = 0.1
+
+
+# -- the landing folder ------------------------------------------------------------------------
+
+
+def landing_folder(n_queries: int, rankers: int, candidates: int, seed: int, out: Path) -> Path:
+    """``out/landing`` (pools/POOL/, judgments/VERSIONS) and ``out/queries.parquet``."""
+    landing = out / "landing"
+    if landing.exists():
+        shutil.rmtree(landing)
+    (landing / "judgments").mkdir(parents=True)
+    (landing / "pools").mkdir()
+    scratch = out / "generated"
+    folder = generate_pool(n_queries, rankers, candidates, seed, scratch)
+    first = scratch / f"judgments-{folder.name.removeprefix('pool-')}.parquet"
+    folder.rename(landing / "pools" / POOL)
+    first.rename(landing / "judgments" / f"{VERSIONS[0]}.parquet")
+    second_version(landing / "judgments" / f"{VERSIONS[0]}.parquet",
+                   landing / "judgments" / f"{VERSIONS[1]}.parquet", candidates, seed)
+    shutil.rmtree(scratch)
+    queries_table(n_queries, np.random.default_rng([seed, 2])).write_parquet(
+        out / "queries.parquet")
+    return landing
+
+
+def second_version(first: Path, target: Path, candidates: int, seed: int) -> None:
+    """The first version with ADDED_SHARE of its queries' candidates judged besides and
+    REGRADED_SHARE of its rows given another grade, a row group (one group of queries) at a
+    time; the rows stay in no key order."""
+    source = pq.ParquetFile(first)
+    writer = None
+    for number in range(source.num_row_groups):
+        rng = np.random.default_rng([seed, 3, number])
+        judged = pl.from_arrow(source.read_row_group(number))
+        regrade = pl.Series(rng.random(judged.height) < REGRADED_SHARE)
+        new_grade = pl.Series(rng.integers(0, 4, size=judged.height), dtype=pl.Int64)
+        judged = judged.with_columns(
+            pl.when(regrade).then(new_grade).otherwise(pl.col("grade")).alias("grade"),
+            pl.when(regrade).then(pl.lit("graded")).otherwise(pl.col("grade_status"))
+            .alias("grade_status"))
+        # Candidates of the group's queries (doc j of query q is q * DOC_SPACE + j), drawn.
+        query_ids = judged["query_id"].unique().sort()
+        numbers = query_ids.str.strip_prefix("q").cast(pl.Int64).to_numpy()
+        drawn = rng.random((numbers.size, candidates)) < ADDED_SHARE
+        q, j = np.nonzero(drawn)
+        added = pl.DataFrame({"query_id": query_ids.gather(q),
+                              "doc_id": doc_ids(numbers[q] * DOC_SPACE + j)})
+        added = added.join(judged.select("query_id", "doc_id"), on=["query_id", "doc_id"],
+                           how="anti")
+        added = added.with_columns(
+            pl.Series("grade", rng.integers(0, 4, size=added.height), dtype=pl.Int64),
+            pl.lit("graded").alias("grade_status"))
+        table = pl.concat([judged, added.select(judged.columns)])
+        table = table[rng.permutation(table.height)].to_arrow()
+        writer = writer or pq.ParquetWriter(target, table.schema)
+        writer.write_table(table, row_group_size=len(table))
+    writer.close()
+
+
+# -- measuring a command -----------------------------------------------------------------------
+
+
+@dataclass
+class Measured:
+    wall: float
+    cpu: float
+    peak_rss: int  # bytes, of the whole process tree
+    returncode: int
+    samples: list[tuple[float, int]] = field(default_factory=list)  # (epoch seconds, bytes)
+
+    def peak_between(self, start: float, end: float) -> int:
+        inside = [rss for t, rss in self.samples if start <= t <= end]
+        return max(inside, default=0)
+
+
+def measure(command: list[str], env: dict, log: Path) -> Measured:
+    """Run ``command``, sampling the RSS of its process tree, output to ``log``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    samples: list[tuple[float, int]] = []
+    started = time.perf_counter()
+    with open(log, "w") as output:
+        process = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT,
+                                   cwd=REPO)
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.is_set():
+                samples.append((time.time(), tree_rss(process.pid)))
+                done.wait(SAMPLE_SECONDS)
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        code = process.wait()
+        done.set()
+        sampler.join()
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    peak = max((rss for _, rss in samples), default=0)
+    return Measured(wall, cpu, peak, code, samples)
+
+
+def tree_rss(root: int) -> int:
+    """Resident bytes of ``root`` and every process below it."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            statm = Path(f"/proc/{entry}/statm").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        parents[int(entry)] = int(fields[1])
+        rss[int(entry)] = int(statm.split()[1]) * page
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack += [child for child, parent in parents.items() if parent == pid]
+    return total
+
+
+# -- Dagster's step events ---------------------------------------------------------------------
+
+
+def step_windows(home: Path) -> list[dict]:
+    """Every step of every run in the instance at ``home``: job, partition, step, start, end."""
+    os.environ["DAGSTER_HOME"] = str(home)
+    import dagster as dg
+
+    steps = []
+    with dg.DagsterInstance.get() as instance:
+        for run in reversed(instance.get_runs()):
+            starts: dict[str, float] = {}
+            for record in instance.get_records_for_run(run.run_id, limit=100_000).records:
+                entry = record.event_log_entry
+                event = entry.dagster_event
+                if event is None:
+                    continue
+                if event.event_type_value == "STEP_START":
+                    starts[entry.step_key] = entry.timestamp
+                elif event.event_type_value in ("STEP_SUCCESS", "STEP_FAILURE"):
+                    steps.append({"job": run.job_name,
+                                  "partition": run.tags.get("dagster/partition", "-"),
+                                  "step": entry.step_key,
+                                  "ok": event.event_type_value == "STEP_SUCCESS",
+                                  "start": starts.get(entry.step_key, entry.timestamp),
+                                  "end": entry.timestamp})
+    return steps
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    pool_arguments(parser, DATA / "pipeline")
+    parser.add_argument("--memory-limit", help="NDCG_EVAL_MEMORY_LIMIT of both runs")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep a landing folder already generated at --out")
+    args = parser.parse_args(argv)
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    landing = out / "landing"
+    started = time.perf_counter()
+    if not (args.reuse and landing.exists()):
+        landing_folder(args.queries, args.rankers, args.candidates, args.seed, out)
+    rows = sum(pq.read_metadata(p).num_rows for p in (landing / "pools" / POOL).glob("*.parquet"))
+    print(f"landing folder {landing}: {rows:,} candidate rows "
+          f"({time.perf_counter() - started:.0f} s to generate)", file=sys.stderr)
+
+    home, storage = out / "dagster_home", out / "storage"
+    for fresh in (home, storage, out / "cli", out / "spill"):
+        shutil.rmtree(fresh, ignore_errors=True)
+    env = {**os.environ, "DAGSTER_HOME": str(home), "NDCG_EVAL_LANDING": str(landing),
+           "NDCG_EVAL_STORAGE": str(storage), "NDCG_EVAL_QUERIES": str(out / "queries.parquet"),
+           "NDCG_EVAL_SPILL_DIR": str(out / "spill"), "PYTHONPATH": str(REPO)}
+    if args.memory_limit:
+        env["NDCG_EVAL_MEMORY_LIMIT"] = args.memory_limit
+    job = measure([sys.executable, "-m", "evaluation_pipeline.main"], env, out / "main.log")
+    steps = step_windows(home)
+    for step in steps:
+        step["wall"] = step["end"] - step["start"]
+        step["peak_rss"] = job.peak_between(step["start"], step["end"])
+    # Between steps: start-up, sensor ticks and run launches, the closing summary.
+    between = [rss for t, rss in job.samples
+               if not any(s["start"] <= t <= s["end"] for s in steps)]
+    cli = measure([sys.executable, "-m", "evaluation_pipeline", "score", "--judgments",
+                   str(landing / "judgments" / f"{VERSIONS[1]}.parquet"), "--run",
+                   str(landing / "pools" / POOL), "--queries", str(out / "queries.parquet"),
+                   "--out", str(out / "cli"), "--report"], env, out / "cli.log")
+
+    result = {
+        "rows": rows, "queries": args.queries, "rankers": args.rankers,
+        "candidates": args.candidates, "seed": args.seed, "memory_limit": args.memory_limit,
+        "cpus": os.cpu_count(), "load_average": os.getloadavg(),
+        "main_job": {"wall": job.wall, "cpu": job.cpu, "peak_rss": job.peak_rss,
+                     "ok": job.returncode == 0, "peak_rss_between_steps": max(between, default=0)},
+        "steps": [{k: v for k, v in s.items() if k not in ("start", "end")} for s in steps],
+        "score_report": {"wall": cli.wall, "cpu": cli.cpu, "peak_rss": cli.peak_rss,
+                         "ok": cli.returncode == 0},
+    }
+    (out / "pipeline-benchmark.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(table(result))
+    return 0 if job.returncode == 0 and cli.returncode == 0 else 1
+
+
+def table(result: dict) -> str:
+    def gb(size: int) -> str:
+        return f"{size / 1e9:.2f} GB"
+
+    lines = [f"{result['rows']:,} candidate rows ({result['queries']:,} queries x "
+             f"{result['rankers']} rankers x {result['candidates']}), load average "
+             f"{result['load_average'][0]:.1f} on {result['cpus']} CPUs", "",
+             "| what | wall | CPU | peak RSS |", "|---|---|---|---|"]
+    job = result["main_job"]
+    lines.append(f"| main job{'' if job['ok'] else ' (FAILED)'} | {job['wall']:.1f} s | "
+                 f"{job['cpu']:.1f} s | {gb(job['peak_rss'])} |")
+    lines.append(f"| main job, between steps | | | {gb(job['peak_rss_between_steps'])} |")
+    for step in result["steps"]:
+        lines.append(f"| {step['job']} {step['partition']}: {step['step']}"
+                     f"{'' if step['ok'] else ' (FAILED)'} | {step['wall']:.1f} s | | "
+                     f"{gb(step['peak_rss'])} |")
+    cli = result["score_report"]
+    lines.append(f"| ndcg-eval score --report ({VERSIONS[1]}){'' if cli['ok'] else ' (FAILED)'}"
+                 f" | {cli['wall']:.1f} s | {cli['cpu']:.1f} s | {gb(cli['peak_rss'])} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

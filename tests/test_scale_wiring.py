@@ -1,0 +1,225 @@
+"""One way to score, in bounded memory: ``auto`` streams Parquet, unsorted inputs go through
+the external sort under the memory budget, and the rows and content hashes are the in-memory
+path's, through the CLI and through the Dagster assets. Results are read back with their lineage
+columns read once.
+
+The pool is the bounded ingest's test pool (several shuffled ranker files) under the budget
+that test shows to spill (``tests.test_bounded_ingest.BUDGET``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import warnings
+
+import dagster as dg
+import numpy as np
+import polars as pl
+import pytest
+
+from evaluation_pipeline.cli import EXIT_BAD_INPUT, main
+from evaluation_pipeline.commands.results import read_with_lineage
+from evaluation_pipeline.core.bounded_ingest import (
+    Verified,
+    candidate_set_disagreements,
+    publish_judgments,
+    publish_pool,
+    verify_published,
+)
+from evaluation_pipeline.core.evaluation import Lineage, LineageError, evaluate
+from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
+from evaluation_pipeline.definitions import pipeline_spec
+from evaluation_pipeline.engines import choice, score_files
+from evaluation_pipeline.engines.choice import choose_engine
+from evaluation_pipeline.io.external_sort import (
+    MEMORY_LIMIT_ENV,
+    SPILL_DIR_ENV,
+    MemoryBudgetError,
+)
+from evaluation_pipeline.io.readers import read_judgments, read_pool
+from evaluation_pipeline.io.storage import judgments_file, pool_file, scores_file
+from evaluation_pipeline.orchestration.resources import EvaluationStorage, ScoringEngine
+from evaluation_pipeline.orchestration.scoring import score_published
+from evaluation_pipeline.spec import profile
+from schemas.errors import InputError
+from tests.test_bounded_ingest import BUDGET, candidates, shuffled
+from tests.test_orchestration_pipeline import make_pipeline, temporary_instance
+
+warnings.filterwarnings("ignore", category=dg.PreviewWarning)
+warnings.filterwarnings("ignore", category=dg.BetaWarning)
+
+POOL, VERSION = "nightly", "grades-v1"
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    """(judgments file, pool folder): three shuffled Parquet ranker files and shuffled
+    judgments of 30% of the candidates, none of it in key order."""
+    rng = np.random.default_rng(11)
+    base = candidates(rng)
+    folder = tmp_path / "landing" / "pools" / POOL
+    folder.mkdir(parents=True)
+    for ranker in ("bm25", "dense", "hybrid"):
+        scores = pl.Series("score", np.round(rng.normal(size=base.height), 1))
+        shuffled(base.with_columns(scores), rng).write_parquet(folder / f"{ranker}.parquet",
+                                                               row_group_size=20_000)
+    (folder / "_READY").touch()
+    judged = base.sample(fraction=0.3, seed=5)
+    judgments = judged.with_columns(
+        pl.Series("grade", rng.integers(0, 4, size=judged.height)),
+        pl.lit("graded").alias("grade_status"), pl.lit(VERSION).alias("judgment_version"))
+    path = tmp_path / "landing" / "judgments" / f"{VERSION}.parquet"
+    path.parent.mkdir(parents=True)
+    shuffled(judgments, rng).write_parquet(path, row_group_size=20_000)
+    return path, folder
+
+
+def test_auto_streams_parquet_past_the_in_memory_size(inputs, tmp_path, monkeypatch):
+    judgments, pool = inputs
+    assert choose_engine(judgments, pool) == "local"  # 450k rows: faster in memory
+    monkeypatch.setattr(choice, "IN_MEMORY_MAX_ROWS", 1000)
+    assert choose_engine(judgments, pool) == "streaming"
+    assert choose_engine(judgments, pool, run_format="csv") == "local"
+    csv = tmp_path / "grades.csv"
+    pl.read_parquet(judgments).write_csv(csv)
+    assert choose_engine(csv, pool) == "local"
+    (pool / "extra.csv").write_text("query_id,doc_id,score\n")
+    assert choose_engine(judgments, pool) == "local"  # a folder with a CSV run in it
+
+
+def test_cli_auto_sorts_unsorted_parquet_within_the_budget(inputs, tmp_path, monkeypatch,
+                                                           capsys):
+    judgments, pool = inputs
+    monkeypatch.setattr(choice, "IN_MEMORY_MAX_ROWS", 1000)
+    spill = tmp_path / "spill"
+    args = ["score", "--judgments", str(judgments), "--run", str(pool), "--memory-limit",
+            f"{BUDGET.memory_limit}B", "--spill-dir", str(spill)]
+    assert main([*args, "--out", str(tmp_path / "auto")]) == 0
+    assert "not sorted" in capsys.readouterr().err  # the external sort ran
+    assert list(spill.iterdir()) == []  # and cleaned its spill up
+    assert main([*args, "--engine", "local", "--out", str(tmp_path / "local")]) == 0
+    auto, local = (json.loads((tmp_path / name / "summary.json").read_text())
+                   for name in ("auto", "local"))
+    assert (auto.pop("engine"), local.pop("engine")) == ("streaming", "local")
+    assert auto == local
+    assert ((tmp_path / "auto" / "per_query.parquet").read_bytes()
+            == (tmp_path / "local" / "per_query.parquet").read_bytes())
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_sort_that_cannot_fit_names_its_step_and_writes_nothing(inputs, tmp_path):
+    judgments, pool = inputs
+    out = tmp_path / "out.parquet"
+    no_disk = dataclasses.replace(BUDGET, spill_dir=tmp_path, max_spill=0)
+    with pytest.raises(MemoryBudgetError, match=r"^sorting the run input for the streaming "
+                       r"engine: cannot finish within the memory budget of 160MB"):
+        score_files(judgments, pool, profile("default"), out, engine="streaming",
+                    budget=no_disk, progress=False)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("option, value, words", [
+    ("--memory-limit", "lots", "memory limit 'lots' is not a size"),
+    ("--memory-limit", "1MB", "is below 16MB"),
+    ("--spill-dir", "FILE", "is not a writable folder"),
+])
+def test_budget_options_are_refused_before_anything_is_written(inputs, tmp_path, capsys,
+                                                               option, value, words):
+    judgments, pool = inputs
+    if value == "FILE":
+        value = str(tmp_path / "a-file")
+        (tmp_path / "a-file").write_text("")
+    out = tmp_path / "out"
+    assert main(["score", "--judgments", str(judgments), "--run", str(pool), "--out", str(out),
+                 option, value]) == EXIT_BAD_INPUT
+    assert words in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_assets_spill_and_equal_the_in_memory_path(inputs, tmp_path, monkeypatch):
+    """Ingest (bounded, spilling) and scoring (auto, streaming) through the Dagster assets give
+    the in-memory path's per-query rows and content hashes."""
+    judgments, pool = inputs
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, f"{BUDGET.memory_limit}B")
+    monkeypatch.setenv(SPILL_DIR_ENV, str(tmp_path / "spill"))
+    monkeypatch.setattr(choice, "IN_MEMORY_MAX_ROWS", 1000)
+    root = tmp_path / "pipeline"
+    root.mkdir()
+    with temporary_instance(root / "dagster_home") as instance:
+        env = make_pipeline(root, instance)
+        env.land_pool(POOL, pool)
+        (env.landing / "judgments" / judgments.name).write_bytes(judgments.read_bytes())
+        outcomes = env.runner.run_until_quiet()
+        assert all(o.success for o in outcomes), outcomes
+        scores = instance.get_latest_materialization_event(dg.AssetKey("query_scores"))
+        assert scores.asset_materialization.metadata["engine"].value == "streaming"
+    expected_pool = read_pool(pool, pool=POOL)
+    expected_grades = read_judgments(judgments, version=VERSION)
+    for folder, sha in ((env.storage / "pools" / POOL, pool_sha256(expected_pool)),
+                        (env.storage / "judgments" / VERSION, judgments_sha256(expected_grades))):
+        assert json.loads((folder / "manifest.json").read_text())["sha256"] == sha
+    expected, _ = evaluate(expected_grades, expected_pool, pipeline_spec())
+    per_query = pl.read_parquet(env.report(POOL, VERSION).parent / "per_query.parquet")
+    assert per_query.equals(expected)
+    assert list((tmp_path / "spill").iterdir()) == []
+
+
+def test_results_read_their_lineage_once_and_equal_the_file(inputs, tmp_path):
+    judgments, pool = inputs
+    out = tmp_path / "out"
+    assert main(["score", "--judgments", str(judgments), "--run", str(pool),
+                 "--out", str(out)]) == 0
+    file = out / "per_query.parquet"
+    rows, lineage = read_with_lineage(file)
+    stored = pl.read_parquet(file)
+    assert rows.equals(stored) and rows.schema == stored.schema
+    assert lineage == Lineage.from_rows(stored, str(file))
+    mixed = pl.concat([stored, stored.head(1).with_columns(pl.lit("other").alias("spec_id"))])
+    mixed.write_parquet(tmp_path / "mixed.parquet")
+    with pytest.raises(LineageError, match=r"mixed.parquet: expected one spec_id, found "):
+        read_with_lineage(tmp_path / "mixed.parquet")
+
+
+def test_published_files_are_checked_again_in_bounded_memory(inputs, tmp_path):
+    judgments, pool = inputs
+    published = publish_pool(pool, tmp_path / "pool.parquet", budget=BUDGET)
+    assert verify_published(published.path, "pool") == Verified(published.sha256,
+                                                                published.rows)
+    grades = publish_judgments(judgments, tmp_path / "grades.parquet", budget=BUDGET)
+    assert verify_published(grades.path, "judgments").sha256 == grades.sha256
+    rows = pl.read_parquet(published.path)
+    altered = tmp_path / "altered.parquet"
+    rows.with_columns(pl.when(pl.int_range(pl.len()) == 7).then(9.5).otherwise("score")
+                      .alias("score")).write_parquet(altered)
+    assert verify_published(altered, "pool").sha256 != published.sha256
+    pl.concat([rows.head(3), rows.slice(2)]).write_parquet(altered)
+    with pytest.raises(InputError, match="must be unique"):
+        verify_published(altered, "pool")
+    rows.reverse().write_parquet(altered, row_group_size=50_000)
+    with pytest.raises(InputError, match="not in key order"):
+        verify_published(altered, "pool")
+    rows.with_columns(pl.lit(float("nan")).alias("score")).write_parquet(altered)
+    with pytest.raises(InputError, match="score"):
+        verify_published(altered, "pool")
+    count, examples = candidate_set_disagreements(published.path, BUDGET)
+    assert (count, examples) == (0, [])
+
+
+def test_an_object_store_is_scored_through_a_local_scratch_folder(inputs, tmp_path):
+    judgments, pool = inputs
+    storage = EvaluationStorage(base=f"memory://ndcg-scale-{os.getpid()}")
+    grades = read_judgments(judgments, version=VERSION).sort("query_id", "doc_id")
+    candidates = read_pool(pool, pool=POOL).sort("ranker", "query_id", "doc_id")
+    storage.write_parquet(grades, *judgments_file(VERSION))
+    storage.write_parquet(candidates, *pool_file(POOL))
+    spec = profile("default")
+    place = scores_file(POOL, VERSION, spec.spec_id)
+    budget = dataclasses.replace(BUDGET, spill_dir=tmp_path / "spill")
+    result = score_published(storage, ScoringEngine(), budget, judgments_file(VERSION),
+                             pool_file(POOL), place, spec)
+    assert result.engine == "local" and result.per_query_path == str(storage.path(*place))
+    expected, lineage = evaluate(grades, candidates, spec)
+    assert storage.read_parquet(*place).equals(expected) and result.lineage == lineage
+    assert list((tmp_path / "spill").iterdir()) == []
