@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from evaluation_pipeline.io.locations import is_remote
+
 AUTO = "auto"
 # Measured with ``ndcg-eval score`` (2 cores, shared and heavily loaded; best of 3, CPU seconds
 # steadier than wall): from 10k to 300k run rows both engines take ~1.1 s (start-up dominates);
@@ -44,7 +46,7 @@ def choose_engine(judgments_path: str | Path, run_path: str | Path, *,
 def _parquet_files(location: str | Path) -> list[Path | None]:
     """The Parquet files of an input, with ``None`` for any file that is not Parquet (or for a
     location that is not a local file or folder: a URL, a missing path)."""
-    if isinstance(location, str) and "://" in location:
+    if (isinstance(location, str) and "://" in location) or is_remote(location):
         return [None]
     path = Path(location)
     if path.is_dir():
