@@ -31,8 +31,9 @@ from evaluation_pipeline.io.readers import read_judgments, read_pool
 from schemas.errors import EvaluationError, InputError
 
 POOL_KEY = ["ranker", "query_id", "doc_id"]
-# DuckDB's share, 80 MB, is less than the pool's sort needs: it spills (see the test below).
-BUDGET = Budget.of("160MB")
+# DuckDB's share, 32 MB, is less than even one ranker's sort needs: it spills (see the test
+# below). Some 48 MB of budget is too little for DuckDB to sort at all.
+BUDGET = Budget.of("64MB")
 QUERIES, CANDIDATES = 1500, 100
 
 
@@ -80,6 +81,7 @@ def test_pool_of_unsorted_files_equals_the_in_memory_path(pool_folder, tmp_path)
     budget = dataclasses.replace(BUDGET, spill_dir=tmp_path / "spill")
     published = publish_pool(pool_folder, target, budget=budget, log=lines.append)
     assert [line.split(" ")[0] for line in lines] == ["checked", "sorted", "hashed"]
+    assert "(3 rankers sorted apart)" in lines[1]  # each file holds one ranker
     assert list((tmp_path / "spill").iterdir()) == []  # the spill is cleaned up
     expected = read_pool(pool_folder).sort(POOL_KEY)
     assert pl.read_parquet(target).equals(expected)
@@ -92,11 +94,31 @@ def test_pool_of_unsorted_files_equals_the_in_memory_path(pool_folder, tmp_path)
     assert count_candidate_set_disagreements(target, budget=BUDGET) == QUERIES - 300 + 1
 
 
+def test_a_file_of_several_rankers_sorts_the_pool_whole(pool_folder, tmp_path):
+    """Rankers split over files unevenly (one file holds two, another a part of one) cannot be
+    sorted ranker by ranker: one sort of everything, with the same rows and hash."""
+    first = pl.read_parquet(pool_folder / "first.parquet")
+    dense = pl.read_parquet(pool_folder / "dense.parquet").with_columns(
+        pl.lit("dense").alias("ranker"))
+    mixed = pl.concat([first.head(70_000), dense.select(first.columns)])
+    (pool_folder / "dense.parquet").unlink()
+    mixed.write_parquet(pool_folder / "first.parquet", row_group_size=20_000)
+    first.slice(70_000).write_parquet(pool_folder / "rest.parquet")
+    lines = []
+    # One sort of all the rows needs more than BUDGET lets DuckDB have even with spilling.
+    published = publish_pool(pool_folder, tmp_path / "pool.parquet",
+                             budget=Budget.of("160MB"), log=lines.append)
+    assert "sorted apart" not in lines[1]
+    expected = read_pool(pool_folder).sort(POOL_KEY)
+    assert pl.read_parquet(tmp_path / "pool.parquet").equals(expected)
+    assert published.sha256 == pool_sha256(expected)
+
+
 def test_that_budget_makes_the_sort_spill(pool_folder, tmp_path):
     """The same files and budget as above, with no disk to spill to, cannot be sorted."""
     target = tmp_path / "pool.parquet"
     with pytest.raises(MemoryBudgetError, match=r"^sorting candidate pool 'nightly': cannot "
-                       r"finish within the memory budget of 160MB .*--memory-limit"):
+                       r"finish within the memory budget of 64MB .*--memory-limit"):
         publish_pool(pool_folder, target, budget=dataclasses.replace(BUDGET, max_spill=0))
     assert not target.exists() and list(tmp_path.iterdir()) == [tmp_path / "landing"]
 

@@ -4,7 +4,8 @@ path's, through the CLI and through the Dagster assets. Results are read back wi
 columns read once.
 
 The pool is the bounded ingest's test pool (several shuffled ranker files) under the budget
-that test shows to spill (``tests.test_bounded_ingest.BUDGET``).
+that test shows to spill (``tests.test_bounded_ingest.BUDGET``); the streaming engine sorts a
+pool folder in one sort, which needs more (``WHOLE_SORT_BUDGET``, which spills too).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from evaluation_pipeline.engines.choice import choose_engine
 from evaluation_pipeline.io.external_sort import (
     MEMORY_LIMIT_ENV,
     SPILL_DIR_ENV,
+    Budget,
     MemoryBudgetError,
 )
 from evaluation_pipeline.io.readers import read_judgments, read_pool
@@ -45,6 +47,8 @@ from evaluation_pipeline.orchestration.scoring import score_published
 from evaluation_pipeline.spec import profile
 from schemas.errors import InputError
 from tests.test_bounded_ingest import BUDGET, candidates, shuffled
+
+WHOLE_SORT_BUDGET = Budget.of("160MB")
 from tests.test_orchestration_pipeline import make_pipeline, temporary_instance
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
@@ -95,7 +99,7 @@ def test_cli_auto_sorts_unsorted_parquet_within_the_budget(inputs, tmp_path, mon
     monkeypatch.setattr(choice, "IN_MEMORY_MAX_ROWS", 1000)
     spill = tmp_path / "spill"
     args = ["score", "--judgments", str(judgments), "--run", str(pool), "--memory-limit",
-            f"{BUDGET.memory_limit}B", "--spill-dir", str(spill)]
+            f"{WHOLE_SORT_BUDGET.memory_limit}B", "--spill-dir", str(spill)]
     assert main([*args, "--out", str(tmp_path / "auto")]) == 0
     assert "not sorted" in capsys.readouterr().err  # the external sort ran
     assert list(spill.iterdir()) == []  # and cleaned its spill up
@@ -112,7 +116,7 @@ def test_cli_auto_sorts_unsorted_parquet_within_the_budget(inputs, tmp_path, mon
 def test_a_sort_that_cannot_fit_names_its_step_and_writes_nothing(inputs, tmp_path):
     judgments, pool = inputs
     out = tmp_path / "out.parquet"
-    no_disk = dataclasses.replace(BUDGET, spill_dir=tmp_path, max_spill=0)
+    no_disk = dataclasses.replace(WHOLE_SORT_BUDGET, spill_dir=tmp_path, max_spill=0)
     with pytest.raises(MemoryBudgetError, match=r"^sorting the run input for the streaming "
                        r"engine: cannot finish within the memory budget of 160MB"):
         score_files(judgments, pool, profile("default"), out, engine="streaming",

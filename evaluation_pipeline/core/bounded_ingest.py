@@ -31,10 +31,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
 from evaluation_pipeline.core.hashing import StreamingDigest
+from evaluation_pipeline.core.threads import helper
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.external_sort import (
     Budget,
@@ -172,26 +174,45 @@ def _publish(kind: _Kind, files: list[Path], label: str, target: Path, name: str
         scratch = Path(scratch)
         prepared = []
         for number, path in enumerate(files):
-            sort_input, name, found = _prepare(kind, path, fmt, name, scratch / f"in-{number}")
-            prepared.append((sort_input, found))
+            prepared.append(_prepare(kind, path, fmt, name, scratch / f"in-{number}"))
+            name = prepared[-1].name
         # The first file's columns are published; a later file lacking an extra one (a
         # judgment's rubric, say) gives it as null.
-        columns = prepared[0][1]
-        inputs = [SortInput(i.path, {**i.constants, **{c: None for c in columns
-                                                        if c not in found}})
-                  for i, found in prepared]
+        columns = prepared[0].columns
+        inputs = [SortInput(p.input.path, {**p.input.constants, **{
+            c: None for c in columns if c not in p.columns}}) for p in prepared]
         lap(f"checked {len(files)} file(s) of {kind.what} {name!r}")
-        ordered = sort_parquet(
-            inputs, scratch / "sorted.parquet", kind.key, columns=columns,
-            dtypes={c: t for c, t in kind.dtypes.items() if c in columns},
-            budget=dataclasses.replace(budget, spill_dir=scratch),
-            step=f"sorting {kind.what} {name!r}")
-        lap(f"sorted by {', '.join(kind.key)} within {format_bytes(budget.memory_limit)}")
+        parts = []
+        for number, (group, keys) in enumerate(_sort_groups(kind, inputs, prepared)):
+            parts.append(sort_parquet(
+                group, scratch / f"sorted-{number}.parquet", keys, columns=columns,
+                dtypes={c: t for c, t in kind.dtypes.items() if c in columns},
+                budget=dataclasses.replace(budget, spill_dir=scratch),
+                step=f"sorting {kind.what} {name!r}"))
+        lap(f"sorted by {', '.join(kind.key)} within {format_bytes(budget.memory_limit)}"
+            + (f" ({len(parts)} rankers sorted apart)" if len(parts) > 1 else ""))
         facts: dict = {}
         atomic_write(target, lambda tmp: facts.update(
-            _hash_and_write(kind, ordered, tmp, files, inputs, label, fmt, name)))
+            _hash_and_write(kind, parts, tmp, files, inputs, label, fmt, name)))
         lap(f"hashed {facts['rows']:,} rows and wrote {target}")
     return Published(path=target, name=name, **facts)
+
+
+def _sort_groups(kind: _Kind, inputs: list[SortInput], prepared: list[_Prepared]
+                 ) -> list[tuple[list[SortInput], tuple[str, ...]]]:
+    """The sorts whose outputs, one after the other, are the whole input in key order.
+
+    A pool whose every file holds one ranker (a ranker's run file, the usual landing) is sorted
+    ranker by ranker, in ranker order, by the rest of the key: sorts a third the size of one
+    whole sort spill less and took two thirds of its time (30M rows, 3 rankers). Files of the
+    same ranker are sorted together, so that a key they repeat meets in one sorted part."""
+    if kind is not _POOL or any(len(p.rankers) != 1 for p in prepared):
+        return [(inputs, kind.key)]
+    by_ranker: dict[str, list[SortInput]] = {}
+    for sort_input, p in zip(inputs, prepared):
+        by_ranker.setdefault(next(iter(p.rankers)), []).append(sort_input)
+    # Python orders str by code point, which is UTF-8's byte order: the contract's.
+    return [(by_ranker[r], kind.key[1:]) for r in sorted(by_ranker)]
 
 
 def _stopwatch(log: Callable[[str], None]) -> Callable[[str], None]:
@@ -208,11 +229,20 @@ def _stopwatch(log: Callable[[str], None]) -> Callable[[str], None]:
 # -- pass 1: row rules, file by file ----------------------------------------------------------
 
 
-def _prepare(kind: _Kind, path: Path, fmt: str | None, name: str | None, spilled: Path
-             ) -> tuple[SortInput, str, list[str]]:
-    """The file as a sort input, the name it establishes, and the columns it contributes.
+@dataclass(frozen=True)
+class _Prepared:
+    """A checked file: its sort input, the name it establishes, the columns it contributes,
+    and (pools) the rankers it holds."""
 
-    Screened in batches when its columns already have the contract's types; otherwise read
+    input: SortInput
+    name: str
+    columns: list[str]
+    rankers: frozenset[str] = frozenset()
+
+
+def _prepare(kind: _Kind, path: Path, fmt: str | None, name: str | None, spilled: Path
+             ) -> _Prepared:
+    """Screened in batches when its columns already have the contract's types; otherwise read
     whole by its reader (the in-memory path, one file at a time) and spilled as Parquet."""
     schema = _parquet_schema(path) if detect_format(path, fmt) == "parquet" else None
     if schema is not None and _contract_typed(kind, schema):
@@ -221,15 +251,22 @@ def _prepare(kind: _Kind, path: Path, fmt: str | None, name: str | None, spilled
         defaults = {"ranker": path.stem, kind.name_column: name or path.stem}
         constants = {c: defaults[c] for c in kind.optional if c not in schema}
         name = constants.get(kind.name_column, name)
-        screened, name = _screen_batches(kind, path, fmt, name, constants)
-        if screened:
+        screened = _screen_batches(kind, path, fmt, name, constants)
+        if screened is not None:
             columns = [*schema, *(c for c in constants if c not in schema)]
-            return SortInput(path, constants), name, _published_columns(kind, columns)
+            name, rankers = screened
+            return _Prepared(SortInput(path, constants), name,
+                             _published_columns(kind, columns), rankers)
     frame = kind.read(path, fmt, name, False)
     name = frame.select(pl.col(kind.name_column).first()).item()
     frame = frame.select(_published_columns(kind, frame.columns))
     frame.write_parquet(spilled.with_suffix(".parquet"))
-    return SortInput(spilled.with_suffix(".parquet")), name, frame.columns
+    return _Prepared(SortInput(spilled.with_suffix(".parquet")), name, frame.columns,
+                     _rankers(kind, frame))
+
+
+def _rankers(kind: _Kind, frame: pl.DataFrame) -> frozenset[str]:
+    return frozenset(frame["ranker"].unique().to_list()) if kind is _POOL else frozenset()
 
 
 def _published_columns(kind: _Kind, columns: list[str]) -> list[str]:
@@ -257,24 +294,26 @@ def _contract_typed(kind: _Kind, schema: dict) -> bool:
 
 
 def _screen_batches(kind: _Kind, path: Path, fmt, name: str | None, constants: dict
-                    ) -> tuple[bool, str]:
-    """Screen the file a batch at a time. (False, name) when a batch needs the reader's own
-    conversion (a judgment's grade_status with padding); a refused batch raises the reader's
-    message for the whole file."""
+                    ) -> tuple[str, frozenset[str]] | None:
+    """Screen the file a batch at a time: (its name, the rankers it holds), or None when a batch
+    needs the reader's own conversion (a judgment's grade_status with padding); a refused batch
+    raises the reader's message for the whole file."""
     needed = [c for c in kind.dtypes if c not in constants]
     expected = name
+    rankers: set[str] = set()
     for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS, columns=needed):
         frame = pl.from_arrow(batch).with_columns(
             pl.lit(v, dtype=pl.String).alias(c) for c, v in constants.items())
         if kind is _JUDGMENTS and not _holds(frame, (pl.col("grade_status") == pl.col(
                 "grade_status").str.strip_chars()).all()):
-            return False, name
+            return None
         if expected is None:
             expected = frame.select(pl.col(kind.name_column).first()).item()
         if not (screening.screen(kind.model, frame, check_keys=False)
                 and _holds(frame, (pl.col(kind.name_column) == expected).all())):
             _refuse(kind, path, fmt, name)
-    return True, expected
+        rankers |= _rankers(kind, frame)
+    return expected, frozenset(rankers)
 
 
 def _holds(frame: pl.DataFrame, rule: pl.Expr) -> bool:
@@ -291,22 +330,24 @@ def _refuse(kind: _Kind, path: Path, fmt, name: str | None) -> None:
 # -- pass 3: keys, content hash, publishing ---------------------------------------------------
 
 
-def _hash_and_write(kind: _Kind, ordered: Path, tmp: Path, files, inputs, label, fmt, name
+def _hash_and_write(kind: _Kind, parts: list[Path], tmp: Path, files, inputs, label, fmt, name
                     ) -> dict:
     digest = StreamingDigest(kind.digest)
     rankers: dict[str, list[int]] = {}
     grades: Counter = Counter()
     rows = 0
-    writer = None
-    try:
-        for frame in _whole_blocks(ordered, list(kind.key[:-1])):
+    with _ParquetAppender(tmp) as out:
+        for frame in _whole_blocks(parts, list(kind.key[:-1])):
             blocks = digest.update(frame)
             if blocks.duplicate >= 0:
                 _refuse_duplicate(kind, blocks.duplicate_key(), files, inputs, label, fmt, name)
             rows += frame.height
             if kind is _POOL:
-                for ranker, queries, candidates in frame.group_by("ranker").agg(
-                        pl.col("query_id").n_unique(), pl.len()).iter_rows():
+                # A block is one (ranker, query_id), whole in one batch: counting blocks and
+                # their rows per ranker counts queries and candidates.
+                for ranker, queries, candidates in blocks.keys.select("ranker").with_columns(
+                        rows=pl.Series(np.diff(blocks.starts))).group_by("ranker").agg(
+                        pl.len(), pl.col("rows").sum()).iter_rows():
                     counts = rankers.setdefault(ranker, [0, 0])
                     counts[0] += queries
                     counts[1] += candidates
@@ -315,12 +356,7 @@ def _hash_and_write(kind: _Kind, ordered: Path, tmp: Path, files, inputs, label,
                                                 .then(pl.lit(cols.UNKNOWN))
                                                 .otherwise(pl.col("grade").cast(pl.String)))
                                    .to_series().value_counts().iter_rows()))
-            table = frame.to_arrow()
-            writer = writer or pq.ParquetWriter(tmp, table.schema, compression="zstd")
-            writer.write_table(table)
-    finally:
-        if writer is not None:
-            writer.close()
+            out.append(frame)
     return {
         "sha256": digest.hexdigest(), "rows": rows,
         "rankers": [{"ranker": r, "n_queries": q, "n_candidates": n}
@@ -329,21 +365,65 @@ def _hash_and_write(kind: _Kind, ordered: Path, tmp: Path, files, inputs, label,
     }
 
 
-def _whole_blocks(path: Path, block_key: list[str]) -> Iterator[pl.DataFrame]:
-    """The sorted file in batches that never cut a block: a batch's last block waits for the
-    next batch (a (ranker, query_id) block may span many)."""
+class _ParquetAppender:
+    """Frames appended to one zstd Parquet file, encoded on a helper thread while the caller
+    hashes the next batch (Parquet encoding releases the GIL, and was a third of the pass).
+    At most one frame waits, so memory stays at a couple of batches."""
+
+    def __init__(self, path: Path) -> None:
+        self._path, self._writer, self._pending = path, None, None
+
+    def __enter__(self) -> _ParquetAppender:
+        return self
+
+    def append(self, frame: pl.DataFrame) -> None:
+        self._wait()
+        self._pending = helper("parquet-append").submit(self._write, frame.to_arrow())
+
+    def _write(self, table) -> None:
+        self._writer = self._writer or pq.ParquetWriter(self._path, table.schema,
+                                                        compression="zstd")
+        self._writer.write_table(table)
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self._wait()
+        finally:
+            if self._writer is not None:
+                self._writer.close()
+
+
+def _whole_blocks(paths: Path | Sequence[Path], block_key: list[str]) -> Iterator[pl.DataFrame]:
+    """The rows of sorted files, one after the other, in batches that never cut a block: a
+    batch's last block waits for the next batch (a (ranker, query_id) block may span many)."""
     carry = None
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
-        frame = pl.from_arrow(batch)
-        frame = frame if carry is None else pl.concat([carry, frame])
-        last = frame.select(block_key).row(-1)
-        tail = frame.select(pl.all_horizontal(pl.col(c) == v for c, v in zip(block_key, last))
-                            .arg_true().first()).item()
-        carry = frame.slice(tail)
-        if tail:
-            yield frame.slice(0, tail)
+    for path in [paths] if isinstance(paths, Path) else paths:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
+            frame = pl.from_arrow(batch)
+            frame = frame if carry is None else pl.concat([carry, frame])
+            tail = _last_block_start(frame, block_key)
+            carry = frame.slice(tail)
+            if tail:
+                yield frame.slice(0, tail)
     if carry is not None and carry.height:
         yield carry
+
+
+def _last_block_start(frame: pl.DataFrame, block_key: list[str]) -> int:
+    """The first row of the frame's last block, by binary search on the sorted key columns:
+    the last block's first column is a run at the end, within which the next column is
+    sorted, and so on. (On rows out of key order the cut may fall inside a block; the block's
+    rest then comes after a later block, which ``verify_published`` refuses as out of order.)"""
+    start = 0
+    for column in block_key:
+        values = frame[column].slice(start)
+        start += int(values.search_sorted(values[-1], side="left"))
+    return start
 
 
 def _refuse_duplicate(kind: _Kind, key: dict, files, inputs, label, fmt, name) -> None:
