@@ -301,8 +301,8 @@ def _screen_batches(kind: _Kind, path: Path, fmt, name: str | None, constants: d
     needed = [c for c in kind.dtypes if c not in constants]
     expected = name
     rankers: set[str] = set()
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS, columns=needed):
-        frame = pl.from_arrow(batch).with_columns(
+    for frame in _batches(path, needed):
+        frame = frame.with_columns(
             pl.lit(v, dtype=pl.String).alias(c) for c, v in constants.items())
         if kind is _JUDGMENTS and not _holds(frame, (pl.col("grade_status") == pl.col(
                 "grade_status").str.strip_chars()).all()):
@@ -314,6 +314,14 @@ def _screen_batches(kind: _Kind, path: Path, fmt, name: str | None, constants: d
             _refuse(kind, path, fmt, name)
         rankers |= _rankers(kind, frame)
     return expected, frozenset(rankers)
+
+
+def _batches(path: Path, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
+    """A Parquet file's rows in order, some BATCH_ROWS at a time. Polars decodes strings
+    straight into its own arrays: a third of the CPU of Arrow batches converted (30M rows)."""
+    scan = pl.scan_parquet(path, glob=False)
+    return (scan if columns is None else scan.select(columns)).collect_batches(
+        chunk_size=BATCH_ROWS)
 
 
 def _holds(frame: pl.DataFrame, rule: pl.Expr) -> bool:
@@ -403,8 +411,7 @@ def _whole_blocks(paths: Path | Sequence[Path], block_key: list[str]) -> Iterato
     batch's last block waits for the next batch (a (ranker, query_id) block may span many)."""
     carry = None
     for path in [paths] if isinstance(paths, Path) else paths:
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
-            frame = pl.from_arrow(batch)
+        for frame in _batches(path):
             frame = frame if carry is None else pl.concat([carry, frame])
             tail = _last_block_start(frame, block_key)
             carry = frame.slice(tail)
