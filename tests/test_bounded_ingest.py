@@ -232,3 +232,16 @@ def test_the_budget_comes_from_the_environment_then_the_default(monkeypatch):
 def test_a_budget_that_is_not_one_is_refused(text):
     with pytest.raises(EvaluationError, match="memory limit"):
         parse_memory_limit(text)
+
+
+@pytest.mark.parametrize("used_mb, expected_mb", [
+    (100, 1000),   # a fresh process: half of the budget
+    (900, 800),    # a Dagster process before a step: what it leaves, less the reserve
+    (1600, 500),   # nearly all used: never below a quarter
+    (2500, 1000),  # a budget below what the process holds bounds the sort alone: half
+])
+def test_duckdb_gets_what_the_process_leaves_of_the_budget(monkeypatch, used_mb, expected_mb):
+    from evaluation_pipeline.io import external_sort
+
+    monkeypatch.setattr(external_sort, "_resident_bytes", lambda: used_mb * 1000**2)
+    assert external_sort.duckdb_share(2 * 1000**3) == expected_mb * 1000**2
