@@ -21,7 +21,7 @@ import polars as pl
 from evaluation_pipeline import __version__
 from evaluation_pipeline.core import nightly, quality
 from evaluation_pipeline.core.bounded_ingest import (
-    count_candidate_set_disagreements,
+    candidate_set_disagreements,
     publish_judgments,
     publish_pool,
 )
@@ -172,7 +172,7 @@ def candidate_pools(
         published = publish_pool(folder, Path(tmp) / POOL_FILE, pool=pool, budget=budget,
                                  log=context.log.info)
         sha, rows = published.sha256, published.rows
-        differing = count_candidate_set_disagreements(published.path, budget)
+        differing, examples = candidate_set_disagreements(published.path, budget)
         manifest = {
             "candidate_pool": pool,
             "sha256": sha,
@@ -180,6 +180,7 @@ def candidate_pools(
             "rankers": published.rankers,
             "shared_candidate_sets": differing == 0,
             "queries_with_different_candidate_sets": differing,
+            "different_candidate_set_examples": examples,
             "source": str(folder),
             # The night of the pool: nights are ordered by the arrival of their READY_MARKER.
             nightly.READY_AT: nightly.ready_at_from_mtime_ns(landing.ready_at_ns(pool)),
