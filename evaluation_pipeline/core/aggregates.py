@@ -89,7 +89,9 @@ def _with_query_columns(
     # Only the columns the aggregates read: the lineage columns alone are most of a row.
     frame = per_query.select(AGGREGATED_COLUMNS)
     if queries is not None:
-        keep = ["query_id", "weight", *[s for s in slices if s != "weight"]]
+        # Slice values as categories: joined onto every row, a code each rather than a string.
+        keep = ["query_id", "weight", *[pl.col(s).cast(pl.String).cast(pl.Categorical)
+                                        for s in slices if s != "weight"]]
         frame = frame.join(queries.select(keep), on="query_id", how="left")
     return frame.with_columns(pl.lit(ALL).alias("__all"))
 
