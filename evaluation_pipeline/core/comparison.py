@@ -117,9 +117,9 @@ COMPARED_COLUMNS = ("ranker", "query_id", "cutoff", "ndcg", "candidate_recall", 
 
 def _numbers_of(per_query: pl.DataFrame, ranker: str, cutoff: int) -> pl.DataFrame:
     """(query_id, cutoff, ndcg) of one result's queries with a number: all a pair reads."""
-    return per_query.filter(
+    return per_query.lazy().filter(
         (pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff) & pl.col("ndcg").is_not_null()
-    ).select("query_id", "cutoff", "ndcg")
+    ).select("query_id", "cutoff", "ndcg").collect()
 
 
 def compare_rankers(
