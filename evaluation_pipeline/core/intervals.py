@@ -1,8 +1,9 @@
 """Bootstrap intervals of every (ranker, cutoff, slice) mean and of paired differences.
 
-Both read the per-query rows once into a table of queries (one row per query id, sorted, one
-column per number to resample) and make one pass of :func:`resampling.resampled_sums` over it
-for all results at once: a result's resampled mean is its weighted sum over its summed weights,
+Both read the per-query rows into a table of queries (one row per query id, sorted, one
+column per number to resample; the rows of one result at a time, and only the distinct columns
+are kept) and make one pass of :func:`resampling.resampled_sums` over it for all results at
+once: a result's resampled mean is its weighted sum over its summed weights,
 with each query's Poisson count as the weight, and a slice's sums are the sums of the cells of
 the queries in it.
 """
