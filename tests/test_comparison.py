@@ -9,6 +9,7 @@ from scipy import stats
 
 from evaluation_pipeline.core.comparison import (
     candidate_set_differences,
+    candidate_sets_differ,
     compare_pools,
     compare_rankers,
 )
@@ -138,3 +139,18 @@ def test_candidate_set_differences_in_a_pool_are_found_exactly():
     })
     assert candidate_set_differences(pool)["query_id"].to_list() == ["q1"]
     assert candidate_set_differences(pool.filter(pl.col("query_id") == "q2")).height == 0
+
+
+def test_candidate_sets_differ_on_size_or_recall_null_included_missing_queries_apart():
+    per_query = per_query_rows([
+        ("a", "same", 0.5, "scored", 1.0, 0.5, 10), ("b", "same", 0.6, "scored", 1.0, 0.5, 10),
+        ("a", "size", 0.5, "scored", 1.0, 0.5, 10), ("b", "size", 0.6, "scored", 1.0, 0.5, 9),
+        ("a", "recall", 0.5, "scored", 1.0, 0.5, 10), ("b", "recall", 0.6, "scored", 1.0, 0.7, 10),
+        ("a", "null", 0.5, "scored", 1.0, None, 10), ("b", "null", 0.6, "scored", 1.0, 0.5, 10),
+        ("a", "nulls", None, "not_judged", 1.0, None, 10),
+        ("b", "nulls", None, "not_judged", 1.0, None, 10),
+        # A ranker missing the query says nothing about its candidate set.
+        ("a", "missing", 0.5, "scored", 1.0, 0.5, 10),
+        ("b", "missing", 0.0, "missing_from_run", 1.0, None, 0),
+    ])
+    assert candidate_sets_differ(per_query)["query_id"].to_list() == ["null", "recall", "size"]

@@ -8,10 +8,17 @@ import numpy as np
 import polars as pl
 import pytest
 
-from evaluation_pipeline.core.aggregates import aggregate_with_intervals
+from evaluation_pipeline.core.aggregates import (
+    AGGREGATED_COLUMNS,
+    _aggregate_by,
+    aggregate,
+    aggregate_with_intervals,
+)
 from evaluation_pipeline.core.evaluation import Lineage
+from evaluation_pipeline.core.intervals import ALL
 from evaluation_pipeline.report import ReportConfig, headline_markdown, write_report
 from evaluation_pipeline.spec import EvaluationSpec
+from schemas.columns import AGGREGATE_KEY
 
 SHA_J, SHA_P = "a" * 64, "b" * 64
 LINEAGE = Lineage("v1", SHA_J, "pool-1", SHA_P, EvaluationSpec(cutoffs=(5,)).spec_id)
@@ -128,3 +135,38 @@ def test_write_report_writes_every_file_and_returns_report_json(tmp_path):
     assert markdown.splitlines()[0].startswith("| ranker | K | NDCG |")
     assert f"| r | 5 | {report['results'][0]['macro_ndcg']:.4f}" in markdown
     assert report["results"][0]["sentence"] in markdown
+
+
+def test_aggregates_one_result_at_a_time_equal_one_group_by_over_all_rows_to_the_bit():
+    """The aggregates read one (ranker, cutoff) at a time, slice values as categories: the
+    numbers are those of one group-by over every row with the queries table joined as is."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    ids = [f"q{i:05d}" for i in rng.permutation(n)]
+    rows = pl.concat([
+        per_query_rows([(ranker, q, None if v < 0.1 else float(v), "scored" if v >= 0.1 else
+                         "no_positive", float(j), None if j < 0.2 else float(j))
+                        for q, v, j in zip(ids, rng.uniform(0, 1, n), rng.uniform(0, 1, n))],
+                       cutoff=k)
+        for ranker in ("b", "a") for k in (10, 5)
+    ])
+    queries = pl.DataFrame({
+        "query_id": ids[: n - 100],  # 100 queries without a row weigh 0, their slices (none)
+        "weight": rng.lognormal(1.0, 1.5, n - 100),
+        "band": pl.Series([("head", "tail", None)[i] for i in rng.integers(0, 3, n - 100)],
+                          dtype=pl.String),
+        "size": rng.integers(0, 4, n - 100),
+    })
+    slices = ("band", "size")
+    frame = rows.select(AGGREGATED_COLUMNS).join(queries, on="query_id", how="left")
+    frame = frame.with_columns(pl.lit(ALL).alias("__all"))
+    reference = pl.concat([
+        _aggregate_by(frame, column, weighted=True).with_columns(
+            pl.lit(ALL if column == "__all" else column).alias("slice_column"))
+        for column in ("__all", *slices)
+    ]).sort(AGGREGATE_KEY)
+    mine = aggregate(rows, queries, slices).select(reference.columns).sort(AGGREGATE_KEY)
+    assert mine.equals(reference)
+    numbers = ["macro_ndcg", "weighted_ndcg", "mean_judged_at_k", "mean_candidate_recall"]
+    for column in numbers:  # bit for bit, not within a tolerance
+        assert mine[column].to_numpy().tobytes() == reference[column].to_numpy().tobytes()

@@ -43,17 +43,18 @@ def paired_statistics(paired: pl.DataFrame, tested: dict) -> dict:
     }
 
 
-def paired_frame(first: pl.DataFrame, second: pl.DataFrame) -> pl.DataFrame:
-    """Per-query rows of two results joined on (query_id, cutoff), with the difference.
+def paired_frame(first: pl.DataFrame, second: pl.DataFrame,
+                 carried: tuple[str, ...] = ("candidate_recall", "status")) -> pl.DataFrame:
+    """Per-query rows of two results joined on (query_id, cutoff), with the difference and
+    each side's ``carried`` columns (suffixed ``_first`` and ``_second``).
 
     Only queries with a number on both sides are paired; the rest are counted by the caller.
     """
-    columns = ["query_id", "cutoff", "ndcg", "candidate_recall", "status"]
+    columns = ["query_id", "cutoff", "ndcg", *carried]
     return (
         first.select(columns)
         .join(second.select(columns), on=["query_id", "cutoff"], how="inner", suffix="_second")
-        .rename({"ndcg": "ndcg_first", "candidate_recall": "candidate_recall_first",
-                 "status": "status_first"})
+        .rename({c: f"{c}_first" for c in ("ndcg", *carried)})
         .filter(pl.col("ndcg_first").is_not_null() & pl.col("ndcg_second").is_not_null())
         .with_columns((pl.col("ndcg_second") - pl.col("ndcg_first")).alias("difference"))
         .sort("cutoff", "query_id")
@@ -76,17 +77,18 @@ def candidate_sets_differ(per_query: pl.DataFrame) -> pl.DataFrame:
     different candidate recall proves the sets differ (equal counts do not prove them equal;
     :func:`candidate_set_differences` checks the pool itself).
     """
-    returned = per_query.filter(pl.col("status") != "missing_from_run")
+    # The distinct (size, recall) pairs of each query: more than one means the sets differ.
+    # Narrowed first: at a million queries the rows of every column would be copied twice.
+    returned = per_query.lazy().filter(pl.col("status") != "missing_from_run").select(
+        "query_id", "n_candidates", "candidate_recall")
     return (
-        returned.group_by("query_id")
-        .agg(
-            pl.col("ranker").n_unique().alias("n_rankers"),
-            pl.col("n_candidates").n_unique().alias("n_sizes"),
-            pl.col("candidate_recall").n_unique().alias("n_recalls"),
-        )
-        .filter((pl.col("n_sizes") > 1) | (pl.col("n_recalls") > 1))
+        returned.unique()
+        .group_by("query_id")
+        .len()
+        .filter(pl.col("len") > 1)
         .select("query_id")
         .sort("query_id")
+        .collect()
     )
 
 
@@ -113,6 +115,13 @@ COMPARED_COLUMNS = ("ranker", "query_id", "cutoff", "ndcg", "candidate_recall", 
                     "n_candidates")
 
 
+def _numbers_of(per_query: pl.DataFrame, ranker: str, cutoff: int) -> pl.DataFrame:
+    """(query_id, cutoff, ndcg) of one result's queries with a number: all a pair reads."""
+    return per_query.lazy().filter(
+        (pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff) & pl.col("ndcg").is_not_null()
+    ).select("query_id", "cutoff", "ndcg").collect()
+
+
 def compare_rankers(
     per_query: pl.DataFrame,
     *,
@@ -134,15 +143,13 @@ def compare_rankers(
     pairs = ranker_pairs(rankers, baseline)
     differing = differing_queries if differing_queries is not None else candidate_sets_differ(per_query)
     pure = differing.height == 0
-    blocks = []
-    for cutoff in sorted(per_query["cutoff"].unique().to_list()):
-        at_k = per_query.filter(pl.col("cutoff") == cutoff)
-        blocks.append([
-            (first, second, cutoff, _kept(paired_frame(
-                at_k.filter(pl.col("ranker") == first), at_k.filter(pl.col("ranker") == second)
-            )))
-            for first, second in pairs
-        ])
+    blocks = [
+        [(first, second, cutoff, paired_frame(
+            _numbers_of(per_query, first, cutoff), _numbers_of(per_query, second, cutoff),
+            carried=()).drop("cutoff"))
+         for first, second in pairs]
+        for cutoff in sorted(per_query["cutoff"].unique().to_list())
+    ]
     results = _tested_blocks(blocks, ci_level, n_bootstrap, seed, n_regressions,
                              correct=len(rankers) > 2)
     return {
@@ -175,10 +182,9 @@ def compare_pools(
     first, second = first.select(COMPARED_COLUMNS), second.select(COMPARED_COLUMNS)
     cutoffs = sorted(set(first["cutoff"].unique()) & set(second["cutoff"].unique()))
     blocks = [
-        [(ranker, ranker, cutoff, _kept(paired_frame(
-            first.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff)),
-            second.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff)),
-        ))) for ranker in rankers]
+        [(ranker, ranker, cutoff, paired_frame(
+            _numbers_of(first, ranker, cutoff), _numbers_of(second, ranker, cutoff),
+            carried=()).drop("cutoff")) for ranker in rankers]
         for cutoff in cutoffs
     ]
     results = _tested_blocks(blocks, ci_level, n_bootstrap, seed, n_regressions,
@@ -204,12 +210,6 @@ def _single(frame: pl.DataFrame, column: str) -> str | None:
         return None
     values = frame[column].unique().to_list()
     return str(values[0]) if len(values) == 1 else None
-
-
-def _kept(paired: pl.DataFrame) -> pl.DataFrame:
-    """The columns a pair's result reads: every pair of a comparison is held until the one pass
-    over the queries has tested them all."""
-    return paired.select("query_id", "ndcg_first", "ndcg_second", "difference")
 
 
 def _tested_blocks(blocks, ci_level, n_bootstrap, seed, n_regressions, *, correct):

@@ -1,8 +1,9 @@
 """Bootstrap intervals of every (ranker, cutoff, slice) mean and of paired differences.
 
-Both read the per-query rows once into a table of queries (one row per query id, sorted, one
-column per number to resample) and make one pass of :func:`resampling.resampled_sums` over it
-for all results at once: a result's resampled mean is its weighted sum over its summed weights,
+Both read the per-query rows into a table of queries (one row per query id, sorted, one
+column per number to resample; the rows of one result at a time, and only the distinct columns
+are kept) and make one pass of :func:`resampling.resampled_sums` over it for all results at
+once: a result's resampled mean is its weighted sum over its summed weights,
 with each query's Poisson count as the weight, and a slice's sums are the sums of the cells of
 the queries in it.
 """
@@ -10,7 +11,7 @@ the queries in it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import polars as pl
@@ -51,27 +52,31 @@ def bootstrap_intervals(
     Groups with fewer than two queries with a number get no interval (null): one value says
     nothing about its spread.
     """
-    rows = per_query.select("ranker", "cutoff", "query_id", "ndcg").filter(
-        pl.col("ndcg").is_not_null()
-    )
-    index = query_index(rows["query_id"])
-    results = rows.select("ranker", "cutoff").unique().sort("ranker", "cutoff")
-    rows = rows.join(index, on="query_id")
+    numbered = per_query.lazy().filter(pl.col("ndcg").is_not_null())
+    index = query_index(numbered.select("query_id").collect()["query_id"])
+    results = numbered.select("ranker", "cutoff").unique().sort("ranker", "cutoff").collect()
     n, n_results = index.height, results.height
     weighted = queries is not None
     if weighted:
         weight = index.join(queries.select("query_id", "weight"), on="query_id", how="left")
         w = weight.sort("q")["weight"].fill_null(0.0).to_numpy()
-    columns = []  # per result: value, has [, weight * value, weight * has], each over queries
-    for ranker, cutoff in results.iter_rows():
-        mine = rows.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff))
-        q = mine["q"].to_numpy()
-        value, has = np.zeros(n), np.zeros(n)
-        value[q], has[q] = mine["ndcg"].to_numpy(), 1.0
-        columns += [value, has, w * value, w * has] if weighted else [value, has]
-    distinct, source = distinct_columns(columns)
+
+    def columns():  # per result: value, has [, weight * value, weight * has], over queries
+        for ranker, cutoff in results.iter_rows():
+            # One result's rows at a time: the rows of all results at once, with their query
+            # rows attached, were most of the report's memory at a million queries.
+            mine = numbered.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff)
+                                   ).select("query_id", "ndcg").collect().join(index, on="query_id")
+            q = mine["q"].to_numpy()
+            value, has = np.zeros(n), np.zeros(n)
+            value[q], has[q] = mine["ndcg"].to_numpy(), 1.0
+            yield from [value, has, w * value, w * has] if weighted else [value, has]
+
+    distinct, source = distinct_columns(columns())
+    stride = 4 if weighted else 2
+    has = np.stack([distinct[i] for i in source[1::stride]], axis=1)  # query x result
     counted = np.stack(distinct, axis=1)  # query x distinct number
-    has = np.stack(columns[1::4 if weighted else 2], axis=1)  # query x result
+    del distinct
     levels = _slice_levels(index, queries, slices)
     from evaluation_pipeline.core.resampling import query_keys  # numba: on first use only
 
@@ -102,20 +107,21 @@ def bootstrap_intervals(
     return pl.DataFrame(out, schema=schema)
 
 
-def distinct_columns(columns: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
+def distinct_columns(columns: Iterable[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
     """(the distinct columns, for each column the index of the distinct one equal to it).
 
     Identical columns have identical sums, so each is summed once: the queries with a number
-    are usually the same for every cutoff, and for every ranker of a reranked pool."""
+    are usually the same for every cutoff, and for every ranker of a reranked pool. Only the
+    distinct ones are kept while ``columns`` is consumed."""
     distinct: list[np.ndarray] = []
-    source = np.empty(len(columns), dtype=np.int64)
-    for f, column in enumerate(columns):
+    source = []
+    for column in columns:
         same = next((i for i, d in enumerate(distinct) if np.array_equal(d, column)), None)
         if same is None:
             same = len(distinct)
             distinct.append(column)
-        source[f] = same
-    return distinct, source
+        source.append(same)
+    return distinct, np.array(source, dtype=np.int64)
 
 
 def _slice_levels(index: pl.DataFrame, queries: pl.DataFrame | None, slices: Sequence[str]
