@@ -174,3 +174,11 @@ def test_many_small_buckets_give_the_same_rows(inputs, tmp_path, spark, monkeypa
     judgments, run = inputs
     assert engine.bucket_count(pl.read_parquet(run).height) > 100
     _same_as_local(judgments, run, run, tmp_path, spark, "buckets")
+
+
+def test_an_active_session_is_used_whatever_the_master(spark):
+    # The pipeline's resource and the command name a master for a new session only: under
+    # spark-submit, or beside a session the caller started, that session scores.
+    from evaluation_pipeline.engines.spark import spark_session
+
+    assert spark_session("spark://nowhere:7077") is spark

@@ -296,10 +296,15 @@ class ScoringEngine(dg.ConfigurableResource):
     # For URL paths, as EvaluationStorage.storage_options (Spark reads with its own settings).
     storage_options: dict[str, Any] = {}
 
+    def reads_urls(self) -> bool:
+        """True when the engine reads and writes the storage's URLs itself (Spark, through
+        its Hadoop file systems); the others score local copies of files on object storage."""
+        return self.engine == "spark"
+
     def score(self, judgments_path: str, pool_path: str, spec, out_path: str, budget=None):
         if self.engine not in ENGINES:
             raise dg.Failure(f"engine {self.engine!r} is not one of {', '.join(ENGINES)}")
-        if self.engine != "spark":
+        if not self.reads_urls():
             judgments_path, pool_path, out_path = (
                 location(p, self.storage_options) for p in (judgments_path, pool_path, out_path))
         return score_files(judgments_path, pool_path, spec, out_path, engine=self.engine,
