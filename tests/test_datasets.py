@@ -95,3 +95,31 @@ def test_a_folder_of_markers_only_is_refused(tmp_path):
     (tmp_path / ".part-0.parquet.crc").touch()
     with pytest.raises(NoDataFiles):
         read_dataset(tmp_path)
+
+
+def test_a_result_spark_wrote_at_a_url_is_read_whole(tmp_path, spark, endpoint):  # noqa: F811
+    # `score --engine spark --out s3a://...` leaves no marker: its parts, Spark's _SUCCESS and
+    # then summary.json. The commands read it as the same result on a local disk, and refuse
+    # it while the summary is not there yet.
+    from evaluation_pipeline.cli import main
+    from evaluation_pipeline.commands.results import load_results
+    from evaluation_pipeline.io.result_folder import IncompleteResult
+
+    judgments = EXAMPLES / "landing" / "judgments" / "maint-v2.csv"
+    judged = tmp_path / "maint-v2.parquet"
+    pl.read_csv(judgments, schema_overrides={"grade": pl.Int64}).write_parquet(judged)
+    local = tmp_path / "result"
+    assert main(["score", "--engine", "spark", "--judgments", str(judged), "--run", str(POOL),
+                 "--out", str(local)]) == 0
+    assert (local / "per_query.parquet" / "_SUCCESS").exists()
+    base = location(f"s3://{BUCKET}/spark-result")
+    for path in sorted(local.rglob("*")):
+        if path.is_file() and path.name != "summary.json":
+            base.fs.put_file(str(path), (base / path.relative_to(local).as_posix()).path)
+    with pytest.raises(IncompleteResult):
+        load_results(base)
+    base.fs.put_file(str(local / "summary.json"), (base / "summary.json").path)
+    rows, spec, lineage = load_results(base)
+    expected, local_spec, local_lineage = load_results(local)
+    assert (spec.spec_id, lineage) == (local_spec.spec_id, local_lineage)
+    assert_frame_equal(_ordered(rows), _ordered(expected))

@@ -30,6 +30,7 @@ from evaluation_pipeline.core.ndcg import (
     missing_from_run,
     score_candidates,
 )
+from evaluation_pipeline.io.storage import SPARK_SUCCESS
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
 from schemas.columns import (
@@ -239,7 +240,7 @@ def _pool_folder(spark, url: str) -> str | None:
         return None
     names = [status.getPath().getName() for status in fs.listStatus(path)]
     files = [n for n in names if not n.startswith(("_", "."))]
-    if "_SUCCESS" in names or (files and all(n.startswith("part-") for n in files)):
+    if SPARK_SUCCESS in names or (files and all(n.startswith("part-") for n in files)):
         return None
     return url
 
