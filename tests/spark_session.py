@@ -1,4 +1,5 @@
-"""One local Spark session (local[2]) for every Spark test of a test session.
+"""One local Spark session (local[2]) for every Spark test of a test session (the ``spark``
+fixture, registered in conftest).
 
 A JVM start takes seconds, and a session stopped by one test file would be the active session
 another one still holds: so there is one, started on first use and stopped at the end. Without
@@ -16,7 +17,7 @@ import pytest
 def java_works() -> bool:
     java = shutil.which("java")
     return java is not None and subprocess.run([java, "-version"],
-                                               capture_output=True).returncode == 0
+                                               capture_output=True, check=False).returncode == 0
 
 
 requires_spark = pytest.mark.skipif(not java_works(), reason="Spark needs Java (17+) on PATH")

@@ -1,7 +1,7 @@
 """One reader for result folders (``io.datasets``): it reads what Spark reads, on every layout.
 
-Each layout is read by the reader from a local disk and from an S3 bucket (moto's server, the
-fixtures of test_object_storage), and by Spark (local[2]): the same rows, columns and types.
+Each layout is read by the reader from a local disk and from an S3 bucket (moto's server,
+``tests.s3_server``), and by Spark (local[2]): the same rows, columns and types.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from evaluation_pipeline.engines.spark import read_results
 from evaluation_pipeline.io.datasets import NoDataFiles, data_files, read_dataset
 from evaluation_pipeline.io.locations import location
 from tests.conftest import EXAMPLES
-from tests.spark_session import requires_spark, spark  # noqa: F401  (a fixture)
-from tests.test_object_storage import BUCKET, endpoint  # noqa: F401  (a fixture)
+from tests.s3_server import BUCKET
+from tests.spark_session import requires_spark
 
 pytestmark = [pytest.mark.slow, requires_spark]
 
@@ -69,7 +69,7 @@ def _uploaded(folder_or_file, name: str):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_the_reader_reads_what_spark_reads(layout, tmp_path, spark, endpoint):  # noqa: F811
+def test_the_reader_reads_what_spark_reads(layout, tmp_path, spark, endpoint):
     where = LAYOUTS[layout](tmp_path, spark)
     remote = _uploaded(where, layout)
     for columns in (None, SOME):
@@ -97,7 +97,7 @@ def test_a_folder_of_markers_only_is_refused(tmp_path):
         read_dataset(tmp_path)
 
 
-def test_a_result_spark_wrote_at_a_url_is_read_whole(tmp_path, spark, endpoint):  # noqa: F811
+def test_a_result_spark_wrote_at_a_url_is_read_whole(tmp_path, spark, endpoint):
     # `score --engine spark --out s3a://...` leaves no marker: its parts, Spark's _SUCCESS and
     # then summary.json. The commands read it as the same result on a local disk, and refuse
     # it while the summary is not there yet.

@@ -10,7 +10,7 @@ from evaluation_pipeline.engines import score_files
 from evaluation_pipeline.spec import profile
 from schemas import InputError
 from tests.conftest import EXAMPLES
-from tests.spark_session import requires_spark, spark  # noqa: F401  (a fixture)
+from tests.spark_session import requires_spark
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (the `spark` extra)")
 pytestmark = requires_spark

@@ -18,7 +18,12 @@ from evaluation_pipeline.io.datasets import read_dataset, scan_dataset
 from evaluation_pipeline.io.locations import Location, is_remote
 from evaluation_pipeline.io.result_folder import IncompleteResult, result_file
 from evaluation_pipeline.io.storage import PER_QUERY_FILE, SUMMARY_FILE
-from evaluation_pipeline.spec import EvaluationSpec, load_spec, profile, spec_from_mapping
+from evaluation_pipeline.spec import (
+    EvaluationSpec,
+    load_spec,
+    profile,
+    spec_from_mapping,
+)
 from schemas import validate
 from schemas.columns import LINEAGE_COLUMNS
 from schemas.errors import EvaluationError

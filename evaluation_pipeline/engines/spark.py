@@ -39,13 +39,13 @@ from schemas.columns import (
     JUDGMENT_NAME_COLUMNS,
     PER_QUERY_KEY,
     POOL_KEY,
-    RUN_COLUMNS,
     RANK,
+    RUN_COLUMNS,
     RUN_DTYPES,
 )
 from schemas.errors import violation
-from schemas.ranks import RANK_PRESENT, RANK_REQUIRED, RANK_UNIQUE
 from schemas.names import check_safe_name
+from schemas.ranks import RANK_PRESENT, RANK_REQUIRED, RANK_UNIQUE
 
 BUCKETS = 64  # at least: one Python call scores a bucket
 ROWS_PER_BUCKET = 1_000_000  # at most, about: a bigger run gets more buckets

@@ -11,7 +11,10 @@ import dagster as dg
 import polars as pl
 
 from evaluation_pipeline.core import nightly, quality
-from evaluation_pipeline.core.bounded_ingest import candidate_set_disagreements, verify_published
+from evaluation_pipeline.core.bounded_ingest import (
+    candidate_set_disagreements,
+    verify_published,
+)
 from evaluation_pipeline.core.comparison import candidate_set_differences
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
 from evaluation_pipeline.io.alerts import REGRESSION_FIELDS
