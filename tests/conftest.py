@@ -10,6 +10,8 @@ import pytest
 
 from evaluation_pipeline.io.storage import DEVELOPMENT_SWITCH
 from tests.postgres_server import postgres_server  # noqa: F401  (a fixture for every test file)
+from tests.s3_server import endpoint  # noqa: F401  (a fixture for every test file)
+from tests.spark_session import spark  # noqa: F401  (a fixture for every test file)
 
 # The tests run from the checkout: unnamed landing, queries and storage mean its example data
 # (as under `make run`), here and in the subprocesses the tests start.

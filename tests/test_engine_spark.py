@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
@@ -13,28 +10,13 @@ from evaluation_pipeline.engines import score_files
 from evaluation_pipeline.spec import profile
 from schemas import InputError
 from tests.conftest import EXAMPLES
+from tests.spark_session import requires_spark
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (the `spark` extra)")
-
-
-def _java_works() -> bool:
-    java = shutil.which("java")
-    return java is not None and subprocess.run([java, "-version"], capture_output=True).returncode == 0
-
-
-pytestmark = pytest.mark.skipif(not _java_works(), reason="Spark needs Java (17+) on PATH")
+pytestmark = requires_spark
 
 JUDGMENTS = EXAMPLES / "landing" / "judgments" / "maint-v2.csv"
 POOL = EXAMPLES / "landing" / "pools" / "pool-2026-11-28"
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from evaluation_pipeline.engines.spark import spark_session
-
-    session = spark_session("local[2]")
-    yield session
-    session.stop()
 
 
 @pytest.fixture
@@ -192,3 +174,11 @@ def test_many_small_buckets_give_the_same_rows(inputs, tmp_path, spark, monkeypa
     judgments, run = inputs
     assert engine.bucket_count(pl.read_parquet(run).height) > 100
     _same_as_local(judgments, run, run, tmp_path, spark, "buckets")
+
+
+def test_an_active_session_is_used_whatever_the_master(spark):
+    # The pipeline's resource and the command name a master for a new session only: under
+    # spark-submit, or beside a session the caller started, that session scores.
+    from evaluation_pipeline.engines.spark import spark_session
+
+    assert spark_session("spark://nowhere:7077") is spark

@@ -9,10 +9,8 @@ chain finds them). The endpoint reaches the code through NDCG_EVAL_STORAGE_OPTIO
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
-import socket
 import subprocess
 import sys
 
@@ -26,44 +24,17 @@ from evaluation_pipeline.io.locations import STORAGE_OPTIONS_ENV, location
 from evaluation_pipeline.io.readers import read_judgments
 from evaluation_pipeline.io.storage import HISTORY_FOLDER, RESULT_MARKER
 from tests.conftest import EXAMPLES, REPO
+from tests.s3_server import BUCKET
 
 pytestmark = pytest.mark.slow
 
-moto_server = pytest.importorskip("moto.server")
+pytest.importorskip("moto.server")
 pytest.importorskip("s3fs")
 
-BUCKET = "ndcg-test"
 LANDING = EXAMPLES / "landing"
 V1, V2 = LANDING / "judgments" / "maint-v1.csv", LANDING / "judgments" / "maint-v2.csv"
 P28 = LANDING / "pools" / "pool-2026-11-28"
 FAST = ["--bootstrap", "200"]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.fixture(scope="session")
-def endpoint():
-    """The server's URL; the environment holds its options and test credentials meanwhile."""
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
-    port = _free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    url = f"http://127.0.0.1:{port}"
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("AWS_ACCESS_KEY_ID", "testing")
-        env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-        env.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        env.delenv("AWS_ENDPOINT_URL", raising=False)
-        env.setenv(STORAGE_OPTIONS_ENV, json.dumps({"endpoint_url": url}))
-        location(f"s3://{BUCKET}").fs.mkdir(BUCKET)
-        try:
-            yield url
-        finally:
-            server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,7 @@ from evaluation_pipeline.core.history import headline_trend
 from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.alerts import read_alerts
 from evaluation_pipeline.io.atomic import json_text
+from evaluation_pipeline.io.datasets import read_dataset
 from evaluation_pipeline.io.locations import Location, is_remote, location
 from evaluation_pipeline.io.storage import ALERTS_FILE, alerts_file, history_file
 from evaluation_pipeline.report.format import interval, number
@@ -41,7 +42,7 @@ def trend_rows(storage: Location | str, rankers: list[str] | None = None,
     if not path.exists():
         raise HistoryError(f"no evaluation history at {path}: the pipeline writes it after "
                            "each evaluation")
-    history = pl.read_parquet(path.read_bytes() if is_remote(path) else path)
+    history = read_dataset(path)
     trend = headline_trend(history, spec_id)
     if rankers:
         trend = trend.filter(pl.col("ranker").is_in(rankers))

@@ -30,7 +30,8 @@ from evaluation_pipeline.core.evaluation import summarize
 from evaluation_pipeline.core.ndcg import sort_results
 from evaluation_pipeline.engines import score_files
 from evaluation_pipeline.io.atomic import json_text, write_json
-from evaluation_pipeline.io.locations import Location
+from evaluation_pipeline.io.datasets import read_dataset
+from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.io.readers import read_queries
 from evaluation_pipeline.io.result_folder import writing
 from evaluation_pipeline.io.storage import PER_QUERY_FILE, SUMMARY_FILE
@@ -112,12 +113,7 @@ def _read_scores(target: Location | str, remote: bool, full: bool) -> pl.DataFra
     known): all columns, sorted, took 0.9 GB at 100M rows, the peak of a streamed run. A
     report lists rows, so it reads them all."""
     columns = None if full else list(SUMMARY_COLUMNS)
-    if remote:
-        from evaluation_pipeline.engines.spark import read_results
-
-        return read_results(target, columns)
-    files = sorted(target.glob("*.parquet")) if target.is_dir() else target
-    return pl.read_parquet(files, columns=columns, glob=False)
+    return read_dataset(location(target) if remote else target, columns)
 
 
 def _rankers(per_query: pl.DataFrame) -> list[str]:

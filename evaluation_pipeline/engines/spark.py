@@ -30,6 +30,7 @@ from evaluation_pipeline.core.ndcg import (
     missing_from_run,
     score_candidates,
 )
+from evaluation_pipeline.io.storage import SPARK_SUCCESS
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
 from schemas.columns import (
@@ -38,13 +39,13 @@ from schemas.columns import (
     JUDGMENT_NAME_COLUMNS,
     PER_QUERY_KEY,
     POOL_KEY,
-    RUN_COLUMNS,
     RANK,
+    RUN_COLUMNS,
     RUN_DTYPES,
 )
 from schemas.errors import violation
-from schemas.ranks import RANK_PRESENT, RANK_REQUIRED, RANK_UNIQUE
 from schemas.names import check_safe_name
+from schemas.ranks import RANK_PRESENT, RANK_REQUIRED, RANK_UNIQUE
 
 BUCKETS = 64  # at least: one Python call scores a bucket
 ROWS_PER_BUCKET = 1_000_000  # at most, about: a bigger run gets more buckets
@@ -239,7 +240,7 @@ def _pool_folder(spark, url: str) -> str | None:
         return None
     names = [status.getPath().getName() for status in fs.listStatus(path)]
     files = [n for n in names if not n.startswith(("_", "."))]
-    if "_SUCCESS" in names or (files and all(n.startswith("part-") for n in files)):
+    if SPARK_SUCCESS in names or (files and all(n.startswith("part-") for n in files)):
         return None
     return url
 

@@ -11,7 +11,9 @@ first written whole to a local staging folder, then put:
 
 Readers of a result on object storage require the marker and read each file at the key it
 names (``result_file``). Without a marker the folder is refused as incomplete: a write is under
-way, or was killed. A rewrite of a folder that already holds a complete result must not leave
+way, or was killed. The one exception is a result Spark wrote at a URL itself (``ndcg-eval
+score --engine spark --out s3a://...``): its parts, Spark's ``_SUCCESS`` after them, then the
+summary; with both of those it is whole. A rewrite of a folder that already holds a complete result must not leave
 new files beside the old marker, so it puts the new files under ``INCOMING_FOLDER/<id>/``
 first, switches the marker to them (one PUT), copies them over the fixed names, switches the
 marker back, and removes the incoming copies and the files of the earlier result that the new
@@ -35,7 +37,13 @@ from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.atomic import json_text
 from evaluation_pipeline.io.locations import Location, is_remote
 from evaluation_pipeline.io.result_set import check_output_folder, replacing
-from evaluation_pipeline.io.storage import INCOMING_FOLDER, RESULT_MARKER
+from evaluation_pipeline.io.storage import (
+    INCOMING_FOLDER,
+    PER_QUERY_FILE,
+    RESULT_MARKER,
+    SPARK_SUCCESS,
+    SUMMARY_FILE,
+)
 from schemas.errors import EvaluationError
 
 
@@ -118,6 +126,8 @@ def result_file(folder: Location, name: str) -> Location:
     if not is_remote(folder):
         return folder / name
     marker = read_marker(folder)
+    if marker is None and _written_by_spark(folder):
+        return folder / name
     if marker is None:
         raise IncompleteResult(
             f"{folder}: no complete result here (no {RESULT_MARKER}, which is written after "
@@ -127,6 +137,14 @@ def result_file(folder: Location, name: str) -> Location:
     if entry is None:
         raise IncompleteResult(f"{folder}: the result here has no {name}")
     return folder / entry["key"]
+
+
+def _written_by_spark(folder: UPath) -> bool:
+    """Whether ``folder`` holds a whole result that ``ndcg-eval score --engine spark`` wrote
+    at a URL itself (without the marker): Spark's parts with their SPARK_SUCCESS, which the
+    committer writes after every part, and the summary, written after that."""
+    return ((folder / PER_QUERY_FILE / SPARK_SUCCESS).exists()
+            and (folder / SUMMARY_FILE).exists())
 
 
 def _put_file(source: Path, target: UPath) -> None:

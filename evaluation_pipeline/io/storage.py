@@ -40,6 +40,8 @@ TRACES_FOLDER = "traces"
 # them; readers require it. A rewrite stages its files under INCOMING_FOLDER first.
 RESULT_MARKER = "_COMPLETE.json"
 INCOMING_FOLDER = "_incoming"
+# What Spark (Hadoop's output committer) writes into a folder of parts once every part is there.
+SPARK_SUCCESS = "_SUCCESS"
 
 # --- published inputs (the pipeline's storage) -------------------------------------------------
 MANIFEST_FILE = "manifest.json"

@@ -305,7 +305,7 @@ def _previous_scores(context: dg.AssetExecutionContext, storage: EvaluationStora
         context.log.info(f"the previous night {previous} has no scores under {version} yet; "
                          "scoring it first")
         score_evaluation(storage, scoring, previous, version, spec)
-    return storage.read_per_query(*scores)
+    return storage.read_parquet(*scores)
 
 
 def report_href(pool: str, version: str, spec_id: str) -> str:
@@ -364,7 +364,7 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
         lineage, path = result.lineage, result.per_query_path
         context.log.info(f"scored {pool} x {version} with the {result.engine} engine")
         # Only what the metadata counts: the rows stay on disk, as the engine left them.
-        per_query = storage.read_per_query(*scores_file(pool, version, spec.spec_id),
+        per_query = storage.read_parquet(*scores_file(pool, version, spec.spec_id),
                                            columns=["status"])
         statuses = per_query.group_by("status").len().sort("status")
         return dg.MaterializeResult(

@@ -11,7 +11,10 @@ import dagster as dg
 import polars as pl
 
 from evaluation_pipeline.core import nightly, quality
-from evaluation_pipeline.core.bounded_ingest import candidate_set_disagreements, verify_published
+from evaluation_pipeline.core.bounded_ingest import (
+    candidate_set_disagreements,
+    verify_published,
+)
 from evaluation_pipeline.core.comparison import candidate_set_differences
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
 from evaluation_pipeline.io.alerts import REGRESSION_FIELDS
@@ -31,6 +34,10 @@ from evaluation_pipeline.orchestration.partitions import (
 from evaluation_pipeline.orchestration.resources import EvaluationStorage, QualityPolicy
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import CandidatePool, InputError, Judgments, validate
+
+# What the checks on the scores read of them (a Spark-written result: of each part's columns).
+COVERAGE_COLUMNS = ["ranker", "cutoff", "judged_at_k"]
+INCOMPLETE_COLUMNS = ["ranker", "cutoff", "status"]
 
 
 def _published_check(storage: EvaluationStorage, place: Place, model, hash_of: str,
@@ -135,7 +142,8 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
     def judged_at_k_coverage(context: dg.AssetCheckExecutionContext, storage: EvaluationStorage,
                              policy: QualityPolicy) -> dg.AssetCheckResult:
         pool, version = split_evaluation_key(context.partition_key)
-        per_query = storage.read_parquet(*scores_file(pool, version, spec.spec_id))
+        per_query = storage.read_parquet(*scores_file(pool, version, spec.spec_id),
+                                         columns=COVERAGE_COLUMNS)
         coverage = quality.judged_at_k_by_ranker(per_query)
         low = coverage.filter(pl.col("mean_judged_at_k") < policy.min_judged_at_k)
         return dg.AssetCheckResult(
@@ -156,8 +164,8 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
                                storage: EvaluationStorage,
                                policy: QualityPolicy) -> dg.AssetCheckResult:
         pool, version = split_evaluation_key(context.partition_key)
-        current = quality.incomplete_share(
-            storage.read_parquet(*scores_file(pool, version, spec.spec_id)))
+        current = quality.incomplete_share(storage.read_parquet(
+            *scores_file(pool, version, spec.spec_id), columns=INCOMPLETE_COLUMNS))
         earlier = _earlier_scored_version(context.instance, storage, pool, version,
                                           spec.spec_id)
         if earlier is None:
@@ -165,8 +173,8 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
                 passed=True, severity=dg.AssetCheckSeverity.WARN,
                 description="no earlier judgment version scored for this pool to compare with",
                 metadata={"incomplete_share": _by_ranker_table(current, "incomplete_share")})
-        before = quality.incomplete_share(
-            storage.read_parquet(*scores_file(pool, earlier, spec.spec_id)))
+        before = quality.incomplete_share(storage.read_parquet(
+            *scores_file(pool, earlier, spec.spec_id), columns=INCOMPLETE_COLUMNS))
         joined = current.join(before, on=["ranker", "cutoff"], suffix="_before")
         risen = joined.filter(pl.col("incomplete_share") - pl.col("incomplete_share_before")
                               > policy.max_incomplete_share_increase)

@@ -31,6 +31,7 @@ from evaluation_pipeline.engines import AUTO, DEFAULT_BATCH_ROWS, ENGINES, score
 from evaluation_pipeline.io import integrity, landing, leftovers, result_set
 from evaluation_pipeline.io.alerts import AlertSettings
 from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.io.datasets import read_dataset
 from evaluation_pipeline.io.faults import check_write
 from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.io.result_folder import put_result
@@ -190,19 +191,10 @@ class EvaluationStorage(dg.ConfigurableResource):
         return removed
 
     # -- reads ----------------------------------------------------------------------------
-    def read_per_query(self, *parts: str, columns: list[str] | None = None) -> pl.DataFrame:
-        """Per-query rows as an engine wrote them: one file, or (Spark) a folder of parts."""
-        target = self.path(*parts)
-        if self.is_local() and Path(target).is_dir():
-            return pl.read_parquet(Path(target) / "*.parquet", columns=columns)
-        return self.read_parquet(*parts, columns=columns)
-
     def read_parquet(self, *parts: str, columns: list[str] | None = None) -> pl.DataFrame:
-        target = self.path(*parts)
-        if self.is_local():
-            return pl.read_parquet(target, columns=columns)
-        with target.open("rb") as handle:
-            return pl.read_parquet(handle, columns=columns)
+        """The rows at ``parts`` as their writer left them: one file, or (Spark) a folder of
+        parts beside its _SUCCESS and checksum files (``io.datasets``)."""
+        return read_dataset(self.path(*parts), columns)
 
     def read_json(self, *parts: str) -> Any:
         return json.loads(self.path(*parts).read_text(encoding="utf-8"))
@@ -304,10 +296,15 @@ class ScoringEngine(dg.ConfigurableResource):
     # For URL paths, as EvaluationStorage.storage_options (Spark reads with its own settings).
     storage_options: dict[str, Any] = {}
 
+    def reads_urls(self) -> bool:
+        """True when the engine reads and writes the storage's URLs itself (Spark, through
+        its Hadoop file systems); the others score local copies of files on object storage."""
+        return self.engine == "spark"
+
     def score(self, judgments_path: str, pool_path: str, spec, out_path: str, budget=None):
         if self.engine not in ENGINES:
             raise dg.Failure(f"engine {self.engine!r} is not one of {', '.join(ENGINES)}")
-        if self.engine != "spark":
+        if not self.reads_urls():
             judgments_path, pool_path, out_path = (
                 location(p, self.storage_options) for p in (judgments_path, pool_path, out_path))
         return score_files(judgments_path, pool_path, spec, out_path, engine=self.engine,

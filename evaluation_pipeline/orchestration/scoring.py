@@ -19,8 +19,9 @@ def score_published(storage: EvaluationStorage, scoring: ScoringEngine, budget: 
                     judgments: Place, pool: Place, scores: Place,
                     spec: EvaluationSpec) -> EngineResult:
     """Score the published ``pool`` against ``judgments`` into ``scores``, through
-    ``engines.score_files`` with the configured engine (Spark reads and writes URLs itself)."""
-    if storage.is_local() or scoring.engine == "spark":
+    ``engines.score_files`` with the configured engine (``ScoringEngine.reads_urls``: Spark
+    reads and writes URLs itself)."""
+    if storage.is_local() or scoring.reads_urls():
         return scoring.score(str(storage.path(*judgments)), str(storage.path(*pool)), spec,
                              str(storage.path(*scores)), budget=budget)
     with budget.scratch("ndcg-eval-score-") as tmp:
