@@ -25,7 +25,6 @@ from evaluation_pipeline.core.bounded_ingest import (
     publish_judgments,
     publish_pool,
 )
-from evaluation_pipeline.core.evaluation import Lineage
 from evaluation_pipeline.core.history import numeric_metadata
 from evaluation_pipeline.core.watch import record_evaluation, watch_evaluation
 from evaluation_pipeline.engines import EngineResult
@@ -305,7 +304,7 @@ def _previous_scores(context: dg.AssetExecutionContext, storage: EvaluationStora
         context.log.info(f"the previous night {previous} has no scores under {version} yet; "
                          "scoring it first")
         score_evaluation(storage, scoring, previous, version, spec)
-    return storage.read_parquet(*scores)
+    return storage.read_scores(*scores)[0]
 
 
 def report_href(pool: str, version: str, spec_id: str) -> str:
@@ -421,10 +420,9 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
         if not storage.exists(*scores):
             raise dg.Failure(f"no scores at {storage.path(*scores)}: materialize query_scores "
                              f"for {pool} x {version} first")
-        per_query = storage.read_parquet(*scores)
+        per_query, lineage = storage.read_scores(*scores)
         weights, queries_manifest = _read_published(
             storage, queries_file(), "the queries table")
-        lineage = Lineage.from_rows(per_query, str(storage.path(*scores)))
         config = ReportConfig()
         settings = watch.settings(config)
         ready, published = _nights(context.instance, storage)
