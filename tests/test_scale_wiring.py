@@ -254,3 +254,23 @@ def test_an_object_store_is_scored_through_a_local_scratch_folder(inputs, tmp_pa
     expected, lineage = evaluate(grades, candidates, spec)
     assert storage.read_parquet(*place).equals(expected) and result.lineage == lineage
     assert list((tmp_path / "spill").iterdir()) == []
+
+
+def test_both_engines_write_the_same_bytes_past_a_row_group(tmp_path):
+    """120k per-query rows: where polars' own splitting made the in-memory file and the
+    streaming sink's differ, so that the budget (through ``auto``) would have changed bytes."""
+    queries = np.repeat(np.arange(40_000), 3)
+    run = pl.DataFrame({"query_id": [f"q{q:06d}" for q in queries],
+                        "doc_id": [f"d{i:07d}" for i in range(queries.size)],
+                        "score": np.tile([3.0, 2.0, 1.0], 40_000)})
+    run.write_parquet(tmp_path / "run.parquet")
+    run.select("query_id", "doc_id", grade=pl.Series(np.tile([1, 0, 2], 40_000)),
+               grade_status=pl.lit("graded")).write_parquet(tmp_path / "grades.parquet")
+    spec = profile("default").replace(cutoffs=(1, 3, 10))
+    for engine in ("local", "streaming"):
+        score_files(tmp_path / "grades.parquet", tmp_path / "run.parquet", spec,
+                    tmp_path / f"{engine}.parquet", engine=engine, batch_rows=20_000,
+                    progress=False)
+    assert pq.read_metadata(tmp_path / "local.parquet").num_rows == 120_000
+    assert ((tmp_path / "local.parquet").read_bytes()
+            == (tmp_path / "streaming.parquet").read_bytes())

@@ -34,6 +34,11 @@ ENGINES = (AUTO, "local", "streaming", "spark")
 # at 100M rows (2 cores): 250k-row batches 37 s and 0.89 GB peak, 500k 30 s and 0.94 GB, 1M 33 s
 # and 1.23 GB. The peak is the summary read at the end, not the batches.
 DEFAULT_BATCH_ROWS = 500_000
+# Rows of a row group of per_query.parquet, in every engine that writes one file: the file's
+# bytes are then a function of its rows alone, whichever engine ``auto`` (and so the memory
+# budget) picks. Left to polars, the in-memory write splits a frame by its size and the
+# streaming sink by the batches it is fed, so past some 85k rows the two files differed.
+PER_QUERY_ROW_GROUP_ROWS = 512**2
 
 
 @dataclass
