@@ -1,6 +1,6 @@
-"""One way to score, in bounded memory: ``auto`` streams Parquet, unsorted inputs go through
-the external sort under the memory budget, and the rows and content hashes are the in-memory
-path's, through the CLI and through the Dagster assets. Results are read back with their lineage
+"""One way to score, in bounded memory: ``auto`` streams Parquet that would not fit the
+budget in memory, unsorted inputs go through the external sort under the memory budget, and the
+rows and content hashes are the in-memory path's, through the CLI and through the Dagster assets. Results are read back with their lineage
 columns read once.
 
 The pool is the bounded ingest's test pool (several shuffled ranker files) under the budget
@@ -18,6 +18,7 @@ import warnings
 import dagster as dg
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
 
 from evaluation_pipeline.cli import EXIT_BAD_INPUT, main
@@ -33,7 +34,7 @@ from evaluation_pipeline.core.evaluation import Lineage, LineageError, evaluate
 from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
 from evaluation_pipeline.definitions import pipeline_spec
 from evaluation_pipeline.engines import choice, score_files
-from evaluation_pipeline.engines.choice import choose_engine
+from evaluation_pipeline.engines.choice import choose_engine, in_memory_peak
 from evaluation_pipeline.io.external_sort import (
     MEMORY_LIMIT_ENV,
     SPILL_DIR_ENV,
@@ -80,24 +81,52 @@ def inputs(tmp_path):
     return path, folder
 
 
-def test_auto_streams_parquet_past_the_in_memory_size(inputs, tmp_path, monkeypatch):
+def test_auto_scores_in_memory_what_fits_the_budget_and_streams_the_rest(inputs, tmp_path,
+                                                                         monkeypatch):
     judgments, pool = inputs
-    assert choose_engine(judgments, pool) == "local"  # 450k rows: faster in memory
+    roomy = Budget.of("2GB", tmp_path)
+    # 450k rows: the estimate is some 0.41 GB, within 2 GB, above the 160 MB of BUDGET.
+    assert 0.35e9 < in_memory_peak(footers(judgments, pool)) < 0.5e9
+    assert choose_engine(judgments, pool, budget=roomy) == "local"
+    assert choose_engine(judgments, pool, budget=BUDGET) == "streaming"
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, f"{BUDGET.memory_limit}B")
+    assert choose_engine(judgments, pool) == "streaming"  # the budget from the environment
     monkeypatch.setattr(choice, "IN_MEMORY_MAX_ROWS", 1000)
-    assert choose_engine(judgments, pool) == "streaming"
-    assert choose_engine(judgments, pool, run_format="csv") == "local"
+    assert choose_engine(judgments, pool, budget=roomy) == "streaming"  # no faster in memory
+    # What the streaming engine does not read is scored in memory, whatever the budget.
+    assert choose_engine(judgments, pool, run_format="csv", budget=BUDGET) == "local"
     csv = tmp_path / "grades.csv"
     pl.read_parquet(judgments).write_csv(csv)
-    assert choose_engine(csv, pool) == "local"
+    assert choose_engine(csv, pool, budget=BUDGET) == "local"
     (pool / "extra.csv").write_text("query_id,doc_id,score\n")
-    assert choose_engine(judgments, pool) == "local"  # a folder with a CSV run in it
+    assert choose_engine(judgments, pool, budget=BUDGET) == "local"  # a CSV run in the folder
 
 
-def test_cli_auto_sorts_unsorted_parquet_within_the_budget(inputs, tmp_path, monkeypatch,
-                                                           capsys):
+def test_the_estimate_follows_the_rows_and_the_lengths_of_the_ids(tmp_path):
+    def peak(rows: int, doc_length: int) -> int:
+        frame = pl.DataFrame({"query_id": [f"q{i // 10:05d}" for i in range(rows)],
+                              "doc_id": [f"{i:0{doc_length}d}" for i in range(rows)],
+                              "score": np.linspace(0, 1, rows)})
+        frame.write_parquet(tmp_path / "run.parquet")
+        return in_memory_peak({"judgments": [],
+                               "run": [pq.read_metadata(tmp_path / "run.parquet")]})
+
+    base = choice.IN_MEMORY_BASE_BYTES
+    # Per row: the name columns filled in (two views), query_id (view + 6), doc_id, score;
+    # ids past polars' 64-byte statistics are measured by their plain-encoded bytes.
+    assert peak(1000, 10) - base == pytest.approx(1000 * (2 * 16 + 22 + 26 + 8), rel=0.01)
+    assert peak(1000, 110) - base == pytest.approx(1000 * (2 * 16 + 22 + 126 + 8), rel=0.01)
+    assert peak(4000, 10) - base == pytest.approx(4 * (peak(1000, 10) - base), rel=0.01)
+
+
+def footers(judgments, pool) -> dict:
+    return {"judgments": [pq.read_metadata(judgments)],
+            "run": [pq.read_metadata(path) for path in sorted(pool.glob("*.parquet"))]}
+
+
+def test_cli_auto_sorts_unsorted_parquet_within_the_budget(inputs, tmp_path, capsys):
     judgments, pool = inputs
-    monkeypatch.setattr(choice, "IN_MEMORY_MAX_ROWS", 1000)
-    spill = tmp_path / "spill"
+    spill = tmp_path / "spill"  # the budget is below the in-memory estimate: auto streams
     args = ["score", "--judgments", str(judgments), "--run", str(pool), "--memory-limit",
             f"{WHOLE_SORT_BUDGET.memory_limit}B", "--spill-dir", str(spill)]
     assert main([*args, "--out", str(tmp_path / "auto")]) == 0
@@ -146,9 +175,9 @@ def test_assets_spill_and_equal_the_in_memory_path(inputs, tmp_path, monkeypatch
     """Ingest (bounded, spilling) and scoring (auto, streaming) through the Dagster assets give
     the in-memory path's per-query rows and content hashes."""
     judgments, pool = inputs
+    # A budget below the in-memory estimate: auto streams.
     monkeypatch.setenv(MEMORY_LIMIT_ENV, f"{BUDGET.memory_limit}B")
     monkeypatch.setenv(SPILL_DIR_ENV, str(tmp_path / "spill"))
-    monkeypatch.setattr(choice, "IN_MEMORY_MAX_ROWS", 1000)
     root = tmp_path / "pipeline"
     root.mkdir()
     with temporary_instance(root / "dagster_home") as instance:
@@ -223,7 +252,28 @@ def test_an_object_store_is_scored_through_a_local_scratch_folder(inputs, tmp_pa
     budget = dataclasses.replace(BUDGET, spill_dir=tmp_path / "spill")
     result = score_published(storage, ScoringEngine(), budget, judgments_file(VERSION),
                              pool_file(POOL), place, spec)
-    assert result.engine == "local" and result.per_query_path == str(storage.path(*place))
+    # Under BUDGET's 160 MB, auto streams the copies in the scratch folder.
+    assert result.engine == "streaming" and result.per_query_path == str(storage.path(*place))
     expected, lineage = evaluate(grades, candidates, spec)
     assert storage.read_parquet(*place).equals(expected) and result.lineage == lineage
     assert list((tmp_path / "spill").iterdir()) == []
+
+
+def test_both_engines_write_the_same_bytes_past_a_row_group(tmp_path):
+    """120k per-query rows: where polars' own splitting made the in-memory file and the
+    streaming sink's differ, so that the budget (through ``auto``) would have changed bytes."""
+    queries = np.repeat(np.arange(40_000), 3)
+    run = pl.DataFrame({"query_id": [f"q{q:06d}" for q in queries],
+                        "doc_id": [f"d{i:07d}" for i in range(queries.size)],
+                        "score": np.tile([3.0, 2.0, 1.0], 40_000)})
+    run.write_parquet(tmp_path / "run.parquet")
+    run.select("query_id", "doc_id", grade=pl.Series(np.tile([1, 0, 2], 40_000)),
+               grade_status=pl.lit("graded")).write_parquet(tmp_path / "grades.parquet")
+    spec = profile("default").replace(cutoffs=(1, 3, 10))
+    for engine in ("local", "streaming"):
+        score_files(tmp_path / "grades.parquet", tmp_path / "run.parquet", spec,
+                    tmp_path / f"{engine}.parquet", engine=engine, batch_rows=20_000,
+                    progress=False)
+    assert pq.read_metadata(tmp_path / "local.parquet").num_rows == 120_000
+    assert ((tmp_path / "local.parquet").read_bytes()
+            == (tmp_path / "streaming.parquet").read_bytes())

@@ -3,8 +3,9 @@
 ``score_files`` is the single entry point for the CLI and orchestration: the engine is chosen
 by configuration, and every engine writes the same per-query rows with lineage.
 
-- ``auto`` (the default): ``streaming`` for Parquet inputs, ``local`` for CSV and TREC and for
-  inputs small enough that reading them whole is faster (``engines.choice``).
+- ``auto`` (the default): ``local`` for Parquet inputs whose in-memory peak (estimated from
+  their footers) fits the memory budget and that are small enough for it to be faster,
+  ``streaming`` for other Parquet inputs, ``local`` for CSV and TREC (``engines.choice``).
 - ``local``: read and validate whole inputs in memory (any format the readers take).
 - ``streaming``: Parquet, batches of whole queries, memory bounded by the batch.
 - ``spark``: PySpark, whole queries cogrouped with their judgments through ``applyInArrow``,
@@ -33,6 +34,11 @@ ENGINES = (AUTO, "local", "streaming", "spark")
 # at 100M rows (2 cores): 250k-row batches 37 s and 0.89 GB peak, 500k 30 s and 0.94 GB, 1M 33 s
 # and 1.23 GB. The peak is the summary read at the end, not the batches.
 DEFAULT_BATCH_ROWS = 500_000
+# Rows of a row group of per_query.parquet, in every engine that writes one file: the file's
+# bytes are then a function of its rows alone, whichever engine ``auto`` (and so the memory
+# budget) picks. Left to polars, the in-memory write splits a frame by its size and the
+# streaming sink by the batches it is fed, so past some 85k rows the two files differed.
+PER_QUERY_ROW_GROUP_ROWS = 512**2
 
 
 @dataclass
@@ -68,13 +74,13 @@ def score_files(
     """Score ``run_path`` against ``judgments_path`` under ``spec``; per-query Parquet at
     ``out_path`` (a local path or a URL on object storage; for ``spark`` any URL Spark writes).
 
-    ``auto``: ``engines.choice.choose_engine``. ``budget``: the memory and spill folder of the
-    streaming engine's external sort of unsorted input (default ``Budget.of()``).
+    ``auto``: ``engines.choice.choose_engine`` under ``budget``, the memory and spill folder
+    also of the streaming engine's external sort of unsorted input (default ``Budget.of()``).
     ``spark``: ``spark_session`` if given, else the active session, else a new one at
     ``spark_master`` (``engines.spark.spark_master``: a local one unless set or submitted)."""
     if engine == AUTO:
         engine = choose_engine(judgments_path, run_path, judgments_format=judgments_format,
-                               run_format=run_format)
+                               run_format=run_format, budget=budget)
     if engine == "local":
         from evaluation_pipeline.engines.local import score_local
 

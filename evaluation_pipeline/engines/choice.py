@@ -1,46 +1,127 @@
-"""The ``auto`` engine choice: streaming for Parquet inputs, in memory where that is faster.
+"""The ``auto`` engine choice: in memory when that fits the memory budget and is faster,
+streaming otherwise.
 
-The streaming engine reads Parquet only, in batches, in memory bounded by the batch; the
-in-memory engine reads any format whole. ``auto`` streams whenever both inputs are Parquet
-(files, or a pool folder of Parquet run files) holding more than ``IN_MEMORY_MAX_ROWS`` rows
-together, and scores in memory otherwise: CSV and TREC files, and Parquet inputs small enough
-that reading them whole is faster than starting the streaming stages.
+The in-memory engine reads any format whole and is the faster one while its inputs are small
+enough; the streaming engine reads Parquet only, in batches, its peak flat in the input's size.
+``auto`` scores Parquet inputs (files, or a pool folder of Parquet run files) in memory when
 
-The row count comes from the Parquet footers, so the choice reads no data.
+- the in-memory engine's estimated peak (``in_memory_peak``) is within the memory budget
+  (``io.external_sort.Budget``: ``--memory-limit``, ``NDCG_EVAL_MEMORY_LIMIT``, else 2 GB), and
+- both inputs together hold at most ``IN_MEMORY_MAX_ROWS`` rows, past which streaming is as
+  fast (the in-memory engine's allocations then cost it what the streaming stages cost);
+
+and streams them otherwise. CSV and TREC files, and locations on object storage (whose footers
+the choice does not read), are scored in memory.
+
+The estimate reads only the Parquet footers: per file, its row count times the width of the
+columns the in-memory readers load (8 bytes a number; a string's 16-byte view plus its length,
+the mean of the lengths of its row groups' min and max statistics, or its plain-encoded size a
+row where that is more), times a measured factor, plus the interpreter's and libraries' own
+memory. Measured with ``ndcg-eval score --profile trec_eval --cutoff 10 --engine local`` (and
+``streaming``) on ``benchmarks/generate.py`` files (one sorted run, 15.6% as many judgment
+rows; 2 cores, shared and loaded; peak RSS in GB of 10^9 bytes, as the budget's; CPU s
+user+sys, medians of paired runs, one run each at 3M):
+
+| run rows | in memory: peak GB, CPU s | streaming: peak GB, CPU s | estimate GB |
+|---|---|---|---|
+| 3M | 0.65, 3.2 | 0.71 | 0.77 |
+| 10M | 1.47, 4.0 | 0.79, 4.6 | 1.76 |
+| 20M | 2.65, 8.0 | 0.80, 8.1 | 3.17 |
+| 30M | 3.81, 13.4 | 0.79, 13.0 | 4.58 |
+| 100M | 10.4 (9.7 GiB, before ``auto``) | 0.83 | 14.4 |
+
+The peak is 0.3 GB plus 0.84 of the estimated width (141 bytes a run row with its judgments,
+the unread rank included): with a factor of 1.0 and a base of 0.35 GB the estimate stays
+some 20% above the peak. Under the default 2 GB budget the benchmark's files are scored in
+memory up to some 11.7M run rows, and streamed past them.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evaluation_pipeline.io.external_sort import Budget
 from evaluation_pipeline.io.locations import is_remote
+from schemas.columns import JUDGMENT_COLUMNS, RANK, RUN_COLUMNS
 
 AUTO = "auto"
-# Measured with ``ndcg-eval score`` (2 cores, shared and heavily loaded; best of 3, CPU seconds
-# steadier than wall): from 10k to 300k run rows both engines take ~1.1 s (start-up dominates);
-# at 1M rows the in-memory engine is ahead (sorted file 1.2 against 1.3-1.6 CPU s; unsorted pool
-# of 3 rankers 2.4 s against 3.9 s wall, 0.66 against 0.79 GB); at 3M rows streaming is level or
-# ahead (unsorted pool 6.4 against 6.0 s wall but 0.89 against 1.2 GB; sorted 2.8 against 4.0 s).
-# The count is of both inputs' rows: judgments add some 15-30% to a run's.
-IN_MEMORY_MAX_ROWS = 2_000_000
+# Both inputs' rows past which the in-memory engine is no faster (table above: level in CPU
+# at 20M run rows with 3.1M judgment rows, behind at 30M).
+IN_MEMORY_MAX_ROWS = 20_000_000
+IN_MEMORY_BASE_BYTES = 350 * 1000**2  # the interpreter, polars, pyarrow and numba, loaded
+IN_MEMORY_FACTOR = 1.0  # peak bytes per byte of estimated column width (measured 0.84)
+_VIEW_BYTES = 16  # polars' string view (short strings inline, longer ones beside it)
+_FIXED_BYTES = 8
+_STRING_BYTES = 32  # a string column's length where the footer has no statistics
 _PARQUET = (".parquet", ".pq")
+# The columns the in-memory readers load of each input (the run's rank where present).
+_READ = {"judgments": JUDGMENT_COLUMNS, "run": (*RUN_COLUMNS, RANK)}
 
 
 def choose_engine(judgments_path: str | Path, run_path: str | Path, *,
-                  judgments_format: str | None = None, run_format: str | None = None) -> str:
-    """``streaming`` or ``local`` for these inputs (see the module docstring)."""
+                  judgments_format: str | None = None, run_format: str | None = None,
+                  budget: Budget | None = None) -> str:
+    """``streaming`` or ``local`` for these inputs under ``budget`` (default ``Budget.of()``;
+    see the module docstring)."""
     if any(fmt not in (None, "parquet") for fmt in (judgments_format, run_format)):
         return "local"
-    files = [*_parquet_files(judgments_path), *_parquet_files(run_path)]
-    if not files or None in files:
+    inputs = {"judgments": _parquet_files(judgments_path), "run": _parquet_files(run_path)}
+    if not all(inputs.values()) or any(None in files for files in inputs.values()):
         return "local"
     try:
-        rows = sum(pq.read_metadata(path).num_rows for path in files)
+        footers = {which: [pq.read_metadata(path) for path in files]
+                   for which, files in inputs.items()}
     except (OSError, ValueError):
         return "local"  # not readable as Parquet: the in-memory reader says what is wrong
-    return "streaming" if rows > IN_MEMORY_MAX_ROWS else "local"
+    rows = sum(footer.num_rows for files in footers.values() for footer in files)
+    limit = (budget or Budget.of()).memory_limit
+    return ("local" if rows <= IN_MEMORY_MAX_ROWS and in_memory_peak(footers) <= limit
+            else "streaming")
+
+
+def in_memory_peak(footers: dict[str, list[pq.FileMetaData]]) -> int:
+    """Estimated peak bytes of the in-memory engine on these inputs' files (``judgments``,
+    ``run``: their Parquet footers)."""
+    width_bytes = sum(footer.num_rows * _row_width(footer, _READ[which])
+                      for which, files in footers.items() for footer in files)
+    return IN_MEMORY_BASE_BYTES + int(IN_MEMORY_FACTOR * width_bytes)
+
+
+def _row_width(footer: pq.FileMetaData, read: tuple[str, ...]) -> float:
+    """Bytes a row of these columns takes in memory. A name column the file leaves out (the
+    reader fills it in) takes a view."""
+    schema = footer.schema.to_arrow_schema()
+    width = 0.0
+    for name in read:
+        if name not in schema.names:
+            width += _VIEW_BYTES if name != RANK else 0
+        elif pa.types.is_string(schema.field(name).type) or pa.types.is_large_string(
+                schema.field(name).type):
+            width += _VIEW_BYTES + _string_length(footer, schema.get_field_index(name))
+        else:
+            width += _FIXED_BYTES
+    return width
+
+
+def _string_length(footer: pq.FileMetaData, column: int) -> float:
+    """The mean length of a string column's values: the mean of its row groups' min and max
+    lengths, or more where the column's bytes say so (statistics may be cut short, at 64 bytes
+    by polars; a plain-encoded string takes 4 bytes of length besides its own)."""
+    lengths, rows, plain = [], 0, 0
+    for group in range(footer.num_row_groups):
+        chunk = footer.row_group(group).column(column)
+        stats = chunk.statistics
+        if stats is None or not stats.has_min_max:
+            return _STRING_BYTES
+        lengths += [len(str(stats.min).encode()), len(str(stats.max).encode())]
+        rows += footer.row_group(group).num_rows
+        plain += chunk.total_uncompressed_size
+    if not lengths:
+        return _STRING_BYTES
+    return max(sum(lengths) / len(lengths), (plain - 4 * rows) / max(rows, 1))
 
 
 def _parquet_files(location: str | Path) -> list[Path | None]:

@@ -14,7 +14,8 @@ from evaluation_pipeline.core.blocks import Blocks
 from evaluation_pipeline.core.evaluation import Lineage, evaluate
 from evaluation_pipeline.core.hashing import judgment_blocks, judgments_sha256, pool_blocks
 from evaluation_pipeline.core.ndcg import JudgmentIndex, index_judgments
-from evaluation_pipeline.io.atomic import write_parquet
+from evaluation_pipeline.engines import PER_QUERY_ROW_GROUP_ROWS
+from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError, validate
@@ -105,5 +106,7 @@ def score_local(
         judgments_path, run_path, spec, judgments_format=judgments_format,
         run_format=run_format, judgment_version=judgment_version, pool=pool, ranker=ranker)
     per_query = validate("PerQueryResults", per_query, "per-query results")
-    write_parquet(per_query, out_path)
+    # The streaming engine's row groups, so that both engines write the same bytes.
+    atomic_write(out_path, lambda tmp: per_query.write_parquet(
+        tmp, compression="zstd", statistics=True, row_group_size=PER_QUERY_ROW_GROUP_ROWS))
     return LocalScores(lineage, per_query.height, judgments, candidates)
