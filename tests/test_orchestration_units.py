@@ -11,7 +11,10 @@ from evaluation_pipeline.io.readers import read_pool
 from evaluation_pipeline.core import quality
 from evaluation_pipeline.core.comparison import candidate_set_differences
 from evaluation_pipeline.io import landing
+from evaluation_pipeline.core.hashing import HASH_VERSION, judgments_sha256, sha256_of
+from evaluation_pipeline.io.storage import JUDGMENTS_FILE
 from evaluation_pipeline.orchestration.assets import evaluation_code_version
+from evaluation_pipeline.orchestration.checks import _published_check
 from evaluation_pipeline.orchestration.resources import EvaluationStorage, PublishConflict
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas.errors import EvaluationError
@@ -85,6 +88,31 @@ def test_storage_publishes_once_and_refuses_different_content(base: str, tmp_pat
     assert isinstance(conflict.value, EvaluationError)
     names = [p.name for p in storage.path("judgments", "v1").iterdir()]
     assert sorted(names) == ["judgments.parquet", "manifest.json"]  # no temporary left over
+
+
+@pytest.mark.parametrize("base", ["local", "memory"])
+def test_a_version_published_under_hash_version_1_stays_comparable(base: str, tmp_path: Path):
+    """A manifest without ``hash_version`` holds the version-1 hash: landing the same content
+    again is a no-op, other content is refused, and the published-file check passes."""
+    storage = EvaluationStorage(base=str(tmp_path / "store") if base == "local"
+                                else f"memory://ndcg-test-v1-{os.getpid()}")
+    frame = pl.DataFrame({"query_id": ["q1", "q1", "q2"], "doc_id": ["a", "b", "a"],
+                          "grade": [1, None, 0], "grade_status": ["graded", "unknown", "graded"],
+                          "judgment_version": ["v1"] * 3})
+    old = sha256_of("judgments", frame, version=1)
+    assert old != judgments_sha256(frame)
+    place = ("judgments", "v1")
+    storage.publish(place, JUDGMENTS_FILE, frame, {"sha256": old}, "judgment version 'v1'")
+    assert _published_check(storage, (*place, JUDGMENTS_FILE), "judgments", "v1").passed
+    current = {"sha256": judgments_sha256(frame), "hash_version": HASH_VERSION}
+    assert storage.publish(place, JUDGMENTS_FILE, frame.reverse(), current, "v1") is False
+    changed = frame.with_columns(grade=pl.Series([2, None, 0]))
+    with pytest.raises(PublishConflict, match=f"content sha256 {old}; the landed input has "
+                       f"sha256 {sha256_of('judgments', changed, version=1)}"):
+        storage.publish(place, JUDGMENTS_FILE, changed, {
+            "sha256": judgments_sha256(changed), "hash_version": HASH_VERSION}, "v1")
+    storage.write_json({"sha256": old, "hash_version": HASH_VERSION}, *place, "manifest.json")
+    assert not _published_check(storage, (*place, JUDGMENTS_FILE), "judgments", "v1").passed
 
 
 def test_storage_write_is_atomic_on_failure(tmp_path: Path):

@@ -25,6 +25,7 @@ from evaluation_pipeline.core.bounded_ingest import (
     publish_judgments,
     publish_pool,
 )
+from evaluation_pipeline.core.hashing import HASH_VERSION
 from evaluation_pipeline.core.history import numeric_metadata
 from evaluation_pipeline.core.watch import record_evaluation, watch_evaluation
 from evaluation_pipeline.engines import EngineResult
@@ -65,6 +66,7 @@ from evaluation_pipeline.orchestration.resources import (
     LandingZone,
     NightlyWatch,
     ScoringEngine,
+    hash_version,
 )
 from evaluation_pipeline.orchestration.scoring import score_published
 from evaluation_pipeline.orchestration.selection import published_versions
@@ -128,6 +130,7 @@ def judgments(
         manifest = {
             "judgment_version": version,
             "sha256": sha,
+            "hash_version": HASH_VERSION,
             "rows": rows,
             "grade_distribution": distribution,
             "source": str(source),
@@ -175,6 +178,7 @@ def candidate_pools(
         manifest = {
             "candidate_pool": pool,
             "sha256": sha,
+            "hash_version": HASH_VERSION,
             "rows": rows,
             "rankers": published.rankers,
             "shared_candidate_sets": differing == 0,
@@ -259,17 +263,21 @@ def score_evaluation(storage: EvaluationStorage, scoring: ScoringEngine, pool: s
     ``engines.score_files`` as ``ndcg-eval score`` does (``budget``: the memory budget, by
     default the environment's).
 
-    The hashes recomputed from the stored inputs must be the published ones."""
+    The hashes recomputed from the stored inputs must be the published ones. An input published
+    under an earlier hash version is hashed again in that version, from its stored file."""
     grades_manifest = _published_manifest(
         storage, judgments_folder(version), f"judgment version {version!r}")
     pool_manifest = _published_manifest(storage, pool_folder(pool), f"candidate pool {pool!r}")
     result = score_published(storage, scoring, budget or MemoryBudget().budget(storage),
                              judgments_file(version), pool_file(pool),
                              scores_file(pool, version, spec.spec_id), spec)
-    for name, computed, published in (
-        ("judgments", result.lineage.judgments_sha256, grades_manifest["sha256"]),
-        ("pool", result.lineage.pool_sha256, pool_manifest["sha256"]),
+    for name, computed, manifest, place in (
+        ("judgments", result.lineage.judgments_sha256, grades_manifest, judgments_file(version)),
+        ("pool", result.lineage.pool_sha256, pool_manifest, pool_file(pool)),
     ):
+        published = manifest["sha256"]
+        if hash_version(manifest) != HASH_VERSION:
+            computed = storage.content_sha256(place, name, hash_version(manifest)).sha256
         if computed != published:
             raise dg.Failure(f"stored {name} content has sha256 {computed}, but "
                              f"{published} was published: the storage was altered")
