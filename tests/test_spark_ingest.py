@@ -13,10 +13,13 @@ import polars as pl
 import pytest
 
 from evaluation_pipeline.core import bounded_ingest, hashing
+from tests import test_bounded_ingest
 from tests.spark_session import requires_spark
-from tests.test_bounded_ingest import BUDGET, candidates, pool_folder, shuffled  # noqa: F401
+from tests.test_bounded_ingest import BUDGET, candidates, shuffled
 
 pytestmark = [pytest.mark.slow, requires_spark]
+# The local path's fixture: a pool folder of unsorted ranker files, Parquet and CSV.
+pool_folder = test_bounded_ingest.pool_folder
 
 
 @pytest.fixture
@@ -45,8 +48,8 @@ def judgment_files(tmp_path):
     return files
 
 
-def test_a_pool_of_unsorted_files_publishes_as_the_local_path(spark, pool_folder, tmp_path,
-                                                              short_ranges):
+def test_a_pool_of_unsorted_files_publishes_as_the_local_path(
+        spark, pool_folder, tmp_path, short_ranges):
     from evaluation_pipeline.engines import spark_ingest
 
     locally = bounded_ingest.publish_pool(pool_folder, tmp_path / "local.parquet",
@@ -80,7 +83,8 @@ def _refusal(call):
     return str(caught.value)
 
 
-def test_bad_rows_are_refused_with_the_local_paths_message(spark, pool_folder, tmp_path):
+def test_bad_rows_are_refused_with_the_local_paths_message(
+        spark, pool_folder, tmp_path):
     from evaluation_pipeline.engines import spark_ingest
 
     dense = pl.read_parquet(pool_folder / "dense.parquet")

@@ -83,7 +83,7 @@ def _publish(kind, files: list[Path], label: str, target: Path, name: str | None
         inputs = [sort_input for _, sort_input, _, _ in read]
         lap(f"checked {len(files)} file(s) of {kind.what} {name!r} on Spark")
         n_rows = rows.count()
-        partitions = max(1, -(-n_rows // ROWS_PER_PARTITION))
+        partitions = _partitions(n_rows)
         block_key = list(kind.key[:-1])
         _refuse_repeats(kind, rows, files, inputs, label, fmt, name)
         sha256 = _content_hash(kind, rows, block_key, partitions)
@@ -169,6 +169,17 @@ def _refuse_repeats(kind, rows, files, inputs, label, fmt, name: str) -> None:
 
 
 # -- content hash -----------------------------------------------------------------------------
+
+
+def content_hash(kind: str, rows) -> str:
+    """The content hash of a Spark frame of a pool (``kind="pool"``) or judgment version
+    (``"judgments"``), in any order, computed on the executors."""
+    kind_ = local._POOL if kind == "pool" else local._JUDGMENTS
+    return _content_hash(kind_, rows, list(kind_.key[:-1]), _partitions(rows.count()))
+
+
+def _partitions(n_rows: int) -> int:
+    return max(1, -(-n_rows // ROWS_PER_PARTITION))
 
 
 def _content_hash(kind, rows, block_key: list[str], partitions: int) -> str:

@@ -20,11 +20,7 @@ import polars as pl
 
 from evaluation_pipeline import __version__
 from evaluation_pipeline.core import nightly, quality
-from evaluation_pipeline.core.bounded_ingest import (
-    candidate_set_disagreements,
-    publish_judgments,
-    publish_pool,
-)
+from evaluation_pipeline.core.bounded_ingest import candidate_set_disagreements
 from evaluation_pipeline.core.hashing import HASH_VERSION
 from evaluation_pipeline.core.history import numeric_metadata
 from evaluation_pipeline.core.watch import record_evaluation, watch_evaluation
@@ -115,7 +111,7 @@ def _table(frame: pl.DataFrame) -> dg.TableMetadataValue:
 )
 def judgments(
     context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage,
-    memory: MemoryBudget,
+    memory: MemoryBudget, scoring: ScoringEngine,
 ) -> dg.MaterializeResult:
     version = check_safe_name(context.partition_key, "judgment version")
     source = landing.judgment_file(version)
@@ -123,8 +119,9 @@ def judgments(
     with budget.scratch("ndcg-eval-publish-") as tmp:
         # Validated, sorted into key order (the streaming engine then reads it without sorting
         # it first) and hashed in bounded memory, then moved into the storage.
-        published = publish_judgments(source, Path(tmp) / JUDGMENTS_FILE, version=version,
-                                      budget=budget, log=context.log.info)
+        published = scoring.publish_judgments(source, Path(tmp) / JUDGMENTS_FILE,
+                                              version=version, budget=budget,
+                                              log=context.log.info)
         sha, rows, distribution = (published.sha256, published.rows,
                                    published.grade_distribution)
         manifest = {
@@ -163,7 +160,7 @@ def judgments(
 )
 def candidate_pools(
     context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage,
-    memory: MemoryBudget,
+    memory: MemoryBudget, scoring: ScoringEngine,
 ) -> dg.MaterializeResult:
     pool = check_safe_name(context.partition_key, "candidate pool")
     folder = landing.pool_folder(pool)
@@ -171,8 +168,8 @@ def candidate_pools(
     with budget.scratch("ndcg-eval-publish-") as tmp:
         # Every ranker file validated, sorted by (ranker, query_id, doc_id) and hashed in
         # bounded memory; the candidate sets compared out of core; then moved into the storage.
-        published = publish_pool(folder, Path(tmp) / POOL_FILE, pool=pool, budget=budget,
-                                 log=context.log.info)
+        published = scoring.publish_pool(folder, Path(tmp) / POOL_FILE, pool=pool,
+                                         budget=budget, log=context.log.info)
         sha, rows = published.sha256, published.rows
         differing, examples = candidate_set_disagreements(published.path, budget)
         manifest = {

@@ -22,7 +22,12 @@ import dagster as dg
 import polars as pl
 from upath import UPath
 
-from evaluation_pipeline.core.bounded_ingest import Verified, verify_published
+from evaluation_pipeline.core import bounded_ingest
+from evaluation_pipeline.core.bounded_ingest import (
+    Published,
+    Verified,
+    verify_published,
+)
 from evaluation_pipeline.core.evaluation import Lineage
 from evaluation_pipeline.core.hashing import HASH_VERSION, sha256_of
 from evaluation_pipeline.core.nightly import (
@@ -348,6 +353,23 @@ class ScoringEngine(dg.ConfigurableResource):
         """True when the engine reads and writes the storage's URLs itself (Spark, through
         its Hadoop file systems); the others score local copies of files on object storage."""
         return self.engine == "spark"
+
+    def publish_pool(self, folder: Path, target: Path, **options) -> Published:
+        """Ingest a pool folder (``bounded_ingest.publish_pool``'s options): on the Spark
+        session when the engine is Spark, else on this machine in bounded memory."""
+        return self._ingest("publish_pool", folder, target, **options)
+
+    def publish_judgments(self, source: Path, target: Path, **options) -> Published:
+        """Ingest a judgment version, as :meth:`publish_pool`."""
+        return self._ingest("publish_judgments", source, target, **options)
+
+    def _ingest(self, function: str, source: Path, target: Path, **options) -> Published:
+        if self.engine != "spark":
+            return getattr(bounded_ingest, function)(source, target, **options)
+        from evaluation_pipeline.engines import spark_ingest  # pyspark: the spark extra
+
+        return getattr(spark_ingest, function)(source, target, master=self.spark_master,
+                                               **options)
 
     def score(self, judgments_path: str, pool_path: str, spec, out_path: str, budget=None):
         if self.engine not in ENGINES:
