@@ -15,7 +15,11 @@ from evaluation_pipeline.core.hashing import HASH_VERSION, judgments_sha256, sha
 from evaluation_pipeline.io.storage import JUDGMENTS_FILE
 from evaluation_pipeline.orchestration.assets import evaluation_code_version
 from evaluation_pipeline.orchestration.checks import _published_check
-from evaluation_pipeline.orchestration.resources import EvaluationStorage, PublishConflict
+from evaluation_pipeline.orchestration.resources import (
+    EvaluationStorage,
+    PublishConflict,
+    ScoringEngine,
+)
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas.errors import EvaluationError
 from schemas.names import UnsafeNameError
@@ -181,3 +185,26 @@ def test_scoring_is_in_a_concurrency_pool_that_the_local_instance_limits(tmp_pat
         config = instance.get_concurrency_config()
         assert config.pool_config.default_pool_limit == MAX_CONCURRENT_RUNS
         assert config.run_queue_config.max_concurrent_runs == MAX_CONCURRENT_RUNS
+
+
+@pytest.mark.parametrize("engine, ingest", [("spark", "spark_ingest"), ("local", "bounded_ingest"),
+                                            ("auto", "bounded_ingest")])
+def test_the_engine_resource_hands_in_ingest(engine, ingest, monkeypatch, tmp_path):
+    """Ingest runs on Spark when the engine is Spark (the session at its master), else here."""
+    from evaluation_pipeline.core import bounded_ingest
+    from evaluation_pipeline.engines import spark_ingest
+
+    calls = []
+    for module in (bounded_ingest, spark_ingest):
+        for function in ("publish_pool", "publish_judgments"):
+            monkeypatch.setattr(module, function, lambda *args, _f=function, _m=module, **kw:
+                                calls.append((_m.__name__.rsplit(".", 1)[-1], _f, args, kw)))
+    resource = ScoringEngine(engine=engine, spark_master="local[1]")
+    resource.publish_pool(tmp_path / "pool", tmp_path / "out", pool="p", budget=None)
+    resource.publish_judgments(tmp_path / "v.csv", tmp_path / "out", version="v")
+    master = {"master": "local[1]"} if engine == "spark" else {}
+    assert calls == [
+        (ingest, "publish_pool", (tmp_path / "pool", tmp_path / "out"),
+         {**master, "pool": "p", "budget": None}),
+        (ingest, "publish_judgments", (tmp_path / "v.csv", tmp_path / "out"),
+         {**master, "version": "v"})]
