@@ -34,22 +34,46 @@ scores = st.one_of(st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5]),
                    st.floats(allow_nan=False, allow_infinity=False))
 
 
-def reference_pool_sha256(rows) -> str:
+def reference_digest(lines, block_fields: int, range_rows: int | None = None) -> str:
+    """Hash version 2 of the sorted ``lines`` (tuples of fields): blocks share their first
+    ``block_fields`` fields; a block is in range (rows before it) // range_rows; the hash is
+    SHA-256 of the version tag and the ranges' SHA-256 digests in order."""
+    range_rows = range_rows or hashing.RANGE_ROWS
+    ranges: dict[int, bytes] = {}
+    number, previous = 0, None
+    for row, line in enumerate(lines):
+        if line[:block_fields] != previous:
+            number, previous = row // range_rows, line[:block_fields]
+        ranges[number] = ranges.get(number, b"") + b"\t".join(line) + b"\n"
+    return hashlib.sha256(b"ndcg-eval content hash v2\n" + b"".join(
+        hashlib.sha256(ranges[n]).digest() for n in sorted(ranges))).hexdigest()
+
+
+def reference_pool_lines(rows) -> list[tuple[bytes, ...]]:
     lines = []
     for ranker, query, doc, score in rows:
         bits = struct.unpack("<q", struct.pack("<d", score + 0.0))[0]
         lines.append((ranker.encode(), query.encode(), doc.encode(), str(bits).encode()))
-    lines.sort(key=lambda line: line[:3])
-    return hashlib.sha256(b"".join(b"\t".join(line) + b"\n" for line in lines)).hexdigest()
+    return sorted(lines, key=lambda line: line[:3])
 
 
-def reference_judgments_sha256(rows) -> str:
+def reference_pool_sha256(rows, range_rows: int | None = None) -> str:
+    return reference_digest(reference_pool_lines(rows), 2, range_rows)
+
+
+def reference_judgments_sha256(rows, range_rows: int | None = None) -> str:
     lines = []
     for query, doc, grade, status in rows:
         grade_text = b"" if grade is None else str(grade).encode()
         lines.append((query.encode(), doc.encode(), grade_text, status.encode()))
     lines.sort(key=lambda line: line[:2])
-    return hashlib.sha256(b"".join(b"\t".join(line) + b"\n" for line in lines)).hexdigest()
+    return reference_digest(lines, 1, range_rows)
+
+
+def reference_pool_sha256_v1(rows) -> str:
+    """Hash version 1: one SHA-256 of all the sorted lines."""
+    return hashlib.sha256(b"".join(b"\t".join(line) + b"\n" for line in reference_pool_lines(
+        rows))).hexdigest()
 
 
 @st.composite
@@ -99,6 +123,55 @@ def test_streamed_pieces_in_key_order_give_the_same_digest(rows, pieces):
     assert digest.hexdigest() == reference_pool_sha256(rows)
 
 
+@settings(max_examples=150, deadline=None)
+@given(pools(), st.lists(st.integers(1, 9), min_size=1, max_size=20), st.integers(1, 6))
+def test_streamed_pieces_of_any_size_give_the_whole_frames_hash(rows, sizes, range_rows):
+    """Ranges close at whole blocks whatever the pieces: sorted rows cut at any sizes (inside
+    blocks too), with ranges a few rows long, hash as the whole frame and as the definition."""
+    frame = pl.DataFrame(rows, schema=["ranker", "query_id", "doc_id", "score"], orient="row")
+    ordered = frame.sort(["ranker", "query_id", "doc_id"])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hashing, "RANGE_ROWS", range_rows)
+        digest, start = StreamingDigest("pool"), 0
+        for size in sizes * ordered.height:
+            if start >= ordered.height:
+                break
+            digest.update(ordered.slice(start, size))
+            start += size
+        assert digest.hexdigest() == pool_sha256(frame) == reference_pool_sha256(rows,
+                                                                                 range_rows)
+
+
+def test_ranges_are_whole_blocks_and_a_long_block_is_a_range_of_its_own():
+    # Blocks of 5, 1, 1 and 2 rows with ranges of 2 rows: the first block (rows 0-4) is range
+    # 0, the next ones start at rows 5, 6 and 7: ranges 2, 3 and 3.
+    sizes = {"q1": 5, "q2": 1, "q3": 1, "q4": 2}
+    rows = [(q, f"d{i}", 1, "graded") for q, n in sizes.items() for i in range(n)]
+    lines = [b"\t".join((q.encode(), d.encode(), b"1", b"graded")) + b"\n"
+             for q, d, _, _ in rows]
+    expected = hashlib.sha256(b"ndcg-eval content hash v2\n" + b"".join(
+        hashlib.sha256(b"".join(part)).digest()
+        for part in (lines[:5], lines[5:6], lines[6:]))).hexdigest()
+    frame = pl.DataFrame(rows[::-1], schema={"query_id": pl.String, "doc_id": pl.String,
+                                             "grade": pl.Int64, "grade_status": pl.String},
+                         orient="row")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hashing, "RANGE_ROWS", 2)
+        assert judgments_sha256(frame) == expected
+    # The pieces Spark's executors hash: each range's rows, in any order within it.
+    ordered = frame.reverse()
+    assert hashing.combine(hashing.range_digest("judgments", ordered.slice(start, length))
+                           for start, length in ((0, 5), (5, 1), (6, 3))) == expected
+
+
+@settings(max_examples=50, deadline=None)
+@given(pools())
+def test_version_1_is_one_digest_of_all_lines(rows):
+    frame = pl.DataFrame(rows, schema=["ranker", "query_id", "doc_id", "score"], orient="row")
+    assert hashing.sha256_of("pool", frame, 1) == reference_pool_sha256_v1(rows)
+    assert hashing.sha256_of("pool", frame) == pool_sha256(frame)
+
+
 def test_duplicate_rows_are_found_on_the_way():
     frame = pl.DataFrame({"ranker": ["r"] * 3, "query_id": ["q"] * 3,
                           "doc_id": ["https://example.org/docs/1", "https://example.org/docs/2",
@@ -130,6 +203,7 @@ def small_thresholds():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(blocks_module, "_SPLIT_ROWS", 4)
         patch.setattr(hashing, "_CHUNK_ROWS", 3)
+        patch.setattr(hashing, "RANGE_ROWS", 5)
         yield
 
 
@@ -142,8 +216,8 @@ def test_halves_and_chunks_give_the_same_digests_and_order(pool_rows, version_ro
                            orient="row")
     whole = hashing.pool_blocks(pool)
     with small_thresholds():
-        assert pool_sha256(pool) == reference_pool_sha256(pool_rows)
-        assert judgments_sha256(version) == reference_judgments_sha256(version_rows)
+        assert pool_sha256(pool) == reference_pool_sha256(pool_rows, 5)
+        assert judgments_sha256(version) == reference_judgments_sha256(version_rows, 5)
         halves = hashing.pool_blocks(pool)
     np.testing.assert_array_equal(halves.order, whole.order)
 

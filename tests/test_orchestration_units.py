@@ -11,8 +11,15 @@ from evaluation_pipeline.io.readers import read_pool
 from evaluation_pipeline.core import quality
 from evaluation_pipeline.core.comparison import candidate_set_differences
 from evaluation_pipeline.io import landing
+from evaluation_pipeline.core.hashing import HASH_VERSION, judgments_sha256, sha256_of
+from evaluation_pipeline.io.storage import JUDGMENTS_FILE
 from evaluation_pipeline.orchestration.assets import evaluation_code_version
-from evaluation_pipeline.orchestration.resources import EvaluationStorage, PublishConflict
+from evaluation_pipeline.orchestration.checks import _published_check
+from evaluation_pipeline.orchestration.resources import (
+    EvaluationStorage,
+    PublishConflict,
+    ScoringEngine,
+)
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas.errors import EvaluationError
 from schemas.names import UnsafeNameError
@@ -87,6 +94,31 @@ def test_storage_publishes_once_and_refuses_different_content(base: str, tmp_pat
     assert sorted(names) == ["judgments.parquet", "manifest.json"]  # no temporary left over
 
 
+@pytest.mark.parametrize("base", ["local", "memory"])
+def test_a_version_published_under_hash_version_1_stays_comparable(base: str, tmp_path: Path):
+    """A manifest without ``hash_version`` holds the version-1 hash: landing the same content
+    again is a no-op, other content is refused, and the published-file check passes."""
+    storage = EvaluationStorage(base=str(tmp_path / "store") if base == "local"
+                                else f"memory://ndcg-test-v1-{os.getpid()}")
+    frame = pl.DataFrame({"query_id": ["q1", "q1", "q2"], "doc_id": ["a", "b", "a"],
+                          "grade": [1, None, 0], "grade_status": ["graded", "unknown", "graded"],
+                          "judgment_version": ["v1"] * 3})
+    old = sha256_of("judgments", frame, version=1)
+    assert old != judgments_sha256(frame)
+    place = ("judgments", "v1")
+    storage.publish(place, JUDGMENTS_FILE, frame, {"sha256": old}, "judgment version 'v1'")
+    assert _published_check(storage, (*place, JUDGMENTS_FILE), "judgments", "v1").passed
+    current = {"sha256": judgments_sha256(frame), "hash_version": HASH_VERSION}
+    assert storage.publish(place, JUDGMENTS_FILE, frame.reverse(), current, "v1") is False
+    changed = frame.with_columns(grade=pl.Series([2, None, 0]))
+    with pytest.raises(PublishConflict, match=f"content sha256 {old}; the landed input has "
+                       f"sha256 {sha256_of('judgments', changed, version=1)}"):
+        storage.publish(place, JUDGMENTS_FILE, changed, {
+            "sha256": judgments_sha256(changed), "hash_version": HASH_VERSION}, "v1")
+    storage.write_json({"sha256": old, "hash_version": HASH_VERSION}, *place, "manifest.json")
+    assert not _published_check(storage, (*place, JUDGMENTS_FILE), "judgments", "v1").passed
+
+
 def test_storage_write_is_atomic_on_failure(tmp_path: Path):
     storage = EvaluationStorage(base=str(tmp_path / "store"))
     storage.write_json({"n": 1}, "reports", "x.json")
@@ -153,3 +185,26 @@ def test_scoring_is_in_a_concurrency_pool_that_the_local_instance_limits(tmp_pat
         config = instance.get_concurrency_config()
         assert config.pool_config.default_pool_limit == MAX_CONCURRENT_RUNS
         assert config.run_queue_config.max_concurrent_runs == MAX_CONCURRENT_RUNS
+
+
+@pytest.mark.parametrize("engine, ingest", [("spark", "spark_ingest"), ("local", "bounded_ingest"),
+                                            ("auto", "bounded_ingest")])
+def test_the_engine_resource_hands_in_ingest(engine, ingest, monkeypatch, tmp_path):
+    """Ingest runs on Spark when the engine is Spark (the session at its master), else here."""
+    from evaluation_pipeline.core import bounded_ingest
+    from evaluation_pipeline.engines import spark_ingest
+
+    calls = []
+    for module in (bounded_ingest, spark_ingest):
+        for function in ("publish_pool", "publish_judgments"):
+            monkeypatch.setattr(module, function, lambda *args, _f=function, _m=module, **kw:
+                                calls.append((_m.__name__.rsplit(".", 1)[-1], _f, args, kw)))
+    resource = ScoringEngine(engine=engine, spark_master="local[1]")
+    resource.publish_pool(tmp_path / "pool", tmp_path / "out", pool="p", budget=None)
+    resource.publish_judgments(tmp_path / "v.csv", tmp_path / "out", version="v")
+    master = {"master": "local[1]"} if engine == "spark" else {}
+    assert calls == [
+        (ingest, "publish_pool", (tmp_path / "pool", tmp_path / "out"),
+         {**master, "pool": "p", "budget": None}),
+        (ingest, "publish_judgments", (tmp_path / "v.csv", tmp_path / "out"),
+         {**master, "version": "v"})]

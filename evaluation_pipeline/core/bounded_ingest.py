@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
-from evaluation_pipeline.core.hashing import StreamingDigest
+from evaluation_pipeline.core.hashing import HASH_VERSION, StreamingDigest
 from evaluation_pipeline.core.threads import helper
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.external_sort import (
@@ -489,17 +489,17 @@ class Verified:
     rows: int
 
 
-def verify_published(path: str | Path, kind: str) -> Verified:
+def verify_published(path: str | Path, kind: str, hash_version: int = HASH_VERSION) -> Verified:
     """Check a published pool (``kind="pool"``) or judgment version (``"judgments"``) again, in
     bounded memory: the row rules of its model batch by batch, its key order and unique keys,
-    and its content SHA-256 (to compare with the manifest's).
+    and its content SHA-256 in ``hash_version`` (to compare with the manifest's).
 
     Raises ``InputError``. A batch the screen refuses sends the whole file to the model, whose
     message (file, column, rule, rows) is the in-memory check's: refusals leave the bounds."""
     path = Path(path)
     kind_ = _POOL if kind == "pool" else _JUDGMENTS
     block_key = list(kind_.key[:-1])
-    digest = StreamingDigest(kind_.digest)
+    digest = StreamingDigest(kind_.digest, hash_version)
     rows, last = 0, None
     for frame in _whole_blocks(path, block_key):
         if not screening.screen(kind_.model, frame, check_keys=False):

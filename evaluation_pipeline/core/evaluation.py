@@ -14,7 +14,12 @@ import polars as pl
 from evaluation_pipeline import __version__
 from evaluation_pipeline.core.aggregates import aggregate
 from evaluation_pipeline.core.blocks import Blocks
-from evaluation_pipeline.core.hashing import judgments_sha256, pool_blocks, pool_sha256
+from evaluation_pipeline.core.hashing import (
+    HASH_VERSION,
+    judgments_sha256,
+    pool_blocks,
+    pool_sha256,
+)
 from evaluation_pipeline.core.ndcg import JudgmentIndex, score
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas.columns import LINEAGE_COLUMNS, STATUSES
@@ -67,6 +72,11 @@ class Lineage:
 
     def columns(self) -> list[pl.Expr]:
         return [pl.lit(v, dtype=pl.String).alias(k) for k, v in asdict(self).items()]
+
+    def record(self) -> dict:
+        """The lineage as summary.json and report.json hold it, with the version of the
+        content hashes (contract section 1) it names."""
+        return {**asdict(self), "hash_version": HASH_VERSION}
 
 
 class LineageError(EvaluationError):
@@ -134,7 +144,7 @@ def summarize(
             }
         )
     return {
-        "lineage": asdict(lineage),
+        "lineage": lineage.record(),
         "spec": spec.to_dict(),
         "spec_id": spec.spec_id,
         "conventions": spec.describe(),

@@ -23,7 +23,6 @@ import polars as pl
 import pyarrow as pa
 
 from evaluation_pipeline.core.evaluation import Lineage
-from evaluation_pipeline.core.hashing import StreamingDigest
 from evaluation_pipeline.core.ndcg import (
     RESULT_SCHEMA,
     index_judgments,
@@ -194,9 +193,9 @@ def score_spark(
     )
     lineage = Lineage(
         judgment_version=version,
-        judgments_sha256=judgments_sha256 or _digest(judgments, "judgments", JUDGMENT_KEY),
+        judgments_sha256=judgments_sha256 or _digest(judgments, "judgments"),
         candidate_pool=pool_name,
-        pool_sha256=pool_sha256 or _digest(run, "pool", POOL_KEY),
+        pool_sha256=pool_sha256 or _digest(run, "pool"),
         spec_id=spec.spec_id,
     )
     lineage_columns = [F.lit(v).alias(k) for k, v in lineage.__dict__.items()]
@@ -327,44 +326,11 @@ def _validate_judgments(judgments, source: str) -> str:
     return name
 
 
-def _digest(frame, kind: str, keys: tuple[str, ...]) -> str:
-    """Contract section 1 SHA-256 of ``frame``, its rows sorted by ``keys`` in Spark.
+def _digest(frame, kind: str) -> str:
+    """Contract section 1 content hash of ``frame`` (``kind``: "pool" or "judgments"), computed
+    as ingest on Spark computes it: ranges of whole blocks hashed on the executors, their
+    digests combined on the driver (``engines.spark_ingest.content_hash``)."""
+    # Here: spark_ingest imports this module.
+    from evaluation_pipeline.engines.spark_ingest import content_hash
 
-    The sorted rows come to the driver as Arrow, in order, and go to the local engine's hasher
-    (``StreamingDigest``), which writes and hashes their canonical lines. Each executor packs a
-    partition's record batches into IPC streams of some ``_DIGEST_ROWS`` rows (``_ipc_pieces``)
-    and ``toLocalIterator`` brings them a partition at a time: the driver holds about two
-    partitions, not the whole input as ``toArrow`` would."""
-    digest = StreamingDigest(kind)
-    pieces = frame.orderBy(*keys).mapInArrow(_ipc_pieces, "piece binary")
-    for piece in pieces.toLocalIterator(prefetchPartitions=True):
-        digest.update(pl.from_arrow(pa.ipc.open_stream(piece[0]).read_all()))
-    return digest.hexdigest()
-
-
-# Rows a piece of the digest holds: a few MB of Arrow, few enough hasher calls per partition.
-_DIGEST_ROWS = 100_000
-
-
-def _ipc_pieces(batches):
-    """(Run by Spark on the executors.) A partition's record batches, in order, as IPC streams
-    of at least ``_DIGEST_ROWS`` rows (the last one fewer), each one binary cell of a row."""
-    pending: list[pa.RecordBatch] = []
-    rows = 0
-    for batch in batches:
-        pending.append(batch)
-        rows += batch.num_rows
-        if rows >= _DIGEST_ROWS:
-            yield _ipc_piece(pending)
-            pending, rows = [], 0
-    if pending:
-        yield _ipc_piece(pending)
-
-
-def _ipc_piece(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batches[0].schema) as writer:
-        for batch in batches:
-            writer.write_batch(batch)
-    return pa.RecordBatch.from_arrays([pa.array([sink.getvalue().to_pybytes()], pa.binary())],
-                                      names=["piece"])
+    return content_hash(kind, frame)

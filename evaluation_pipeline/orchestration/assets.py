@@ -20,11 +20,8 @@ import polars as pl
 
 from evaluation_pipeline import __version__
 from evaluation_pipeline.core import nightly, quality
-from evaluation_pipeline.core.bounded_ingest import (
-    candidate_set_disagreements,
-    publish_judgments,
-    publish_pool,
-)
+from evaluation_pipeline.core.bounded_ingest import candidate_set_disagreements
+from evaluation_pipeline.core.hashing import HASH_VERSION
 from evaluation_pipeline.core.history import numeric_metadata
 from evaluation_pipeline.core.watch import record_evaluation, watch_evaluation
 from evaluation_pipeline.engines import EngineResult
@@ -65,6 +62,7 @@ from evaluation_pipeline.orchestration.resources import (
     LandingZone,
     NightlyWatch,
     ScoringEngine,
+    hash_version,
 )
 from evaluation_pipeline.orchestration.scoring import score_published
 from evaluation_pipeline.orchestration.selection import published_versions
@@ -113,7 +111,7 @@ def _table(frame: pl.DataFrame) -> dg.TableMetadataValue:
 )
 def judgments(
     context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage,
-    memory: MemoryBudget,
+    memory: MemoryBudget, scoring: ScoringEngine,
 ) -> dg.MaterializeResult:
     version = check_safe_name(context.partition_key, "judgment version")
     source = landing.judgment_file(version)
@@ -121,13 +119,15 @@ def judgments(
     with budget.scratch("ndcg-eval-publish-") as tmp:
         # Validated, sorted into key order (the streaming engine then reads it without sorting
         # it first) and hashed in bounded memory, then moved into the storage.
-        published = publish_judgments(source, Path(tmp) / JUDGMENTS_FILE, version=version,
-                                      budget=budget, log=context.log.info)
+        published = scoring.publish_judgments(source, Path(tmp) / JUDGMENTS_FILE,
+                                              version=version, budget=budget,
+                                              log=context.log.info)
         sha, rows, distribution = (published.sha256, published.rows,
                                    published.grade_distribution)
         manifest = {
             "judgment_version": version,
             "sha256": sha,
+            "hash_version": HASH_VERSION,
             "rows": rows,
             "grade_distribution": distribution,
             "source": str(source),
@@ -160,7 +160,7 @@ def judgments(
 )
 def candidate_pools(
     context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage,
-    memory: MemoryBudget,
+    memory: MemoryBudget, scoring: ScoringEngine,
 ) -> dg.MaterializeResult:
     pool = check_safe_name(context.partition_key, "candidate pool")
     folder = landing.pool_folder(pool)
@@ -168,13 +168,14 @@ def candidate_pools(
     with budget.scratch("ndcg-eval-publish-") as tmp:
         # Every ranker file validated, sorted by (ranker, query_id, doc_id) and hashed in
         # bounded memory; the candidate sets compared out of core; then moved into the storage.
-        published = publish_pool(folder, Path(tmp) / POOL_FILE, pool=pool, budget=budget,
-                                 log=context.log.info)
+        published = scoring.publish_pool(folder, Path(tmp) / POOL_FILE, pool=pool,
+                                         budget=budget, log=context.log.info)
         sha, rows = published.sha256, published.rows
         differing, examples = candidate_set_disagreements(published.path, budget)
         manifest = {
             "candidate_pool": pool,
             "sha256": sha,
+            "hash_version": HASH_VERSION,
             "rows": rows,
             "rankers": published.rankers,
             "shared_candidate_sets": differing == 0,
@@ -259,17 +260,21 @@ def score_evaluation(storage: EvaluationStorage, scoring: ScoringEngine, pool: s
     ``engines.score_files`` as ``ndcg-eval score`` does (``budget``: the memory budget, by
     default the environment's).
 
-    The hashes recomputed from the stored inputs must be the published ones."""
+    The hashes recomputed from the stored inputs must be the published ones. An input published
+    under an earlier hash version is hashed again in that version, from its stored file."""
     grades_manifest = _published_manifest(
         storage, judgments_folder(version), f"judgment version {version!r}")
     pool_manifest = _published_manifest(storage, pool_folder(pool), f"candidate pool {pool!r}")
     result = score_published(storage, scoring, budget or MemoryBudget().budget(storage),
                              judgments_file(version), pool_file(pool),
                              scores_file(pool, version, spec.spec_id), spec)
-    for name, computed, published in (
-        ("judgments", result.lineage.judgments_sha256, grades_manifest["sha256"]),
-        ("pool", result.lineage.pool_sha256, pool_manifest["sha256"]),
+    for name, computed, manifest, place in (
+        ("judgments", result.lineage.judgments_sha256, grades_manifest, judgments_file(version)),
+        ("pool", result.lineage.pool_sha256, pool_manifest, pool_file(pool)),
     ):
+        published = manifest["sha256"]
+        if hash_version(manifest) != HASH_VERSION:
+            computed = storage.content_sha256(place, name, hash_version(manifest)).sha256
         if computed != published:
             raise dg.Failure(f"stored {name} content has sha256 {computed}, but "
                              f"{published} was published: the storage was altered")

@@ -11,12 +11,8 @@ import dagster as dg
 import polars as pl
 
 from evaluation_pipeline.core import nightly, quality
-from evaluation_pipeline.core.bounded_ingest import (
-    candidate_set_disagreements,
-    verify_published,
-)
+from evaluation_pipeline.core.bounded_ingest import candidate_set_disagreements
 from evaluation_pipeline.core.comparison import candidate_set_differences
-from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
 from evaluation_pipeline.io.alerts import REGRESSION_FIELDS
 from evaluation_pipeline.io.storage import (
     Place,
@@ -31,31 +27,29 @@ from evaluation_pipeline.orchestration.partitions import (
     judgment_version_partitions,
     split_evaluation_key,
 )
-from evaluation_pipeline.orchestration.resources import EvaluationStorage, QualityPolicy
+from evaluation_pipeline.orchestration.resources import (
+    EvaluationStorage,
+    QualityPolicy,
+    hash_version,
+)
 from evaluation_pipeline.spec import EvaluationSpec
-from schemas import CandidatePool, InputError, Judgments, validate
+from schemas import InputError
 
 # What the checks on the scores read of them (a Spark-written result: of each part's columns).
 COVERAGE_COLUMNS = ["ranker", "cutoff", "judged_at_k"]
 INCOMPLETE_COLUMNS = ["ranker", "cutoff", "status"]
 
 
-def _published_check(storage: EvaluationStorage, place: Place, model, hash_of: str,
+def _published_check(storage: EvaluationStorage, place: Place, hash_of: str,
                      what: str) -> dg.AssetCheckResult:
     """The published file passes its schema and still has the published content hash
     (``hash_of``: "pool" or "judgments")."""
     manifest = storage.manifest(*place[:-1])  # beside the file
     if manifest is None:
         return dg.AssetCheckResult(passed=False, description=f"{what} is not published")
-    try:
-        if storage.is_local():  # in bounded memory, batch by batch
-            verified = verify_published(storage.path(*place), hash_of)
-            sha, rows = verified.sha256, verified.rows
-        else:
-            frame = storage.read_parquet(*place)
-            validate(model, frame, str(storage.path(*place)))
-            digest = pool_sha256 if hash_of == "pool" else judgments_sha256
-            sha, rows = digest(frame), frame.height
+    try:  # in the hash version the manifest holds
+        verified = storage.content_sha256(place, hash_of, hash_version(manifest))
+        sha, rows = verified.sha256, verified.rows
     except InputError as exc:
         return dg.AssetCheckResult(passed=False, description=str(exc)[:2000])
     return dg.AssetCheckResult(
@@ -71,7 +65,7 @@ def _published_check(storage: EvaluationStorage, place: Place, model, hash_of: s
 def judgments_valid(context: dg.AssetCheckExecutionContext,
                     storage: EvaluationStorage) -> dg.AssetCheckResult:
     version = context.partition_key
-    return _published_check(storage, judgments_file(version), Judgments, "judgments",
+    return _published_check(storage, judgments_file(version), "judgments",
                             f"judgment version {version!r}")
 
 
@@ -80,7 +74,7 @@ def judgments_valid(context: dg.AssetCheckExecutionContext,
 def candidate_pool_valid(context: dg.AssetCheckExecutionContext,
                          storage: EvaluationStorage) -> dg.AssetCheckResult:
     pool = context.partition_key
-    return _published_check(storage, pool_file(pool), CandidatePool, "pool",
+    return _published_check(storage, pool_file(pool), "pool",
                             f"candidate pool {pool!r}")
 
 

@@ -22,12 +22,19 @@ import dagster as dg
 import polars as pl
 from upath import UPath
 
+from evaluation_pipeline.core import bounded_ingest
+from evaluation_pipeline.core.bounded_ingest import (
+    Published,
+    Verified,
+    verify_published,
+)
+from evaluation_pipeline.core.evaluation import Lineage
+from evaluation_pipeline.core.hashing import HASH_VERSION, sha256_of
 from evaluation_pipeline.core.nightly import (
     BASELINE_POOL_ENV,
     DEFAULT_ALPHA,
     DEFAULT_MIN_EFFECT,
 )
-from evaluation_pipeline.core.evaluation import Lineage
 from evaluation_pipeline.core.watch import WatchSettings
 from evaluation_pipeline.engines import AUTO, DEFAULT_BATCH_ROWS, ENGINES, score_files
 from evaluation_pipeline.io import integrity, landing, leftovers, result_set
@@ -38,15 +45,23 @@ from evaluation_pipeline.io.faults import check_write
 from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.io.result_folder import put_result
 from evaluation_pipeline.io.storage import (
+    POOL_FILE,
     READY_MARKER,
     STAGING_FOLDER,
     Place,
     manifest_file,
 )
 from evaluation_pipeline.report.config import ReportConfig
+from schemas import CandidatePool, Judgments, validate
 from schemas.columns import LINEAGE_COLUMNS
 from schemas.errors import EvaluationError
 from schemas.names import check_safe_name
+
+
+def hash_version(manifest: dict) -> int:
+    """The content hash version of a manifest's ``sha256``: a manifest written before hash
+    versions were recorded holds version 1."""
+    return manifest.get("hash_version", 1)
 
 
 class PublishConflict(EvaluationError):
@@ -231,11 +246,19 @@ class EvaluationStorage(dg.ConfigurableResource):
         a published name is refused."""
         existing = self.manifest(*folder)
         if existing is not None:
-            if existing["sha256"] == manifest["sha256"]:
+            landed = manifest["sha256"]
+            version = hash_version(existing)
+            if version != hash_version(manifest):
+                # Published under an earlier hash version: the landed content is hashed in
+                # that version (once, in bounded memory) to compare like with like.
+                kind = "pool" if file_name == POOL_FILE else "judgments"
+                landed = (verify_published(frame, kind, version).sha256 if isinstance(
+                    frame, Path) else sha256_of(kind, frame, version))
+            if existing["sha256"] == landed:
                 return False
             raise PublishConflict(
                 f"{what} is already published with content sha256 {existing['sha256']}; the "
-                f"landed input has sha256 {manifest['sha256']}. A published {what.split()[0]} "
+                f"landed input has sha256 {landed}. A published {what.split()[0]} "
                 "is immutable: land the changed content under a new name."
             )
         if isinstance(frame, Path):
@@ -245,6 +268,16 @@ class EvaluationStorage(dg.ConfigurableResource):
         # The manifest is written last: its presence is what marks the folder as published.
         self.write_json(self.stamped(manifest, (*folder, file_name)), *manifest_file(folder))
         return True
+
+    def content_sha256(self, place: Place, kind: str, version: int = HASH_VERSION) -> Verified:
+        """The published file at ``place`` checked again (its model's rules; raises
+        ``InputError``) and its content hash in hash ``version`` (``kind``: "pool" or
+        "judgments"). Local storage reads it batch by batch, in bounded memory."""
+        if self.is_local():
+            return verify_published(self.path(*place), kind, version)
+        frame = self.read_parquet(*place)
+        validate(CandidatePool if kind == "pool" else Judgments, frame, str(self.path(*place)))
+        return Verified(sha256_of(kind, frame, version), frame.height)
 
     def stamped(self, manifest: dict, place: Place) -> dict:
         """``manifest`` with the stamp of the file just written at ``place`` (local storage:
@@ -320,6 +353,23 @@ class ScoringEngine(dg.ConfigurableResource):
         """True when the engine reads and writes the storage's URLs itself (Spark, through
         its Hadoop file systems); the others score local copies of files on object storage."""
         return self.engine == "spark"
+
+    def publish_pool(self, folder: Path, target: Path, **options) -> Published:
+        """Ingest a pool folder (``bounded_ingest.publish_pool``'s options): on the Spark
+        session when the engine is Spark, else on this machine in bounded memory."""
+        return self._ingest("publish_pool", folder, target, **options)
+
+    def publish_judgments(self, source: Path, target: Path, **options) -> Published:
+        """Ingest a judgment version, as :meth:`publish_pool`."""
+        return self._ingest("publish_judgments", source, target, **options)
+
+    def _ingest(self, function: str, source: Path, target: Path, **options) -> Published:
+        if self.engine != "spark":
+            return getattr(bounded_ingest, function)(source, target, **options)
+        from evaluation_pipeline.engines import spark_ingest  # pyspark: the spark extra
+
+        return getattr(spark_ingest, function)(source, target, master=self.spark_master,
+                                               **options)
 
     def score(self, judgments_path: str, pool_path: str, spec, out_path: str, budget=None):
         if self.engine not in ENGINES:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict
 
 import polars as pl
 
@@ -73,7 +72,7 @@ def build_report(
         "format_version": REPORT_FORMAT_VERSION,
         "headline_cutoff": top_cutoff,
         "headline": headline,
-        "lineage": asdict(lineage),
+        "lineage": lineage.record(),
         "spec": spec.to_dict(),
         "spec_id": spec.spec_id,
         "conventions": spec.describe(),
