@@ -29,6 +29,7 @@ from evaluation_pipeline.core.ndcg import (
     missing_from_run,
     score_candidates,
 )
+from evaluation_pipeline.engines.spark_hashing import content_hash
 from evaluation_pipeline.io.storage import SPARK_SUCCESS
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
@@ -329,8 +330,5 @@ def _validate_judgments(judgments, source: str) -> str:
 def _digest(frame, kind: str) -> str:
     """Contract section 1 content hash of ``frame`` (``kind``: "pool" or "judgments"), computed
     as ingest on Spark computes it: ranges of whole blocks hashed on the executors, their
-    digests combined on the driver (``engines.spark_ingest.content_hash``)."""
-    # Here: spark_ingest imports this module.
-    from evaluation_pipeline.engines.spark_ingest import content_hash
-
+    digests combined on the driver (``engines.spark_hashing.content_hash``)."""
     return content_hash(kind, frame)

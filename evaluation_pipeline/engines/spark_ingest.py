@@ -30,20 +30,16 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from evaluation_pipeline.core import bounded_ingest as local
 from evaluation_pipeline.core import hashing
 from evaluation_pipeline.core.bounded_ingest import Published
 from evaluation_pipeline.engines.spark import spark_session
+from evaluation_pipeline.engines.spark_hashing import content_hash_of, partition_count
 from evaluation_pipeline.io.external_sort import Budget, SortInput
 from evaluation_pipeline.io.readers import detect_format
 from schemas import columns as cols
 from schemas import screening
-
-# Partitions of the sorted rows and of the blocks: enough to spread a pool over the executors,
-# a few million rows each at the sizes Spark is for.
-ROWS_PER_PARTITION = 2_000_000
 
 
 def publish_pool(source: str | Path | Sequence[str | Path], target: str | Path, *,
@@ -83,10 +79,10 @@ def _publish(kind, files: list[Path], label: str, target: Path, name: str | None
         inputs = [sort_input for _, sort_input, _, _ in read]
         lap(f"checked {len(files)} file(s) of {kind.what} {name!r} on Spark")
         n_rows = rows.count()
-        partitions = _partitions(n_rows)
+        partitions = partition_count(n_rows)
         block_key = list(kind.key[:-1])
         _refuse_repeats(kind, rows, files, inputs, label, fmt, name)
-        sha256 = _content_hash(kind, rows, block_key, partitions)
+        sha256 = content_hash_of(kind, rows, block_key, partitions)
         lap(f"hashed {n_rows:,} rows in ranges of {hashing.RANGE_ROWS:,} on the executors")
         facts = _facts(kind, rows)
         written = scratch / "sorted"
@@ -166,70 +162,6 @@ def _refuse_repeats(kind, rows, files, inputs, label, fmt, name: str) -> None:
                 .filter("n > 1").orderBy(*kind.key).select(*kind.key).first())
     if repeated is not None:
         local._refuse_duplicate(kind, repeated.asDict(), files, inputs, label, fmt, name)
-
-
-# -- content hash -----------------------------------------------------------------------------
-
-
-def content_hash(kind: str, rows) -> str:
-    """The content hash of a Spark frame of a pool (``kind="pool"``) or judgment version
-    (``"judgments"``), in any order, computed on the executors."""
-    kind_ = local._POOL if kind == "pool" else local._JUDGMENTS
-    return _content_hash(kind_, rows, list(kind_.key[:-1]), _partitions(rows.count()))
-
-
-def _partitions(n_rows: int) -> int:
-    return max(1, -(-n_rows // ROWS_PER_PARTITION))
-
-
-def _content_hash(kind, rows, block_key: list[str], partitions: int) -> str:
-    """Hash version 2 of ``rows``: blocks numbered into ranges and ranges hashed on the
-    executors, the digests combined on the driver."""
-    from pyspark.sql import functions as F
-
-    range_rows = hashing.RANGE_ROWS  # read here: the executors get the driver's value
-    blocks = (rows.groupBy(*block_key).agg(F.count(F.lit(1)).alias("rows"))
-              .repartitionByRange(partitions, *block_key).sortWithinPartitions(*block_key)
-              .localCheckpoint())  # fixed partitions: the two passes below see the same ones
-    key_ddl = ", ".join(f"{c} string" for c in block_key)
-
-    def partition_rows(batches):
-        table = pa.Table.from_batches(list(batches))
-        if table.num_rows:
-            yield pa.RecordBatch.from_pylist([{
-                **{c: table[c][0].as_py() for c in block_key},
-                "rows": pc.sum(table["rows"]).as_py()}])
-
-    # The rows before each partition, keyed by its first block (partitions hold key ranges).
-    offsets, before = {}, 0
-    summary = blocks.mapInArrow(partition_rows, f"{key_ddl}, rows bigint").collect()
-    for row in sorted(summary, key=lambda r: tuple(r[c] for c in block_key)):
-        offsets[tuple(row[c] for c in block_key)] = before
-        before += row["rows"]
-
-    def number_blocks(batches):
-        table = pa.Table.from_batches(list(batches))
-        if not table.num_rows:
-            return
-        first = tuple(table[c][0].as_py() for c in block_key)
-        counts = pl.from_arrow(table)["rows"]
-        starts = offsets[first] + counts.cum_sum() - counts
-        yield pa.RecordBatch.from_arrays(
-            [table[c].combine_chunks() for c in block_key]
-            + [(starts // range_rows).to_arrow()], names=[*block_key, "range"])
-
-    numbered = blocks.mapInArrow(number_blocks, f"{key_ddl}, range bigint")
-    kind_name = kind.digest
-
-    def digest_range(table: pa.Table) -> pa.Table:
-        return pa.table({"range": [table["range"][0].as_py()],
-                         "digest": [hashing.range_digest(kind_name, pl.from_arrow(table))]},
-                        schema=pa.schema([("range", pa.int64()), ("digest", pa.binary())]))
-
-    hashed = [c for c in kind.dtypes if c not in cols.LINEAGE_COLUMNS]
-    digests = (rows.select(*hashed).join(numbered, on=block_key).groupBy("range")
-               .applyInArrow(digest_range, "range bigint, digest binary").collect())
-    return hashing.combine(bytes(r["digest"]) for r in sorted(digests, key=lambda r: r["range"]))
 
 
 # -- facts ------------------------------------------------------------------------------------
