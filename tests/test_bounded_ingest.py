@@ -245,3 +245,16 @@ def test_duckdb_gets_what_the_process_leaves_of_the_budget(monkeypatch, used_mb,
 
     monkeypatch.setattr(external_sort, "_resident_bytes", lambda: used_mb * 1000**2)
     assert external_sort.duckdb_share(2 * 1000**3) == expected_mb * 1000**2
+
+
+def test_a_large_sort_gets_at_least_what_it_needs(monkeypatch):
+    """A sort of 333M rows failed at 483 MB (a quarter of 2 GB): a large sort's floor is what
+    its merge needs, which grows as the square root of its rows, up to half the budget."""
+    from evaluation_pipeline.io import external_sort
+
+    monkeypatch.setattr(external_sort, "_resident_bytes", lambda: 1_300 * 1000**2)
+    assert external_sort.duckdb_share(2 * 1000**3) == 500 * 1000**2  # no sort: a quarter
+    assert external_sort.duckdb_share(2 * 1000**3, 10_000_000) == 500 * 1000**2
+    large = external_sort.duckdb_share(2 * 1000**3, 333_000_000)
+    assert large == external_sort.sort_floor(333_000_000) and 900e6 < large < 1000e6
+    assert external_sort.duckdb_share(2 * 1000**3, 10**10) == 1000 * 1000**2  # at most half

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.atomic import atomic_write
@@ -154,7 +155,8 @@ def sort_parquet(
     ``target``, then a rename)."""
     target = Path(target)
     inputs = [i if isinstance(i, SortInput) else SortInput(Path(i)) for i in inputs]
-    with spilling(budget or Budget.of(), step) as connection:
+    n_rows = sum(pq.read_metadata(i.path).num_rows for i in inputs)
+    with spilling(budget or Budget.of(), step, sort_rows=n_rows) as connection:
         if columns is None:
             described = connection.execute(
                 f"DESCRIBE SELECT * FROM read_parquet({_text(inputs[0].path)})").fetchall()
@@ -171,15 +173,16 @@ def sort_parquet(
 
 
 @contextmanager
-def spilling(budget: Budget, step: str):
+def spilling(budget: Budget, step: str, sort_rows: int | None = None):
     """A DuckDB connection held to its share of the budget, spilling under its folder; its
-    out-of-memory and out-of-disk errors become :class:`MemoryBudgetError` naming ``step``."""
+    out-of-memory and out-of-disk errors become :class:`MemoryBudgetError` naming ``step``.
+    ``sort_rows``: the rows the connection will sort, if it sorts (see ``duckdb_share``)."""
     import duckdb
 
     limit = budget.memory_limit
     with budget.scratch("ndcg-eval-spill-") as tmp:
         config = {
-            "memory_limit": f"{duckdb_share(limit)}B",
+            "memory_limit": f"{duckdb_share(limit, sort_rows)}B",
             "temp_directory": tmp,
             # Rows leave in ORDER BY order anyway; without this DuckDB would also keep the
             # input order of ties, which costs memory and which no key here has.
@@ -201,16 +204,32 @@ def spilling(budget: Budget, step: str):
             connection.close()
 
 
-def duckdb_share(limit: int) -> int:
+def duckdb_share(limit: int, sort_rows: int | None = None) -> int:
     """Bytes DuckDB may hold of a budget of ``limit`` for the whole process: what the process
-    has not used yet less a reserve, between a quarter and half of the budget. A budget below
-    what the process already holds cannot bound it; DuckDB then gets half of it, which bounds
-    the sort itself (the tests' budgets of a few dozen MB)."""
+    has not used yet less a reserve, between a floor and half of the budget. The floor is a
+    quarter of the budget, or what a sort of ``sort_rows`` rows needs at the least if that is
+    more (``sort_floor``). A budget below what the process already holds cannot bound it;
+    DuckDB then gets half of it, which bounds the sort itself (the tests' budgets of a few
+    dozen MB)."""
     half = int(limit * DUCKDB_SHARE)
     used = _resident_bytes()
     if used is not None and used < limit:
-        half = min(half, max(limit - used - _RESERVE, limit // 4))
+        floor = max(limit // 4, sort_floor(sort_rows) if sort_rows else 0)
+        half = min(half, max(limit - used - _RESERVE, floor))
     return max(half, _MIN_DUCKDB_BYTES)
+
+
+def sort_floor(rows: int) -> int:
+    """The least memory DuckDB needs to sort ``rows`` rows of a pool or judgments, spilling or
+    not, with a margin of two: its merge holds a 256 KiB block per sorted run, and the runs are
+    as many as the rows over the memory, so the need grows as the square root of the rows.
+    Measured (2 threads, ids of 10 to 25 bytes): 150k rows failed at 24 MB and sorted at 32 MB,
+    10M rows failed at 60 MB and sorted at 100 MB, 333M rows failed at 483 MB."""
+    return int(_SORT_FLOOR_BASE + 2 * _SORT_FLOOR_PER_ROOT * rows ** 0.5)
+
+
+_SORT_FLOOR_BASE = 32 * 1000**2
+_SORT_FLOOR_PER_ROOT = 25_000  # bytes per square root of a row: 80 MB at 10M rows
 
 
 def _resident_bytes() -> int | None:
