@@ -15,7 +15,11 @@ from evaluation_pipeline.orchestration.partitions import (
     candidate_pool_partitions,
     judgment_version_partitions,
 )
-from evaluation_pipeline.orchestration.resources import EvaluationStorage, LandingZone
+from evaluation_pipeline.orchestration.resources import (
+    EvaluationStorage,
+    LandingZone,
+    ScoringEngine,
+)
 from tests.make_bad_inputs import CORPUS
 from tests.test_bad_input import BAD, _assert_explains, _ids
 
@@ -61,6 +65,7 @@ def test_ingest_asset_fails_with_the_message_and_publishes_nothing(case, tmp_pat
             "landing": LandingZone(folder=str(landing), queries_path=str(tmp_path / "q.csv")),
             "storage": EvaluationStorage(base=str(storage)),
             "memory": MemoryBudget(),
+            "scoring": ScoringEngine(),
         },
     )
     assert not result.success
