@@ -174,7 +174,7 @@ def _publish(kind: _Kind, files: list[Path], label: str, target: Path, name: str
         scratch = Path(scratch)
         prepared = []
         for number, path in enumerate(files):
-            prepared.append(_prepare(kind, path, fmt, name, scratch / f"in-{number}"))
+            prepared.append(_prepare(kind, path, fmt, name, scratch / f"in-{number}.parquet"))
             name = prepared[-1].name
         # The first file's columns are published; a later file lacking an extra one (a
         # judgment's rubric, say) gives it as null.
@@ -246,10 +246,7 @@ def _prepare(kind: _Kind, path: Path, fmt: str | None, name: str | None, spilled
     whole by its reader (the in-memory path, one file at a time) and spilled as Parquet."""
     schema = _parquet_schema(path) if detect_format(path, fmt) == "parquet" else None
     if schema is not None and _contract_typed(kind, schema):
-        # The readers' defaults: a run file without a ranker column is its file's stem, a
-        # version without its name column is the asked name, else the file's stem.
-        defaults = {"ranker": path.stem, kind.name_column: name or path.stem}
-        constants = {c: defaults[c] for c in kind.optional if c not in schema}
+        constants = _missing_columns(kind, path, schema, name)
         name = constants.get(kind.name_column, name)
         screened = _screen_batches(kind, path, fmt, name, constants)
         if screened is not None:
@@ -257,12 +254,26 @@ def _prepare(kind: _Kind, path: Path, fmt: str | None, name: str | None, spilled
             name, rankers = screened
             return _Prepared(SortInput(path, constants), name,
                              _published_columns(kind, columns), rankers)
+    return _converted(kind, path, fmt, name, spilled)
+
+
+def _missing_columns(kind: _Kind, path: Path, schema: dict, name: str | None) -> dict:
+    """The optional columns a contract-typed file lacks, each with the value the readers give
+    it: a run file without a ranker column is its file's stem, a version without its name
+    column is the asked name, else the file's stem."""
+    defaults = {"ranker": path.stem, kind.name_column: name or path.stem}
+    return {c: defaults[c] for c in kind.optional if c not in schema}
+
+
+def _converted(kind: _Kind, path: Path, fmt: str | None, name: str | None, spilled: Path
+               ) -> _Prepared:
+    """The file read whole by its reader (the in-memory path, one file at a time) and spilled
+    as Parquet at ``spilled``."""
     frame = kind.read(path, fmt, name, False)
     name = frame.select(pl.col(kind.name_column).first()).item()
     frame = frame.select(_published_columns(kind, frame.columns))
-    frame.write_parquet(spilled.with_suffix(".parquet"))
-    return _Prepared(SortInput(spilled.with_suffix(".parquet")), name, frame.columns,
-                     _rankers(kind, frame))
+    frame.write_parquet(spilled)
+    return _Prepared(SortInput(spilled), name, frame.columns, _rankers(kind, frame))
 
 
 def _rankers(kind: _Kind, frame: pl.DataFrame) -> frozenset[str]:

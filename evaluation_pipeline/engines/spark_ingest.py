@@ -105,8 +105,7 @@ def _read(kind, path: Path, fmt, name: str | None, spilled: Path, spark):
 
     schema = local._parquet_schema(path) if detect_format(path, fmt) == "parquet" else None
     if schema is not None and local._contract_typed(kind, schema):
-        defaults = {"ranker": path.stem, kind.name_column: name or path.stem}
-        constants = {c: defaults[c] for c in kind.optional if c not in schema}
+        constants = local._missing_columns(kind, path, schema, name)
         frame = spark.read.parquet(str(path)).withColumns(
             {c: F.lit(v).cast("string") for c, v in constants.items()})
         screened = _screen(kind, frame, constants.get(kind.name_column, name))
@@ -117,11 +116,8 @@ def _read(kind, path: Path, fmt, name: str | None, spilled: Path, spark):
                 kind, [*schema, *(c for c in constants if c not in schema)])
             return frame, SortInput(path, constants), screened, columns
     # The local reader's conversions, one file at a time (``bounded_ingest._prepare``).
-    converted = kind.read(path, fmt, name, False)
-    name = converted.select(pl.col(kind.name_column).first()).item()
-    converted = converted.select(local._published_columns(kind, converted.columns))
-    converted.write_parquet(spilled)
-    return (spark.read.parquet(str(spilled)), SortInput(spilled), name,
+    converted = local._converted(kind, path, fmt, name, spilled)
+    return (spark.read.parquet(str(spilled)), converted.input, converted.name,
             list(converted.columns))
 
 
