@@ -211,12 +211,12 @@ def duckdb_share(limit: int, sort_rows: int | None = None) -> int:
     more (``sort_floor``). A budget below what the process already holds cannot bound it;
     DuckDB then gets half of it, which bounds the sort itself (the tests' budgets of a few
     dozen MB)."""
-    half = int(limit * DUCKDB_SHARE)
+    share = int(limit * DUCKDB_SHARE)
     used = _resident_bytes()
     if used is not None and used < limit:
         floor = max(limit // 4, sort_floor(sort_rows) if sort_rows else 0)
-        half = min(half, max(limit - used - _RESERVE, floor))
-    return max(half, _MIN_DUCKDB_BYTES)
+        share = min(share, max(limit - used - _RESERVE, floor))
+    return max(share, _MIN_DUCKDB_BYTES)
 
 
 def sort_floor(rows: int) -> int:
