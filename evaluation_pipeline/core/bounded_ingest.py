@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 from evaluation_pipeline.core.hashing import HASH_VERSION, StreamingDigest
 from evaluation_pipeline.core.threads import helper
 from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.io.datasets import is_data_file
 from evaluation_pipeline.io.external_sort import (
     Budget,
     SortInput,
@@ -150,7 +151,7 @@ def _run_files(source) -> tuple[list[Path], str]:
     if isinstance(source, (str, Path)) and Path(source).is_dir():
         folder = Path(source)
         files = sorted(p for p in folder.iterdir() if p.is_file()
-                       and not p.name.startswith(("_", ".")) and _is_run_file(p))
+                       and is_data_file(p.name) and _is_run_file(p))
         if not files:
             raise InputError(str(folder), [violation("(folder)", "a pool folder needs at least "
                                                      "one run file (.parquet, .csv, .run)", [])])

@@ -43,6 +43,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evaluation_pipeline.io.datasets import is_data_file
 from evaluation_pipeline.io.external_sort import Budget
 from evaluation_pipeline.io.locations import is_remote
 from schemas.columns import JUDGMENT_COLUMNS, RANK, RUN_COLUMNS
@@ -133,6 +134,6 @@ def _parquet_files(location: str | Path) -> list[Path | None]:
     if path.is_dir():
         # As the pool readers list a folder: hidden files and markers (_READY) are not runs.
         entries = [p for p in sorted(path.iterdir())
-                   if p.is_file() and not p.name.startswith(("_", "."))]
+                   if p.is_file() and is_data_file(p.name)]
         return [p if p.suffix.lower() in _PARQUET else None for p in entries]
     return [path if path.is_file() and path.suffix.lower() in _PARQUET else None]

@@ -30,6 +30,7 @@ from evaluation_pipeline.core.ndcg import (
     score_candidates,
 )
 from evaluation_pipeline.engines.spark_hashing import content_hash
+from evaluation_pipeline.io.datasets import is_data_file
 from evaluation_pipeline.io.storage import SPARK_SUCCESS
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
@@ -239,7 +240,7 @@ def _pool_folder(spark, url: str) -> str | None:
     if not (fs.exists(path) and fs.getFileStatus(path).isDirectory()):
         return None
     names = [status.getPath().getName() for status in fs.listStatus(path)]
-    files = [n for n in names if not n.startswith(("_", "."))]
+    files = [n for n in names if is_data_file(n)]
     if SPARK_SUCCESS in names or (files and all(n.startswith("part-") for n in files)):
         return None
     return url

@@ -78,6 +78,7 @@ from evaluation_pipeline.engines.stream_reading import (
 )
 from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.io.datasets import is_data_file
 from evaluation_pipeline.io.external_sort import Budget, SortInput, sort_parquet
 from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.spec import EvaluationSpec
@@ -186,7 +187,7 @@ class _Names:
 def _run_files(run_path: Path | UPath) -> list[Path | UPath]:
     if run_path.is_dir():
         files = sorted(p for p in run_path.iterdir() if p.suffix.lower() in (".parquet", ".pq")
-                       and not p.name.startswith(("_", ".")))
+                       and is_data_file(p.name))
         if not files:
             raise InputError(str(run_path), [violation(
                 "(folder)", "the streaming engine needs at least one .parquet run file", [])])

@@ -23,6 +23,7 @@ from evaluation_pipeline.io.cells import (
     with_name_column,
 )
 from evaluation_pipeline.io.csv_reader import read_csv_table
+from evaluation_pipeline.io.datasets import is_data_file
 from evaluation_pipeline.io.locations import location
 from evaluation_pipeline.io.parquet_reader import read_parquet_table
 from evaluation_pipeline.io.trec_reader import read_qrels, read_trec_run
@@ -149,7 +150,7 @@ def read_pool(folder: str | Path, pool: str | None = None, fmt: str | None = Non
     folder = location(folder)
     files = sorted(
         p for p in folder.iterdir()
-        if p.is_file() and not p.name.startswith(("_", ".")) and p.suffix.lower() in _EXTENSIONS
+        if p.is_file() and is_data_file(p.name) and p.suffix.lower() in _EXTENSIONS
     )
     if not files:
         raise InputError(str(folder), [violation("(folder)", "a pool folder needs at least one "
