@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict
-from pathlib import Path
 
 import polars as pl
 
-from evaluation_pipeline.core.evaluation import Lineage
-from evaluation_pipeline.io.datasets import read_dataset, scan_dataset
-from evaluation_pipeline.io.locations import Location, is_remote
+from evaluation_pipeline.core.evaluation import Lineage, read_with_lineage
+from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.io.result_folder import IncompleteResult, result_file
 from evaluation_pipeline.io.storage import PER_QUERY_FILE, SUMMARY_FILE
 from evaluation_pipeline.spec import (
@@ -25,7 +22,6 @@ from evaluation_pipeline.spec import (
     spec_from_mapping,
 )
 from schemas import validate
-from schemas.columns import LINEAGE_COLUMNS
 from schemas.errors import EvaluationError
 
 
@@ -50,11 +46,7 @@ def load_results(
     stored = result_file(folder, name)
     if not stored.exists():
         raise ResultsError(f"{file}: no such file (expected ndcg-eval score output)")
-    if is_remote(stored):  # read through its filesystem and options
-        per_query = read_dataset(stored)
-        lineage = Lineage.from_rows(per_query, str(file))
-    else:
-        per_query, lineage = read_with_lineage(stored)
+    per_query, lineage = read_with_lineage(stored, str(file))
     per_query = validate("PerQueryResults", per_query, str(file))
     summary = folder / SUMMARY_FILE
     summary_stored = _optional(folder, SUMMARY_FILE)
@@ -78,23 +70,3 @@ def _optional(folder: Location, name: str) -> Location | None:
         return result_file(folder, name)
     except IncompleteResult:
         return None
-
-
-def read_with_lineage(file: Path) -> tuple[pl.DataFrame, Lineage]:
-    """The rows of a per-query file (or Spark's folder of parts) and their lineage, the
-    lineage columns read only once.
-
-    The lineage is one value per column (one evaluation), but stored on every row: the two
-    sha256 columns alone took 256 MB each at 1M queries x 2 rankers x 2 cutoffs. Their distinct
-    values come from a streamed scan; the frame then holds them as literal columns (one value,
-    broadcast), in the file's column order."""
-    scan = scan_dataset(file)
-    names = scan.collect_schema().names()
-    stored = [c for c in LINEAGE_COLUMNS if c in names]
-    distinct = scan.select(pl.col(c).unique().implode() for c in stored).collect(
-        engine="streaming")
-    lineage = Lineage.from_values({c: distinct[c][0].to_list() for c in stored}, str(file))
-    rows = read_dataset(file, [c for c in names if c not in stored])
-    values = asdict(lineage)
-    return rows.with_columns(pl.lit(values[c], dtype=pl.String).alias(c)
-                             for c in stored).select(names), lineage

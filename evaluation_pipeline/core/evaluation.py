@@ -21,6 +21,8 @@ from evaluation_pipeline.core.hashing import (
     pool_sha256,
 )
 from evaluation_pipeline.core.ndcg import JudgmentIndex, score
+from evaluation_pipeline.io.datasets import dataset_columns, distinct_values, read_dataset
+from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas.columns import LINEAGE_COLUMNS, STATUSES
 from schemas.errors import EvaluationError
@@ -174,3 +176,22 @@ def result_sentence(row: dict, spec: EvaluationSpec, lineage: Lineage) -> str:
         f"(sha256 {lineage.judgments_sha256[:8]}...), pool {lineage.candidate_pool}, "
         f"ranker {row['ranker']}, spec {lineage.spec_id}."
     )
+
+
+def read_with_lineage(where: Location, source: str | None = None
+                      ) -> tuple[pl.DataFrame, Lineage]:
+    """The rows of per-query results (a file, or Spark's folder of parts, local or on object
+    storage) and their lineage, the lineage columns read only once.
+
+    The lineage is one value per column (one evaluation), but stored on every row: the two
+    sha256 columns alone took 256 MB each at 1M queries x 2 rankers x 2 cutoffs. Their distinct
+    values are read apart (``io.datasets.distinct_values``); the frame then holds them as
+    literal columns (one value, broadcast), in the file's column order. ``source`` names the
+    results in a refusal (default: ``where``)."""
+    names = dataset_columns(where)
+    stored = [c for c in LINEAGE_COLUMNS if c in names]
+    lineage = Lineage.from_values(distinct_values(where, stored), source or str(where))
+    rows = read_dataset(where, [c for c in names if c not in stored])
+    values = asdict(lineage)
+    return rows.with_columns(pl.lit(values[c], dtype=pl.String).alias(c)
+                             for c in stored).select(names), lineage

@@ -67,10 +67,23 @@ def scan_dataset(where: Location) -> pl.LazyFrame:
     return pl.scan_parquet([str(f) for f in data_files(where)], glob=False)
 
 
+def distinct_values(where: Location, columns: Sequence[str]) -> dict[str, list]:
+    """Each column's distinct values, without holding the columns: locally in one streamed
+    scan, on object storage a column at a time."""
+    if not columns:
+        return {}
+    if is_remote(where):
+        return {c: read_dataset(where, [c])[c].unique().to_list() for c in columns}
+    found = scan_dataset(where).select(pl.col(c).unique().implode() for c in columns).collect(
+        engine="streaming")
+    return {c: found[c][0].to_list() for c in columns}
+
+
 def dataset_columns(where: Location) -> list[str]:
     """The column names of ``where``, from its first file's footer."""
     first = data_files(where)[0]
     if is_remote(first):
         with first.open("rb") as handle:
             return list(pl.read_parquet_schema(handle))
-    return list(pl.read_parquet_schema(first))
+    # A scan, not read_parquet_schema, which would read "[*]" in a path as a glob.
+    return pl.scan_parquet(first, glob=False).collect_schema().names()

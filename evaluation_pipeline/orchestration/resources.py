@@ -14,7 +14,6 @@ import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,7 +27,7 @@ from evaluation_pipeline.core.bounded_ingest import (
     Verified,
     verify_published,
 )
-from evaluation_pipeline.core.evaluation import Lineage
+from evaluation_pipeline.core.evaluation import Lineage, read_with_lineage
 from evaluation_pipeline.core.hashing import HASH_VERSION, sha256_of
 from evaluation_pipeline.core.nightly import (
     BASELINE_POOL_ENV,
@@ -40,7 +39,7 @@ from evaluation_pipeline.engines import AUTO, DEFAULT_BATCH_ROWS, ENGINES, score
 from evaluation_pipeline.io import integrity, landing, leftovers, result_set
 from evaluation_pipeline.io.alerts import AlertSettings
 from evaluation_pipeline.io.atomic import atomic_write
-from evaluation_pipeline.io.datasets import dataset_columns, read_dataset
+from evaluation_pipeline.io.datasets import read_dataset
 from evaluation_pipeline.io.faults import check_write
 from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.io.result_folder import put_result
@@ -53,7 +52,6 @@ from evaluation_pipeline.io.storage import (
 )
 from evaluation_pipeline.report.config import ReportConfig
 from schemas import CandidatePool, Judgments, validate
-from schemas.columns import LINEAGE_COLUMNS
 from schemas.errors import EvaluationError
 from schemas.names import check_safe_name
 
@@ -215,21 +213,9 @@ class EvaluationStorage(dg.ConfigurableResource):
         return read_dataset(self.path(*parts), columns)
 
     def read_scores(self, *parts: str) -> tuple[pl.DataFrame, Lineage]:
-        """Per-query rows and their lineage, the lineage columns read only once.
-
-        The lineage is one value per column, stored on every row: the two sha256 columns alone
-        took 128 MB each at 333k queries x 3 rankers x 2 cutoffs. Each is read alone and
-        reduced to its distinct values, then the other columns are read and the values
-        broadcast, in the file's column order."""
-        where = self.path(*parts)
-        names = dataset_columns(where)
-        stored = [c for c in LINEAGE_COLUMNS if c in names]
-        lineage = Lineage.from_values({c: read_dataset(where, [c])[c].unique().to_list()
-                                       for c in stored}, str(where))
-        values = asdict(lineage)
-        rows = read_dataset(where, [c for c in names if c not in stored])
-        return rows.with_columns(pl.lit(values[c], dtype=pl.String).alias(c)
-                                 for c in stored).select(names), lineage
+        """Per-query rows at ``parts`` and their lineage, the lineage columns read only once
+        (``core.evaluation.read_with_lineage``)."""
+        return read_with_lineage(self.path(*parts))
 
     def read_json(self, *parts: str) -> Any:
         return json.loads(self.path(*parts).read_text(encoding="utf-8"))
