@@ -26,7 +26,7 @@ from evaluation_pipeline.commands.options import (
     report_config,
     resolve_spec,
 )
-from evaluation_pipeline.core.evaluation import summarize
+from evaluation_pipeline.core.evaluation import read_with_lineage, summarize
 from evaluation_pipeline.core.ndcg import sort_results
 from evaluation_pipeline.engines import score_files
 from evaluation_pipeline.io.atomic import json_text, write_json
@@ -111,9 +111,10 @@ def _read_scores(target: Location | str, remote: bool, full: bool) -> pl.DataFra
 
     The summary reads the columns its means and counts need, in any row order (the lineage is
     known): all columns, sorted, took 0.9 GB at 100M rows, the peak of a streamed run. A
-    report lists rows, so it reads them all."""
-    columns = None if full else list(SUMMARY_COLUMNS)
-    return read_dataset(location(target) if remote else target, columns)
+    report lists rows, so it reads them all, the lineage columns once
+    (``core.evaluation.read_with_lineage``)."""
+    where = location(target) if remote else target
+    return read_with_lineage(where)[0] if full else read_dataset(where, list(SUMMARY_COLUMNS))
 
 
 def _rankers(per_query: pl.DataFrame) -> list[str]:
