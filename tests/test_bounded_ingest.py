@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 
 from evaluation_pipeline.core.bounded_ingest import (
+    candidate_set_disagreements,
     count_candidate_set_disagreements,
     publish_judgments,
     publish_pool,
@@ -80,7 +81,7 @@ def test_pool_of_unsorted_files_equals_the_in_memory_path(pool_folder, tmp_path)
     lines = []
     budget = dataclasses.replace(BUDGET, spill_dir=tmp_path / "spill")
     published = publish_pool(pool_folder, target, budget=budget, log=lines.append)
-    assert [line.split(" ")[0] for line in lines] == ["checked", "sorted", "hashed"]
+    assert [line.split(" ")[0] for line in lines] == ["checked", "sorted", "hashed", "compared"]
     assert "(3 rankers sorted apart)" in lines[1]  # each file holds one ranker
     assert list((tmp_path / "spill").iterdir()) == []  # the spill is cleaned up
     expected = read_pool(pool_folder).sort(POOL_KEY)
@@ -92,6 +93,10 @@ def test_pool_of_unsorted_files_equals_the_in_memory_path(pool_folder, tmp_path)
     assert published.rankers == counts.to_dicts()
     # The CSV ranker misses all queries but 300, and one candidate of those.
     assert count_candidate_set_disagreements(target, budget=BUDGET) == QUERIES - 300 + 1
+    # Counted while publishing, from the blocks the hash walks: the same queries as a pass
+    # over the published file finds.
+    assert published.candidate_sets == candidate_set_disagreements(target, budget=BUDGET)
+    assert published.candidate_sets[0] == QUERIES - 300 + 1
 
 
 def test_a_file_of_several_rankers_sorts_the_pool_whole(pool_folder, tmp_path):
@@ -235,8 +240,8 @@ def test_a_budget_that_is_not_one_is_refused(text):
 
 
 @pytest.mark.parametrize("used_mb, expected_mb", [
-    (100, 1000),   # a fresh process: half of the budget
-    (900, 800),    # a Dagster process before a step: what it leaves, less the reserve
+    (100, 800),    # a fresh process: 40% of the budget
+    (1000, 700),   # a Dagster process before a step: what it leaves, less the reserve
     (1600, 500),   # nearly all used: never below a quarter
     (2500, 1000),  # a budget below what the process holds bounds the sort alone: half
 ])

@@ -119,6 +119,44 @@ def test_a_version_published_under_hash_version_1_stays_comparable(base: str, tm
     assert not _published_check(storage, (*place, JUDGMENTS_FILE), "judgments", "v1").passed
 
 
+def test_published_check_proves_unchanged_bytes_without_reading_rows(tmp_path: Path,
+                                                                     monkeypatch):
+    """A published file with the bytes stamped at publish passes on their SHA-256 alone; other
+    bytes (even of the same rows) are read and hashed again, and a manifest whose content hash
+    is not the stamped one is never taken on the stamp's word."""
+    storage = EvaluationStorage(base=str(tmp_path / "store"))
+    frame = pl.DataFrame({"query_id": ["q1", "q1", "q2"], "doc_id": ["a", "b", "a"],
+                          "grade": [1, None, 0], "grade_status": ["graded", "unknown", "graded"],
+                          "judgment_version": ["v1"] * 3})
+    place = ("judgments", "v1")
+    manifest = {"sha256": judgments_sha256(frame), "hash_version": HASH_VERSION, "rows": 3}
+    storage.publish(place, JUDGMENTS_FILE, frame, manifest, "judgment version 'v1'")
+    read_again = []
+    real = EvaluationStorage.content_sha256
+    monkeypatch.setattr(EvaluationStorage, "content_sha256",
+                        lambda self, *a: read_again.append(a) or real(self, *a))
+
+    result = _published_check(storage, (*place, JUDGMENTS_FILE), "judgments", "v1")
+    assert result.passed and read_again == []
+    assert result.metadata["verified"].value == "file bytes as published"
+    assert result.metadata["rows"].value == 3
+
+    path = storage.path(*place, JUDGMENTS_FILE)
+    published = path.read_bytes()
+    frame.write_parquet(path, compression="uncompressed")  # the same rows, other bytes
+    result = _published_check(storage, (*place, JUDGMENTS_FILE), "judgments", "v1")
+    assert result.passed and len(read_again) == 1
+    assert result.metadata["verified"].value == "content read again"
+
+    frame.with_columns(grade=pl.Series([2, None, 0])).write_parquet(path)
+    assert not _published_check(storage, (*place, JUDGMENTS_FILE), "judgments", "v1").passed
+
+    path.write_bytes(published)  # the stamped bytes, under another content hash
+    stamped = storage.read_json(*place, "manifest.json")
+    storage.write_json(stamped | {"sha256": "0" * 64}, *place, "manifest.json")
+    assert not _published_check(storage, (*place, JUDGMENTS_FILE), "judgments", "v1").passed
+
+
 def test_storage_write_is_atomic_on_failure(tmp_path: Path):
     storage = EvaluationStorage(base=str(tmp_path / "store"))
     storage.write_json({"n": 1}, "reports", "x.json")

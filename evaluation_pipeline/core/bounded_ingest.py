@@ -45,6 +45,7 @@ from evaluation_pipeline.io.external_sort import (
     format_bytes,
     sort_parquet,
     spilling,
+    sql_text,
 )
 from evaluation_pipeline.io.readers import detect_format, read_judgments, read_run
 from schemas import columns as cols
@@ -63,7 +64,8 @@ class Published:
 
     ``rankers``: per ranker ``{"ranker", "n_queries", "n_candidates"}`` (pools), as
     ``quality.ranker_counts``; ``grade_distribution``: rows per grade, ``unknown`` for explicit
-    unknowns (judgments), as ``quality.grade_distribution``."""
+    unknowns (judgments), as ``quality.grade_distribution``; ``candidate_sets`` (pools, when
+    counted while publishing): ``candidate_set_disagreements`` of the published pool."""
 
     path: Path
     name: str
@@ -71,6 +73,7 @@ class Published:
     rows: int
     rankers: list[dict] = field(default_factory=list)
     grade_distribution: dict[str, int] = field(default_factory=dict)
+    candidate_sets: tuple[int, list[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -193,9 +196,15 @@ def _publish(kind: _Kind, files: list[Path], label: str, target: Path, name: str
         lap(f"sorted by {', '.join(kind.key)} within {format_bytes(budget.memory_limit)}"
             + (f" ({len(parts)} rankers sorted apart)" if len(parts) > 1 else ""))
         facts: dict = {}
+        signatures = scratch / "candidate-sets.parquet"
         atomic_write(target, lambda tmp: facts.update(
-            _hash_and_write(kind, parts, tmp, files, inputs, label, fmt, name)))
+            _hash_and_write(kind, parts, tmp, files, inputs, label, fmt, name, signatures)))
         lap(f"hashed {facts['rows']:,} rows and wrote {target}")
+        if kind is _POOL:
+            facts["candidate_sets"] = _compare_sets(
+                f"read_parquet({sql_text(signatures)})", budget, examples=10
+            ) if signatures.exists() else (0, [])
+            lap("compared the rankers' candidate sets")
     return Published(path=target, name=name, **facts)
 
 
@@ -350,13 +359,15 @@ def _refuse(kind: _Kind, path: Path, fmt, name: str | None) -> None:
 # -- pass 3: keys, content hash, publishing ---------------------------------------------------
 
 
-def _hash_and_write(kind: _Kind, parts: list[Path], tmp: Path, files, inputs, label, fmt, name
-                    ) -> dict:
+def _hash_and_write(kind: _Kind, parts: list[Path], tmp: Path, files, inputs, label, fmt, name,
+                    signatures: Path) -> dict:
+    """Hash the sorted parts, write them to ``tmp`` and count their facts; a pool's candidate
+    set signatures (``_set_signatures``) go to ``signatures``."""
     digest = StreamingDigest(kind.digest)
     rankers: dict[str, list[int]] = {}
     grades: Counter = Counter()
     rows = 0
-    with _ParquetAppender(tmp) as out:
+    with _ParquetAppender(tmp) as out, _ParquetAppender(signatures) as sets:
         for frame in _whole_blocks(parts, list(kind.key[:-1])):
             blocks = digest.update(frame)
             if blocks.duplicate >= 0:
@@ -365,12 +376,13 @@ def _hash_and_write(kind: _Kind, parts: list[Path], tmp: Path, files, inputs, la
             if kind is _POOL:
                 # A block is one (ranker, query_id), whole in one batch: counting blocks and
                 # their rows per ranker counts queries and candidates.
-                for ranker, queries, candidates in blocks.keys.select("ranker").with_columns(
-                        rows=pl.Series(np.diff(blocks.starts))).group_by("ranker").agg(
-                        pl.len(), pl.col("rows").sum()).iter_rows():
+                signed = _set_signatures(blocks)
+                for ranker, queries, candidates in signed.group_by("ranker").agg(
+                        pl.len(), pl.col("n").sum()).iter_rows():
                     counts = rankers.setdefault(ranker, [0, 0])
                     counts[0] += queries
                     counts[1] += candidates
+                sets.append(signed)
             else:
                 grades.update(dict(frame.select(pl.when(pl.col("grade_status") == cols.UNKNOWN)
                                                 .then(pl.lit(cols.UNKNOWN))
@@ -383,6 +395,18 @@ def _hash_and_write(kind: _Kind, parts: list[Path], tmp: Path, files, inputs, la
                     for r, (q, n) in sorted(rankers.items())],
         "grade_distribution": dict(sorted(grades.items())),
     }
+
+
+def _set_signatures(blocks) -> pl.DataFrame:
+    """Per (ranker, query_id) block: its rows ``n`` and the XOR ``h`` of its doc_ids' 64-bit
+    hashes, which with unique keys tell candidate sets apart but for a hash collision. Taken
+    while the pool is hashed, they spare ``candidate_set_disagreements`` a pass over it."""
+    hashes = blocks.frame["doc_id"].hash(seed=0).to_numpy()
+    starts = blocks.starts
+    return blocks.keys.with_columns(
+        n=pl.Series(np.diff(starts), dtype=pl.Int64),
+        h=pl.Series(np.bitwise_xor.reduceat(hashes, starts[:-1]) if len(hashes) else
+                    np.empty(0, np.uint64), dtype=pl.UInt64))
 
 
 class _ParquetAppender:
@@ -477,17 +501,24 @@ def candidate_set_disagreements(path: str | Path, budget: Budget | None = None,
                                 examples: int = 10) -> tuple[int, list[str]]:
     """(how many, the first ``examples`` in query_id order) of the queries that
     ``count_candidate_set_disagreements`` counts, out of core."""
-    with spilling(budget or Budget.of(), "comparing candidate sets") as connection:
-        source = "read_parquet('" + str(path).replace("'", "''") + "')"
+    return _compare_sets(f"""(SELECT query_id, ranker, count(*) AS n, bit_xor(hash(doc_id)) AS h
+                              FROM read_parquet({sql_text(path)}) GROUP BY query_id, ranker)""",
+                         budget or Budget.of(), examples)
+
+
+def _compare_sets(sets: str, budget: Budget, examples: int) -> tuple[int, list[str]]:
+    """(how many, the first ``examples`` in query_id order) of the queries where the rankers'
+    candidate sets differ or some ranker has none, from ``sets``: a relation of one row per
+    (query_id, ranker) with its set's signature (n, h)."""
+    with spilling(budget, "comparing candidate sets") as connection:
         connection.execute(f"""
             CREATE TEMP TABLE differing AS
-            WITH sets AS (SELECT query_id, ranker, count(*) AS n, bit_xor(hash(doc_id)) AS h
-                          FROM {source} GROUP BY query_id, ranker),
+            WITH sets AS (SELECT * FROM {sets}),
                  per_query AS (SELECT query_id, count(*) AS n_rankers,
                                       count(DISTINCT (n, h)) AS n_sets
                                FROM sets GROUP BY query_id)
             SELECT query_id FROM per_query
-            WHERE n_rankers < (SELECT count(DISTINCT ranker) FROM {source}) OR n_sets > 1
+            WHERE n_rankers < (SELECT count(DISTINCT ranker) FROM sets) OR n_sets > 1
         """)
         count = connection.execute("SELECT count(*) FROM differing").fetchone()[0]
         first = connection.execute("SELECT query_id FROM differing ORDER BY query_id LIMIT ?",

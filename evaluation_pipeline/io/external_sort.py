@@ -32,14 +32,14 @@ from schemas.errors import EvaluationError
 MEMORY_LIMIT_ENV = "NDCG_EVAL_MEMORY_LIMIT"
 SPILL_DIR_ENV = "NDCG_EVAL_SPILL_DIR"
 DEFAULT_MEMORY_LIMIT = 2 * 1000**3  # "2GB"
-# DuckDB's share of the budget. Measured at 30M and 100M rows: a sort alone peaks some 15%
-# over its memory_limit (1.37-1.39 GB of RSS at a 1.2 GB limit), and the whole ingest (with
-# the interpreter and polars loaded, and the batch pass after the sort) peaked at 1.95 GB with
-# a 0.6 share of 2 GB: too close to the budget, hence half.
-DUCKDB_SHARE = 0.5
-# ... and at most what the process leaves of the budget, less this reserve for the caller's
-# batches and DuckDB's overshoot. A Dagster process holds some 0.9 GB before a step starts
-# (30M and 100M rows), so that half of 2 GB on top of it peaked at 2.23 GB.
+# DuckDB's share of the budget: at most this fraction of it, and at most what the process
+# leaves of it less _RESERVE (for the caller's batches and DuckDB's overshoot: a sort alone
+# peaks some 15% over its memory_limit). Spilling is cheap here: a 10M-row ranker sorted in
+# the same CPU time at 800 MB as at 1 GB, and a 33M-row one in 8% more at 500 MB; 0.5 put the
+# 30M-row main job's peak at 1.58 GB (a Dagster process holds some 0.55 GB before the step).
+DUCKDB_SHARE = 0.4
+# What no share exceeds, even a large sort's floor (sort_floor).
+DUCKDB_MAX_SHARE = 0.5
 _RESERVE = 300 * 1000**2
 _MIN_DUCKDB_BYTES = 8 * 1000**2
 _MIN_LIMIT = 16 * 1000**2
@@ -159,7 +159,7 @@ def sort_parquet(
     with spilling(budget or Budget.of(), step, sort_rows=n_rows) as connection:
         if columns is None:
             described = connection.execute(
-                f"DESCRIBE SELECT * FROM read_parquet({_text(inputs[0].path)})").fetchall()
+                f"DESCRIBE SELECT * FROM read_parquet({sql_text(inputs[0].path)})").fetchall()
             columns = [row[0] for row in described if row[0] not in inputs[0].constants]
             columns += list(inputs[0].constants)
         rows = " UNION ALL ".join(_select(i, columns, dtypes or {}) for i in inputs)
@@ -167,7 +167,7 @@ def sort_parquet(
 
         def write(tmp: Path) -> None:
             connection.execute(f"COPY (SELECT * FROM ({rows}) ORDER BY {order}) TO "
-                               f"{_text(tmp)} (FORMAT parquet, COMPRESSION zstd)")
+                               f"{sql_text(tmp)} (FORMAT parquet, COMPRESSION zstd)")
 
         return atomic_write(target, write)
 
@@ -206,16 +206,17 @@ def spilling(budget: Budget, step: str, sort_rows: int | None = None):
 
 def duckdb_share(limit: int, sort_rows: int | None = None) -> int:
     """Bytes DuckDB may hold of a budget of ``limit`` for the whole process: what the process
-    has not used yet less a reserve, between a floor and half of the budget. The floor is a
-    quarter of the budget, or what a sort of ``sort_rows`` rows needs at the least if that is
-    more (``sort_floor``). A budget below what the process already holds cannot bound it;
-    DuckDB then gets half of it, which bounds the sort itself (the tests' budgets of a few
-    dozen MB)."""
-    share = int(limit * DUCKDB_SHARE)
+    has not used yet less a reserve, at most ``DUCKDB_SHARE`` of the budget, and at least a
+    floor, all within ``DUCKDB_MAX_SHARE``. The floor is a quarter of the budget, or what a
+    sort of ``sort_rows`` rows needs at the least if that is more (``sort_floor``). A budget
+    below what the process already holds cannot bound it; DuckDB then gets the largest share,
+    which bounds the sort itself (the tests' budgets of a few dozen MB)."""
+    most = int(limit * DUCKDB_MAX_SHARE)
+    share = most
     used = _resident_bytes()
     if used is not None and used < limit:
         floor = max(limit // 4, sort_floor(sort_rows) if sort_rows else 0)
-        share = min(share, max(limit - used - _RESERVE, floor))
+        share = min(most, max(floor, min(int(limit * DUCKDB_SHARE), limit - used - _RESERVE)))
     return max(share, _MIN_DUCKDB_BYTES)
 
 
@@ -244,19 +245,19 @@ def _resident_bytes() -> int | None:
 def _select(source: SortInput, columns: Sequence[str], dtypes: Mapping) -> str:
     parts = []
     for column in columns:
-        value = (_text(source.constants[column]) if column in source.constants
+        value = (sql_text(source.constants[column]) if column in source.constants
                  else _name(column))
         dtype = dtypes.get(column)
         parts.append(f"CAST({value} AS {_SQL_TYPES[dtype]}) AS {_name(column)}" if dtype
                      else f"{value} AS {_name(column)}")
-    return f"SELECT {', '.join(parts)} FROM read_parquet({_text(source.path)})"
+    return f"SELECT {', '.join(parts)} FROM read_parquet({sql_text(source.path)})"
 
 
 def _name(column: str) -> str:
     return '"' + column.replace('"', '""') + '"'
 
 
-def _text(value: object) -> str:
+def sql_text(value: object) -> str:
     if value is None:
         return "NULL"
     return "'" + str(value).replace("'", "''") + "'"

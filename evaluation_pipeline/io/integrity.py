@@ -12,10 +12,25 @@ from pathlib import Path
 from evaluation_pipeline.io.landing import file_sha256
 
 
-def stamp(path: Path) -> dict:
-    """The stamp of a file just published, for its manifest."""
+def stamp(path: Path, content_sha256: str) -> dict:
+    """The stamp of a file just published with content hash ``content_sha256``, for its
+    manifest."""
     stat = path.stat()
-    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(path)}
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": file_sha256(path),
+            "content_sha256": content_sha256}
+
+
+def same_bytes(path: Path, recorded: dict, content_sha256: str) -> bool:
+    """The file at ``path`` holds, byte for byte, what was stamped ``recorded`` when it was
+    published with content hash ``content_sha256`` (its bytes hashed again: size and mtime
+    are not proof enough for a blocking check). Stamps taken before stamps named their
+    content hash prove nothing."""
+    if recorded.get("content_sha256") != content_sha256:
+        return False
+    try:
+        return path.stat().st_size == recorded["size"] and file_sha256(path) == recorded["sha256"]
+    except FileNotFoundError:
+        return False
 
 
 def alteration(path: Path, recorded: dict) -> str | None:

@@ -171,7 +171,10 @@ def candidate_pools(
         published = scoring.publish_pool(folder, Path(tmp) / POOL_FILE, pool=pool,
                                          budget=budget, log=context.log.info)
         sha, rows = published.sha256, published.rows
-        differing, examples = candidate_set_disagreements(published.path, budget)
+        # Counted while the pool was hashed; an engine that does not count them (Spark's
+        # ingest) leaves them to a pass over the published file.
+        differing, examples = published.candidate_sets or candidate_set_disagreements(
+            published.path, budget)
         manifest = {
             "candidate_pool": pool,
             "sha256": sha,

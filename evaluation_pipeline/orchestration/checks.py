@@ -47,6 +47,12 @@ def _published_check(storage: EvaluationStorage, place: Place, hash_of: str,
     manifest = storage.manifest(*place[:-1])  # beside the file
     if manifest is None:
         return dg.AssetCheckResult(passed=False, description=f"{what} is not published")
+    if place[-1] == manifest.get("file", {}).get("name") and storage.as_published(place[:-1]):
+        # The bytes publishing validated and hashed, unchanged: their SHA-256 (1.5 GB/s) is
+        # the proof, where reading every row again took 5 s of a 30M-row pool.
+        return dg.AssetCheckResult(passed=True, metadata={
+            "sha256": manifest["sha256"], "verified": "file bytes as published",
+            **{key: manifest[key] for key in ("rows",) if key in manifest}})
     try:  # in the hash version the manifest holds
         verified = storage.content_sha256(place, hash_of, hash_version(manifest))
         sha, rows = verified.sha256, verified.rows
@@ -56,7 +62,7 @@ def _published_check(storage: EvaluationStorage, place: Place, hash_of: str,
         passed=sha == manifest["sha256"],
         description=None if sha == manifest["sha256"] else
         f"stored content has sha256 {sha}, published as {manifest['sha256']}",
-        metadata={"sha256": sha, "rows": rows},
+        metadata={"sha256": sha, "rows": rows, "verified": "content read again"},
     )
 
 
