@@ -107,3 +107,39 @@ def test_subcommands_are_listed_in_help(capsys):
         main(["--help"])
     printed = capsys.readouterr().out
     assert all(name in printed for name in ("report", "compare", "explain"))
+
+
+def test_a_report_from_the_columns_it_reads_writes_the_same_files(tmp_path):
+    """The pipeline's report holds only ``REPORT_COLUMNS`` and copies the whole rows into the
+    report from their file, streamed: every file is byte for byte the report of all columns,
+    from one file and from a folder of parts."""
+    from evaluation_pipeline.core.evaluation import read_with_lineage
+    from evaluation_pipeline.io.atomic import write_parquet
+    from evaluation_pipeline.report import REPORT_COLUMNS, ReportConfig, write_report
+    from evaluation_pipeline.spec import profile
+
+    out = score(tmp_path / "s")
+    parts = tmp_path / "parts" / "per_query.parquet"
+    parts.mkdir(parents=True)
+    rows = pl.read_parquet(out / "per_query.parquet")
+    for number, start in enumerate(range(0, rows.height, 7)):  # as Spark writes a result
+        write_parquet(rows.slice(start, 7), parts / f"part-{number:05d}.parquet")
+    (parts / "_SUCCESS").touch()
+    queries = pl.read_csv(EXAMPLES / "queries.csv")
+    config = ReportConfig(n_bootstrap=200)
+    for source in (out / "per_query.parquet", parts):
+        whole, lineage = read_with_lineage(source)
+        narrow, same = read_with_lineage(source, columns=REPORT_COLUMNS)
+        assert same == lineage and narrow.height == whole.height
+        assert set(narrow.columns) < set(whole.columns)
+        assert set(REPORT_COLUMNS) <= set(narrow.columns)
+        written = {}
+        for name, frame, copied in (("whole", whole, None), ("narrow", narrow, source)):
+            folder = tmp_path / f"{name}-{source.parent.name}"
+            folder.mkdir()
+            write_report(folder, frame, profile("default"), lineage, queries, config,
+                         per_query_source=copied)
+            written[name] = {p.name: p.read_bytes() for p in folder.iterdir()}
+        assert written["narrow"] == written["whole"]
+        assert pl.read_parquet(tmp_path / f"narrow-{source.parent.name}" / "per_query.parquet"
+                               ).equals(rows)

@@ -6,6 +6,7 @@ the exact grades, candidates and conventions behind it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
@@ -178,8 +179,8 @@ def result_sentence(row: dict, spec: EvaluationSpec, lineage: Lineage) -> str:
     )
 
 
-def read_with_lineage(where: Location, source: str | None = None
-                      ) -> tuple[pl.DataFrame, Lineage]:
+def read_with_lineage(where: Location, source: str | None = None,
+                      columns: Sequence[str] | None = None) -> tuple[pl.DataFrame, Lineage]:
     """The rows of per-query results (a file, or Spark's folder of parts, local or on object
     storage) and their lineage, the lineage columns read only once.
 
@@ -187,9 +188,12 @@ def read_with_lineage(where: Location, source: str | None = None
     sha256 columns alone took 256 MB each at 1M queries x 2 rankers x 2 cutoffs. Their distinct
     values are read apart (``io.datasets.distinct_values``); the frame then holds them as
     literal columns (one value, broadcast), in the file's column order. ``source`` names the
-    results in a refusal (default: ``where``)."""
+    results in a refusal (default: ``where``); ``columns``: only these of the other columns
+    (the lineage columns always come)."""
     names = dataset_columns(where)
     stored = [c for c in LINEAGE_COLUMNS if c in names]
+    if columns is not None:
+        names = [c for c in names if c in stored or c in columns]
     lineage = Lineage.from_values(distinct_values(where, stored), source or str(where))
     rows = read_dataset(where, [c for c in names if c not in stored])
     values = asdict(lineage)

@@ -66,7 +66,12 @@ from evaluation_pipeline.orchestration.resources import (
 )
 from evaluation_pipeline.orchestration.scoring import score_published
 from evaluation_pipeline.orchestration.selection import published_versions
-from evaluation_pipeline.report import ReportConfig, headline_markdown, write_report
+from evaluation_pipeline.report import (
+    REPORT_COLUMNS,
+    ReportConfig,
+    headline_markdown,
+    write_report,
+)
 from evaluation_pipeline.report.trend import render_trend
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas.columns import EVALUATION_KEY, UNKNOWN
@@ -312,7 +317,7 @@ def _previous_scores(context: dg.AssetExecutionContext, storage: EvaluationStora
         context.log.info(f"the previous night {previous} has no scores under {version} yet; "
                          "scoring it first")
         score_evaluation(storage, scoring, previous, version, spec)
-    return storage.read_scores(*scores)[0]
+    return storage.read_scores(*scores, columns=REPORT_COLUMNS)[0]
 
 
 def report_href(pool: str, version: str, spec_id: str) -> str:
@@ -428,7 +433,8 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
         if not storage.exists(*scores):
             raise dg.Failure(f"no scores at {storage.path(*scores)}: materialize query_scores "
                              f"for {pool} x {version} first")
-        per_query, lineage = storage.read_scores(*scores)
+        # Only the columns the report reads; the whole rows are copied into it from the file.
+        per_query, lineage = storage.read_scores(*scores, columns=REPORT_COLUMNS)
         weights, queries_manifest = _read_published(
             storage, queries_file(), "the queries table")
         config = ReportConfig()
@@ -448,7 +454,8 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
             with storage.staging() as staged:
                 report = write_report(staged, per_query, spec, lineage, weights, config,
                                       nightly=step.section,
-                                      queries_sha256=queries_manifest["sha256"])
+                                      queries_sha256=queries_manifest["sha256"],
+                                      per_query_source=storage.path(*scores))
                 aggregates = pl.read_parquet(staged / AGGREGATES_FILE)
                 written = storage.put_tree(staged, *report_folder(pool, version, spec.spec_id))
             history = record_evaluation(history, aggregates, step, evaluated_at=now)

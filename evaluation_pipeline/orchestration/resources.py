@@ -12,7 +12,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
@@ -212,10 +212,11 @@ class EvaluationStorage(dg.ConfigurableResource):
         parts beside its _SUCCESS and checksum files (``io.datasets``)."""
         return read_dataset(self.path(*parts), columns)
 
-    def read_scores(self, *parts: str) -> tuple[pl.DataFrame, Lineage]:
+    def read_scores(self, *parts: str, columns: Sequence[str] | None = None
+                    ) -> tuple[pl.DataFrame, Lineage]:
         """Per-query rows at ``parts`` and their lineage, the lineage columns read only once
-        (``core.evaluation.read_with_lineage``)."""
-        return read_with_lineage(self.path(*parts))
+        (``core.evaluation.read_with_lineage``); ``columns``: only these of the others."""
+        return read_with_lineage(self.path(*parts), columns=columns)
 
     def read_json(self, *parts: str) -> Any:
         return json.loads(self.path(*parts).read_text(encoding="utf-8"))

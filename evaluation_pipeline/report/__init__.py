@@ -12,6 +12,8 @@ import polars as pl
 
 from evaluation_pipeline.core.evaluation import Lineage
 from evaluation_pipeline.io.atomic import write_json, write_parquet, write_text
+from evaluation_pipeline.io.datasets import read_dataset, scan_dataset
+from evaluation_pipeline.io.locations import Location, is_remote
 from evaluation_pipeline.io.storage import (
     AGGREGATES_FILE,
     HTML_FILE,
@@ -19,15 +21,15 @@ from evaluation_pipeline.io.storage import (
     REPORT_FILE,
     TRACES_FOLDER,
 )
-from evaluation_pipeline.report.build import build_report, check_options
+from evaluation_pipeline.report.build import REPORT_COLUMNS, build_report, check_options
 from evaluation_pipeline.report.config import ReportConfig, ReportOptionError
 from evaluation_pipeline.report.html import render_html
 from evaluation_pipeline.report.markdown import headline_markdown
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import validate
 
-__all__ = ["ReportConfig", "ReportOptionError", "check_options", "headline_markdown",
-           "write_report"]
+__all__ = ["REPORT_COLUMNS", "ReportConfig", "ReportOptionError", "check_options",
+           "headline_markdown", "write_report"]
 
 
 def write_report(
@@ -43,6 +45,7 @@ def write_report(
     progress: Callable[[str, int, int], None] | None = None,
     nightly: dict | None = None,
     queries_sha256: str | None = None,
+    per_query_source: Location | None = None,
 ) -> dict:
     """Write the report files into ``out_dir`` (each atomically) and return report.json's dict.
 
@@ -51,6 +54,9 @@ def write_report(
     pipeline's comparison with the previous night (report.json's ``nightly``, a table on the
     page). ``queries_sha256``, the hash of the queries table the weights and slices came from,
     joins the lineage (``lineage.queries_sha256``) when a queries table is given.
+    ``per_query_source``: the per-query results ``per_query`` was read from, copied whole
+    into the report's per_query.parquet (streamed, when local); ``per_query`` may then hold
+    only the columns the report reads (``REPORT_COLUMNS``).
     """
     out_dir = Path(out_dir)
     config = config or ReportConfig()
@@ -75,7 +81,9 @@ def write_report(
     }
     # Everything is computed before the first file is written.
     html = render_html(report, differences)
-    write_parquet(per_query, out_dir / PER_QUERY_FILE)
+    write_parquet(per_query if per_query_source is None else
+                  read_dataset(per_query_source) if is_remote(per_query_source) else
+                  scan_dataset(per_query_source), out_dir / PER_QUERY_FILE)
     write_parquet(aggregates, out_dir / AGGREGATES_FILE)
     write_text(html, out_dir / HTML_FILE)
     write_json(report, out_dir / REPORT_FILE)

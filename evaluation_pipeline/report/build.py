@@ -6,8 +6,12 @@ from collections.abc import Callable
 
 import polars as pl
 
-from evaluation_pipeline.core.aggregates import aggregate_with_intervals
-from evaluation_pipeline.core.comparison import candidate_set_differences, compare_rankers
+from evaluation_pipeline.core.aggregates import AGGREGATED_COLUMNS, aggregate_with_intervals
+from evaluation_pipeline.core.comparison import (
+    COMPARED_COLUMNS,
+    candidate_set_differences,
+    compare_rankers,
+)
 from evaluation_pipeline.core.evaluation import Lineage, result_sentence
 from evaluation_pipeline.core.statistics import INTERVAL_METHOD, RNG_DESCRIPTION, TEST_METHOD
 from evaluation_pipeline.report.config import ReportConfig
@@ -17,6 +21,11 @@ from schemas.columns import STATUSES
 
 REPORT_FORMAT = "ndcg-eval-report"
 REPORT_FORMAT_VERSION = 1
+
+
+# The per-query columns the report reads (aggregates, comparisons, the nightly watch): the
+# rest of a row (dcg, ideal_dcg, the judged counts) is copied into the report, never held.
+REPORT_COLUMNS = tuple(dict.fromkeys(AGGREGATED_COLUMNS + COMPARED_COLUMNS))
 
 
 def build_report(
