@@ -2,7 +2,8 @@
 
 The pool is several shuffled ranker files (one without a ranker column, one CSV read by its
 reader), with ids that are prefixes of one another, multi-byte UTF-8 and a -0.0 score, under a
-budget that makes the sort spill: the same budget with no disk to spill to fails.
+small budget. A larger pool, each ranker's rows more than DuckDB's share of its budget, makes
+the sort spill: the same budget with no disk to spill to fails.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def test_pool_of_unsorted_files_equals_the_in_memory_path(pool_folder, tmp_path)
     lines = []
     budget = dataclasses.replace(BUDGET, spill_dir=tmp_path / "spill")
     published = publish_pool(pool_folder, target, budget=budget, log=lines.append)
-    assert [line.split(" ")[0] for line in lines] == ["checked", "sorted", "hashed", "compared"]
+    assert [line.split(" ")[0] for line in lines] == ["checked", "sorted", "compared"]
     assert "(3 rankers sorted apart)" in lines[1]  # each file holds one ranker
     assert list((tmp_path / "spill").iterdir()) == []  # the spill is cleaned up
     expected = read_pool(pool_folder).sort(POOL_KEY)
@@ -119,13 +120,48 @@ def test_a_file_of_several_rankers_sorts_the_pool_whole(pool_folder, tmp_path):
     assert published.sha256 == pool_sha256(expected)
 
 
-def test_that_budget_makes_the_sort_spill(pool_folder, tmp_path):
-    """The same files and budget as above, with no disk to spill to, cannot be sorted."""
+# DuckDB's share of it is what a sort of 1M rows needs (``sort_floor``, some 82 MB): less than
+# the rows of one ranker of ``large_pool_folder``, so its sorts spill.
+SPILL_BUDGET = Budget.of("200MB")
+LARGE_QUERIES = 10_000
+
+
+@pytest.fixture
+def large_pool_folder(tmp_path):
+    """Two shuffled ranker files of 1M rows each (10,000 queries x 100), one without a ranker
+    column."""
+    rng = np.random.default_rng(8)
+    q, d = np.repeat(np.arange(LARGE_QUERIES), 100), np.tile(np.arange(100), LARGE_QUERIES)
+    base = pl.DataFrame({"query_id": pl.Series([f"q{i:06d}" for i in range(LARGE_QUERIES)])[q],
+                         "doc_id": pl.Series([f"doc-{i:03d}" for i in range(100)])[d]})
+    folder = tmp_path / "landing" / "large"
+    folder.mkdir(parents=True)
+    for ranker, named in (("bm25", True), ("dense", False)):
+        frame = base.with_columns(pl.Series("score", np.round(rng.normal(size=base.height), 2)))
+        if named:
+            frame = frame.with_columns(pl.lit(ranker).alias("ranker"))
+        shuffled(frame, rng).write_parquet(folder / f"{ranker}.parquet", row_group_size=100_000)
+    return folder
+
+
+@pytest.mark.slow
+def test_a_pool_beyond_the_sorts_share_spills_and_equals_the_in_memory_path(large_pool_folder,
+                                                                           tmp_path):
     target = tmp_path / "pool.parquet"
-    with pytest.raises(MemoryBudgetError, match=r"^sorting candidate pool 'nightly': cannot "
-                       r"finish within the memory budget of 64MB .*--memory-limit"):
-        publish_pool(pool_folder, target, budget=dataclasses.replace(BUDGET, max_spill=0))
-    assert not target.exists() and list(tmp_path.iterdir()) == [tmp_path / "landing"]
+    spill = tmp_path / "spill"
+    published = publish_pool(large_pool_folder, target,
+                             budget=dataclasses.replace(SPILL_BUDGET, spill_dir=spill))
+    expected = read_pool(large_pool_folder).sort(POOL_KEY)
+    assert pl.read_parquet(target).equals(expected)
+    assert published.sha256 == pool_sha256(expected) and published.candidate_sets == (0, [])
+    assert list(spill.iterdir()) == []  # the spill is cleaned up
+    # The same budget with no disk to spill to cannot sort it: the sorts above spilled.
+    refused = tmp_path / "refused.parquet"
+    with pytest.raises(MemoryBudgetError, match=r"^sorting candidate pool 'large': cannot "
+                       r"finish within the memory budget of 200MB .*--memory-limit"):
+        publish_pool(large_pool_folder, refused,
+                     budget=dataclasses.replace(SPILL_BUDGET, spill_dir=spill, max_spill=0))
+    assert not refused.exists() and list(spill.iterdir()) == []
 
 
 def test_sort_parquet_gives_files_their_missing_columns(pool_folder, tmp_path):
@@ -239,17 +275,17 @@ def test_a_budget_that_is_not_one_is_refused(text):
         parse_memory_limit(text)
 
 
-@pytest.mark.parametrize("used_mb, expected_mb", [
-    (100, 800),    # a fresh process: 40% of the budget
-    (1000, 700),   # a Dagster process before a step: what it leaves, less the reserve
-    (1600, 500),   # nearly all used: never below a quarter
-    (2500, 1000),  # a budget below what the process holds bounds the sort alone: half
+@pytest.mark.parametrize("limit_mb, used_mb, expected_mb", [
+    (2000, 100, 500),   # a quarter of the default budget, whatever the process holds
+    (2000, 1200, 500),
+    (8000, 900, 2000),
+    (64, 100, 32),      # a budget below what the process holds bounds DuckDB alone: half
 ])
-def test_duckdb_gets_what_the_process_leaves_of_the_budget(monkeypatch, used_mb, expected_mb):
+def test_duckdb_gets_a_quarter_of_the_budget(monkeypatch, limit_mb, used_mb, expected_mb):
     from evaluation_pipeline.io import external_sort
 
     monkeypatch.setattr(external_sort, "_resident_bytes", lambda: used_mb * 1000**2)
-    assert external_sort.duckdb_share(2 * 1000**3) == expected_mb * 1000**2
+    assert external_sort.duckdb_share(limit_mb * 1000**2) == expected_mb * 1000**2
 
 
 def test_a_large_sort_gets_at_least_what_it_needs(monkeypatch):
@@ -257,9 +293,11 @@ def test_a_large_sort_gets_at_least_what_it_needs(monkeypatch):
     its merge needs, which grows as the square root of its rows, up to half the budget."""
     from evaluation_pipeline.io import external_sort
 
-    monkeypatch.setattr(external_sort, "_resident_bytes", lambda: 1_300 * 1000**2)
-    assert external_sort.duckdb_share(2 * 1000**3) == 500 * 1000**2  # no sort: a quarter
+    monkeypatch.setattr(external_sort, "_resident_bytes", lambda: 40 * 1000**2)
+
     assert external_sort.duckdb_share(2 * 1000**3, 10_000_000) == 500 * 1000**2
     large = external_sort.duckdb_share(2 * 1000**3, 333_000_000)
     assert large == external_sort.sort_floor(333_000_000) and 900e6 < large < 1000e6
     assert external_sort.duckdb_share(2 * 1000**3, 10**10) == 1000 * 1000**2  # at most half
+    # The tests' budget of 64 MB: a sort of 150k rows needs more than a quarter, gets half.
+    assert external_sort.duckdb_share(64 * 1000**2, 150_000) == 32 * 1000**2

@@ -3,9 +3,11 @@ budget in memory, unsorted inputs go through the external sort under the memory 
 rows and content hashes are the in-memory path's, through the CLI and through the Dagster assets. Results are read back with their lineage
 columns read once.
 
-The pool is the bounded ingest's test pool (several shuffled ranker files) under the budget
-that test shows to spill (``tests.test_bounded_ingest.BUDGET``); the streaming engine sorts a
-pool folder in one sort, which needs more (``WHOLE_SORT_BUDGET``, which spills too).
+The pool is the bounded ingest's test pool (several shuffled ranker files) under its small
+budget (``tests.test_bounded_ingest.BUDGET``); the streaming engine sorts a pool folder in one
+sort, which needs more (``WHOLE_SORT_BUDGET``, which spills). Through the Dagster assets, the
+large pool and budget that the bounded ingest's tests show to spill
+(``large_pool_folder``, ``SPILL_BUDGET``).
 """
 
 from __future__ import annotations
@@ -47,7 +49,13 @@ from evaluation_pipeline.orchestration.resources import EvaluationStorage, Scori
 from evaluation_pipeline.orchestration.scoring import score_published
 from evaluation_pipeline.spec import profile
 from schemas.errors import InputError
-from tests.test_bounded_ingest import BUDGET, candidates, shuffled
+from tests.test_bounded_ingest import (
+    BUDGET,
+    SPILL_BUDGET,
+    candidates,
+    large_pool_folder,  # noqa: F401 - a fixture, used by name
+    shuffled,
+)
 
 WHOLE_SORT_BUDGET = Budget.of("160MB")
 from tests.test_orchestration_pipeline import make_pipeline, temporary_instance
@@ -171,12 +179,33 @@ def test_budget_options_are_refused_before_anything_is_written(inputs, tmp_path,
     assert not out.exists()
 
 
-def test_assets_spill_and_equal_the_in_memory_path(inputs, tmp_path, monkeypatch):
+@pytest.fixture
+def large_inputs(large_pool_folder, tmp_path):  # noqa: F811 - the fixture imported above
+    """(judgments file, pool folder): the large pool as landed, and 30% of its candidates
+    judged, shuffled."""
+    rng = np.random.default_rng(12)
+    folder = tmp_path / "landing" / "pools" / POOL
+    folder.parent.mkdir(parents=True)
+    large_pool_folder.rename(folder)
+    (folder / "_READY").touch()
+    judged = pl.read_parquet(folder / "dense.parquet").select("query_id", "doc_id").sample(
+        fraction=0.3, seed=5)
+    judgments = judged.with_columns(
+        pl.Series("grade", rng.integers(0, 4, size=judged.height)),
+        pl.lit("graded").alias("grade_status"), pl.lit(VERSION).alias("judgment_version"))
+    path = tmp_path / "landing" / "judgments" / f"{VERSION}.parquet"
+    path.parent.mkdir(parents=True)
+    shuffled(judgments, rng).write_parquet(path, row_group_size=100_000)
+    return path, folder
+
+
+@pytest.mark.slow
+def test_assets_spill_and_equal_the_in_memory_path(large_inputs, tmp_path, monkeypatch):
     """Ingest (bounded, spilling) and scoring (auto, streaming) through the Dagster assets give
     the in-memory path's per-query rows and content hashes."""
-    judgments, pool = inputs
-    # A budget below the in-memory estimate: auto streams.
-    monkeypatch.setenv(MEMORY_LIMIT_ENV, f"{BUDGET.memory_limit}B")
+    judgments, pool = large_inputs
+    # The budget whose sorts of this pool spill, below the in-memory estimate: auto streams.
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, f"{SPILL_BUDGET.memory_limit}B")
     monkeypatch.setenv(SPILL_DIR_ENV, str(tmp_path / "spill"))
     root = tmp_path / "pipeline"
     root.mkdir()

@@ -9,8 +9,9 @@ Three passes, none holding more than a batch of rows plus DuckDB's share of the 
    TREC, Parquet needing conversions) is read whole by its existing reader, one file at a time,
    and spilled as Parquet. A batch the screen refuses is handed to the existing reader of its
    file, which words the refusal exactly as the in-memory path does.
-2. **Canonical key order** by the external sort (``io.external_sort``), which spills to disk.
-3. **Cross-row rules, content hash and publishing** over the sorted file, in batches of whole
+2. **Canonical key order** by the external sort (``io.external_sort.sorted_batches``), which
+   spills to disk and streams the sorted rows into pass 3 as they come.
+3. **Cross-row rules, content hash and publishing** over the sorted rows, in batches of whole
    (ranker, query_id) or query_id blocks: the content SHA-256 is fed block by block
    (``core.hashing.StreamingDigest``, byte-identical to ``pool_sha256``/``judgments_sha256`` of
    the whole frame), a repeated key sits inside one block, where the digest's blocks flag it,
@@ -27,7 +28,8 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,7 +45,7 @@ from evaluation_pipeline.io.external_sort import (
     Budget,
     SortInput,
     format_bytes,
-    sort_parquet,
+    sorted_batches,
     spilling,
     sql_text,
 )
@@ -186,20 +188,26 @@ def _publish(kind: _Kind, files: list[Path], label: str, target: Path, name: str
         inputs = [SortInput(p.input.path, {**p.input.constants, **{
             c: None for c in columns if c not in p.columns}}) for p in prepared]
         lap(f"checked {len(files)} file(s) of {kind.what} {name!r}")
-        parts = []
-        for number, (group, keys) in enumerate(_sort_groups(kind, inputs, prepared)):
-            parts.append(sort_parquet(
-                group, scratch / f"sorted-{number}.parquet", keys, columns=columns,
-                dtypes={c: t for c, t in kind.dtypes.items() if c in columns},
-                budget=dataclasses.replace(budget, spill_dir=scratch),
-                step=f"sorting {kind.what} {name!r}"))
-        lap(f"sorted by {', '.join(kind.key)} within {format_bytes(budget.memory_limit)}"
-            + (f" ({len(parts)} rankers sorted apart)" if len(parts) > 1 else ""))
+        groups = _sort_groups(kind, inputs, prepared)
+        sort_budget = dataclasses.replace(budget, spill_dir=scratch)
+        dtypes = {c: t for c, t in kind.dtypes.items() if c in columns}
+
+        def sorted_rows() -> Iterator[pl.DataFrame]:
+            # The sorts one after the other, each streamed into the hash pass as it sorts.
+            for group, keys in groups:
+                with sorted_batches(group, keys, columns=columns, dtypes=dtypes,
+                                    budget=sort_budget, step=f"sorting {kind.what} {name!r}",
+                                    batch_rows=BATCH_ROWS) as batches:
+                    yield from batches
+
         facts: dict = {}
         signatures = scratch / "candidate-sets.parquet"
-        atomic_write(target, lambda tmp: facts.update(
-            _hash_and_write(kind, parts, tmp, files, inputs, label, fmt, name, signatures)))
-        lap(f"hashed {facts['rows']:,} rows and wrote {target}")
+        with closing(sorted_rows()) as rows:
+            atomic_write(target, lambda tmp: facts.update(
+                _hash_and_write(kind, rows, tmp, files, inputs, label, fmt, name, signatures)))
+        lap(f"sorted by {', '.join(kind.key)} within {format_bytes(budget.memory_limit)}"
+            + (f" ({len(groups)} rankers sorted apart)" if len(groups) > 1 else "")
+            + f", hashed {facts['rows']:,} rows and wrote {target}")
         if kind is _POOL:
             facts["candidate_sets"] = _compare_sets(
                 f"read_parquet({sql_text(signatures)})", budget, examples=10
@@ -359,16 +367,16 @@ def _refuse(kind: _Kind, path: Path, fmt, name: str | None) -> None:
 # -- pass 3: keys, content hash, publishing ---------------------------------------------------
 
 
-def _hash_and_write(kind: _Kind, parts: list[Path], tmp: Path, files, inputs, label, fmt, name,
-                    signatures: Path) -> dict:
-    """Hash the sorted parts, write them to ``tmp`` and count their facts; a pool's candidate
+def _hash_and_write(kind: _Kind, rows_in_order: Iterable[pl.DataFrame], tmp: Path, files, inputs,
+                    label, fmt, name, signatures: Path) -> dict:
+    """Hash the sorted rows, write them to ``tmp`` and count their facts; a pool's candidate
     set signatures (``_set_signatures``) go to ``signatures``."""
     digest = StreamingDigest(kind.digest)
     rankers: dict[str, list[int]] = {}
     grades: Counter = Counter()
     rows = 0
     with _ParquetAppender(tmp) as out, _ParquetAppender(signatures) as sets:
-        for frame in _whole_blocks(parts, list(kind.key[:-1])):
+        for frame in _whole_blocks(rows_in_order, list(kind.key[:-1])):
             blocks = digest.update(frame)
             if blocks.duplicate >= 0:
                 _refuse_duplicate(kind, blocks.duplicate_key(), files, inputs, label, fmt, name)
@@ -442,17 +450,17 @@ class _ParquetAppender:
                 self._writer.close()
 
 
-def _whole_blocks(paths: Path | Sequence[Path], block_key: list[str]) -> Iterator[pl.DataFrame]:
-    """The rows of sorted files, one after the other, in batches that never cut a block: a
-    batch's last block waits for the next batch (a (ranker, query_id) block may span many)."""
+def _whole_blocks(frames: Iterable[pl.DataFrame], block_key: list[str]
+                  ) -> Iterator[pl.DataFrame]:
+    """Rows in key order, in batches that never cut a block: a batch's last block waits for
+    the next batch (a (ranker, query_id) block may span many)."""
     carry = None
-    for path in [paths] if isinstance(paths, Path) else paths:
-        for frame in _batches(path):
-            frame = frame if carry is None else pl.concat([carry, frame])
-            tail = _last_block_start(frame, block_key)
-            carry = frame.slice(tail)
-            if tail:
-                yield frame.slice(0, tail)
+    for frame in frames:
+        frame = frame if carry is None else pl.concat([carry, frame])
+        tail = _last_block_start(frame, block_key)
+        carry = frame.slice(tail)
+        if tail:
+            yield frame.slice(0, tail)
     if carry is not None and carry.height:
         yield carry
 
@@ -544,7 +552,7 @@ def verify_published(path: str | Path, kind: str, hash_version: int = HASH_VERSI
     block_key = list(kind_.key[:-1])
     digest = StreamingDigest(kind_.digest, hash_version)
     rows, last = 0, None
-    for frame in _whole_blocks(path, block_key):
+    for frame in _whole_blocks(_batches(path), block_key):
         if not screening.screen(kind_.model, frame, check_keys=False):
             validate(kind_.model, pl.read_parquet(path), str(path))
         first = frame.select(block_key).row(0)

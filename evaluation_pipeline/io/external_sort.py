@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evaluation_pipeline.io import leftovers
@@ -32,15 +33,13 @@ from schemas.errors import EvaluationError
 MEMORY_LIMIT_ENV = "NDCG_EVAL_MEMORY_LIMIT"
 SPILL_DIR_ENV = "NDCG_EVAL_SPILL_DIR"
 DEFAULT_MEMORY_LIMIT = 2 * 1000**3  # "2GB"
-# DuckDB's share of the budget: at most this fraction of it, and at most what the process
-# leaves of it less _RESERVE (for the caller's batches and DuckDB's overshoot: a sort alone
-# peaks some 15% over its memory_limit). Spilling is cheap here: a 10M-row ranker sorted in
-# the same CPU time at 800 MB as at 1 GB, and a 33M-row one in 8% more at 500 MB; 0.5 put the
-# 30M-row main job's peak at 1.58 GB (a Dagster process holds some 0.55 GB before the step).
-DUCKDB_SHARE = 0.4
-# What no share exceeds, even a large sort's floor (sort_floor).
+# DuckDB's share of the budget: a quarter, or what a large sort needs (sort_floor), at most
+# half. The process's other memory (the interpreter, a Dagster process's 0.55 to 1.2 GB
+# between steps, and the hash pass that consumes a streamed sort: 0.37 GB at 30M rows) is
+# what the rest is for. Spilling is cheap here: a 10M-row ranker sorted and streamed in the
+# same CPU time at 500 MB as at 800 MB, a 33M-row one in 8% more at 500 MB than at 1 GB.
+DUCKDB_SHARE = 0.25
 DUCKDB_MAX_SHARE = 0.5
-_RESERVE = 300 * 1000**2
 _MIN_DUCKDB_BYTES = 8 * 1000**2
 _MIN_LIMIT = 16 * 1000**2
 
@@ -173,6 +172,50 @@ def sort_parquet(
 
 
 @contextmanager
+def sorted_batches(
+    inputs: Sequence[SortInput],
+    keys: Sequence[str],
+    *,
+    columns: Sequence[str],
+    dtypes: Mapping[str, pl.DataType] | None = None,
+    budget: Budget | None = None,
+    step: str = "external sort",
+    batch_rows: int = 250_000,
+) -> Iterator[Iterator[pl.DataFrame]]:
+    """The rows of every input sorted by ``keys``, as frames of ``batch_rows`` rows streamed
+    from DuckDB's out-of-core sort while the caller consumes them: no sorted copy is written
+    and read back (DuckDB's Parquet writer was a third of a sort to a file). Options as
+    ``sort_parquet``; the budget's errors are raised as the batches are read."""
+    inputs = list(inputs)
+    n_rows = sum(pq.read_metadata(i.path).num_rows for i in inputs)
+    with spilling(budget or Budget.of(), step, sort_rows=n_rows) as connection:
+        # Strings as Arrow string views, which polars takes without a copy.
+        connection.execute("SET produce_arrow_string_view = true")
+        rows = " UNION ALL ".join(_select(i, columns, dtypes or {}) for i in inputs)
+        order = ", ".join(_name(k) for k in keys)
+        reader = connection.sql(f"SELECT * FROM ({rows}) ORDER BY {order}").to_arrow_reader(
+            batch_rows)
+        yield _exact_batches((pl.from_arrow(batch) for batch in reader), batch_rows)
+
+
+def _exact_batches(frames: Iterator[pl.DataFrame], rows: int) -> Iterator[pl.DataFrame]:
+    """``frames`` cut and joined into frames of exactly ``rows`` rows (the last: the rest).
+    DuckDB hands out some 123k rows at a time whatever it is asked for; the batches, and so the
+    row groups of what is written from them, are those of a file read ``rows`` at a time."""
+    pending: list[pl.DataFrame] = []
+    held = 0
+    for frame in frames:
+        pending.append(frame)
+        held += frame.height
+        while held >= rows:
+            joined = pl.concat(pending, rechunk=False)
+            yield joined.slice(0, rows)
+            pending, held = [joined.slice(rows)], held - rows
+    if held:
+        yield pl.concat(pending, rechunk=False)
+
+
+@contextmanager
 def spilling(budget: Budget, step: str, sort_rows: int | None = None):
     """A DuckDB connection held to its share of the budget, spilling under its folder; its
     out-of-memory and out-of-disk errors become :class:`MemoryBudgetError` naming ``step``.
@@ -193,31 +236,34 @@ def spilling(budget: Budget, step: str, sort_rows: int | None = None):
         connection = duckdb.connect(config=config)
         try:
             yield connection
-        except duckdb.OutOfMemoryException as exc:
-            raise MemoryBudgetError(step, limit, _first_line(exc)) from None
-        except duckdb.IOException as exc:
-            if "space" not in str(exc).lower():
+        except (duckdb.OutOfMemoryException, duckdb.IOException, pa.ArrowException) as exc:
+            # A streamed result's errors come through Arrow's reader, as Arrow's errors.
+            text = _first_line(exc)
+            if isinstance(exc, duckdb.OutOfMemoryException) or text.startswith(_OUT_OF_MEMORY):
+                raise MemoryBudgetError(step, limit, text) from None
+            if "space" not in text.lower():
                 raise
             raise MemoryBudgetError(step, limit, f"the spill folder {tmp} is full: "
-                                    f"{_first_line(exc)}") from None
+                                    f"{text}") from None
         finally:
             connection.close()
 
 
+_OUT_OF_MEMORY = "Out of Memory Error"  # how DuckDB's message of one starts
+
+
 def duckdb_share(limit: int, sort_rows: int | None = None) -> int:
-    """Bytes DuckDB may hold of a budget of ``limit`` for the whole process: what the process
-    has not used yet less a reserve, at most ``DUCKDB_SHARE`` of the budget, and at least a
-    floor, all within ``DUCKDB_MAX_SHARE``. The floor is a quarter of the budget, or what a
-    sort of ``sort_rows`` rows needs at the least if that is more (``sort_floor``). A budget
-    below what the process already holds cannot bound it; DuckDB then gets the largest share,
-    which bounds the sort itself (the tests' budgets of a few dozen MB)."""
+    """Bytes DuckDB may hold of a budget of ``limit`` for the whole process: ``DUCKDB_SHARE``
+    of it, or what a sort of ``sort_rows`` rows needs at the least if that is more
+    (``sort_floor``), within ``DUCKDB_MAX_SHARE``. A budget below what the process already
+    holds cannot bound it; DuckDB then gets the largest share, which bounds its own work (the
+    tests' budgets of a few dozen MB)."""
     most = int(limit * DUCKDB_MAX_SHARE)
-    share = most
     used = _resident_bytes()
-    if used is not None and used < limit:
-        floor = max(limit // 4, sort_floor(sort_rows) if sort_rows else 0)
-        share = min(most, max(floor, min(int(limit * DUCKDB_SHARE), limit - used - _RESERVE)))
-    return max(share, _MIN_DUCKDB_BYTES)
+    if used is not None and used >= limit:
+        return max(most, _MIN_DUCKDB_BYTES)
+    floor = sort_floor(sort_rows) if sort_rows else 0
+    return max(min(most, max(int(limit * DUCKDB_SHARE), floor)), _MIN_DUCKDB_BYTES)
 
 
 def sort_floor(rows: int) -> int:
