@@ -79,14 +79,19 @@ def inputs(tmp_path):
         shuffled(base.with_columns(scores), rng).write_parquet(folder / f"{ranker}.parquet",
                                                                row_group_size=20_000)
     (folder / "_READY").touch()
-    judged = base.sample(fraction=0.3, seed=5)
+    return _judged(base, rng, tmp_path, row_group_size=20_000), folder
+
+
+def _judged(candidates: pl.DataFrame, rng, tmp_path, row_group_size: int):
+    """A landed judgment version of 30% of ``candidates`` (query_id, doc_id), shuffled."""
+    judged = candidates.select("query_id", "doc_id").sample(fraction=0.3, seed=5)
     judgments = judged.with_columns(
         pl.Series("grade", rng.integers(0, 4, size=judged.height)),
         pl.lit("graded").alias("grade_status"), pl.lit(VERSION).alias("judgment_version"))
     path = tmp_path / "landing" / "judgments" / f"{VERSION}.parquet"
     path.parent.mkdir(parents=True)
-    shuffled(judgments, rng).write_parquet(path, row_group_size=20_000)
-    return path, folder
+    shuffled(judgments, rng).write_parquet(path, row_group_size=row_group_size)
+    return path
 
 
 def test_auto_scores_in_memory_what_fits_the_budget_and_streams_the_rest(inputs, tmp_path,
@@ -188,15 +193,8 @@ def large_inputs(large_pool_folder, tmp_path):  # noqa: F811 - the fixture impor
     folder.parent.mkdir(parents=True)
     large_pool_folder.rename(folder)
     (folder / "_READY").touch()
-    judged = pl.read_parquet(folder / "dense.parquet").select("query_id", "doc_id").sample(
-        fraction=0.3, seed=5)
-    judgments = judged.with_columns(
-        pl.Series("grade", rng.integers(0, 4, size=judged.height)),
-        pl.lit("graded").alias("grade_status"), pl.lit(VERSION).alias("judgment_version"))
-    path = tmp_path / "landing" / "judgments" / f"{VERSION}.parquet"
-    path.parent.mkdir(parents=True)
-    shuffled(judgments, rng).write_parquet(path, row_group_size=100_000)
-    return path, folder
+    return _judged(pl.read_parquet(folder / "dense.parquet"), rng, tmp_path,
+                   row_group_size=100_000), folder
 
 
 @pytest.mark.slow
