@@ -241,8 +241,7 @@ def _pair_result(first, second, cutoff, paired, tested, n_regressions):
         "cutoff": int(cutoff),
         **stats,
         "rng_key": key,
-        # For the charts: an array, as Python floats it was 32 bytes a query.
-        "differences": paired["difference"].to_numpy(),
+        "differences": paired["difference"].to_list(),
         "regressions": [
             {"query_id": r["query_id"], "ndcg_first": r["ndcg_first"],
              "ndcg_second": r["ndcg_second"], "difference": r["difference"]}
