@@ -4,10 +4,10 @@ rows and content hashes are the in-memory path's, through the CLI and through th
 columns read once.
 
 The pool is the bounded ingest's test pool (several shuffled ranker files) under its small
-budget (``tests.test_bounded_ingest.BUDGET``); the streaming engine sorts a pool folder in one
-sort, which needs more (``WHOLE_SORT_BUDGET``, which spills). Through the Dagster assets, the
-large pool and budget that the bounded ingest's tests show to spill
-(``large_pool_folder``, ``SPILL_BUDGET``).
+budget (``tests.test_bounded_ingest.BUDGET``), or ``WHOLE_SORT_BUDGET`` for the streaming
+engine's own sorts of an unsorted run. Where a sort must spill (through the Dagster assets, and
+the streaming engine with no disk to spill to), the large pool and budget that the bounded
+ingest's tests show to spill (``large_pool_folder``, ``SPILL_BUDGET``).
 """
 
 from __future__ import annotations
@@ -155,15 +155,27 @@ def test_cli_auto_sorts_unsorted_parquet_within_the_budget(inputs, tmp_path, cap
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
-def test_a_sort_that_cannot_fit_names_its_step_and_writes_nothing(inputs, tmp_path):
-    judgments, pool = inputs
+@pytest.mark.slow
+def test_a_sort_that_cannot_fit_names_its_step_and_writes_nothing(large_inputs, tmp_path):
+    """The streaming engine sorts an unsorted run ranker by ranker, as ingest does: the large
+    pool's rankers, under the budget whose sorts of them spill, with no disk to spill to."""
+    judgments, pool = large_inputs
+    ordered = tmp_path / "judgments-in-order.parquet"  # only the run needs sorting
+    pl.read_parquet(judgments).sort("query_id", "doc_id").write_parquet(ordered)
     out = tmp_path / "out.parquet"
-    no_disk = dataclasses.replace(WHOLE_SORT_BUDGET, spill_dir=tmp_path, max_spill=0)
+    spill = tmp_path / "spill"
     with pytest.raises(MemoryBudgetError, match=r"^sorting the run input for the streaming "
-                       r"engine: cannot finish within the memory budget of 160MB"):
-        score_files(judgments, pool, profile("default"), out, engine="streaming",
-                    budget=no_disk, progress=False)
+                       r"engine: cannot finish within the memory budget of 200MB"):
+        score_files(ordered, pool, profile("default"), out, engine="streaming", progress=False,
+                    budget=dataclasses.replace(SPILL_BUDGET, spill_dir=spill, max_spill=0))
     assert not out.exists()
+    # With disk to spill to, the same sorts give the in-memory path's rows.
+    score_files(ordered, pool, profile("default"), out, engine="streaming", progress=False,
+                budget=dataclasses.replace(SPILL_BUDGET, spill_dir=spill))
+    expected, _ = evaluate(read_judgments(ordered, version=VERSION),
+                           read_pool(pool, pool=POOL), profile("default"))
+    assert pl.read_parquet(out).equals(expected)
+    assert list(spill.iterdir()) == []
 
 
 @pytest.mark.parametrize("option, value, words", [

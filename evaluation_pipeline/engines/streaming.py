@@ -79,7 +79,12 @@ from evaluation_pipeline.engines.stream_reading import (
 from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.datasets import is_data_file
-from evaluation_pipeline.io.external_sort import Budget, SortInput, sort_parquet
+from evaluation_pipeline.io.external_sort import (
+    Budget,
+    SortInput,
+    groups_by_value,
+    sort_parquet,
+)
 from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
@@ -152,8 +157,8 @@ def score_streaming(
                         "Parquet file first (an external sort), then streaming")
                 notes.append(note)
                 print(f"ndcg-eval: {note}", file=sys.stderr)
-                sources[which] = [_external_sort(which, sources[which], names, scratch,
-                                                 _columns(which, spec), budget or Budget.of())]
+                sources[which] = _external_sort(which, sources[which], names, scratch,
+                                                _columns(which, spec), budget or Budget.of())
     finally:
         os.close(held)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -417,12 +422,14 @@ def _with_lineage_file(body: Path, target: Path, lineage: Lineage) -> None:
 
 
 def _external_sort(which: str, paths: list[Path | UPath], names: _Names, scratch: Path,
-                   columns: tuple[str, ...], budget: Budget) -> Path:
-    """Sort an input by its whole key into one local Parquet file, out of core.
+                   columns: tuple[str, ...], budget: Budget) -> list[Path]:
+    """Sort an input by its whole key into local Parquet files that, read one after the other,
+    are in key order, out of core.
 
     Local files go through DuckDB, spilling to the budget's folder; the whole key, not only the
     prefix a batch keeps together, because DuckDB's sort is not stable and the full key makes
-    the order a function of the rows alone. Files on object storage, which DuckDB does not
+    the order a function of the rows alone. A run whose every file holds one ranker is sorted
+    ranker by ranker, as ingest sorts a pool. Files on object storage, which DuckDB does not
     read here, go through polars' streaming sort over pyarrow datasets."""
     target = scratch / f"{which}.sorted.parquet"
     if any(is_remote(path) for path in paths):
@@ -433,15 +440,27 @@ def _external_sort(which: str, paths: list[Path | UPath], names: _Names, scratch
             frames.append(with_names(frame, names.fill(which), path, present).select(columns))
         pl.concat(frames).sort(list(_SORT_KEYS[which]), maintain_order=True).sink_parquet(
             target, engine="streaming")
-        return target
+        return [target]
     inputs = []
     for path in paths:
         present = pl.scan_parquet(path, glob=False).collect_schema().names()
         fill = names.fill(which)
         inputs.append(SortInput(path, {c: v(path) if callable(v) else v
                                        for c, v in fill.items() if c not in present}))
-    return sort_parquet(inputs, target, _SORT_KEYS[which], columns=columns, budget=budget,
-                        step=f"sorting the {which} input for the streaming engine")
+    groups = groups_by_value(inputs, [_rankers(i) for i in inputs]) if which == "run" else None
+    step = f"sorting the {which} input for the streaming engine"
+    return [sort_parquet(group, scratch / f"{which}-{number}.sorted.parquet", _SORT_KEYS[which],
+                         columns=columns, budget=budget, step=step)
+            for number, group in enumerate(groups or [inputs])]
+
+
+def _rankers(run: SortInput) -> frozenset:
+    """The rankers a run file holds: its name for a file without a ranker column, else the
+    distinct values of that column (one column read)."""
+    if "ranker" in run.constants:
+        return frozenset([run.constants["ranker"]])
+    found = pl.scan_parquet(run.path, glob=False).select(pl.col("ranker").unique()).collect()
+    return frozenset(found["ranker"].to_list())
 
 
 def _scan(path: Path | UPath) -> pl.LazyFrame:

@@ -136,6 +136,23 @@ class SortInput:
     constants: Mapping[str, str | None] = field(default_factory=dict)  # None: null
 
 
+def groups_by_value(inputs: Sequence[SortInput], values: Sequence[frozenset]
+                    ) -> list[list[SortInput]] | None:
+    """The inputs grouped by the one value each holds of a key's first column (``values``:
+    each input's distinct values), groups in that value's order; None when an input holds
+    none, several, or a null. Sorted one group after the other, the groups are the whole sort: sorts a
+    third the size of one whole sort spill less and took two thirds of its time (30M rows, 3
+    rankers, one file each). Inputs of the same value are sorted together, so that a key they
+    repeat meets in one sorted part."""
+    if any(len(held) != 1 or None in held for held in values):
+        return None  # (a null is refused later, by the rules of the rows)
+    groups: dict[str, list[SortInput]] = {}
+    for sort_input, held in zip(inputs, values, strict=True):
+        groups.setdefault(next(iter(held)), []).append(sort_input)
+    # Python orders str by code point, which is UTF-8's byte order: the contract's.
+    return [groups[value] for value in sorted(groups)]
+
+
 def sort_parquet(
     inputs: Sequence[SortInput | str | Path],
     target: str | Path,
