@@ -431,8 +431,8 @@ def _external_sort(which: str, paths: list[Path | UPath], names: _Names, scratch
     the order a function of the rows alone. A run whose every file holds one ranker is sorted
     ranker by ranker, as ingest sorts a pool. Files on object storage, which DuckDB does not
     read here, go through polars' streaming sort over pyarrow datasets."""
-    target = scratch / f"{which}.sorted.parquet"
     if any(is_remote(path) for path in paths):
+        target = scratch / f"{which}.sorted.parquet"
         frames = []
         for path in paths:
             frame = _scan(path)

@@ -171,19 +171,17 @@ def sort_parquet(
     ``target``, then a rename)."""
     target = Path(target)
     inputs = [i if isinstance(i, SortInput) else SortInput(Path(i)) for i in inputs]
-    n_rows = sum(pq.read_metadata(i.path).num_rows for i in inputs)
-    with spilling(budget or Budget.of(), step, sort_rows=n_rows) as connection:
+    with spilling(budget or Budget.of(), step, sort_rows=_row_count(inputs)) as connection:
         if columns is None:
             described = connection.execute(
                 f"DESCRIBE SELECT * FROM read_parquet({sql_text(inputs[0].path)})").fetchall()
             columns = [row[0] for row in described if row[0] not in inputs[0].constants]
             columns += list(inputs[0].constants)
-        rows = " UNION ALL ".join(_select(i, columns, dtypes or {}) for i in inputs)
-        order = ", ".join(_name(k) for k in keys)
+        query = _sorted_query(inputs, keys, columns, dtypes)
 
         def write(tmp: Path) -> None:
-            connection.execute(f"COPY (SELECT * FROM ({rows}) ORDER BY {order}) TO "
-                               f"{sql_text(tmp)} (FORMAT parquet, COMPRESSION zstd)")
+            connection.execute(f"COPY ({query}) TO {sql_text(tmp)} "
+                               "(FORMAT parquet, COMPRESSION zstd)")
 
         return atomic_write(target, write)
 
@@ -204,15 +202,24 @@ def sorted_batches(
     and read back (DuckDB's Parquet writer was a third of a sort to a file). Options as
     ``sort_parquet``; the budget's errors are raised as the batches are read."""
     inputs = list(inputs)
-    n_rows = sum(pq.read_metadata(i.path).num_rows for i in inputs)
-    with spilling(budget or Budget.of(), step, sort_rows=n_rows) as connection:
+    with spilling(budget or Budget.of(), step, sort_rows=_row_count(inputs)) as connection:
         # Strings as Arrow string views, which polars takes without a copy.
         connection.execute("SET produce_arrow_string_view = true")
-        rows = " UNION ALL ".join(_select(i, columns, dtypes or {}) for i in inputs)
-        order = ", ".join(_name(k) for k in keys)
-        reader = connection.sql(f"SELECT * FROM ({rows}) ORDER BY {order}").to_arrow_reader(
+        reader = connection.sql(_sorted_query(inputs, keys, columns, dtypes)).to_arrow_reader(
             batch_rows)
         yield _exact_batches((pl.from_arrow(batch) for batch in reader), batch_rows)
+
+
+def _row_count(inputs: Sequence[SortInput]) -> int:
+    """The rows to sort, from the files' footers (a large sort's floor: ``sort_floor``)."""
+    return sum(pq.read_metadata(i.path).num_rows for i in inputs)
+
+
+def _sorted_query(inputs: Sequence[SortInput], keys: Sequence[str], columns: Sequence[str],
+                  dtypes: Mapping[str, pl.DataType] | None) -> str:
+    """The SQL of every input's rows, with ``columns`` cast to ``dtypes``, ordered by ``keys``."""
+    rows = " UNION ALL ".join(_select(i, columns, dtypes or {}) for i in inputs)
+    return f"SELECT * FROM ({rows}) ORDER BY {', '.join(_name(k) for k in keys)}"
 
 
 def _exact_batches(frames: Iterator[pl.DataFrame], rows: int) -> Iterator[pl.DataFrame]:

@@ -274,16 +274,14 @@ class EvaluationStorage(dg.ConfigurableResource):
         return manifest | {"file": {"name": place[-1], **integrity.stamp(self.path(*place),
                                                                          manifest["sha256"])}}
 
-    def as_published(self, folder: Place) -> bool:
-        """The published file of ``folder`` has the very bytes that were validated and hashed
-        to the manifest's content hash when it was published (hashed again). False for object
-        stores, and for a manifest without such a stamp."""
-        manifest = self.manifest(*folder)
-        if manifest is None or "file" not in manifest or not self.is_local():
+    def as_published(self, place: Place, manifest: dict) -> bool:
+        """The published file at ``place`` has the very bytes that were validated and hashed to
+        ``manifest``'s content hash when it was published (hashed again). False for object
+        stores, and for a manifest without such a stamp of that file."""
+        recorded = manifest.get("file")
+        if recorded is None or recorded["name"] != place[-1] or not self.is_local():
             return False
-        recorded = manifest["file"]
-        return integrity.same_bytes(self.path(*folder, recorded["name"]), recorded,
-                                    manifest["sha256"])
+        return integrity.same_bytes(self.path(*place), recorded, manifest["sha256"])
 
     def alteration(self, folder: Place) -> str | None:
         """Why the published file of ``folder`` is no longer the one its manifest stamped, or
