@@ -227,6 +227,46 @@ def test_abandoned_leftovers_are_swept_and_held_ones_kept(tmp_path):
     assert leftovers.sweep([tmp_path]) == [held]  # released: a leftover now
 
 
+def test_a_leftover_of_a_writer_killed_a_moment_ago_is_swept(tmp_path):
+    """The next run starts within a second of a kill -9: a fresh unheld entry is asked again
+    once it is old enough to have been locked by a live creator, and then removed."""
+    tmp = tmp_path / ".per_query.parquet.0123456789ab.tmp"
+    tmp.write_bytes(b"half")  # just written, by a writer now gone
+    started = time.monotonic()
+    assert leftovers.sweep([tmp_path]) == [tmp]
+    assert not tmp.exists()
+    assert time.monotonic() - started >= leftovers.MIN_AGE_SECONDS * 0.9
+
+
+def test_a_fresh_entry_its_creator_locks_in_time_is_kept(tmp_path):
+    """Between making the name and locking it, a writer's entry is unheld: the sweep's second
+    look finds it held and keeps it."""
+    import threading
+
+    tmp = tmp_path / ".report.json.0123456789ab.tmp"
+    tmp.write_bytes(b"")
+    holding: list[int] = []
+    locker = threading.Timer(0.2, lambda: holding.append(leftovers.hold(tmp)))
+    locker.start()
+    try:
+        assert leftovers.sweep([tmp_path]) == []
+        assert tmp.exists()
+    finally:
+        locker.join()
+        os.close(holding[0])
+
+
+def test_an_abandoned_folder_is_removed_whole_and_listed_once(tmp_path):
+    staging = tmp_path / ".out.staging-0123456789ab"
+    (staging / "nested").mkdir(parents=True)
+    inner = staging / ".per_query.parquet.0123456789ab.tmp"
+    inner.write_bytes(b"")
+    aged(inner)
+    aged(staging)
+    assert leftovers.sweep([tmp_path], recursive=True) == [staging]
+    assert not staging.exists()
+
+
 def test_the_pipeline_storage_is_cleaned_before_a_run(tmp_path):
     from evaluation_pipeline.orchestration.resources import EvaluationStorage
 

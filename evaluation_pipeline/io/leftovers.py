@@ -28,7 +28,8 @@ PREVIOUS_MARK = ".previous-"
 # Scratch folders: the streaming engine's, and every other one of this project; hidden
 # (".ndcg-...") beside outputs and in the storage, where a name of the user's may begin alike.
 SCRATCH_PREFIXES = ("ndcg-stream-", "ndcg-eval-")
-# An entry younger than this is left alone: its creator may not have locked it yet.
+# An entry younger than this may be one whose creator has not locked it yet (the lock is taken
+# just after the name is made): a sweep waits until it is this old and asks again.
 MIN_AGE_SECONDS = 1.0
 
 _OURS = re.compile(
@@ -83,11 +84,38 @@ def is_held(path: Path) -> bool:
 
 def abandoned(path: Path, now: float | None = None) -> bool:
     """True for an entry of ours that no live process holds (and is not brand new)."""
+    age = _age(path, now)
+    return age is not None and age >= MIN_AGE_SECONDS and not _held(path)
+
+
+def _age(path: Path, now: float | None = None) -> float | None:
     try:
-        age = (now or time.time()) - path.lstat().st_mtime
+        return (now or time.time()) - path.lstat().st_mtime
     except FileNotFoundError:
-        return False
-    return age >= MIN_AGE_SECONDS and not path.is_symlink() and not is_held(path)
+        return None
+
+
+def _held(path: Path) -> bool:
+    return path.is_symlink() or is_held(path)
+
+
+def abandoned_entries(entries: Iterable[Path]) -> list[Path]:
+    """The entries no live process holds. One that is brand new and unheld is asked again
+    once it is MIN_AGE_SECONDS old: its creator may be between making the name and locking
+    it, or it may be what a writer killed a moment ago left (the next run starts within a
+    second of a kill -9, and skipping it then would leave it for good)."""
+    entries = list(entries)
+    found, young = [], []
+    for entry in entries:
+        age = _age(entry)
+        if age is None or _held(entry):
+            continue
+        (found if age >= MIN_AGE_SECONDS else young).append(entry)
+    if young:
+        oldest_due = max(MIN_AGE_SECONDS - (_age(entry) or MIN_AGE_SECONDS) for entry in young)
+        time.sleep(max(0.0, oldest_due) + 0.01)
+        found += [entry for entry in young if abandoned(entry)]
+    return sorted(found)
 
 
 def remove(path: Path) -> None:
@@ -101,16 +129,19 @@ def sweep(folders: Iterable[Path], recursive: bool = False) -> list[Path]:
     """Remove every abandoned entry of ours in ``folders`` (their trees with ``recursive``);
     returns what was removed. A result's previous folder is not swept here: it may be the only
     copy of a result whose swap was killed (``io.result_set.recover`` restores or removes it)."""
-    removed = []
+    candidates = []
     for folder in folders:
         if not Path(folder).is_dir():
             continue
         entries = Path(folder).rglob(".*") if recursive else Path(folder).glob(".*")
-        for entry in sorted(entries):
-            if (is_ours(entry.name) and PREVIOUS_MARK not in entry.name
-                    and abandoned(entry)):
-                remove(entry)
-                removed.append(entry)
+        candidates += [entry for entry in sorted(entries)
+                       if is_ours(entry.name) and PREVIOUS_MARK not in entry.name]
+    found = abandoned_entries(candidates)
+    # An abandoned folder goes whole: what it holds is not listed again.
+    folders_found = set(found)
+    removed = [entry for entry in found if folders_found.isdisjoint(entry.parents)]
+    for entry in removed:
+        remove(entry)
     return removed
 
 
@@ -123,9 +154,7 @@ def sweep_scratch() -> list[Path]:
                          if p.name.startswith(SCRATCH_PREFIXES) and p.is_dir())
     except OSError:
         return []
-    removed = []
-    for entry in entries:
-        if abandoned(entry):
-            remove(entry)
-            removed.append(entry)
+    removed = abandoned_entries(entries)
+    for entry in removed:
+        remove(entry)
     return removed

@@ -130,9 +130,9 @@ def recover(out: Path) -> None:
         _sync_folder(out.parent)
     for entry in previous:
         leftovers.remove(entry)
-    for entry in out.parent.glob(f".{_glob_safe(out.name)}{leftovers.STAGING_MARK}*"):
-        if leftovers.abandoned(entry, now):
-            leftovers.remove(entry)
+    for entry in leftovers.abandoned_entries(
+            out.parent.glob(f".{_glob_safe(out.name)}{leftovers.STAGING_MARK}*")):
+        leftovers.remove(entry)
 
 
 def recover_tree(root: Path) -> None:
