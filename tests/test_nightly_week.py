@@ -16,7 +16,12 @@ from evaluation_pipeline.core.aggregates import aggregate_with_intervals
 from evaluation_pipeline.core.evaluation import evaluate
 from evaluation_pipeline.core.history import check_unique
 from evaluation_pipeline.core.nightly import REGRESSED, previous_night
-from evaluation_pipeline.core.watch import WatchSettings, record_evaluation, watch_evaluation
+from evaluation_pipeline.core.watch import (
+    WatchSettings,
+    compared_frames,
+    record_evaluation,
+    watch_evaluation,
+)
 from evaluation_pipeline.io.alerts import AlertSettings, notify, read_alerts
 from evaluation_pipeline.io.readers import read_judgments, read_pool, read_queries
 from evaluation_pipeline.report.trend import render_trend
@@ -69,7 +74,8 @@ def run_week(root: Path) -> dict:
                 per_query[(pool, version)] = rows
                 previous = previous_night(pool, ready)
                 step = watch_evaluation(
-                    rows, per_query.get((previous, version)), candidate_pool=pool,
+                    compared_frames(per_query.get((previous, version)), rows, SETTINGS),
+                    candidate_pool=pool,
                     judgment_version=version, spec_id=SPEC.spec_id, ready_at=ready,
                     published_at=published, history=history, now=clock.isoformat(),
                     settings=SETTINGS)
@@ -84,7 +90,8 @@ def run_week(root: Path) -> dict:
     # A rerun of the newest night's headline evaluation: replaces its rows, alerts nothing.
     pool, version = gen.NIGHTLY_POOLS[-1], gen.JUDGMENT_VERSION_2
     step = watch_evaluation(
-        per_query[(pool, version)], per_query[(gen.NIGHTLY_POOLS[-2], version)],
+        compared_frames(per_query[(gen.NIGHTLY_POOLS[-2], version)], per_query[(pool, version)],
+                        SETTINGS),
         candidate_pool=pool, judgment_version=version, spec_id=SPEC.spec_id, ready_at=ready,
         published_at=published, history=history, now=clock.isoformat(), settings=SETTINGS)
     return {"gen": gen, "history": history, "evaluated": evaluated, "sections": sections,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 
 import polars as pl
 
-from evaluation_pipeline.core.intervals import ALL, NO_VALUE, bootstrap_intervals
+from evaluation_pipeline.core.intervals import ALL, NO_VALUE
 from schemas.columns import (
     AGGREGATE_KEY,
     LINEAGE_COLUMNS,
@@ -123,24 +123,28 @@ def aggregate_with_intervals(
     seed: int = 20261130,
     progress: Callable[[int, int], None] | None = None,
 ) -> pl.DataFrame:
-    """:func:`aggregate` plus seeded bootstrap intervals for the macro and weighted means.
+    """:func:`aggregate`'s rows plus seeded bootstrap intervals for the macro and weighted
+    means, all from sums over chunks of queries (``core.report_numbers``: the same numbers on
+    one machine or a cluster).
 
     Queries with a number (contract section 3, rule 5) are resampled by Poisson bootstrap
-    counts drawn once per (query, resample) and shared by every row, see
-    :mod:`evaluation_pipeline.core.intervals`. Fewer than two queries with a number give no
-    interval (null): one value says nothing about its spread. ``progress`` is called with
-    (resamples done, resamples in all).
+    counts drawn once per (query, resample) and shared by every row (``core.resampling``).
+    Fewer than two queries with a number give no interval (null): one value says nothing
+    about its spread. ``progress`` is called with (chunks done, chunks in all).
     """
-    out = aggregate(per_query, queries, slices)
-    intervals = bootstrap_intervals(
-        per_query, queries, slices,
-        ci_level=ci_level, n_bootstrap=n_bootstrap, seed=seed, progress=progress,
-    )
-    keys = list(AGGREGATE_KEY)
-    out = out.join(intervals, on=keys, how="left", maintain_order="left")
-    # Intervals sit beside the means they belong to.
-    order = [
-        *keys, "n_queries", "n_with_number", "macro_ndcg", "macro_ndcg_low", "macro_ndcg_high",
-        "weighted_ndcg", "weighted_ndcg_low", "weighted_ndcg_high",
-    ]
-    return out.select(*order, pl.exclude(order))
+    from evaluation_pipeline.core import report_numbers as rn
+
+    plan = rn.plan_of(rn.results_of(per_query), queries=queries, slices=slices,
+                      n_bootstrap=n_bootstrap, seed=seed,
+                      n_queries=rn.distinct_queries(per_query))
+    numbers = rn.Numbers(plan, rn.local_partial(per_query, None, queries, plan, progress))
+    return numbers.aggregates(ci_level, lineage_of(per_query))
+
+
+def lineage_of(per_query: pl.DataFrame) -> dict[str, str]:
+    """The lineage columns of per-query rows (one evaluation: the same on every row)."""
+    lineage = [c for c in LINEAGE_COLUMNS if c in per_query.columns]
+    if not lineage or per_query.height == 0:
+        return {}
+    first = per_query.row(0, named=True)
+    return {c: first[c] for c in lineage}

@@ -10,37 +10,19 @@ reranker comparison" and carry candidate recall beside NDCG.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import combinations
 
 import numpy as np
 import polars as pl
 
-from evaluation_pipeline.core.intervals import paired_intervals
+from evaluation_pipeline.core import report_numbers as rn
+from evaluation_pipeline.core.report_partials import PREVIOUS, TONIGHT, Result
 from evaluation_pipeline.core.statistics import holm
 
 # Per-query NDCG differences within this are ties (float rounding, not a ranking change).
 TIE_TOLERANCE = 1e-12
 NOT_PURE = "not a pure reranker comparison"
-
-
-def paired_statistics(paired: pl.DataFrame, tested: dict) -> dict:
-    """Means of the paired frame, wins/losses/ties, and its interval and p-value (``tested``,
-    from :func:`intervals.paired_intervals`)."""
-    first, second = paired["ndcg_first"].to_numpy(), paired["ndcg_second"].to_numpy()
-    difference = paired["difference"].to_numpy()
-    n = difference.size
-    return {
-        "n_paired": int(n),
-        "mean_first": float(first.mean()) if n else None,
-        "mean_second": float(second.mean()) if n else None,
-        "mean_difference": float(difference.mean()) if n else None,
-        "difference_low": tested["difference_low"],
-        "difference_high": tested["difference_high"],
-        "p_value": tested["p_value"],
-        "wins": int(np.sum(difference > TIE_TOLERANCE)),
-        "losses": int(np.sum(difference < -TIE_TOLERANCE)),
-        "ties": int(np.sum(np.abs(difference) <= TIE_TOLERANCE)),
-    }
 
 
 def paired_frame(first: pl.DataFrame, second: pl.DataFrame,
@@ -115,11 +97,13 @@ COMPARED_COLUMNS = ("ranker", "query_id", "cutoff", "ndcg", "candidate_recall", 
                     "n_candidates")
 
 
-def _numbers_of(per_query: pl.DataFrame, ranker: str, cutoff: int) -> pl.DataFrame:
-    """(query_id, cutoff, ndcg) of one result's queries with a number: all a pair reads."""
-    return per_query.lazy().filter(
-        (pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff) & pl.col("ndcg").is_not_null()
-    ).select("query_id", "cutoff", "ndcg").collect()
+def ranker_pair_results(results: Sequence[Result], baseline: str | None) -> list[rn.Pair]:
+    """The pairs of a comparison within one pool: per cutoff, every pair of rankers (or each
+    against ``baseline``), as (first, second) results."""
+    rankers = sorted({r.ranker for r in results})
+    pairs = ranker_pairs(rankers, baseline)
+    return [(Result(TONIGHT, first, cutoff), Result(TONIGHT, second, cutoff))
+            for cutoff in sorted({r.cutoff for r in results}) for first, second in pairs]
 
 
 def compare_rankers(
@@ -137,21 +121,28 @@ def compare_rankers(
     ``differing_queries`` (query_id) overrides the per-query evidence of candidate sets that
     differ, e.g. with :func:`candidate_set_differences` of the pool.
     """
-    # Only the columns a comparison reads: the lineage columns alone are most of a row.
-    per_query = per_query.select(COMPARED_COLUMNS)
-    rankers = sorted(per_query["ranker"].unique().to_list())
-    pairs = ranker_pairs(rankers, baseline)
-    differing = differing_queries if differing_queries is not None else candidate_sets_differ(per_query)
-    pure = differing.height == 0
-    blocks = [
-        [(first, second, cutoff, paired_frame(
-            _numbers_of(per_query, first, cutoff), _numbers_of(per_query, second, cutoff),
-            carried=()).drop("cutoff"))
-         for first, second in pairs]
-        for cutoff in sorted(per_query["cutoff"].unique().to_list())
-    ]
-    results = _tested_blocks(blocks, ci_level, n_bootstrap, seed, n_regressions,
-                             correct=len(rankers) > 2)
+    results = rn.results_of(per_query)
+    pairs = ranker_pair_results(results, baseline)
+    plan = rn.plan_of(results, pairs=pairs, n_bootstrap=n_bootstrap, seed=seed,
+                      n_regressions=n_regressions, n_queries=rn.distinct_queries(per_query))
+    numbers = rn.Numbers(plan, rn.local_partial(per_query, None, None, plan))
+    return ranker_comparison(numbers, pairs, baseline=baseline, ci_level=ci_level,
+                             differing_queries=differing_queries)
+
+
+def ranker_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, baseline: str | None,
+                      ci_level: float, differing_queries: pl.DataFrame | None = None) -> dict:
+    """report.json's ``comparison`` from the numbers of a plan whose pairs start with
+    ``pairs`` (:func:`ranker_pair_results`)."""
+    rankers = sorted({r.ranker for r in numbers.plan.results if r.night == TONIGHT})
+    if differing_queries is not None:
+        n_differing = differing_queries.height
+        first_differing = differing_queries["query_id"].head(5).to_list()
+    else:
+        n_differing, first_differing = numbers.differing()
+    pure = n_differing == 0
+    results = _tested(numbers, pairs, ci_level, correct=len(rankers) > 2,
+                      name=lambda first, second: (first.ranker, second.ranker))
     return {
         "kind": "rankers within one pool",
         "baseline": baseline,
@@ -159,8 +150,8 @@ def compare_rankers(
         "pure_reranker_comparison": pure,
         "note": None if pure else (
             f"{NOT_PURE}: rankers rank different candidate sets for "
-            f"{differing.height} queries ({', '.join(differing['query_id'].head(5).to_list())}"
-            f"{' ...' if differing.height > 5 else ''})"
+            f"{n_differing} queries ({', '.join(first_differing)}"
+            f"{' ...' if n_differing > 5 else ''})"
         ),
         "multiple_comparisons": "holm" if len(rankers) > 2 else "none (two rankers)",
         "pairs": results,
@@ -179,21 +170,19 @@ def compare_pools(
     """The same rankers over two candidate pools: paired per ranker and cutoff, never pure."""
     rankers = sorted(set(first["ranker"].unique()) & set(second["ranker"].unique()))
     pools = _single(first, "candidate_pool"), _single(second, "candidate_pool")
-    first, second = first.select(COMPARED_COLUMNS), second.select(COMPARED_COLUMNS)
     cutoffs = sorted(set(first["cutoff"].unique()) & set(second["cutoff"].unique()))
-    blocks = [
-        [(ranker, ranker, cutoff, paired_frame(
-            _numbers_of(first, ranker, cutoff), _numbers_of(second, ranker, cutoff),
-            carried=()).drop("cutoff")) for ranker in rankers]
-        for cutoff in cutoffs
-    ]
-    results = _tested_blocks(blocks, ci_level, n_bootstrap, seed, n_regressions,
-                             correct=len(rankers) > 1)
-    for result in results:
-        for side, frame in (("first", first), ("second", second)):
-            rows = frame.filter((pl.col("ranker") == result["first"])
-                                & (pl.col("cutoff") == result["cutoff"]))
-            result[f"mean_candidate_recall_{side}"] = rows["candidate_recall"].mean()
+    pairs = [(Result(PREVIOUS, ranker, cutoff), Result(TONIGHT, ranker, cutoff))
+             for cutoff in cutoffs for ranker in rankers]
+    plan = rn.plan_of(rn.results_of(second), previous=rn.results_of(first, PREVIOUS),
+                      pairs=pairs, n_bootstrap=n_bootstrap, seed=seed,
+                      n_regressions=n_regressions,
+                      n_queries=rn.distinct_queries(first, second))
+    numbers = rn.Numbers(plan, rn.local_partial(second, first, None, plan))
+    results = _tested(numbers, pairs, ci_level, correct=len(rankers) > 1,
+                      name=lambda one, other: (one.ranker, other.ranker))
+    for result, (one, other) in zip(results, pairs, strict=True):
+        result["mean_candidate_recall_first"] = numbers.mean_candidate_recall(one)
+        result["mean_candidate_recall_second"] = numbers.mean_candidate_recall(other)
     return {
         "kind": "rankers across two pools",
         "pool_first": pools[0],
@@ -212,42 +201,26 @@ def _single(frame: pl.DataFrame, column: str) -> str | None:
     return str(values[0]) if len(values) == 1 else None
 
 
-def _tested_blocks(blocks, ci_level, n_bootstrap, seed, n_regressions, *, correct):
-    """Results of every (first, second, cutoff, paired frame) of the blocks (one per cutoff),
-    intervals and p-values from one pass over the queries, Holm-adjusted within a block."""
-    tested = iter(paired_intervals(
-        [paired for block in blocks for *_, paired in block],
-        ci_level=ci_level, n_bootstrap=n_bootstrap, seed=seed,
-    ))
-    results = []
-    for block in blocks:
-        done = [_pair_result(*pair, next(tested), n_regressions) for pair in block]
-        _adjust(done, correct=correct)
-        results.extend(done)
+def _tested(numbers: rn.Numbers, pairs: Sequence[rn.Pair], ci_level: float, *, correct: bool,
+            name) -> list[dict]:
+    """The result of each pair (the plan's first ``len(pairs)``), Holm-adjusted within each
+    cutoff."""
+    results, block = [], []
+    for p, (one, other) in enumerate(pairs):
+        first, second = name(one, other)
+        stats = numbers.pair(p, ci_level)
+        regressions, histogram = stats.pop("regressions"), stats.pop("histogram")
+        result = {"first": first, "second": second, "cutoff": int(one.cutoff), **stats,
+                  "rng_key": f"{first}|{second}|{one.cutoff}", "histogram": histogram,
+                  "regressions": regressions}
+        if block and block[-1]["cutoff"] != result["cutoff"]:
+            _adjust(block, correct=correct)
+            block = []
+        block.append(result)
+        results.append(result)
+    if block:
+        _adjust(block, correct=correct)
     return results
-
-
-def _pair_result(first, second, cutoff, paired, tested, n_regressions):
-    key = f"{first}|{second}|{cutoff}"
-    stats = paired_statistics(paired, tested)
-    regressed = (
-        paired.filter(pl.col("difference") < -TIE_TOLERANCE)
-        .sort(["difference", "query_id"])
-        .head(n_regressions)
-    )
-    return {
-        "first": first,
-        "second": second,
-        "cutoff": int(cutoff),
-        **stats,
-        "rng_key": key,
-        "differences": paired["difference"].to_list(),
-        "regressions": [
-            {"query_id": r["query_id"], "ndcg_first": r["ndcg_first"],
-             "ndcg_second": r["ndcg_second"], "difference": r["difference"]}
-            for r in regressed.iter_rows(named=True)
-        ],
-    }
 
 
 def _adjust(block: list[dict], *, correct: bool) -> None:

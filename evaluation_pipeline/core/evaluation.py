@@ -22,7 +22,11 @@ from evaluation_pipeline.core.hashing import (
     pool_sha256,
 )
 from evaluation_pipeline.core.ndcg import JudgmentIndex, score
-from evaluation_pipeline.io.datasets import dataset_columns, distinct_values, read_dataset
+from evaluation_pipeline.io.datasets import (
+    dataset_columns,
+    distinct_values,
+    read_dataset,
+)
 from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas.columns import LINEAGE_COLUMNS, STATUSES
@@ -179,6 +183,12 @@ def result_sentence(row: dict, spec: EvaluationSpec, lineage: Lineage) -> str:
     )
 
 
+def read_lineage(where: Location, source: str | None = None) -> Lineage:
+    """The lineage of per-query results (``read_with_lineage``'s), no other column read."""
+    stored = [c for c in LINEAGE_COLUMNS if c in dataset_columns(where)]
+    return Lineage.from_values(distinct_values(where, stored), source or str(where))
+
+
 def read_with_lineage(where: Location, source: str | None = None,
                       columns: Sequence[str] | None = None) -> tuple[pl.DataFrame, Lineage]:
     """The rows of per-query results (a file, or Spark's folder of parts, local or on object
@@ -194,7 +204,7 @@ def read_with_lineage(where: Location, source: str | None = None,
     stored = [c for c in LINEAGE_COLUMNS if c in names]
     if columns is not None:
         names = [c for c in names if c in stored or c in columns]
-    lineage = Lineage.from_values(distinct_values(where, stored), source or str(where))
+    lineage = read_lineage(where, source)
     rows = read_dataset(where, [c for c in names if c not in stored])
     values = asdict(lineage)
     return rows.with_columns(pl.lit(values[c], dtype=pl.String).alias(c)

@@ -12,14 +12,16 @@ Pure functions over per-query frames, aggregate means and timestamps: no files, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
 import polars as pl
 
-from evaluation_pipeline.core.comparison import TIE_TOLERANCE, paired_frame, paired_statistics
-from evaluation_pipeline.core.intervals import paired_intervals
+from evaluation_pipeline.core import report_numbers as rn
+from evaluation_pipeline.core.comparison import TIE_TOLERANCE
+from evaluation_pipeline.core.report_partials import PREVIOUS, TONIGHT, Result
 from evaluation_pipeline.core.statistics import holm
 from schemas.columns import IMPROVED, NO_CHANGE, REGRESSED
 
@@ -118,9 +120,21 @@ def verdict(mean_diff: float | None, p_adjusted: float | None, *,
     return NO_CHANGE
 
 
-def mean_candidate_recall(per_query: pl.DataFrame, ranker: str, cutoff: int) -> float | None:
-    rows = per_query.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff))
-    return rows["candidate_recall"].mean()
+def night_pairs(previous: Sequence[Result], current: Sequence[Result]) -> list[rn.Pair]:
+    """(previous night's, tonight's) result of every ranker x cutoff of both nights."""
+    rankers = sorted({r.ranker for r in previous} & {r.ranker for r in current})
+    cutoffs = sorted({r.cutoff for r in previous} & {r.cutoff for r in current})
+    return [(Result(PREVIOUS, ranker, cutoff), Result(TONIGHT, ranker, cutoff))
+            for ranker in rankers for cutoff in cutoffs]
+
+
+@dataclass(frozen=True)
+class NightComparison:
+    """Tonight against the previous night under one version: the comparisons and both nights'
+    macro means per (ranker, cutoff), which the attribution reads."""
+    comparisons: list[dict]
+    previous_means: dict[tuple[str, int], float | None]
+    current_means: dict[tuple[str, int], float | None]
 
 
 def compare_nights(
@@ -139,24 +153,48 @@ def compare_nights(
     candidate_recall, status) of the two evaluations. Each ranker's mean candidate recall on
     both nights stands beside its verdict: the candidate set changes between nights.
     """
-    rankers = sorted(set(previous["ranker"].unique()) & set(current["ranker"].unique()))
-    cutoffs = sorted(set(previous["cutoff"].unique()) & set(current["cutoff"].unique()))
-    cells = [(ranker, cutoff) for ranker in rankers for cutoff in cutoffs]
-    pairs = [
-        paired_frame(
-            previous.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff)),
-            current.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff)),
-        )
-        for ranker, cutoff in cells
-    ]
-    # Every ranker x cutoff from one pass over the queries, with the same draws per query.
-    tested = paired_intervals(pairs, ci_level=ci_level, n_bootstrap=n_bootstrap, seed=seed)
+    return night_comparison_of_frames(
+        previous, current, alpha=alpha, min_effect=min_effect, ci_level=ci_level,
+        n_bootstrap=n_bootstrap, seed=seed).comparisons
+
+
+def night_comparison_of_frames(previous: pl.DataFrame, current: pl.DataFrame, *,
+                               alpha: float = DEFAULT_ALPHA,
+                               min_effect: float = DEFAULT_MIN_EFFECT, ci_level: float = 0.95,
+                               n_bootstrap: int = 2000, seed: int = 20261130
+                               ) -> NightComparison:
+    """:class:`NightComparison` of two nights' per-query rows, summed on this machine."""
+    pairs = night_pairs(rn.results_of(previous, PREVIOUS), rn.results_of(current))
+    plan = rn.plan_of(rn.results_of(current), previous=rn.results_of(previous, PREVIOUS),
+                      pairs=pairs, n_bootstrap=n_bootstrap, seed=seed,
+                      n_queries=rn.distinct_queries(previous, current))
+    numbers = rn.Numbers(plan, rn.local_partial(current, previous, None, plan))
+    return night_comparison(numbers, pairs, alpha=alpha, min_effect=min_effect,
+                            ci_level=ci_level)
+
+
+def night_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pair: int = 0,
+                     alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT,
+                     ci_level: float = 0.95) -> NightComparison:
+    """:class:`NightComparison` from the numbers of a plan holding ``pairs`` (from
+    :func:`night_pairs`) from its pair ``first_pair`` on."""
+    return NightComparison(
+        night_comparisons(numbers, pairs, first_pair=first_pair, alpha=alpha,
+                          min_effect=min_effect, ci_level=ci_level),
+        numbers.overall_means(PREVIOUS), numbers.overall_means(TONIGHT))
+
+
+def night_comparisons(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pair: int = 0,
+                      alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT,
+                      ci_level: float = 0.95) -> list[dict]:
+    """The nightly comparisons from the numbers of a plan holding ``pairs`` (from
+    :func:`night_pairs`) from its pair ``first_pair`` on."""
     out = []
-    for (ranker, cutoff), paired, result in zip(cells, pairs, tested):
-        stats = paired_statistics(paired, result)
+    for p, (before, now) in enumerate(pairs, start=first_pair):
+        stats = numbers.pair(p, ci_level)
         out.append({
-            "ranker": ranker,
-            "cutoff": int(cutoff),
+            "ranker": now.ranker,
+            "cutoff": int(now.cutoff),
             "paired": stats["n_paired"],
             "mean_previous": stats["mean_first"],
             "mean_current": stats["mean_second"],
@@ -164,8 +202,8 @@ def compare_nights(
             "ci_low": stats["difference_low"],
             "ci_high": stats["difference_high"],
             "p": stats["p_value"],
-            "candidate_recall_previous": mean_candidate_recall(previous, ranker, cutoff),
-            "candidate_recall_current": mean_candidate_recall(current, ranker, cutoff),
+            "candidate_recall_previous": numbers.mean_candidate_recall(before),
+            "candidate_recall_current": numbers.mean_candidate_recall(now),
         })
     return with_verdicts(out, alpha=alpha, min_effect=min_effect)
 

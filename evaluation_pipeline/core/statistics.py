@@ -41,23 +41,32 @@ def percentile_interval(samples: np.ndarray, level: float) -> tuple[float | None
     return float(low), float(high)
 
 
-def sign_flip_p_value(differences: np.ndarray, signed_sums: np.ndarray) -> float:
+def sign_flip_p_value(differences: np.ndarray | None, signed_sums: np.ndarray, *,
+                      n: int | None = None, mean: float | None = None,
+                      largest: float | None = None) -> float:
     """Two-sided p-value of a paired randomization test on per-query differences.
 
     Under the null hypothesis the two rankers are exchangeable per query, so each difference
     keeps its size and its sign is a fair coin. ``signed_sums[b]`` is the sum of the
     differences under resample b's signs; with few queries every sign pattern is counted
-    instead (exact), and the sums are not used.
+    instead (exact), and the sums are not used. Given ``n``, ``mean`` and ``largest`` (the
+    number of differences, their mean and the largest size, as sums over chunks of queries
+    give them), ``differences`` is needed only for the exact count and may otherwise be None.
     """
-    d = np.asarray(differences, dtype=np.float64)
-    n = d.size
+    if n is None:
+        d = np.asarray(differences, dtype=np.float64)
+        n = d.size
+        if n == 0:
+            return 1.0
+        mean, largest = float(d.mean()), float(np.abs(d).max())
     n_resamples = len(signed_sums)
     if n == 0:
         return 1.0
-    observed = abs(d.mean())
+    observed = abs(mean)
     # Equality up to float rounding counts as "at least as extreme", so identical rankers give 1.
-    tolerance = 1e-12 * max(1.0, float(np.abs(d).max()))
+    tolerance = 1e-12 * max(1.0, largest)
     if n <= 30 and 2**n <= n_resamples:
+        d = np.asarray(differences, dtype=np.float64)
         patterns = ((np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1) * 2 - 1
         flipped = np.abs((patterns * d).mean(axis=1))
         return float(np.mean(flipped >= observed - tolerance))

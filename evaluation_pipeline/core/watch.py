@@ -15,7 +15,6 @@ import polars as pl
 
 from evaluation_pipeline.core import history as hist
 from evaluation_pipeline.core import nightly
-from evaluation_pipeline.core.aggregates import aggregate
 
 
 @dataclass(frozen=True)
@@ -40,9 +39,18 @@ class NightStep:
     ready_at: str
 
 
+def compared_frames(previous_per_query: pl.DataFrame | None, per_query: pl.DataFrame,
+                    settings: WatchSettings = WatchSettings()) -> nightly.NightComparison | None:
+    """The comparison of two nights' per-query rows (None on the first night), summed here."""
+    if previous_per_query is None:
+        return None
+    return nightly.night_comparison_of_frames(
+        previous_per_query, per_query, alpha=settings.alpha, min_effect=settings.min_effect,
+        ci_level=settings.ci_level, n_bootstrap=settings.n_bootstrap, seed=settings.seed)
+
+
 def watch_evaluation(
-    per_query: pl.DataFrame,
-    previous_per_query: pl.DataFrame | None,
+    compared: nightly.NightComparison | None,
     *,
     candidate_pool: str,
     judgment_version: str,
@@ -55,31 +63,28 @@ def watch_evaluation(
 ) -> NightStep:
     """The nightly step of ``candidate_pool`` x ``judgment_version`` x ``spec_id``.
 
-    ``previous_per_query``: the per-query rows of :func:`nightly.previous_night` under the same
-    version and spec (None on the first night). ``ready_at``: pool -> ready time of every
-    registered pool; ``published_at``: judgment version -> publication time; ``history``: the
-    table as it is before this evaluation; ``now``: this evaluation's time.
+    ``compared``: this evaluation against :func:`nightly.previous_night`'s under the same
+    version and spec (None on the first night; :func:`compared_frames`, or the report's
+    numbers). ``ready_at``: pool -> ready time of every registered pool; ``published_at``:
+    judgment version -> publication time; ``history``: the table as it is before this
+    evaluation; ``now``: this evaluation's time.
     """
     history = hist.empty_history() if history is None else history
     previous = nightly.previous_night(candidate_pool, ready_at, settings.baseline_pool)
     first = hist.first_evaluated(history, candidate_pool) or now
     headline = nightly.headline_version(first, published_at) == judgment_version
     comparisons, attribution = [], None
-    if previous is not None and previous_per_query is not None:
-        comparisons = nightly.compare_nights(
-            previous_per_query, per_query, alpha=settings.alpha, min_effect=settings.min_effect,
-            ci_level=settings.ci_level, n_bootstrap=settings.n_bootstrap, seed=settings.seed,
-        )
+    if previous is not None and compared is not None:
+        comparisons = compared.comparisons
         previous_headline = hist.headline_of(history, previous, spec_id)
         if headline and previous_headline not in (None, judgment_version):
             attribution = nightly.attribute(
                 hist.overall_means(history, previous, previous_headline, spec_id),
-                hist.aggregate_means(aggregate(previous_per_query)),
-                hist.aggregate_means(aggregate(per_query)),
+                compared.previous_means, compared.current_means,
                 previous_headline,
             )
     section = nightly.nightly_section(
-        previous if previous_per_query is not None else None, judgment_version, comparisons,
+        previous if compared is not None else None, judgment_version, comparisons,
         attribution, baseline_pinned=bool(settings.baseline_pool), alpha=settings.alpha,
         min_effect=settings.min_effect,
     )
@@ -93,3 +98,4 @@ def record_evaluation(history: pl.DataFrame | None, aggregates: pl.DataFrame, st
     rows = hist.history_rows(aggregates, ready_at=step.ready_at, evaluated_at=evaluated_at,
                              headline=step.headline, nightly=step.section)
     return hist.upsert(history, rows)
+

@@ -27,6 +27,7 @@ from evaluation_pipeline.core.watch import record_evaluation, watch_evaluation
 from evaluation_pipeline.engines import EngineResult
 from evaluation_pipeline.io.alerts import notify
 from evaluation_pipeline.io.external_sort import Budget
+from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.io.readers import read_queries
 from evaluation_pipeline.io.storage import (
     AGGREGATES_FILE,
@@ -67,7 +68,6 @@ from evaluation_pipeline.orchestration.resources import (
 from evaluation_pipeline.orchestration.scoring import score_published
 from evaluation_pipeline.orchestration.selection import published_versions
 from evaluation_pipeline.report import (
-    REPORT_COLUMNS,
     ReportConfig,
     headline_markdown,
     write_report,
@@ -307,9 +307,9 @@ def _nights(instance: dg.DagsterInstance,
 
 def _previous_scores(context: dg.AssetExecutionContext, storage: EvaluationStorage,
                      scoring: ScoringEngine, previous: str | None, version: str,
-                     spec: EvaluationSpec) -> pl.DataFrame | None:
-    """The previous night's per-query rows under ``version``, scored first when they are not
-    yet (a pinned baseline, or a night that arrived out of order)."""
+                     spec: EvaluationSpec) -> Location | None:
+    """Where the previous night's per-query rows under ``version`` are, scored first when
+    they are not yet (a pinned baseline, or a night that arrived out of order)."""
     if previous is None:
         return None
     scores = scores_file(previous, version, spec.spec_id)
@@ -317,7 +317,7 @@ def _previous_scores(context: dg.AssetExecutionContext, storage: EvaluationStora
         context.log.info(f"the previous night {previous} has no scores under {version} yet; "
                          "scoring it first")
         score_evaluation(storage, scoring, previous, version, spec)
-    return storage.read_scores(*scores, columns=REPORT_COLUMNS)[0]
+    return storage.path(*scores)
 
 
 def report_href(pool: str, version: str, spec_id: str) -> str:
@@ -433,29 +433,35 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
         if not storage.exists(*scores):
             raise dg.Failure(f"no scores at {storage.path(*scores)}: materialize query_scores "
                              f"for {pool} x {version} first")
-        # Only the columns the report reads; the whole rows are copied into it from the file.
-        per_query, lineage = storage.read_scores(*scores, columns=REPORT_COLUMNS)
+        lineage = storage.read_lineage(*scores)
         weights, queries_manifest = _read_published(
             storage, queries_file(), "the queries table")
         config = ReportConfig()
         settings = watch.settings(config)
         ready, published = _nights(context.instance, storage)
         previous = nightly.previous_night(pool, ready, settings.baseline_pool)
-        previous_per_query = _previous_scores(context, storage, scoring, previous, version, spec)
+        previous_scores = _previous_scores(context, storage, scoring, previous, version, spec)
+        # Both nights' numbers in one pass, where the engine sums (a cluster's executors, or
+        # this machine from the columns the report reads); the whole rows are copied into the
+        # report from the file.
+        numbers = scoring.report_numbers(storage.path(*scores), previous_scores, weights, config)
+        compared = numbers[0].night_comparison(numbers[1], alpha=settings.alpha,
+                                               min_effect=settings.min_effect,
+                                               ci_level=settings.ci_level)
         # The history is read, extended and written by one evaluation at a time.
         with storage.locked(*history_file()):
             history = (storage.read_parquet(*history_file())
                        if storage.exists(*history_file()) else None)
             now = _now()
             step = watch_evaluation(
-                per_query, previous_per_query, candidate_pool=pool, judgment_version=version,
+                compared, candidate_pool=pool, judgment_version=version,
                 spec_id=spec.spec_id, ready_at=ready, published_at=published, history=history,
                 now=now, settings=settings)
             with storage.staging() as staged:
-                report = write_report(staged, per_query, spec, lineage, weights, config,
+                report = write_report(staged, None, spec, lineage, weights, config,
                                       nightly=step.section,
                                       queries_sha256=queries_manifest["sha256"],
-                                      per_query_source=storage.path(*scores))
+                                      per_query_source=storage.path(*scores), numbers=numbers)
                 aggregates = pl.read_parquet(staged / AGGREGATES_FILE)
                 written = storage.put_tree(staged, *report_folder(pool, version, spec.spec_id))
             history = record_evaluation(history, aggregates, step, evaluated_at=now)

@@ -27,13 +27,14 @@ from evaluation_pipeline.core.bounded_ingest import (
     Verified,
     verify_published,
 )
-from evaluation_pipeline.core.evaluation import Lineage, read_with_lineage
+from evaluation_pipeline.core.evaluation import Lineage, read_lineage, read_with_lineage
 from evaluation_pipeline.core.hashing import HASH_VERSION, sha256_of
 from evaluation_pipeline.core.nightly import (
     BASELINE_POOL_ENV,
     DEFAULT_ALPHA,
     DEFAULT_MIN_EFFECT,
 )
+from evaluation_pipeline.core.report_numbers import Numbers
 from evaluation_pipeline.core.watch import WatchSettings
 from evaluation_pipeline.engines import AUTO, DEFAULT_BATCH_ROWS, ENGINES, score_files
 from evaluation_pipeline.io import integrity, landing, leftovers, result_set
@@ -41,7 +42,7 @@ from evaluation_pipeline.io.alerts import AlertSettings
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.datasets import read_dataset
 from evaluation_pipeline.io.faults import check_write
-from evaluation_pipeline.io.locations import is_remote, location
+from evaluation_pipeline.io.locations import Location, is_remote, location
 from evaluation_pipeline.io.result_folder import put_result
 from evaluation_pipeline.io.storage import (
     POOL_FILE,
@@ -50,6 +51,7 @@ from evaluation_pipeline.io.storage import (
     Place,
     manifest_file,
 )
+from evaluation_pipeline.report.build import REPORT_COLUMNS, ReportPlan, local_numbers
 from evaluation_pipeline.report.config import ReportConfig
 from schemas import CandidatePool, Judgments, validate
 from schemas.errors import EvaluationError
@@ -218,6 +220,10 @@ class EvaluationStorage(dg.ConfigurableResource):
         (``core.evaluation.read_with_lineage``); ``columns``: only these of the others."""
         return read_with_lineage(self.path(*parts), columns=columns)
 
+    def read_lineage(self, *parts: str) -> Lineage:
+        """The lineage of the per-query rows at ``parts``, no row read."""
+        return read_lineage(self.path(*parts))
+
     def read_json(self, *parts: str) -> Any:
         return json.loads(self.path(*parts).read_text(encoding="utf-8"))
 
@@ -377,6 +383,25 @@ class ScoringEngine(dg.ConfigurableResource):
         return score_files(judgments_path, pool_path, spec, out_path, engine=self.engine,
                            batch_rows=self.batch_rows, progress=False,
                            spark_master=self.spark_master, budget=budget)
+
+
+    def report_numbers(self, scores: Location, previous: Location | None,
+                       queries: pl.DataFrame | None, config: ReportConfig
+                       ) -> tuple[ReportPlan, Numbers]:
+        """The plan and numbers of the report of the per-query rows at ``scores`` (and of its
+        comparison with the previous night's at ``previous``): summed on the Spark session's
+        executors when the engine is Spark, so that results too big for one machine never
+        reach this one; else on this machine from the columns the report reads."""
+        if self.engine == "spark":
+            from evaluation_pipeline.engines.spark_report import (
+                spark_numbers,  # the extra
+            )
+
+            return spark_numbers(str(scores), None if previous is None else str(previous),
+                                 queries, config, master=self.spark_master)
+        per_query = read_dataset(scores, list(REPORT_COLUMNS))
+        before = None if previous is None else read_dataset(previous, list(REPORT_COLUMNS))
+        return local_numbers(per_query, queries, config, before)
 
 
 class QualityPolicy(dg.ConfigurableResource):

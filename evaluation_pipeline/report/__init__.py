@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 
 from evaluation_pipeline.core.evaluation import Lineage
+from evaluation_pipeline.core.report_numbers import Numbers
 from evaluation_pipeline.io.atomic import write_json, write_parquet, write_text
 from evaluation_pipeline.io.datasets import read_dataset, scan_dataset
 from evaluation_pipeline.io.locations import Location, is_remote
@@ -21,7 +22,12 @@ from evaluation_pipeline.io.storage import (
     REPORT_FILE,
     TRACES_FOLDER,
 )
-from evaluation_pipeline.report.build import REPORT_COLUMNS, build_report, check_options
+from evaluation_pipeline.report.build import (
+    REPORT_COLUMNS,
+    ReportPlan,
+    build_report,
+    check_options,
+)
 from evaluation_pipeline.report.config import ReportConfig, ReportOptionError
 from evaluation_pipeline.report.html import render_html
 from evaluation_pipeline.report.markdown import headline_markdown
@@ -34,7 +40,7 @@ __all__ = ["REPORT_COLUMNS", "ReportConfig", "ReportOptionError", "check_options
 
 def write_report(
     out_dir: Path,
-    per_query: pl.DataFrame,
+    per_query: pl.DataFrame | None,
     spec: EvaluationSpec,
     lineage: Lineage,
     queries: pl.DataFrame | None = None,
@@ -46,6 +52,7 @@ def write_report(
     nightly: dict | None = None,
     queries_sha256: str | None = None,
     per_query_source: Location | None = None,
+    numbers: tuple[ReportPlan, Numbers] | None = None,
 ) -> dict:
     """Write the report files into ``out_dir`` (each atomically) and return report.json's dict.
 
@@ -56,12 +63,14 @@ def write_report(
     joins the lineage (``lineage.queries_sha256``) when a queries table is given.
     ``per_query_source``: the per-query results ``per_query`` was read from, copied whole
     into the report's per_query.parquet (streamed, when local); ``per_query`` may then hold
-    only the columns the report reads (``REPORT_COLUMNS``).
+    only the columns the report reads (``REPORT_COLUMNS``), or be None when ``numbers`` (the
+    report's plan and numbers, summed on a cluster or from both nights at once:
+    ``report.build.local_numbers``) are given.
     """
     out_dir = Path(out_dir)
     config = config or ReportConfig()
     report, aggregates, differences = build_report(
-        per_query, spec, lineage, queries, config, progress, candidates, nightly
+        per_query, spec, lineage, queries, config, progress, candidates, nightly, numbers
     )
     aggregates = validate("Aggregates", aggregates, "aggregates")
     if queries is not None and queries_sha256 is not None:

@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 
 import polars as pl
 
-from evaluation_pipeline.core.aggregates import AGGREGATED_COLUMNS, aggregate_with_intervals
+from evaluation_pipeline.core import report_numbers as rn
+from evaluation_pipeline.core.aggregates import AGGREGATED_COLUMNS, lineage_of
 from evaluation_pipeline.core.comparison import (
     COMPARED_COLUMNS,
     candidate_set_differences,
-    compare_rankers,
+    ranker_comparison,
+    ranker_pair_results,
 )
 from evaluation_pipeline.core.evaluation import Lineage, result_sentence
-from evaluation_pipeline.core.statistics import INTERVAL_METHOD, RNG_DESCRIPTION, TEST_METHOD
+from evaluation_pipeline.core.nightly import (
+    NightComparison,
+    night_comparison,
+    night_pairs,
+)
+from evaluation_pipeline.core.report_partials import PREVIOUS, Plan, Result
+from evaluation_pipeline.core.statistics import (
+    INTERVAL_METHOD,
+    RNG_DESCRIPTION,
+    TEST_METHOD,
+)
 from evaluation_pipeline.report.config import ReportConfig
 from evaluation_pipeline.report.format import interval, number
 from evaluation_pipeline.spec import EvaluationSpec
@@ -28,8 +41,58 @@ REPORT_FORMAT_VERSION = 1
 REPORT_COLUMNS = tuple(dict.fromkeys(AGGREGATED_COLUMNS + COMPARED_COLUMNS))
 
 
+@dataclass(frozen=True)
+class ReportPlan:
+    """What a report sums (``core.report_numbers``) and which of its pairs are which: tonight's
+    rankers against each other first, then each ranker against the previous night."""
+    plan: Plan
+    ranker_pairs: tuple[rn.Pair, ...]
+    night_pairs: tuple[rn.Pair, ...]
+    slices: tuple[str, ...]
+
+    @property
+    def rankers(self) -> list[str]:
+        return sorted({r.ranker for r in self.plan.results if r.night == 0})
+
+    def night_comparison(self, numbers: rn.Numbers, *, alpha: float, min_effect: float,
+                         ci_level: float) -> NightComparison | None:
+        """Tonight against the previous night from ``numbers`` (None without one)."""
+        if not any(r.night == PREVIOUS for r in self.plan.results):
+            return None
+        return night_comparison(numbers, self.night_pairs, first_pair=len(self.ranker_pairs),
+                                alpha=alpha, min_effect=min_effect, ci_level=ci_level)
+
+
+def report_plan(tonight: list[Result], queries: pl.DataFrame | None, config: ReportConfig, *,
+                previous: list[Result] | None = None, n_queries: int) -> ReportPlan:
+    """The plan of a report of ``tonight``'s results (``previous``: the previous night's, for
+    the nightly watch), after refusing the options it cannot apply (``ReportOptionError``)."""
+    rankers = sorted({r.ranker for r in tonight})
+    slices = check_options(rankers, queries, config)
+    pairs = ranker_pair_results(tonight, config.baseline) if _compared(rankers) else []
+    nights = night_pairs(previous, tonight) if previous else []
+    plan = rn.plan_of(tonight, previous=previous or (), pairs=[*pairs, *nights],
+                      queries=queries, slices=slices, n_bootstrap=config.n_bootstrap,
+                      seed=config.seed, n_regressions=config.n_regressions,
+                      n_queries=n_queries)
+    return ReportPlan(plan, tuple(pairs), tuple(nights), slices)
+
+
+def local_numbers(per_query: pl.DataFrame, queries: pl.DataFrame | None, config: ReportConfig,
+                  previous: pl.DataFrame | None = None,
+                  progress: Callable[[str, int, int], None] | None = None
+                  ) -> tuple[ReportPlan, rn.Numbers]:
+    """The plan and numbers of a report of per-query frames, summed on this machine."""
+    planned = report_plan(rn.results_of(per_query), queries, config,
+                          previous=None if previous is None else rn.results_of(previous, PREVIOUS),
+                          n_queries=rn.distinct_queries(per_query, previous))
+    step = (lambda i, n: progress("chunks", i, n)) if progress else None
+    return planned, rn.Numbers(planned.plan, rn.local_partial(
+        per_query, previous, queries, planned.plan, step))
+
+
 def build_report(
-    per_query: pl.DataFrame,
+    per_query: pl.DataFrame | None,
     spec: EvaluationSpec,
     lineage: Lineage,
     queries: pl.DataFrame | None = None,
@@ -37,22 +100,22 @@ def build_report(
     progress: Callable[[str, int, int], None] | None = None,
     candidates: pl.DataFrame | None = None,
     nightly: dict | None = None,
+    numbers: tuple[ReportPlan, rn.Numbers] | None = None,
 ) -> tuple[dict, pl.DataFrame, dict]:
-    """(report.json dict, aggregates frame, per-pair per-query differences for the charts).
+    """(report.json dict, aggregates frame, per-pair histograms of differences for the charts).
 
-    With the pool (``candidates``) the candidate sets of the rankers are compared exactly;
-    without it, from the per-query counts. ``nightly`` (the pipeline's comparison with the
-    previous night, ``core.nightly.nightly_section``) becomes the report's ``nightly`` field;
-    reports written outside the pipeline have none.
+    ``numbers``: the report's plan and numbers when summed elsewhere (``local_numbers``, or a
+    cluster's), else they are summed here from ``per_query``. With the pool (``candidates``)
+    the candidate sets of the rankers are compared exactly; without it, from the per-query
+    counts. ``nightly`` (the pipeline's comparison with the previous night,
+    ``core.nightly.nightly_section``) becomes the report's ``nightly`` field; reports written
+    outside the pipeline have none.
     """
     config = config or ReportConfig()
-    rankers = sorted(per_query["ranker"].unique().to_list())
-    slices = check_options(rankers, queries, config)
-    aggregates = aggregate_with_intervals(
-        per_query, queries, slices,
-        ci_level=config.ci_level, n_bootstrap=config.n_bootstrap, seed=config.seed,
-        progress=(lambda i, n: progress("intervals", i, n)) if progress else None,
-    )
+    planned, found = numbers or local_numbers(per_query, queries, config, progress=progress)
+    rankers, slices = planned.rankers, planned.slices
+    aggregates = found.aggregates(
+        config.ci_level, lineage_of(per_query) if per_query is not None else asdict(lineage))
     results = [_result(row, spec, lineage) for row in
                aggregates.filter(pl.col("slice_column") == "all").iter_rows(named=True)]
     slice_rows = [_numbers(row) | {"slice_column": row["slice_column"],
@@ -60,17 +123,15 @@ def build_report(
                   for row in aggregates.filter(pl.col("slice_column") != "all").iter_rows(named=True)]
     comparison = None
     differences: dict = {}
-    if _compared(rankers):
-        comparison = compare_rankers(
-            per_query, baseline=config.baseline, ci_level=config.ci_level,
-            n_bootstrap=config.n_bootstrap, seed=config.seed,
-            n_regressions=config.n_regressions,
+    if planned.ranker_pairs:
+        comparison = ranker_comparison(
+            found, planned.ranker_pairs, baseline=config.baseline, ci_level=config.ci_level,
             differing_queries=(
                 None if candidates is None else candidate_set_differences(candidates)
             ),
         )
         for pair in comparison["pairs"]:
-            differences[(pair["first"], pair["second"], pair["cutoff"])] = pair.pop("differences")
+            differences[(pair["first"], pair["second"], pair["cutoff"])] = pair.pop("histogram")
             pair["sentence"] = comparison_sentence(pair, comparison)
     top_cutoff = max(spec.cutoffs)
     headline = [r["sentence"] for r in results if r["cutoff"] == top_cutoff]

@@ -110,12 +110,12 @@ def _charts(report: dict, differences: dict) -> list[str]:
                            for r in rows if r["slice_value"] == value]) for value in values]
         out.append(f"<h3>NDCG@{cutoff} by {escape(column)}</h3>")
         out.append(svg.grouped_bars(groups, rankers, f"NDCG@{cutoff} by {column}"))
-    for (first, second, k), diffs in differences.items():
+    for (first, second, k), histogram in differences.items():
         if k != cutoff:
             continue
         out.append(f"<h3>Per-query NDCG@{k} difference, {escape(second)} minus "
-                   f"{escape(first)} ({len(diffs)} queries)</h3>")
-        out.append(svg.histogram(diffs, f"{second} minus {first} at {k}"))
+                   f"{escape(first)} ({histogram.n} queries)</h3>")
+        out.append(svg.histogram(*histogram.chart_bins(), f"{second} minus {first} at {k}"))
     return out
 
 

@@ -81,13 +81,12 @@ def grouped_bars(groups: list[tuple[str, list[tuple[str, float | None, int]]]],
     return "".join(out)
 
 
-def histogram(values: list[float], title: str, bins: int = 20) -> str:
-    """Distribution of per-query differences on a symmetric axis, zero marked."""
+def histogram(counts: np.ndarray, edges: np.ndarray, title: str) -> str:
+    """Distribution of per-query differences (``counts`` between ``edges``) on a symmetric
+    axis, zero marked."""
     width, height, top, left = 520, 170, 10, 40
     plot_h = height - 50
-    data = np.asarray(values, dtype=np.float64)
-    extent = max(float(np.abs(data).max()) if data.size else 0.0, 0.05)
-    counts, edges = np.histogram(data, bins=bins, range=(-extent, extent))
+    bins, extent = len(counts), float(edges[-1])
     peak = max(int(counts.max()) if counts.size else 0, 1)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width + left + 20}" '
            f'height="{height}" class="chart"><title>{escape(title)}</title>']
