@@ -52,28 +52,6 @@ def ranker_pairs(rankers: list[str], baseline: str | None) -> list[tuple[str, st
     return [(baseline, r) for r in sorted(rankers) if r != baseline]
 
 
-def candidate_sets_differ(per_query: pl.DataFrame) -> pl.DataFrame:
-    """Queries where rankers of one pool evidently rank different candidate sets.
-
-    Per-query results keep counts, not documents: a different number of candidates or a
-    different candidate recall proves the sets differ (equal counts do not prove them equal;
-    :func:`candidate_set_differences` checks the pool itself).
-    """
-    # The distinct (size, recall) pairs of each query: more than one means the sets differ.
-    # Narrowed first: at a million queries the rows of every column would be copied twice.
-    returned = per_query.lazy().filter(pl.col("status") != "missing_from_run").select(
-        "query_id", "n_candidates", "candidate_recall")
-    return (
-        returned.unique()
-        .group_by("query_id")
-        .len()
-        .filter(pl.col("len") > 1)
-        .select("query_id")
-        .sort("query_id")
-        .collect()
-    )
-
-
 def candidate_set_differences(pool: pl.DataFrame) -> pl.DataFrame:
     """Queries of a pool whose rankers do not all rank the same documents (exact check).
 

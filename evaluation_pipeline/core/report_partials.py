@@ -183,28 +183,38 @@ def chunk_partial(rows: pl.DataFrame, queries: pl.DataFrame | None, plan: Plan) 
          "cutoff": [r.cutoff for r in plan.results]},
         schema={"night": pl.Int8, "ranker": pl.String, "cutoff": pl.Int64},
     ).with_row_index("r")
-    # One order for the rows, whatever order they came in: the sums are then the same bits.
-    rows = (rows.select(ROW_COLUMNS)
-            .with_columns(pl.col("night").cast(pl.Int8), pl.col("cutoff").cast(pl.Int64))
-            .join(results, on=["night", "ranker", "cutoff"], how="inner")
-            .sort("r", "query_id"))
+    rows = rows.select(ROW_COLUMNS)
+    r = rows.select(pl.col("night").cast(pl.Int8), "ranker", pl.col("cutoff").cast(pl.Int64)
+                    ).join(results, on=["night", "ranker", "cutoff"], how="left",
+                           maintain_order="left")["r"]
+    if r.null_count():
+        rows, r = rows.filter(r.is_not_null()), r.drop_nulls()
     if rows.height == 0:
         return out
-    index = rows["query_id"].unique().sort().to_frame("query_id").with_row_index("q")
-    rows = rows.join(index, on="query_id", how="left", maintain_order="left")
+    # One order for the rows, whatever order they came in (by result, then query id): the sums
+    # are then the same bits. A permutation of row-long arrays, not a sorted copy of the rows.
+    ids = rows["query_id"]
+    index = ids.unique().sort().to_frame("query_id").with_row_index("q")
+    q = (ids.rank("dense") - 1).to_numpy().astype(np.int64)
+    r = r.to_numpy().astype(np.int64)
+    order = np.lexsort((q, r))
+    q, r = q[order], r[order]
     n = index.height
     weight, codes = _query_attributes(index, queries, plan)
-    q = rows["q"].to_numpy().astype(np.int64)
-    r = rows["r"].to_numpy().astype(np.int64)
-    ndcg = rows["ndcg"].to_numpy(allow_copy=True).astype(np.float64)
+    ndcg = _floats(rows["ndcg"])[order]
     has = np.isfinite(ndcg)
     value = np.where(has, ndcg, 0.0)
-    _add_numbers(out.numbers, rows, r, q, value, has, weight, codes, plan)
+    del ndcg
+    _add_numbers(out.numbers, rows, order, r, q, value, has, weight, codes, plan)
     _add_resampled(out, index, r, q, value, has, weight, codes, plan, n)
     if plan.pairs:
         _add_pairs(out, index, r, q, value, has, plan, n)
-    _add_differing(out, rows.filter(pl.col("night") == TONIGHT))
+    _add_differing(out, rows, order, q, index)
     return out
+
+
+def _floats(column: pl.Series) -> np.ndarray:
+    return column.cast(pl.Float64).to_numpy(allow_copy=True)
 
 
 def _query_attributes(index: pl.DataFrame, queries: pl.DataFrame | None, plan: Plan
@@ -225,31 +235,43 @@ def _query_attributes(index: pl.DataFrame, queries: pl.DataFrame | None, plan: P
     return weight, codes
 
 
-def _add_numbers(numbers, rows, r, q, value, has, weight, codes, plan) -> None:
-    status = rows["status"]
-    judged = rows["judged_at_k"].to_numpy(allow_copy=True).astype(np.float64)
-    recall = rows["candidate_recall"].to_numpy(allow_copy=True).astype(np.float64)
-    judged_known, recall_known = np.isfinite(judged), np.isfinite(recall)
-    weight_with_number = np.where(has, weight[q], 0.0)
-    columns = {
-        _N_QUERIES: np.ones(r.size), _N_NUMBER: has.astype(np.float64), _SUM_NDCG: value,
-        _SUM_JUDGED: np.where(judged_known, judged, 0.0),
-        _N_JUDGED: judged_known.astype(np.float64),
-        _SUM_RECALL: np.where(recall_known, recall, 0.0),
-        _N_RECALL: recall_known.astype(np.float64),
-        _SUM_WEIGHTED: value * weight_with_number, _SUM_WEIGHT: weight_with_number,
-        **{_STATUS0 + i: (status == s).to_numpy().astype(np.float64)
-           for i, s in enumerate(STATUSES)},
-    }
-    groups = plan.n_groups
-    offset = 0
-    for (_, names), level_codes in zip(plan.levels, codes, strict=True):
-        bins = r * groups + offset + level_codes[q]
-        size = numbers.shape[0] * groups
-        for k, column in columns.items():
-            numbers[:, :, k] += np.bincount(bins, weights=column, minlength=size).reshape(
-                numbers.shape[0], groups)
-        offset += len(names)
+def _add_numbers(numbers, rows, order, r, q, value, has, weight, codes, plan) -> None:
+    # One column at a time: at a million queries each row-long array is 50 MB.
+    judged = _floats(rows["judged_at_k"])[order]
+    recall = _floats(rows["candidate_recall"])[order]
+    status = rows["status"].cast(pl.Enum(STATUSES)).to_physical().to_numpy()[order].astype(
+        np.int64)
+    n_results, groups = numbers.shape[0], plan.n_groups
+
+    def columns():
+        yield _N_NUMBER, has.astype(np.float64)
+        yield _SUM_NDCG, value
+        known = np.isfinite(judged)
+        yield _SUM_JUDGED, np.where(known, judged, 0.0)
+        yield _N_JUDGED, known.astype(np.float64)
+        known = np.isfinite(recall)
+        yield _SUM_RECALL, np.where(known, recall, 0.0)
+        yield _N_RECALL, known.astype(np.float64)
+        if plan.weighted:
+            weight_with_number = np.where(has, weight[q], 0.0)
+            yield _SUM_WEIGHT, weight_with_number
+            yield _SUM_WEIGHTED, value * weight_with_number
+
+    offsets = np.cumsum([0, *(len(names) for _, names in plan.levels)])
+    bins = [r * groups + offset + level_codes[q]
+            for offset, level_codes in zip(offsets, codes, strict=False)]
+    size = n_results * groups
+    for k, column in columns():
+        for level_bins in bins:
+            numbers[:, :, k] += np.bincount(level_bins, weights=column, minlength=size).reshape(
+                n_results, groups)
+    for level_bins in bins:
+        numbers[:, :, _N_QUERIES] += np.bincount(level_bins, minlength=size).reshape(
+            n_results, groups)
+        by_status = np.bincount(level_bins * len(STATUSES) + status,
+                                minlength=size * len(STATUSES))
+        numbers[:, :, _STATUS0:_STATUS0 + len(STATUSES)] += by_status.reshape(
+            n_results, groups, len(STATUSES))
 
 
 def _add_resampled(out, index, r, q, value, has, weight, codes, plan, n) -> None:
@@ -326,11 +348,26 @@ def _add_pairs(out, index, r, q, value, has, plan, n) -> None:
         out.signed[p] = signed[:, p]
 
 
-def _add_differing(out: Partial, rows: pl.DataFrame) -> None:
+def _add_differing(out: Partial, rows: pl.DataFrame, order: np.ndarray, q: np.ndarray,
+                   index: pl.DataFrame) -> None:
     """Queries where tonight's rankers evidently rank different candidate sets: more than one
-    (size, recall) among the rankers that returned it (``core.comparison``)."""
-    differing = (rows.filter(pl.col("status") != "missing_from_run")
-                 .select("query_id", "n_candidates", "candidate_recall").unique()
-                 .group_by("query_id").len().filter(pl.col("len") > 1)["query_id"].sort())
-    out.differing = differing.len()
-    out.differing_first = differing.head(5).to_list()
+    (size, recall) among the rankers that returned it, a null recall being a value of its
+    own. Per-query results keep counts, not documents: different counts prove the sets differ,
+    equal ones do not prove them equal (``core.comparison.candidate_set_differences`` checks
+    the pool itself). By the query's row number: grouping by the id's text held several times
+    the memory."""
+    mine = rows.select((pl.col("night") == TONIGHT) & (pl.col("status") != "missing_from_run")
+                       )[:, 0].to_numpy()[order]
+    evidence = pl.DataFrame({
+        "q": q[mine],
+        "size": rows["n_candidates"].to_numpy(allow_copy=True)[order][mine],
+        "recall": rows["candidate_recall"].to_numpy(allow_copy=True)[order][mine],
+    }).with_columns(pl.col("recall").fill_nan(None))
+    found = evidence.group_by("q").agg(
+        (pl.col("size").min() != pl.col("size").max())
+        | (pl.col("size").null_count().is_between(1, pl.len() - 1))
+        | (pl.col("recall").min() != pl.col("recall").max())
+        | (pl.col("recall").null_count().is_between(1, pl.len() - 1))
+    ).filter(pl.col("size"))["q"].sort()
+    out.differing = found.len()
+    out.differing_first = index["query_id"].gather(found.head(5)).to_list()
