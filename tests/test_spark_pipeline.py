@@ -91,6 +91,11 @@ def test_reports_are_the_default_engines(runs):
     for report in reports:
         name = report.relative_to(default)
         _close(json.loads(report.read_text()), json.loads((spark / name).read_text()), str(name))
+        # The report's numbers are summed on the executors in the same chunks and order as
+        # the local path's, from the same per-query numbers: the same files, byte for byte.
+        for file in ("report.json", "aggregates.parquet", "report.html"):
+            assert (spark / name.parent / file).read_bytes() == (
+                report.parent / file).read_bytes(), name.parent / file
 
 
 def test_per_query_rows_are_the_default_engines(runs):

@@ -49,9 +49,9 @@ _STATUS0 = 9
 _NUMBERS = _STATUS0 + len(STATUSES)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class Result:
-    """One (night, ranker, cutoff)."""
+    """One (night, ranker, cutoff); ordered so, as ``report_numbers.results_of`` lists them."""
     night: int
     ranker: str
     cutoff: int

@@ -1,0 +1,122 @@
+"""A report's numbers summed on Spark's executors equal the local path's to the bit.
+
+Per-query rows of three rankers at two cutoffs, two nights, weights and two slice columns, cut
+into several chunks of queries; Spark reads them as the folder of parts it wrote, the local
+path as one frame in another row order. report.json, the aggregates and the nightly
+comparison must be the same bytes. Slow (a Spark session): ``pytest -m slow``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from evaluation_pipeline.core import report_partials
+from evaluation_pipeline.io.atomic import json_text
+from evaluation_pipeline.report.build import build_report, local_numbers
+from evaluation_pipeline.report.config import ReportConfig
+from evaluation_pipeline.spec import EvaluationSpec
+from tests.spark_session import requires_spark
+from tests.test_report_aggregates import LINEAGE
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (the `spark` extra)")
+pytestmark = [pytest.mark.slow, requires_spark]
+
+N_QUERIES = 700
+SPEC = EvaluationSpec(cutoffs=(5, 10))
+CONFIG = ReportConfig(n_bootstrap=300, seed=11, n_regressions=4)
+
+
+def night(seed: int, rankers: tuple[str, ...]) -> pl.DataFrame:
+    """Per-query rows with every status, null recalls and a ranker that differs in size."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for r, ranker in enumerate(rankers):
+        for cutoff in SPEC.cutoffs:
+            ndcg = np.clip(rng.normal(0.5 + 0.02 * r, 0.2, N_QUERIES), 0, 1)
+            status = rng.choice(["scored", "no_positive", "incomplete", "not_judged",
+                                 "missing_from_run"], N_QUERIES, p=[0.8, 0.05, 0.05, 0.05, 0.05])
+            recall = np.where(rng.uniform(size=N_QUERIES) < 0.05, np.nan,
+                              np.round(rng.uniform(size=N_QUERIES), 1))
+            frames.append(pl.DataFrame({
+                "ranker": ranker, "query_id": [f"q{i:04d}" for i in range(N_QUERIES)],
+                "cutoff": cutoff,
+                "ndcg": np.where(status == "scored", ndcg, np.nan),
+                "status": status, "judged_at_k": rng.uniform(size=N_QUERIES),
+                "candidate_recall": recall,
+                "n_candidates": 100 - (r == 2) * (np.arange(N_QUERIES) % 50 == 0),
+            }).with_columns(pl.col("ndcg", "candidate_recall").fill_nan(None)))
+    return pl.concat(frames).with_columns(LINEAGE.columns())
+
+
+QUERIES = pl.DataFrame({
+    "query_id": [f"q{i:04d}" for i in range(0, N_QUERIES, 1) if i % 9],  # some have no row
+    "weight": [float(i % 5) for i in range(N_QUERIES) if i % 9],
+    "device": [("desktop", "mobile", "tablet")[i % 3] for i in range(N_QUERIES) if i % 9],
+    "band": [("head", "tail", None)[i % 4 % 3] for i in range(N_QUERIES) if i % 9],
+})
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory, spark):
+    root = tmp_path_factory.mktemp("spark-report")
+    tonight, previous = night(1, ("a", "b", "c")), night(2, ("a", "b"))
+    urls = []
+    for name, frame in (("tonight", tonight), ("previous", previous)):
+        url = str(root / name / "per_query.parquet")
+        # Spark's layout: a folder of parts, in an order of its own.
+        spark.createDataFrame(frame.to_pandas()).repartition(3).write.parquet(url)
+        urls.append(url)
+    return tonight, previous, urls
+
+
+def _report(numbers) -> str:
+    report, aggregates, _ = build_report(None, SPEC, LINEAGE, QUERIES, CONFIG, numbers=numbers)
+    return json_text(report), aggregates
+
+
+def test_spark_and_local_numbers_give_the_same_report_to_the_bit(nights, spark, monkeypatch):
+    from evaluation_pipeline.engines.spark_report import spark_numbers
+
+    monkeypatch.setattr(report_partials, "CHUNK_QUERIES", 128)  # several chunks
+    tonight, previous, (tonight_url, previous_url) = nights
+    shuffled = tonight.sample(fraction=1.0, shuffle=True, seed=4)
+    on_spark = spark_numbers(tonight_url, previous_url, QUERIES, CONFIG, spark=spark)
+    here = local_numbers(shuffled, QUERIES, CONFIG, previous)
+    assert on_spark[0].plan == here[0].plan and here[0].plan.n_chunks == 6
+    spark_json, spark_aggregates = _report(on_spark)
+    local_json, local_aggregates = _report(here)
+    assert spark_json == local_json
+    assert spark_aggregates.equals(local_aggregates)
+    settings = {"alpha": 0.05, "min_effect": 0.01, "ci_level": CONFIG.ci_level}
+    assert (on_spark[0].night_comparison(on_spark[1], **settings)
+            == here[0].night_comparison(here[1], **settings))
+    report = json.loads(local_json)
+    # The evidence the numbers carry is there: three rankers, a comparison that is not pure
+    # (ranker c has other candidate counts), slices with a value for queries without a row.
+    assert report["rankers"] == ["a", "b", "c"] and len(report["comparison"]["pairs"]) == 6
+    assert not report["comparison"]["pure_reranker_comparison"]
+    assert {r["slice_value"] for r in report["slice_results"]
+            if r["slice_column"] == "band"} == {"head", "tail", "(none)"}
+    assert all(len(p["regressions"]) == 4 for p in report["comparison"]["pairs"])
+
+
+def test_the_local_numbers_do_not_depend_on_the_chunks_beyond_rounding(nights, monkeypatch):
+    """Chunks change only the order of additions: one chunk or six give the same report up
+    to float rounding, and the same counts exactly."""
+    tonight, previous, _ = nights
+    one = json.loads(_report(local_numbers(tonight, QUERIES, CONFIG, previous))[0])
+    monkeypatch.setattr(report_partials, "CHUNK_QUERIES", 128)
+    six = json.loads(_report(local_numbers(tonight, QUERIES, CONFIG, previous))[0])
+    for a, b in zip(one["slice_results"], six["slice_results"], strict=True):
+        assert a["n_with_number"] == b["n_with_number"]
+        assert a["status_counts"] == b["status_counts"]
+        assert a["macro_ndcg"] == pytest.approx(b["macro_ndcg"], rel=1e-13)
+        assert a["macro_ndcg_interval"] == pytest.approx(b["macro_ndcg_interval"], rel=1e-12)
+    for a, b in zip(one["comparison"]["pairs"], six["comparison"]["pairs"], strict=True):
+        assert (a["wins"], a["losses"], a["regressions"]) == (b["wins"], b["losses"],
+                                                               b["regressions"])
+        assert a["p_value"] == pytest.approx(b["p_value"], abs=1e-9)
