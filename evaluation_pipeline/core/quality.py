@@ -44,19 +44,20 @@ def queries_sha256(queries: pl.DataFrame) -> str:
     return hashlib.sha256(canonical.write_csv().encode()).hexdigest()
 
 
-def judged_at_k_by_ranker(per_query: pl.DataFrame) -> pl.DataFrame:
-    """Mean judged@K per (ranker, cutoff) over the rows that carry it."""
+def judged_at_k_by_ranker(per_query: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """Mean judged@K per (ranker, cutoff) over the rows that carry it (a lazy scan is
+    streamed: results bigger than memory are read a slice at a time)."""
     return (
-        per_query.group_by("ranker", "cutoff")
+        per_query.lazy().group_by("ranker", "cutoff")
         .agg(pl.col("judged_at_k").mean().alias("mean_judged_at_k"))
-        .sort("ranker", "cutoff")
+        .sort("ranker", "cutoff").collect(engine="streaming")
     )
 
 
-def incomplete_share(per_query: pl.DataFrame) -> pl.DataFrame:
-    """Share of rows with status ``incomplete`` per (ranker, cutoff)."""
+def incomplete_share(per_query: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
+    """Share of rows with status ``incomplete`` per (ranker, cutoff), streamed likewise."""
     return (
-        per_query.group_by("ranker", "cutoff")
+        per_query.lazy().group_by("ranker", "cutoff")
         .agg((pl.col("status") == "incomplete").mean().alias("incomplete_share"))
-        .sort("ranker", "cutoff")
+        .sort("ranker", "cutoff").collect(engine="streaming")
     )

@@ -142,7 +142,7 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
     def judged_at_k_coverage(context: dg.AssetCheckExecutionContext, storage: EvaluationStorage,
                              policy: QualityPolicy) -> dg.AssetCheckResult:
         pool, version = split_evaluation_key(context.partition_key)
-        per_query = storage.read_parquet(*scores_file(pool, version, spec.spec_id),
+        per_query = storage.scan_parquet(*scores_file(pool, version, spec.spec_id),
                                          columns=COVERAGE_COLUMNS)
         coverage = quality.judged_at_k_by_ranker(per_query)
         low = coverage.filter(pl.col("mean_judged_at_k") < policy.min_judged_at_k)
@@ -164,7 +164,7 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
                                storage: EvaluationStorage,
                                policy: QualityPolicy) -> dg.AssetCheckResult:
         pool, version = split_evaluation_key(context.partition_key)
-        current = quality.incomplete_share(storage.read_parquet(
+        current = quality.incomplete_share(storage.scan_parquet(
             *scores_file(pool, version, spec.spec_id), columns=INCOMPLETE_COLUMNS))
         earlier = _earlier_scored_version(context.instance, storage, pool, version,
                                           spec.spec_id)
@@ -173,7 +173,7 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
                 passed=True, severity=dg.AssetCheckSeverity.WARN,
                 description="no earlier judgment version scored for this pool to compare with",
                 metadata={"incomplete_share": _by_ranker_table(current, "incomplete_share")})
-        before = quality.incomplete_share(storage.read_parquet(
+        before = quality.incomplete_share(storage.scan_parquet(
             *scores_file(pool, earlier, spec.spec_id), columns=INCOMPLETE_COLUMNS))
         joined = current.join(before, on=["ranker", "cutoff"], suffix="_before")
         risen = joined.filter(pl.col("incomplete_share") - pl.col("incomplete_share_before")

@@ -40,7 +40,7 @@ from evaluation_pipeline.engines import AUTO, DEFAULT_BATCH_ROWS, ENGINES, score
 from evaluation_pipeline.io import integrity, landing, leftovers, result_set
 from evaluation_pipeline.io.alerts import AlertSettings
 from evaluation_pipeline.io.atomic import atomic_write
-from evaluation_pipeline.io.datasets import read_dataset
+from evaluation_pipeline.io.datasets import read_dataset, scan_dataset
 from evaluation_pipeline.io.faults import check_write
 from evaluation_pipeline.io.locations import Location, is_remote, location
 from evaluation_pipeline.io.result_folder import put_result
@@ -213,6 +213,14 @@ class EvaluationStorage(dg.ConfigurableResource):
         """The rows at ``parts`` as their writer left them: one file, or (Spark) a folder of
         parts beside its _SUCCESS and checksum files (``io.datasets``)."""
         return read_dataset(self.path(*parts), columns)
+
+    def scan_parquet(self, *parts: str, columns: Sequence[str]) -> pl.LazyFrame:
+        """``columns`` of the rows at ``parts`` (one file or a folder of parts) as a lazy scan
+        when local, streamed by whatever collects it; on object storage, read."""
+        where = self.path(*parts)
+        if is_remote(where):
+            return read_dataset(where, list(columns)).lazy()
+        return scan_dataset(where).select(columns)
 
     def read_scores(self, *parts: str, columns: Sequence[str] | None = None
                     ) -> tuple[pl.DataFrame, Lineage]:
