@@ -26,9 +26,10 @@ from typing import Any
 
 import polars as pl
 
-from evaluation_pipeline.core.aggregates import ALL, aggregate
+from evaluation_pipeline.core.aggregates import aggregate
 from evaluation_pipeline.core.evaluation import Lineage
 from evaluation_pipeline.core.hashing import judgment_blocks, pool_blocks
+from evaluation_pipeline.core.intervals import ALL
 from evaluation_pipeline.core.ndcg import JudgmentIndex, index_judgments, score
 from evaluation_pipeline.spec import _CHOICES, FIELD_DOCS, GAINS, EvaluationSpec
 from schemas.columns import PER_QUERY_KEY, RANK
