@@ -10,54 +10,17 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-import polars as pl
 import pytest
 
 from evaluation_pipeline.core import report_partials
 from evaluation_pipeline.io.atomic import json_text
 from evaluation_pipeline.report.build import build_report, local_numbers
-from evaluation_pipeline.report.config import ReportConfig
-from evaluation_pipeline.spec import EvaluationSpec
+from tests.report_nights import CONFIG, QUERIES, SPEC, night
 from tests.spark_session import requires_spark
 from tests.test_report_aggregates import LINEAGE
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (the `spark` extra)")
 pytestmark = [pytest.mark.slow, requires_spark]
-
-N_QUERIES = 700
-SPEC = EvaluationSpec(cutoffs=(5, 10))
-CONFIG = ReportConfig(n_bootstrap=300, seed=11, n_regressions=4)
-
-
-def night(seed: int, rankers: tuple[str, ...]) -> pl.DataFrame:
-    """Per-query rows with every status, null recalls and a ranker that differs in size."""
-    rng = np.random.default_rng(seed)
-    frames = []
-    for r, ranker in enumerate(rankers):
-        for cutoff in SPEC.cutoffs:
-            ndcg = np.clip(rng.normal(0.5 + 0.02 * r, 0.2, N_QUERIES), 0, 1)
-            status = rng.choice(["scored", "no_positive", "incomplete", "not_judged",
-                                 "missing_from_run"], N_QUERIES, p=[0.8, 0.05, 0.05, 0.05, 0.05])
-            recall = np.where(rng.uniform(size=N_QUERIES) < 0.05, np.nan,
-                              np.round(rng.uniform(size=N_QUERIES), 1))
-            frames.append(pl.DataFrame({
-                "ranker": ranker, "query_id": [f"q{i:04d}" for i in range(N_QUERIES)],
-                "cutoff": cutoff,
-                "ndcg": np.where(status == "scored", ndcg, np.nan),
-                "status": status, "judged_at_k": rng.uniform(size=N_QUERIES),
-                "candidate_recall": recall,
-                "n_candidates": 100 - (r == 2) * (np.arange(N_QUERIES) % 50 == 0),
-            }).with_columns(pl.col("ndcg", "candidate_recall").fill_nan(None)))
-    return pl.concat(frames).with_columns(LINEAGE.columns())
-
-
-QUERIES = pl.DataFrame({
-    "query_id": [f"q{i:04d}" for i in range(0, N_QUERIES, 1) if i % 9],  # some have no row
-    "weight": [float(i % 5) for i in range(N_QUERIES) if i % 9],
-    "device": [("desktop", "mobile", "tablet")[i % 3] for i in range(N_QUERIES) if i % 9],
-    "band": [("head", "tail", None)[i % 4 % 3] for i in range(N_QUERIES) if i % 9],
-})
 
 
 @pytest.fixture(scope="module")
@@ -102,21 +65,3 @@ def test_spark_and_local_numbers_give_the_same_report_to_the_bit(nights, spark, 
     assert {r["slice_value"] for r in report["slice_results"]
             if r["slice_column"] == "band"} == {"head", "tail", "(none)"}
     assert all(len(p["regressions"]) == 4 for p in report["comparison"]["pairs"])
-
-
-def test_the_local_numbers_do_not_depend_on_the_chunks_beyond_rounding(nights, monkeypatch):
-    """Chunks change only the order of additions: one chunk or six give the same report up
-    to float rounding, and the same counts exactly."""
-    tonight, previous, _ = nights
-    one = json.loads(_report(local_numbers(tonight, QUERIES, CONFIG, previous))[0])
-    monkeypatch.setattr(report_partials, "CHUNK_QUERIES", 128)
-    six = json.loads(_report(local_numbers(tonight, QUERIES, CONFIG, previous))[0])
-    for a, b in zip(one["slice_results"], six["slice_results"], strict=True):
-        assert a["n_with_number"] == b["n_with_number"]
-        assert a["status_counts"] == b["status_counts"]
-        assert a["macro_ndcg"] == pytest.approx(b["macro_ndcg"], rel=1e-13)
-        assert a["macro_ndcg_interval"] == pytest.approx(b["macro_ndcg_interval"], rel=1e-12)
-    for a, b in zip(one["comparison"]["pairs"], six["comparison"]["pairs"], strict=True):
-        assert (a["wins"], a["losses"], a["regressions"]) == (b["wins"], b["losses"],
-                                                               b["regressions"])
-        assert a["p_value"] == pytest.approx(b["p_value"], abs=1e-9)

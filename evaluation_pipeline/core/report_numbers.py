@@ -30,7 +30,7 @@ Pair = tuple[Result, Result]
 def results_of(per_query: pl.DataFrame | pl.LazyFrame, night: int = TONIGHT) -> list[Result]:
     """Every (ranker, cutoff) of per-query rows, sorted, as results of ``night``."""
     found = (per_query.lazy().select("ranker", "cutoff").unique().sort("ranker", "cutoff")
-             .collect())
+             .collect(engine="streaming"))
     return [Result(night, ranker, int(cutoff)) for ranker, cutoff in found.iter_rows()]
 
 
@@ -56,13 +56,17 @@ def plan_of(tonight: Sequence[Result], *, previous: Sequence[Result] = (),
     )
 
 
-def rows_of(per_query: pl.DataFrame, night: int) -> pl.DataFrame:
+def rows_of(per_query: pl.DataFrame | pl.LazyFrame, night: int) -> pl.DataFrame:
     """Per-query rows as the partials read them (``ROW_COLUMNS``, ``night`` added)."""
+    return _rows(per_query.lazy(), night).collect()
+
+
+def _rows(per_query: pl.LazyFrame, night: int) -> pl.LazyFrame:
     present = per_query.collect_schema().names()
-    return per_query.lazy().select(
+    return per_query.select(
         pl.lit(night, dtype=pl.Int8).alias("night"),
         *[pl.col(c) if c in present else pl.lit(None, dtype=OPTIONAL_COLUMNS[c]).alias(c)
-          for c in rp.ROW_COLUMNS if c != "night"]).collect()
+          for c in rp.ROW_COLUMNS if c != "night"])
 
 
 # Columns a comparison's frames may lack (they are read for the aggregates alone); the Spark
@@ -70,9 +74,12 @@ def rows_of(per_query: pl.DataFrame, night: int) -> pl.DataFrame:
 OPTIONAL_COLUMNS = {"judged_at_k": pl.Float64, "n_candidates": pl.Int64}
 
 
-def distinct_queries(*frames: pl.DataFrame | None) -> int:
-    present = [f.select("query_id") for f in frames if f is not None]
-    return pl.concat(present).n_unique() if present else 0
+def distinct_queries(*frames: pl.DataFrame | pl.LazyFrame | None) -> int:
+    present = [f.lazy().select("query_id") for f in frames if f is not None]
+    if not present:
+        return 0
+    return pl.concat(present).select(pl.col("query_id").n_unique()).collect(
+        engine="streaming").item()
 
 
 def local_partial(current: pl.DataFrame, previous: pl.DataFrame | None,
@@ -91,6 +98,31 @@ def local_partial(current: pl.DataFrame, previous: pl.DataFrame | None,
         mine = rows if plan.n_chunks == 1 else rows.filter(pl.Series(chunks == chunk))
         total = rp.combine(total, rp.chunk_partial(mine, queries, plan), plan)
         del mine
+        if progress is not None:
+            progress(chunk + 1, plan.n_chunks)
+    return total
+
+
+def scanned_partial(current: pl.LazyFrame, previous: pl.LazyFrame | None,
+                    queries: pl.DataFrame | None, plan: Plan,
+                    progress: Callable[[int, int], None] | None = None) -> Partial:
+    """:func:`local_partial` of two scans (local files), one chunk's rows in memory at a time:
+    each chunk is a streamed pass over the files that keeps the rows of its queries, so the
+    memory is a chunk's (CHUNK_QUERIES queries) whatever the size of the results; the rows,
+    and so the sums, are those of the frames read whole."""
+    sources = [(current, TONIGHT), *([] if previous is None else [(previous, PREVIOUS)])]
+    total = rp.empty(plan)
+    for chunk in range(plan.n_chunks):
+        frames = []
+        for scan, night in sources:
+            rows = _rows(scan, night)
+            if plan.n_chunks > 1:
+                rows = rows.filter(pl.col("query_id").map_batches(
+                    lambda ids: pl.Series(rp.chunk_ids(ids, plan.n_chunks)),
+                    return_dtype=pl.Int64, is_elementwise=True) == chunk)
+            frames.append(rows.collect(engine="streaming"))
+        total = rp.combine(total, rp.chunk_partial(pl.concat(frames), queries, plan), plan)
+        del frames
         if progress is not None:
             progress(chunk + 1, plan.n_chunks)
     return total

@@ -51,7 +51,12 @@ from evaluation_pipeline.io.storage import (
     Place,
     manifest_file,
 )
-from evaluation_pipeline.report.build import REPORT_COLUMNS, ReportPlan, local_numbers
+from evaluation_pipeline.report.build import (
+    REPORT_COLUMNS,
+    ReportPlan,
+    local_numbers,
+    scanned_numbers,
+)
 from evaluation_pipeline.report.config import ReportConfig
 from schemas import CandidatePool, Judgments, validate
 from schemas.errors import EvaluationError
@@ -407,6 +412,10 @@ class ScoringEngine(dg.ConfigurableResource):
 
             return spark_numbers(str(scores), None if previous is None else str(previous),
                                  queries, config, master=self.spark_master)
+        if not is_remote(scores):  # a chunk of queries in memory at a time
+            return scanned_numbers(scan_dataset(scores),
+                                   None if previous is None else scan_dataset(previous),
+                                   queries, config)
         per_query = read_dataset(scores, list(REPORT_COLUMNS))
         before = None if previous is None else read_dataset(previous, list(REPORT_COLUMNS))
         return local_numbers(per_query, queries, config, before)

@@ -91,6 +91,20 @@ def local_numbers(per_query: pl.DataFrame, queries: pl.DataFrame | None, config:
         per_query, previous, queries, planned.plan, step))
 
 
+def scanned_numbers(current: pl.LazyFrame, previous: pl.LazyFrame | None,
+                    queries: pl.DataFrame | None, config: ReportConfig,
+                    progress: Callable[[str, int, int], None] | None = None
+                    ) -> tuple[ReportPlan, rn.Numbers]:
+    """:func:`local_numbers` of scans of local per-query files, a chunk of queries in memory at
+    a time (``core.report_numbers.scanned_partial``): the same numbers, to the bit."""
+    planned = report_plan(rn.results_of(current), queries, config,
+                          previous=None if previous is None else rn.results_of(previous, PREVIOUS),
+                          n_queries=rn.distinct_queries(current, previous))
+    step = (lambda i, n: progress("chunks", i, n)) if progress else None
+    return planned, rn.Numbers(planned.plan, rn.scanned_partial(
+        current, previous, queries, planned.plan, step))
+
+
 def build_report(
     per_query: pl.DataFrame | None,
     spec: EvaluationSpec,
