@@ -17,11 +17,13 @@ import numpy as np
 import polars as pl
 
 from evaluation_pipeline.core import report_numbers as rn
-from evaluation_pipeline.core.report_partials import PREVIOUS, TONIGHT, Result
+from evaluation_pipeline.core.report_partials import (
+    PREVIOUS,
+    TONIGHT,
+    Result,
+)
 from evaluation_pipeline.core.statistics import holm
 
-# Per-query NDCG differences within this are ties (float rounding, not a ranking change).
-TIE_TOLERANCE = 1e-12
 NOT_PURE = "not a pure reranker comparison"
 
 

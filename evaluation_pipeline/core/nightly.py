@@ -20,8 +20,12 @@ import numpy as np
 import polars as pl
 
 from evaluation_pipeline.core import report_numbers as rn
-from evaluation_pipeline.core.comparison import TIE_TOLERANCE
-from evaluation_pipeline.core.report_partials import PREVIOUS, TONIGHT, Result
+from evaluation_pipeline.core.report_partials import (
+    PREVIOUS,
+    TIE_TOLERANCE,
+    TONIGHT,
+    Result,
+)
 from evaluation_pipeline.core.statistics import holm
 from schemas.columns import IMPROVED, NO_CHANGE, REGRESSED
 

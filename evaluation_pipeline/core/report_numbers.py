@@ -21,7 +21,11 @@ from evaluation_pipeline.core.report_partials import (
     Plan,
     Result,
 )
-from evaluation_pipeline.core.statistics import percentile_interval, ratio_samples
+from evaluation_pipeline.core.statistics import (
+    percentile_interval,
+    ratio_samples,
+    sign_flip_p_value,
+)
 from schemas.columns import AGGREGATE_KEY, INTERVAL_COLUMNS, STATUS_COUNT_COLUMNS
 
 Pair = tuple[Result, Result]
@@ -192,8 +196,6 @@ class Numbers:
     def pair(self, p: int, ci_level: float) -> dict:
         """Pair ``p``'s paired statistics (``core.comparison.paired_statistics``' fields), its
         most regressed queries and its histogram of differences."""
-        from evaluation_pipeline.core.statistics import sign_flip_p_value
-
         n, sum_first, sum_second, sum_d, wins, losses, ties, largest = self.total.pairs[p]
         n = int(n)
         low = high = None

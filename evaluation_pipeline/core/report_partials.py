@@ -35,7 +35,7 @@ TONIGHT, PREVIOUS = 0, 1
 CHUNK_QUERIES = 1 << 18
 # The chunk hash's own seed: the cut of queries into chunks is not tied to the report's seed.
 CHUNK_SEED = 0x6E646367
-# Differences within this are ties (core.comparison.TIE_TOLERANCE, repeated to avoid a cycle).
+# Per-query NDCG differences within this are ties (float rounding, not a ranking change).
 TIE_TOLERANCE = 1e-12
 # The fine histogram of paired differences: its bins over [-1, 1], summed into the chart's.
 FINE_BINS = 2000
