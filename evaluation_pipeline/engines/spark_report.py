@@ -59,7 +59,9 @@ def spark_numbers(current: str, previous: str | None, queries: pl.DataFrame | No
         return pa.table({"chunk": [chunk], "partial": [pickle.dumps(part)]},
                         schema=pa.schema([("chunk", pa.int64()), ("partial", pa.binary())]))
 
-    schema = f"{rows.schema.simpleString()[len('struct<'):-1]}, chunk long"
+    from pyspark.sql.types import LongType, StructType
+
+    schema = StructType([*rows.schema.fields]).add("chunk", LongType(), nullable=False)
     parts = (rows.mapInArrow(with_chunk, schema).groupBy("chunk")
              .applyInArrow(partial, _PARTIAL_DDL).orderBy(F.col("chunk")).collect())
     total = rp.combine_all([(r["chunk"], pickle.loads(r["partial"])) for r in parts], plan)
