@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import polars as pl
 import pytest
 
 from evaluation_pipeline.core import report_partials
@@ -80,3 +81,73 @@ def test_chunks_are_a_function_of_the_query_id_alone():
     # about as many queries in each chunk
     counts = pl.Series(cut).value_counts()["count"]
     assert counts.max() < 1.2 * 5000 / 7
+
+
+def test_the_weight_itself_may_be_a_slice():
+    from evaluation_pipeline.core.aggregates import aggregate_with_intervals
+
+    frame = aggregate_with_intervals(TONIGHT, QUERIES, ("weight",), n_bootstrap=20)
+    weights = frame.filter(pl.col("slice_column") == "weight")
+    joined = TONIGHT.join(QUERIES, on="query_id", how="left")
+    expected = (joined.with_columns(pl.col("weight").cast(pl.String).fill_null("(none)"))
+                .group_by("ranker", "cutoff", "weight").len())
+    got = weights.select("ranker", "cutoff", pl.col("slice_value").alias("weight"),
+                         pl.col("n_queries").cast(pl.UInt32).alias("len"))
+    assert got.sort(got.columns).equals(expected.sort(expected.columns))
+
+
+def test_a_previous_night_without_rows_is_a_night_with_nothing_to_compare():
+    planned, numbers = local_numbers(TONIGHT, QUERIES, CONFIG, PREVIOUS.head(0))
+    compared = planned.night_comparison(numbers, alpha=0.05, min_effect=0.01, ci_level=0.95)
+    assert compared is not None and compared.comparisons == []
+    planned, numbers = local_numbers(TONIGHT, QUERIES, CONFIG)  # no previous night at all
+    assert planned.night_comparison(numbers, alpha=0.05, min_effect=0.01, ci_level=0.95) is None
+
+
+def test_nights_stored_with_other_dtypes_give_the_same_numbers():
+    from evaluation_pipeline.core.nightly import compare_nights
+
+    other = PREVIOUS.with_columns(pl.col("cutoff").cast(pl.Int32),
+                                  pl.col("status").cast(pl.Categorical),
+                                  pl.col("judged_at_k").cast(pl.Float32).cast(pl.Float64))
+    assert compare_nights(other, TONIGHT, n_bootstrap=50) == compare_nights(
+        PREVIOUS.with_columns(pl.col("judged_at_k").cast(pl.Float32).cast(pl.Float64)),
+        TONIGHT, n_bootstrap=50)
+
+
+def test_a_null_candidate_count_beside_a_count_is_evidence_of_other_sets():
+    from evaluation_pipeline.core.comparison import compare_rankers
+
+    two = TONIGHT.filter(pl.col("ranker") != "c").with_columns(
+        candidate_recall=pl.lit(0.5), n_candidates=pl.lit(100, dtype=pl.Int64))
+    pure = compare_rankers(two, n_bootstrap=20)
+    assert pure["pure_reranker_comparison"], pure["note"]
+    mixed = two.with_columns(pl.when((pl.col("ranker") == "b") & (pl.col("query_id") < "q0005"))
+                             .then(None).otherwise(pl.col("n_candidates")).alias("n_candidates"))
+    comparison = compare_rankers(mixed, n_bootstrap=20)
+    assert not comparison["pure_reranker_comparison"]
+    assert "for 5 queries (q0000, q0001, q0002, q0003, q0004)" in comparison["note"]
+
+
+def test_a_difference_on_a_bin_edge_is_counted_in_the_bin_it_starts():
+    """A difference written with a few decimals falls in the bin it starts, as its decimals
+    say: 0.1 - 1.0 is -0.9000000000000000222 in floats, and a floor alone put it in the bin
+    below -0.9."""
+    from decimal import Decimal
+
+    import numpy as np
+
+    from evaluation_pipeline.core.comparison import compare_rankers
+    from tests.test_report_aggregates import per_query_rows
+
+    pairs = [("0.1", "1.0"), ("0.2", "1.0"), ("0.3", "1.0"), ("0.7", "1.0"), ("0.5", "0.75"),
+             ("0.4", "0.4"), ("0.7", "0.5"), ("0.95", "0.5"), ("1.0", "0.0")]
+    rows = []
+    for i, (second, first) in enumerate(pairs):
+        rows += [("a", f"q{i}", float(first), "scored"), ("b", f"q{i}", float(second), "scored")]
+    pair = compare_rankers(per_query_rows(rows), n_bootstrap=10)["pairs"][0]
+    counts, edges = pair["histogram"].chart_bins()
+    assert np.allclose(edges, np.linspace(-1, 1, 21))  # the largest difference is 1
+    exact = [min(int((Decimal(second) - Decimal(first) + 1) / Decimal("0.1")), 19)
+             for second, first in pairs]
+    assert counts.tolist() == np.bincount(exact, minlength=20).tolist()

@@ -66,16 +66,19 @@ def rows_of(per_query: pl.DataFrame | pl.LazyFrame, night: int) -> pl.DataFrame:
 
 
 def _rows(per_query: pl.LazyFrame, night: int) -> pl.LazyFrame:
+    # One dtype per column, whatever the frame's: the two nights are stacked, and a partial's
+    # bits must not depend on how a file stored its numbers.
     present = per_query.collect_schema().names()
     return per_query.select(
-        pl.lit(night, dtype=pl.Int8).alias("night"),
-        *[pl.col(c) if c in present else pl.lit(None, dtype=OPTIONAL_COLUMNS[c]).alias(c)
-          for c in rp.ROW_COLUMNS if c != "night"])
+        pl.lit(night, dtype=rp.ROW_DTYPES["night"]).alias("night"),
+        *[(pl.col(c) if c in present else _absent(c)).cast(dtype)
+          for c, dtype in rp.ROW_DTYPES.items() if c != "night"])
 
 
-# Columns a comparison's frames may lack (they are read for the aggregates alone); the Spark
-# reader fills the same (engines.spark_report).
-OPTIONAL_COLUMNS = {"judged_at_k": pl.Float64, "n_candidates": pl.Int64}
+def _absent(column: str) -> pl.Expr:
+    if column not in rp.OPTIONAL_COLUMNS:
+        raise pl.exceptions.ColumnNotFoundError(f"per-query rows have no column {column!r}")
+    return pl.lit(None).alias(column)
 
 
 def distinct_queries(*frames: pl.DataFrame | pl.LazyFrame | None) -> int:

@@ -27,8 +27,12 @@ import polars as pl
 from evaluation_pipeline.core.intervals import ALL, NO_VALUE, distinct_columns
 from schemas.columns import STATUSES
 
-ROW_COLUMNS = ("night", "ranker", "query_id", "cutoff", "ndcg", "status", "judged_at_k",
-               "candidate_recall", "n_candidates")
+ROW_DTYPES = {"night": pl.Int8, "ranker": pl.String, "query_id": pl.String, "cutoff": pl.Int64,
+              "ndcg": pl.Float64, "status": pl.String, "judged_at_k": pl.Float64,
+              "candidate_recall": pl.Float64, "n_candidates": pl.Int64}
+ROW_COLUMNS = tuple(ROW_DTYPES)
+# Columns a comparison's frames may lack (they are read for the aggregates alone): null then.
+OPTIONAL_COLUMNS = ("judged_at_k", "n_candidates")
 TONIGHT, PREVIOUS = 0, 1
 # Queries per chunk: a chunk's partial is computed in one piece (its rows in memory), and the
 # partials of a run sit on one machine (the resampled sums: resamples x groups x results).
@@ -224,7 +228,8 @@ def _query_attributes(index: pl.DataFrame, queries: pl.DataFrame | None, plan: P
     codes = [np.zeros(n, dtype=np.int64)]
     if queries is None:
         return np.zeros(n), codes
-    columns = ["query_id", "weight", *dict.fromkeys(c for c, _ in plan.levels[1:])]
+    # A slice may be the weight itself.
+    columns = list(dict.fromkeys(["query_id", "weight", *(c for c, _ in plan.levels[1:])]))
     table = index.join(queries.select(columns), on="query_id", how="left").sort("q")
     weight = table["weight"].fill_null(0.0).to_numpy().astype(np.float64)
     for column, names in plan.levels[1:]:
@@ -322,7 +327,10 @@ def _add_pairs(out, index, r, q, value, has, plan, n) -> None:
                         np.sum(dd > TIE_TOLERANCE), np.sum(dd < -TIE_TOLERANCE),
                         np.sum(np.abs(dd) <= TIE_TOLERANCE),
                         float(np.abs(dd).max()) if chosen.size else 0.0]
-        fine = np.clip(np.floor((dd + 1.0) * (FINE_BINS / 2)), 0, FINE_BINS - 1).astype(np.int64)
+        # Rounded first: a difference on a bin's edge (-0.3 is 699.99999999999994 thousandths
+        # above -1) belongs to the bin it starts, as numpy.histogram puts it.
+        fine = np.clip(np.floor(np.round((dd + 1.0) * (FINE_BINS / 2), 9)), 0,
+                       FINE_BINS - 1).astype(np.int64)
         out.histogram[p] = np.bincount(fine, minlength=FINE_BINS)
         worst = np.flatnonzero(dd < -TIE_TOLERANCE)
         if worst.size:
@@ -362,7 +370,7 @@ def _add_differing(out: Partial, rows: pl.DataFrame, order: np.ndarray, q: np.nd
         "q": q[mine],
         "size": rows["n_candidates"].to_numpy(allow_copy=True)[order][mine],
         "recall": rows["candidate_recall"].to_numpy(allow_copy=True)[order][mine],
-    }).with_columns(pl.col("recall").fill_nan(None))
+    }).with_columns(pl.col("size", "recall").fill_nan(None))  # numpy's NaN: the nulls again
     found = evidence.group_by("q").agg(
         (pl.col("size").min() != pl.col("size").max())
         | (pl.col("size").null_count().is_between(1, pl.len() - 1))

@@ -61,7 +61,7 @@ def spark_numbers(current: str, previous: str | None, queries: pl.DataFrame | No
 
     from pyspark.sql.types import LongType, StructType
 
-    schema = StructType([*rows.schema.fields]).add("chunk", LongType(), nullable=False)
+    schema = StructType([*rows.schema.fields]).add("chunk", LongType())
     parts = (rows.mapInArrow(with_chunk, schema).groupBy("chunk")
              .applyInArrow(partial, _PARTIAL_DDL).orderBy(F.col("chunk")).collect())
     total = rp.combine_all([(r["chunk"], pickle.loads(r["partial"])) for r in parts], plan)
@@ -73,17 +73,18 @@ def _rows(spark, url: str, night: int):
 
     frame = spark.read.parquet(url)
     present = set(frame.columns)
+    # The local path's dtypes (report_numbers.rows_of), so that each chunk's rows are the same.
     return frame.select(
-        F.lit(night).cast("tinyint").alias("night"),
-        *[F.col(c) if c in present else F.lit(None).cast(_SPARK_TYPES[c]).alias(c)
-          for c in rp.ROW_COLUMNS if c != "night"])
+        F.lit(night).cast(_SPARK_TYPES[rp.ROW_DTYPES["night"]]).alias("night"),
+        *[(F.col(c) if c in present or c not in rp.OPTIONAL_COLUMNS else F.lit(None))
+          .cast(_SPARK_TYPES[dtype]).alias(c)
+          for c, dtype in rp.ROW_DTYPES.items() if c != "night"])
 
 
-_SPARK_TYPES = {"judged_at_k": "double", "n_candidates": "long"}
-assert _SPARK_TYPES.keys() == rn.OPTIONAL_COLUMNS.keys()
+_SPARK_TYPES = {pl.Int8: "tinyint", pl.String: "string", pl.Int64: "long", pl.Float64: "double"}
 
 def _queries_table(queries: pl.DataFrame | None, slices: tuple[str, ...]) -> pl.DataFrame | None:
     """Only the queries table's columns a partial reads, sent with each Python call."""
     if queries is None:
         return None
-    return queries.select("query_id", "weight", *dict.fromkeys(slices))
+    return queries.select(*dict.fromkeys(["query_id", "weight", *slices]))

@@ -49,6 +49,8 @@ class ReportPlan:
     ranker_pairs: tuple[rn.Pair, ...]
     night_pairs: tuple[rn.Pair, ...]
     slices: tuple[str, ...]
+    # A previous night was given (its file may hold no rows: then no pair, an empty watch).
+    has_previous: bool = False
 
     @property
     def rankers(self) -> list[str]:
@@ -57,7 +59,7 @@ class ReportPlan:
     def night_comparison(self, numbers: rn.Numbers, *, alpha: float, min_effect: float,
                          ci_level: float) -> NightComparison | None:
         """Tonight against the previous night from ``numbers`` (None without one)."""
-        if not any(r.night == PREVIOUS for r in self.plan.results):
+        if not self.has_previous:
             return None
         return night_comparison(numbers, self.night_pairs, first_pair=len(self.ranker_pairs),
                                 alpha=alpha, min_effect=min_effect, ci_level=ci_level)
@@ -75,7 +77,7 @@ def report_plan(tonight: list[Result], queries: pl.DataFrame | None, config: Rep
                       queries=queries, slices=slices, n_bootstrap=config.n_bootstrap,
                       seed=config.seed, n_regressions=config.n_regressions,
                       n_queries=n_queries)
-    return ReportPlan(plan, tuple(pairs), tuple(nights), slices)
+    return ReportPlan(plan, tuple(pairs), tuple(nights), slices, previous is not None)
 
 
 def local_numbers(per_query: pl.DataFrame, queries: pl.DataFrame | None, config: ReportConfig,
