@@ -85,12 +85,7 @@ def local_numbers(per_query: pl.DataFrame, queries: pl.DataFrame | None, config:
                   progress: Callable[[str, int, int], None] | None = None
                   ) -> tuple[ReportPlan, rn.Numbers]:
     """The plan and numbers of a report of per-query frames, summed on this machine."""
-    planned = report_plan(rn.results_of(per_query), queries, config,
-                          previous=None if previous is None else rn.results_of(previous, PREVIOUS),
-                          n_queries=rn.distinct_queries(per_query, previous))
-    step = (lambda i, n: progress("chunks", i, n)) if progress else None
-    return planned, rn.Numbers(planned.plan, rn.local_partial(
-        per_query, previous, queries, planned.plan, step))
+    return _summed(rn.local_partial, per_query, previous, queries, config, progress)
 
 
 def scanned_numbers(current: pl.LazyFrame, previous: pl.LazyFrame | None,
@@ -99,12 +94,17 @@ def scanned_numbers(current: pl.LazyFrame, previous: pl.LazyFrame | None,
                     ) -> tuple[ReportPlan, rn.Numbers]:
     """:func:`local_numbers` of scans of local per-query files, a chunk of queries in memory at
     a time (``core.report_numbers.scanned_partial``): the same numbers, to the bit."""
+    return _summed(rn.scanned_partial, current, previous, queries, config, progress)
+
+
+def _summed(partial, current, previous, queries, config, progress
+            ) -> tuple[ReportPlan, rn.Numbers]:
     planned = report_plan(rn.results_of(current), queries, config,
                           previous=None if previous is None else rn.results_of(previous, PREVIOUS),
                           n_queries=rn.distinct_queries(current, previous))
     step = (lambda i, n: progress("chunks", i, n)) if progress else None
-    return planned, rn.Numbers(planned.plan, rn.scanned_partial(
-        current, previous, queries, planned.plan, step))
+    return planned, rn.Numbers(planned.plan, partial(current, previous, queries, planned.plan,
+                                                     step))
 
 
 def build_report(
