@@ -99,11 +99,13 @@ def local_partial(current: pl.DataFrame, previous: pl.DataFrame | None,
         frames.append(rows_of(previous, PREVIOUS))
     rows = pl.concat(frames)
     chunks = rp.chunk_ids(rows["query_id"], plan.n_chunks)
+    cut = _queries_cut(queries, plan)
     total = rp.empty(plan)
     for chunk in range(plan.n_chunks):
         # A mask, not a column of the frame: filtering by a column held three times as much.
         mine = rows if plan.n_chunks == 1 else rows.filter(pl.Series(chunks == chunk))
-        total = rp.combine(total, rp.chunk_partial(mine, queries, plan), plan)
+        total = rp.combine(total, rp.chunk_partial(mine, _of_chunk(queries, cut, chunk), plan),
+                           plan)
         del mine
         if progress is not None:
             progress(chunk + 1, plan.n_chunks)
@@ -118,6 +120,7 @@ def scanned_partial(current: pl.LazyFrame, previous: pl.LazyFrame | None,
     memory is a chunk's (CHUNK_QUERIES queries) whatever the size of the results; the rows,
     and so the sums, are those of the frames read whole."""
     sources = [(current, TONIGHT), *([] if previous is None else [(previous, PREVIOUS)])]
+    cut = _queries_cut(queries, plan)
     total = rp.empty(plan)
     for chunk in range(plan.n_chunks):
         frames = []
@@ -128,11 +131,26 @@ def scanned_partial(current: pl.LazyFrame, previous: pl.LazyFrame | None,
                     lambda ids: pl.Series(rp.chunk_ids(ids, plan.n_chunks)),
                     return_dtype=pl.Int64, is_elementwise=True) == chunk)
             frames.append(rows.collect(engine="streaming"))
-        total = rp.combine(total, rp.chunk_partial(pl.concat(frames), queries, plan), plan)
+        total = rp.combine(total, rp.chunk_partial(pl.concat(frames),
+                                                   _of_chunk(queries, cut, chunk), plan), plan)
         del frames
         if progress is not None:
             progress(chunk + 1, plan.n_chunks)
     return total
+
+
+def _queries_cut(queries: pl.DataFrame | None, plan: Plan) -> np.ndarray | None:
+    """The chunk of each row of the queries table (None: every chunk reads it whole)."""
+    if queries is None or plan.n_chunks == 1:
+        return None
+    return rp.chunk_ids(queries["query_id"], plan.n_chunks)
+
+
+def _of_chunk(queries: pl.DataFrame | None, cut: np.ndarray | None, chunk: int
+              ) -> pl.DataFrame | None:
+    """The queries table's rows of one chunk's queries: joined against the whole table, each
+    chunk held 0.3 GB more at 3.3M queries (the joined rows are the same either way)."""
+    return queries if cut is None else queries.filter(pl.Series(cut == chunk))
 
 
 class Numbers:
