@@ -9,13 +9,17 @@ import polars as pl
 import pytest
 
 from evaluation_pipeline.core.aggregates import (
-    AGGREGATED_COLUMNS,
     aggregate,
     aggregate_with_intervals,
 )
 from evaluation_pipeline.core.evaluation import Lineage
 from evaluation_pipeline.core.intervals import ALL
-from evaluation_pipeline.report import ReportConfig, headline_markdown, write_report
+from evaluation_pipeline.report import (
+    REPORT_COLUMNS,
+    ReportConfig,
+    headline_markdown,
+    write_report,
+)
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas.columns import AGGREGATE_KEY, STATUSES
 
@@ -159,7 +163,7 @@ def test_aggregates_equal_one_group_by_over_all_rows_and_the_report_to_the_bit()
         "size": rng.integers(0, 4, n - 100),
     })
     slices = ("band", "size")
-    frame = rows.select(AGGREGATED_COLUMNS).join(queries, on="query_id", how="left")
+    frame = rows.select(REPORT_COLUMNS).join(queries, on="query_id", how="left")
     has_number = pl.col("ndcg").is_not_null()
     weight = pl.when(has_number).then(pl.col("weight").fill_null(0.0)).otherwise(0.0)
     reference = pl.concat([

@@ -35,10 +35,6 @@ def aggregate(
                       "weighted_ndcg", *[c for c in LINEAGE_COLUMNS if c in out.columns])
 
 
-AGGREGATED_COLUMNS = ("ranker", "query_id", "cutoff", "ndcg", "status", "judged_at_k",
-                      "candidate_recall")
-
-
 def aggregate_with_intervals(
     per_query: pl.DataFrame,
     queries: pl.DataFrame | None = None,

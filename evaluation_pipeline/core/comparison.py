@@ -73,10 +73,6 @@ def candidate_set_differences(pool: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-COMPARED_COLUMNS = ("ranker", "query_id", "cutoff", "ndcg", "candidate_recall", "status",
-                    "n_candidates")
-
-
 def ranker_pair_results(results: Sequence[Result], baseline: str | None) -> list[rn.Pair]:
     """The pairs of a comparison within one pool: per cutoff, every pair of rankers (or each
     against ``baseline``), as (first, second) results."""

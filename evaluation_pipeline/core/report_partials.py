@@ -27,6 +27,7 @@ import polars as pl
 from evaluation_pipeline.core.intervals import ALL, NO_VALUE, distinct_columns
 from schemas.columns import STATUSES
 
+# The per-query columns a partial reads, and their one dtype (``night``: added by the reader).
 ROW_DTYPES = {"night": pl.Int8, "ranker": pl.String, "query_id": pl.String, "cutoff": pl.Int64,
               "ndcg": pl.Float64, "status": pl.String, "judged_at_k": pl.Float64,
               "candidate_recall": pl.Float64, "n_candidates": pl.Int64}

@@ -8,9 +8,8 @@ from dataclasses import asdict, dataclass
 import polars as pl
 
 from evaluation_pipeline.core import report_numbers as rn
-from evaluation_pipeline.core.aggregates import AGGREGATED_COLUMNS, lineage_of
+from evaluation_pipeline.core.aggregates import lineage_of
 from evaluation_pipeline.core.comparison import (
-    COMPARED_COLUMNS,
     candidate_set_differences,
     ranker_comparison,
     ranker_pair_results,
@@ -21,7 +20,7 @@ from evaluation_pipeline.core.nightly import (
     night_comparison,
     night_pairs,
 )
-from evaluation_pipeline.core.report_partials import PREVIOUS, Plan, Result
+from evaluation_pipeline.core.report_partials import PREVIOUS, ROW_COLUMNS, Plan, Result
 from evaluation_pipeline.core.statistics import (
     INTERVAL_METHOD,
     RNG_DESCRIPTION,
@@ -38,7 +37,7 @@ REPORT_FORMAT_VERSION = 1
 
 # The per-query columns the report reads (aggregates, comparisons, the nightly watch): the
 # rest of a row (dcg, ideal_dcg, the judged counts) is copied into the report, never held.
-REPORT_COLUMNS = tuple(dict.fromkeys(AGGREGATED_COLUMNS + COMPARED_COLUMNS))
+REPORT_COLUMNS = tuple(c for c in ROW_COLUMNS if c != "night")
 
 
 @dataclass(frozen=True)
