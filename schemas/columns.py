@@ -87,6 +87,15 @@ PER_QUERY_DTYPES = {
 AGGREGATE_KEY = ("ranker", "cutoff", "slice_column", "slice_value")
 STATUS_COUNT_COLUMNS = tuple(f"n_{status}" for status in STATUSES)
 INTERVAL_COLUMNS = ("macro_ndcg_low", "macro_ndcg_high", "weighted_ndcg_low", "weighted_ndcg_high")
+# The numbers of an aggregate row, in aggregates.parquet's order (the lineage columns follow).
+AGGREGATE_DTYPES = {
+    "ranker": pl.String, "cutoff": pl.Int64, "slice_column": pl.String, "slice_value": pl.String,
+    "n_queries": pl.Int64, "n_with_number": pl.Int64, "macro_ndcg": pl.Float64,
+    "macro_ndcg_low": pl.Float64, "macro_ndcg_high": pl.Float64, "weighted_ndcg": pl.Float64,
+    "weighted_ndcg_low": pl.Float64, "weighted_ndcg_high": pl.Float64,
+    **dict.fromkeys(STATUS_COUNT_COLUMNS, pl.Int64),
+    "mean_judged_at_k": pl.Float64, "mean_candidate_recall": pl.Float64,
+}
 
 # --- evaluation history (history/history.parquet) ------------------------------------------
 # One evaluation is one (pool, version, spec); a history row is one of its aggregate rows.

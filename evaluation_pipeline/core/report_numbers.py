@@ -26,7 +26,12 @@ from evaluation_pipeline.core.statistics import (
     ratio_samples,
     sign_flip_p_value,
 )
-from schemas.columns import AGGREGATE_KEY, INTERVAL_COLUMNS, STATUS_COUNT_COLUMNS
+from schemas.columns import (
+    AGGREGATE_DTYPES,
+    AGGREGATE_KEY,
+    INTERVAL_COLUMNS,
+    STATUS_COUNT_COLUMNS,
+)
 
 Pair = tuple[Result, Result]
 
@@ -99,17 +104,9 @@ def local_partial(current: pl.DataFrame, previous: pl.DataFrame | None,
         frames.append(rows_of(previous, PREVIOUS))
     rows = pl.concat(frames)
     chunks = rp.chunk_ids(rows["query_id"], plan.n_chunks)
-    cut = _queries_cut(queries, plan)
-    total = rp.empty(plan)
-    for chunk in range(plan.n_chunks):
-        # A mask, not a column of the frame: filtering by a column held three times as much.
-        mine = rows if plan.n_chunks == 1 else rows.filter(pl.Series(chunks == chunk))
-        total = rp.combine(total, rp.chunk_partial(mine, _of_chunk(queries, cut, chunk), plan),
-                           plan)
-        del mine
-        if progress is not None:
-            progress(chunk + 1, plan.n_chunks)
-    return total
+    # A mask, not a column of the frame: filtering by a column held three times as much.
+    return _sum_chunks(lambda chunk: rows if plan.n_chunks == 1
+                       else rows.filter(pl.Series(chunks == chunk)), queries, plan, progress)
 
 
 def scanned_partial(current: pl.LazyFrame, previous: pl.LazyFrame | None,
@@ -120,9 +117,8 @@ def scanned_partial(current: pl.LazyFrame, previous: pl.LazyFrame | None,
     memory is a chunk's (CHUNK_QUERIES queries) whatever the size of the results; the rows,
     and so the sums, are those of the frames read whole."""
     sources = [(current, TONIGHT), *([] if previous is None else [(previous, PREVIOUS)])]
-    cut = _queries_cut(queries, plan)
-    total = rp.empty(plan)
-    for chunk in range(plan.n_chunks):
+
+    def rows_of_chunk(chunk: int) -> pl.DataFrame:
         frames = []
         for scan, night in sources:
             rows = _rows(scan, night)
@@ -131,9 +127,20 @@ def scanned_partial(current: pl.LazyFrame, previous: pl.LazyFrame | None,
                     lambda ids: pl.Series(rp.chunk_ids(ids, plan.n_chunks)),
                     return_dtype=pl.Int64, is_elementwise=True) == chunk)
             frames.append(rows.collect(engine="streaming"))
-        total = rp.combine(total, rp.chunk_partial(pl.concat(frames),
-                                                   _of_chunk(queries, cut, chunk), plan), plan)
-        del frames
+        return pl.concat(frames)
+
+    return _sum_chunks(rows_of_chunk, queries, plan, progress)
+
+
+def _sum_chunks(rows_of_chunk: Callable[[int], pl.DataFrame], queries: pl.DataFrame | None,
+                plan: Plan, progress: Callable[[int, int], None] | None) -> Partial:
+    """Each chunk's partial, from its rows and its queries' rows of the queries table, added
+    in chunk order; a chunk's rows are let go before the next chunk's are read."""
+    cut = _queries_cut(queries, plan)
+    total = rp.empty(plan)
+    for chunk in range(plan.n_chunks):
+        part = rp.chunk_partial(rows_of_chunk(chunk), _of_chunk(queries, cut, chunk), plan)
+        total = rp.combine(total, part, plan)
         if progress is not None:
             progress(chunk + 1, plan.n_chunks)
     return total
@@ -195,7 +202,7 @@ class Numbers:
                             percentile_interval(ratio_samples(sums[:, 2], sums[:, 3]),
                                                 ci_level))
                 rows.append(row)
-        frame = pl.DataFrame(rows, schema=_AGGREGATE_SCHEMA).sort(list(AGGREGATE_KEY))
+        frame = pl.DataFrame(rows, schema=AGGREGATE_DTYPES).sort(list(AGGREGATE_KEY))
         if lineage:
             frame = frame.with_columns(pl.lit(value, dtype=pl.String).alias(column)
                                        for column, value in lineage.items())
@@ -287,12 +294,3 @@ class DifferenceHistogram:
 def _ratio(numerator: float, denominator: float) -> float | None:
     return float(numerator / denominator) if denominator > 0 else None
 
-
-_AGGREGATE_SCHEMA = {
-    "ranker": pl.String, "cutoff": pl.Int64, "slice_column": pl.String, "slice_value": pl.String,
-    "n_queries": pl.Int64, "n_with_number": pl.Int64, "macro_ndcg": pl.Float64,
-    "macro_ndcg_low": pl.Float64, "macro_ndcg_high": pl.Float64, "weighted_ndcg": pl.Float64,
-    "weighted_ndcg_low": pl.Float64, "weighted_ndcg_high": pl.Float64,
-    **dict.fromkeys(STATUS_COUNT_COLUMNS, pl.Int64),
-    "mean_judged_at_k": pl.Float64, "mean_candidate_recall": pl.Float64,
-}
