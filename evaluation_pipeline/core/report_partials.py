@@ -95,9 +95,8 @@ def chunk_count(n_queries: int) -> int:
 
 def chunk_ids(query_ids: pl.Series, n_chunks: int) -> np.ndarray:
     """The chunk of each query id (int64), a function of the id and ``n_chunks`` alone."""
-    from evaluation_pipeline.core.resampling import (
-        query_keys,  # numba: on first use only
-    )
+    # numba: imported on first use only
+    from evaluation_pipeline.core.resampling import query_keys
 
     if n_chunks == 1:
         return np.zeros(len(query_ids), dtype=np.int64)
@@ -183,15 +182,12 @@ def chunk_partial(rows: pl.DataFrame, queries: pl.DataFrame | None, plan: Plan) 
     nights). ``queries``: the queries table (query_id, weight and the slice columns), or only
     its rows of this chunk's queries."""
     out = empty(plan)
-    results = pl.DataFrame(
-        {"night": [r.night for r in plan.results], "ranker": [r.ranker for r in plan.results],
-         "cutoff": [r.cutoff for r in plan.results]},
-        schema={"night": pl.Int8, "ranker": pl.String, "cutoff": pl.Int64},
-    ).with_row_index("r")
+    key = ("night", "ranker", "cutoff")
+    results = pl.DataFrame([(r.night, r.ranker, r.cutoff) for r in plan.results],
+                           schema={c: ROW_DTYPES[c] for c in key}, orient="row"
+                           ).with_row_index("r")
     rows = rows.select(ROW_COLUMNS)
-    r = rows.select(pl.col("night").cast(pl.Int8), "ranker", pl.col("cutoff").cast(pl.Int64)
-                    ).join(results, on=["night", "ranker", "cutoff"], how="left",
-                           maintain_order="left")["r"]
+    r = rows.select(key).join(results, on=list(key), how="left", maintain_order="left")["r"]
     if r.null_count():
         rows, r = rows.filter(r.is_not_null()), r.drop_nulls()
     if rows.height == 0:
@@ -206,16 +202,28 @@ def chunk_partial(rows: pl.DataFrame, queries: pl.DataFrame | None, plan: Plan) 
     q, r = q[order], r[order]
     n = index.height
     weight, codes = _query_attributes(index, queries, plan)
+    keys = _query_keys(index, plan)
     ndcg = _floats(rows["ndcg"])[order]
     has = np.isfinite(ndcg)
     value = np.where(has, ndcg, 0.0)
     del ndcg
     _add_numbers(out.numbers, rows, order, r, q, value, has, weight, codes, plan)
-    _add_resampled(out, index, r, q, value, has, weight, codes, plan, n)
+    _add_resampled(out, keys, r, q, value, has, weight, codes, plan, n)
     if plan.pairs:
-        _add_pairs(out, index, r, q, value, has, plan, n)
+        _add_pairs(out, index, keys, r, q, value, has, plan, n)
     _add_differing(out, rows, order, q, index)
     return out
+
+
+def _query_keys(index: pl.DataFrame, plan: Plan) -> np.ndarray | None:
+    """The root of every draw of each query (``core.resampling``), taken once a chunk for the
+    intervals and the pairs alike; None without resamples."""
+    if plan.n_bootstrap == 0:
+        return None
+    # numba: imported on first use only
+    from evaluation_pipeline.core.resampling import query_keys
+
+    return query_keys(index["query_id"], plan.seed)
 
 
 def _floats(column: pl.Series) -> np.ndarray:
@@ -280,7 +288,7 @@ def _add_numbers(numbers, rows, order, r, q, value, has, weight, codes, plan) ->
             n_results, groups, len(STATUSES))
 
 
-def _add_resampled(out, index, r, q, value, has, weight, codes, plan, n) -> None:
+def _add_resampled(out, keys, r, q, value, has, weight, codes, plan, n) -> None:
     tonight = plan.tonight
     if not tonight or plan.n_bootstrap == 0:
         return
@@ -295,9 +303,6 @@ def _add_resampled(out, index, r, q, value, has, weight, codes, plan, n) -> None
 
     distinct, source = distinct_columns(columns())
     counted = np.stack(distinct, axis=1)
-    from evaluation_pipeline.core.resampling import query_keys
-
-    keys = query_keys(index["query_id"], plan.seed)
     levels = [(label, list(names), level_codes)
               for (label, names), level_codes in zip(plan.levels, codes, strict=True)]
     g = 0
@@ -309,7 +314,7 @@ def _add_resampled(out, index, r, q, value, has, weight, codes, plan, n) -> None
             g += 1
 
 
-def _add_pairs(out, index, r, q, value, has, plan, n) -> None:
+def _add_pairs(out, index, keys, r, q, value, has, plan, n) -> None:
     ids = index["query_id"]
     differences, paired = [], []
     for p, (first, second) in enumerate(plan.pairs):
@@ -328,8 +333,8 @@ def _add_pairs(out, index, r, q, value, has, plan, n) -> None:
                         np.sum(dd > TIE_TOLERANCE), np.sum(dd < -TIE_TOLERANCE),
                         np.sum(np.abs(dd) <= TIE_TOLERANCE),
                         float(np.abs(dd).max()) if chosen.size else 0.0]
-        # Rounded first: a difference on a bin's edge (-0.3 is 699.99999999999994 thousandths
-        # above -1) belongs to the bin it starts, as numpy.histogram puts it.
+        # Rounded first: a difference written with a few decimals falls in the bin it starts
+        # (0.1 - 1.0 is -0.9000000000000000222; a floor alone put it in the bin below -0.9).
         fine = np.clip(np.floor(np.round((dd + 1.0) * (FINE_BINS / 2), 9)), 0,
                        FINE_BINS - 1).astype(np.int64)
         out.histogram[p] = np.bincount(fine, minlength=FINE_BINS)
@@ -344,11 +349,11 @@ def _add_pairs(out, index, r, q, value, has, plan, n) -> None:
                         if chosen.size <= EXACT_TEST_QUERIES else None)
     if plan.n_bootstrap == 0:
         return
-    from evaluation_pipeline.core.resampling import query_keys, resampled_sums
+    from evaluation_pipeline.core.resampling import resampled_sums
 
     counted_columns = [c for pair in zip(differences, paired, strict=True) for c in pair]
     distinct, source = distinct_columns(counted_columns)
-    sums, signed = resampled_sums(query_keys(ids, plan.seed), plan.n_bootstrap,
+    sums, signed = resampled_sums(keys, plan.n_bootstrap,
                                   counted=np.stack(distinct, axis=1),
                                   signed=np.stack(differences, axis=1))
     sums = sums[:, 0, source]
