@@ -182,17 +182,6 @@ def night_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pai
                      ci_level: float = 0.95) -> NightComparison:
     """:class:`NightComparison` from the numbers of a plan holding ``pairs`` (from
     :func:`night_pairs`) from its pair ``first_pair`` on."""
-    return NightComparison(
-        night_comparisons(numbers, pairs, first_pair=first_pair, alpha=alpha,
-                          min_effect=min_effect, ci_level=ci_level),
-        numbers.overall_means(PREVIOUS), numbers.overall_means(TONIGHT))
-
-
-def night_comparisons(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pair: int = 0,
-                      alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT,
-                      ci_level: float = 0.95) -> list[dict]:
-    """The nightly comparisons from the numbers of a plan holding ``pairs`` (from
-    :func:`night_pairs`) from its pair ``first_pair`` on."""
     out = []
     for p, (before, now) in enumerate(pairs, start=first_pair):
         stats = numbers.pair(p, ci_level)
@@ -209,7 +198,8 @@ def night_comparisons(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pa
             "candidate_recall_previous": numbers.mean_candidate_recall(before),
             "candidate_recall_current": numbers.mean_candidate_recall(now),
         })
-    return with_verdicts(out, alpha=alpha, min_effect=min_effect)
+    return NightComparison(with_verdicts(out, alpha=alpha, min_effect=min_effect),
+                           numbers.overall_means(PREVIOUS), numbers.overall_means(TONIGHT))
 
 
 def with_verdicts(comparisons: list[dict], *, alpha: float = DEFAULT_ALPHA,

@@ -222,8 +222,9 @@ class Numbers:
 
     # -- pairs --------------------------------------------------------------------------------
     def pair(self, p: int, ci_level: float) -> dict:
-        """Pair ``p``'s paired statistics (``core.comparison.paired_statistics``' fields), its
-        most regressed queries and its histogram of differences."""
+        """Pair ``p``'s paired statistics (n_paired, the means, the difference's interval, the
+        p-value, wins, losses and ties), its most regressed queries and its histogram of
+        differences."""
         n, sum_first, sum_second, sum_d, wins, losses, ties, largest = self.total.pairs[p]
         n = int(n)
         low = high = None

@@ -444,10 +444,11 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
         # Both nights' numbers in one pass, where the engine sums (a cluster's executors, or
         # this machine from the columns the report reads); the whole rows are copied into the
         # report from the file.
-        numbers = scoring.report_numbers(storage.path(*scores), previous_scores, weights, config)
-        compared = numbers[0].night_comparison(numbers[1], alpha=settings.alpha,
-                                               min_effect=settings.min_effect,
-                                               ci_level=settings.ci_level)
+        planned, numbers = scoring.report_numbers(storage.path(*scores), previous_scores,
+                                                  weights, config)
+        compared = planned.night_comparison(numbers, alpha=settings.alpha,
+                                            min_effect=settings.min_effect,
+                                            ci_level=settings.ci_level)
         # The history is read, extended and written by one evaluation at a time.
         with storage.locked(*history_file()):
             history = (storage.read_parquet(*history_file())
@@ -461,7 +462,8 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
                 report = write_report(staged, None, spec, lineage, weights, config,
                                       nightly=step.section,
                                       queries_sha256=queries_manifest["sha256"],
-                                      per_query_source=storage.path(*scores), numbers=numbers)
+                                      per_query_source=storage.path(*scores),
+                                      numbers=(planned, numbers))
                 aggregates = pl.read_parquet(staged / AGGREGATES_FILE)
                 written = storage.put_tree(staged, *report_folder(pool, version, spec.spec_id))
             history = record_evaluation(history, aggregates, step, evaluated_at=now)

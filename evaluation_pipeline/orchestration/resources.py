@@ -406,9 +406,8 @@ class ScoringEngine(dg.ConfigurableResource):
         executors when the engine is Spark, so that results too big for one machine never
         reach this one; else on this machine from the columns the report reads."""
         if self.engine == "spark":
-            from evaluation_pipeline.engines.spark_report import (
-                spark_numbers,  # the extra
-            )
+            # pyspark: the spark extra
+            from evaluation_pipeline.engines.spark_report import spark_numbers
 
             return spark_numbers(str(scores), None if previous is None else str(previous),
                                  queries, config, master=self.spark_master)
