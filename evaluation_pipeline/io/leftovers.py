@@ -104,16 +104,18 @@ def abandoned_entries(entries: Iterable[Path]) -> list[Path]:
     once it is MIN_AGE_SECONDS old: its creator may be between making the name and locking
     it, or it may be what a writer killed a moment ago left (the next run starts within a
     second of a kill -9, and skipping it then would leave it for good)."""
-    entries = list(entries)
-    found, young = [], []
+    found, young = [], {}
     for entry in entries:
         age = _age(entry)
         if age is None or _held(entry):
             continue
-        (found if age >= MIN_AGE_SECONDS else young).append(entry)
+        if age >= MIN_AGE_SECONDS:
+            found.append(entry)
+        else:
+            young[entry] = age
     if young:
-        oldest_due = max(MIN_AGE_SECONDS - (_age(entry) or MIN_AGE_SECONDS) for entry in young)
-        time.sleep(max(0.0, oldest_due) + 0.01)
+        # Until the youngest is old enough.
+        time.sleep(MIN_AGE_SECONDS - min(young.values()) + 0.01)
         found += [entry for entry in young if abandoned(entry)]
     return sorted(found)
 
