@@ -151,3 +151,21 @@ def test_a_difference_on_a_bin_edge_is_counted_in_the_bin_it_starts():
     exact = [min(int((Decimal(second) - Decimal(first) + 1) / Decimal("0.1")), 19)
              for second, first in pairs]
     assert counts.tolist() == np.bincount(exact, minlength=20).tolist()
+
+
+def test_a_summary_of_one_chunk_does_not_import_numba():
+    """summary.json's numbers (one chunk, no resamples) are taken without the resampling
+    kernels: their import costs ``ndcg-eval score`` some 0.5 s."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = ("import sys\n"
+            "from evaluation_pipeline.core.aggregates import aggregate\n"
+            "from tests.test_report_aggregates import PER_QUERY\n"
+            "aggregate(PER_QUERY)\n"
+            "print('numba' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=REPO)
+    assert out.stdout.strip() == "False"

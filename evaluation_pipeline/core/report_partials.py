@@ -95,11 +95,12 @@ def chunk_count(n_queries: int) -> int:
 
 def chunk_ids(query_ids: pl.Series, n_chunks: int) -> np.ndarray:
     """The chunk of each query id (int64), a function of the id and ``n_chunks`` alone."""
-    # numba: imported on first use only
-    from evaluation_pipeline.core.resampling import query_keys
-
     if n_chunks == 1:
         return np.zeros(len(query_ids), dtype=np.int64)
+    # numba, imported only here: ndcg-eval score's summary (one chunk, no resamples) must not
+    # pay its import (some 0.5 s).
+    from evaluation_pipeline.core.resampling import query_keys
+
     return (query_keys(query_ids, CHUNK_SEED) % np.uint64(n_chunks)).astype(np.int64)
 
 
