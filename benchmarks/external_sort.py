@@ -12,7 +12,7 @@ peak RSS of its process (``os.wait4``) and the machine's load average, as a mark
 - ``polars``: ``scan_parquet(...).sort(...).sink_parquet(...)`` on the streaming engine.
 - ``kway``: sorted runs of a fixed number of rows written to the spill folder, merged k ways
   a slice of every run at a time.
-- ``ingest``: ``evaluation_pipeline.core.bounded_ingest.publish_pool``, the whole ingest
+- ``ingest``: ``evaluation_pipeline.ingest.publish.publish_pool``, the whole ingest
   (checks, sort, content hash, atomic publish).
 """
 
@@ -36,12 +36,12 @@ METHODS = ("duckdb", "polars", "kway", "ingest")
 
 
 def child(method: str, folder: Path, out: Path, limit: int, spill: Path) -> None:
-    from evaluation_pipeline.io.external_sort import Budget
+    from evaluation_pipeline.ingest.external_sort import Budget
 
     files = sorted(str(p) for p in folder.glob("*.parquet"))
     budget = Budget.of(limit, spill)
     if method == "duckdb":
-        from evaluation_pipeline.io.external_sort import sort_parquet
+        from evaluation_pipeline.ingest.external_sort import sort_parquet
 
         sort_parquet(files, out, KEYS, budget=budget)
     elif method == "polars":
@@ -51,7 +51,7 @@ def child(method: str, folder: Path, out: Path, limit: int, spill: Path) -> None
     elif method == "kway":
         kway(files, out, limit, spill)
     elif method == "ingest":
-        from evaluation_pipeline.core.bounded_ingest import publish_pool
+        from evaluation_pipeline.ingest.publish import publish_pool
 
         publish_pool(files, out, pool="bench-pool", budget=budget,
                      log=lambda line: print(line, file=sys.stderr, flush=True))
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         method, folder, out, limit, spill = sys.argv[2:7]
         child(method, Path(folder), Path(out), int(limit), Path(spill))
         return 0
-    from evaluation_pipeline.io.external_sort import parse_memory_limit
+    from evaluation_pipeline.ingest.external_sort import parse_memory_limit
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=size_rows, action="append", required=True)

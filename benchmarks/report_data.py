@@ -23,7 +23,7 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluation_pipeline.core.evaluation import Lineage  # noqa: E402
+from evaluation_pipeline.evaluation import Lineage  # noqa: E402
 from evaluation_pipeline.io.storage import PER_QUERY_FILE, QUERIES_FILE, SUMMARY_FILE  # noqa: E402
 from evaluation_pipeline.spec import EvaluationSpec  # noqa: E402
 

@@ -16,7 +16,7 @@ import os
 def run() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     gc.disable()
-    from evaluation_pipeline import cli
+    from evaluation_pipeline.cli import main as cli
 
     gc.freeze()
     gc.enable()

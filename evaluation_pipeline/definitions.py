@@ -12,19 +12,18 @@ default to the source checkout's example data and ``.storage/``.
 
 from __future__ import annotations
 
-import os
 from importlib import resources
 from pathlib import Path
 
 import dagster as dg
 
+from evaluation_pipeline import settings
 from evaluation_pipeline.engines import AUTO
 from evaluation_pipeline.io.storage import (
     DEFAULT_LANDING,
     DEFAULT_QUERIES,
     DEFAULT_SPEC,
     DEFAULT_STORAGE,
-    DEVELOPMENT_SWITCH,
     REPO,
 )
 from evaluation_pipeline.orchestration.assets import (
@@ -34,7 +33,10 @@ from evaluation_pipeline.orchestration.assets import (
     judgments,
     queries,
 )
-from evaluation_pipeline.orchestration.checks import build_evaluation_checks, ingest_checks
+from evaluation_pipeline.orchestration.checks import (
+    build_evaluation_checks,
+    ingest_checks,
+)
 from evaluation_pipeline.orchestration.jobs import jobs
 from evaluation_pipeline.orchestration.memory import MemoryBudget
 from evaluation_pipeline.orchestration.resources import (
@@ -49,7 +51,10 @@ from evaluation_pipeline.orchestration.schedules import (
     DEFAULT_TIMEZONE,
     build_nightly_schedule,
 )
-from evaluation_pipeline.orchestration.sensors import build_evaluation_sensor, ingest_sensors
+from evaluation_pipeline.orchestration.sensors import (
+    build_evaluation_sensor,
+    ingest_sensors,
+)
 from evaluation_pipeline.spec import EvaluationSpec, load_spec
 from schemas.errors import EvaluationError
 
@@ -60,33 +65,33 @@ class MissingSetting(EvaluationError):
 
 def pipeline_spec(spec_path: str | Path | None = None) -> EvaluationSpec:
     """The spec the pipeline evaluates under: ``spec_path``, $NDCG_EVAL_SPEC or the packaged one."""
-    chosen = spec_path or os.environ.get("NDCG_EVAL_SPEC")
+    chosen = spec_path or settings.SPEC.get()
     if chosen:
         return load_spec(chosen)
     with resources.as_file(DEFAULT_SPEC) as packaged:
         return load_spec(packaged)
 
 
-def setting(given: str | None, variable: str, what: str, development_default: Path) -> str:
+def setting(given: str | None, variable: settings.Setting, what: str,
+            development_default: Path) -> str:
     """``given``, else $``variable``, else (development switch only) the checkout's default."""
-    value = given or os.environ.get(variable)
+    value = given or variable.get()
     if value:
         return value
-    if os.environ.get(DEVELOPMENT_SWITCH) == "1":
+    if settings.DEV.get() == "1":
         return str(development_default)
     raise MissingSetting(
         f"{variable} is not set: name {what} in it (or pass it to build_definitions). "
-        f"{DEVELOPMENT_SWITCH}=1 uses the source checkout's "
+        f"{settings.DEV.name}=1 uses the source checkout's "
         f"{development_default.relative_to(REPO)}, as `make run` and the tests do."
     )
 
 
 def nightly_watch() -> NightlyWatch:
     """The watch's thresholds from NDCG_EVAL_ALPHA and NDCG_EVAL_MIN_EFFECT, else defaults."""
-    env = os.environ.get
-    thresholds = {field: float(env(name)) for field, name in
-                  (("alpha", "NDCG_EVAL_ALPHA"), ("min_effect", "NDCG_EVAL_MIN_EFFECT"))
-                  if env(name)}
+    thresholds = {field: float(variable.get()) for field, variable in
+                  (("alpha", settings.ALPHA), ("min_effect", settings.MIN_EFFECT))
+                  if variable.get()}
     return NightlyWatch(**thresholds)
 
 
@@ -102,15 +107,14 @@ def build_definitions(
     engine: str | None = None,
     watch: NightlyWatch | None = None,
 ) -> dg.Definitions:
-    env = os.environ.get
     spec = pipeline_spec(spec_path)
     storage = EvaluationStorage(base=setting(
-        storage_base, "NDCG_EVAL_STORAGE", "the storage (a folder or an fsspec URL)",
+        storage_base, settings.STORAGE, "the storage (a folder or an fsspec URL)",
         DEFAULT_STORAGE))
     landing = LandingZone(
-        folder=setting(landing_folder, "NDCG_EVAL_LANDING", "the landing folder",
+        folder=setting(landing_folder, settings.LANDING, "the landing folder",
                        DEFAULT_LANDING),
-        queries_path=setting(queries_path, "NDCG_EVAL_QUERIES", "the queries table",
+        queries_path=setting(queries_path, settings.QUERIES, "the queries table",
                              DEFAULT_QUERIES),
     )
     return dg.Definitions(
@@ -130,8 +134,8 @@ def build_definitions(
         schedules=[
             build_nightly_schedule(
                 spec,
-                nightly_cron or env("NDCG_EVAL_NIGHTLY_CRON") or DEFAULT_CRON,
-                nightly_timezone or env("NDCG_EVAL_NIGHTLY_TIMEZONE") or DEFAULT_TIMEZONE,
+                nightly_cron or settings.NIGHTLY_CRON.get() or DEFAULT_CRON,
+                nightly_timezone or settings.NIGHTLY_TIMEZONE.get() or DEFAULT_TIMEZONE,
             )
         ],
         resources={
@@ -142,8 +146,8 @@ def build_definitions(
             # (NDCG_EVAL_BASELINE_POOL, NDCG_EVAL_ALERT_WEBHOOK) unless configured here.
             "watch": watch or nightly_watch(),
             # auto streams Parquet (the published files are) past a small size.
-            "scoring": ScoringEngine(engine=engine or env("NDCG_EVAL_ENGINE") or AUTO,
-                                     spark_master=env("NDCG_EVAL_SPARK_MASTER") or None),
+            "scoring": ScoringEngine(engine=engine or settings.ENGINE.get() or AUTO,
+                                     spark_master=settings.SPARK_MASTER.get()),
             # Unset fields read NDCG_EVAL_MEMORY_LIMIT and NDCG_EVAL_SPILL_DIR when a step runs.
             "memory": MemoryBudget(),
         },

@@ -19,14 +19,13 @@ import os
 import sys
 from pathlib import Path
 
+from evaluation_pipeline import settings
 from evaluation_pipeline.io.lock import LockTimeout, folder_lock
 from evaluation_pipeline.io.storage import REPO
 from schemas.errors import EvaluationError
 
 DAGSTER_HOME = REPO / ".dagster_home"
 MAX_CONCURRENT_RUNS = 2
-LOCK_TIMEOUT_ENV = "NDCG_EVAL_LOCK_TIMEOUT"
-LANDING_ENV = "NDCG_EVAL_LANDING"
 LOCK_TIMEOUT_SECONDS = 1800.0
 
 _HEADER = "# The local Dagster instance of the evaluation pipeline (written by evaluation_pipeline.main)."
@@ -66,7 +65,7 @@ def prepare_instance_home(home: Path) -> Path:
 def _waiting(home: Path, timeout: float):
     def say(holder: str) -> None:
         print(f"another main job ({holder}) is working on the Dagster instance {home}; "
-              f"waiting for it to finish (at most {timeout:g} s, ${LOCK_TIMEOUT_ENV})",
+              f"waiting for it to finish (at most {timeout:g} s, ${settings.LOCK_TIMEOUT.name})",
               file=sys.stderr, flush=True)
     return say
 
@@ -74,15 +73,15 @@ def _waiting(home: Path, timeout: float):
 def main() -> int:
     # `make run` is the development entry point: without a configured landing, queries table
     # and storage it uses the checkout's (definitions.setting).
-    os.environ.setdefault("NDCG_EVAL_DEV", "1")
+    os.environ.setdefault(settings.DEV.name, "1")
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(DAGSTER_HOME)))
-    timeout = float(os.environ.get(LOCK_TIMEOUT_ENV) or LOCK_TIMEOUT_SECONDS)
+    timeout = float(settings.LOCK_TIMEOUT.get() or LOCK_TIMEOUT_SECONDS)
     try:
         with folder_lock(home, timeout, _waiting(home, timeout)):
             return _run(prepare_instance_home(home))
     except LockTimeout as exc:
         print(f"ndcg-eval: {exc}: another main job still works on it; nothing was run. Run "
-              f"again when it has finished, or raise ${LOCK_TIMEOUT_ENV}.", file=sys.stderr)
+              f"again when it has finished, or raise ${settings.LOCK_TIMEOUT.name}.", file=sys.stderr)
         return 2
     except EvaluationError as exc:  # configuration a user can fix: a missing variable or extra
         print(f"ndcg-eval: error: {exc}", file=sys.stderr)
@@ -99,7 +98,7 @@ def _run(home: Path) -> int:
     warnings.filterwarnings("ignore", category=dg.PreviewWarning)
     warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
-    from evaluation_pipeline import cli
+    from evaluation_pipeline.cli import main as cli
     from evaluation_pipeline.definitions import build_definitions, pipeline_spec
     from evaluation_pipeline.orchestration.example_week import run_week, week_folders
     from evaluation_pipeline.orchestration.local_runner import LocalRunner
@@ -110,7 +109,7 @@ def _run(home: Path) -> int:
 
     spec = pipeline_spec()
     # make run lands the example week night by night; a configured landing folder is run as it is.
-    week = not os.environ.get(LANDING_ENV)
+    week = not settings.LANDING.get()
     if week:
         storage = build_definitions().resources["storage"]
         landing, queries = week_folders(storage)

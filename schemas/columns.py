@@ -154,7 +154,7 @@ def _history_dtype(column: str) -> pl.DataType:
 
 HISTORY_DTYPES = {column: _history_dtype(column) for column in HISTORY_COLUMNS}
 
-# --- the nightly comparison's verdicts (core.nightly decides, io.alerts and report read) ------
+# --- the nightly comparison's verdicts (nightly.verdicts decides, nightly.alerts and report read) ------
 REGRESSED = "regressed"
 IMPROVED = "improved"
 NO_CHANGE = "no_change"

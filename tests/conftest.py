@@ -8,14 +8,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from evaluation_pipeline.io.storage import DEVELOPMENT_SWITCH
 from tests.postgres_server import postgres_server  # noqa: F401  (a fixture for every test file)
 from tests.s3_server import endpoint  # noqa: F401  (a fixture for every test file)
 from tests.spark_session import spark  # noqa: F401  (a fixture for every test file)
+from evaluation_pipeline import settings
 
 # The tests run from the checkout: unnamed landing, queries and storage mean its example data
 # (as under `make run`), here and in the subprocesses the tests start.
-os.environ.setdefault(DEVELOPMENT_SWITCH, "1")
+os.environ.setdefault(settings.DEV.name, "1")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

@@ -14,7 +14,8 @@ import socket
 
 import pytest
 
-from evaluation_pipeline.io.locations import STORAGE_OPTIONS_ENV, location
+from evaluation_pipeline import settings
+from evaluation_pipeline.io.locations import location
 
 BUCKET = "ndcg-test"
 
@@ -40,7 +41,7 @@ def endpoint():
         env.setenv("AWS_SECRET_ACCESS_KEY", "testing")
         env.setenv("AWS_DEFAULT_REGION", "us-east-1")
         env.delenv("AWS_ENDPOINT_URL", raising=False)
-        env.setenv(STORAGE_OPTIONS_ENV, json.dumps({"endpoint_url": url}))
+        env.setenv(settings.STORAGE_OPTIONS.name, json.dumps({"endpoint_url": url}))
         location(f"s3://{BUCKET}").fs.mkdir(BUCKET)
         try:
             yield url

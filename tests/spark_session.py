@@ -28,7 +28,7 @@ def spark():
     pytest.importorskip("pyspark", reason="pyspark is not installed (the `spark` extra)")
     if not java_works():
         pytest.skip("Spark needs Java (17+) on PATH")
-    from evaluation_pipeline.engines.spark import spark_session
+    from evaluation_pipeline.engines.spark.engine import spark_session
 
     session = spark_session("local[2]")
     yield session

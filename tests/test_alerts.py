@@ -10,8 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from evaluation_pipeline.io import alerts
-from evaluation_pipeline.io.alerts import AlertSettings, notify, read_alerts
+from evaluation_pipeline import settings
+from evaluation_pipeline.nightly import alerts
+from evaluation_pipeline.nightly.alerts import AlertSettings, notify, read_alerts
 
 REGRESSION = {"ranker": "dense-v2", "cutoff": 10, "paired": 40, "mean_diff": -0.0812,
               "ci_low": -0.11, "ci_high": -0.052, "p": 0.0002, "p_adjusted": 0.0018,
@@ -129,15 +130,15 @@ def test_an_unreachable_webhook_is_retried_then_recorded(tmp_path):
 
 
 def test_without_a_webhook_the_alert_is_only_recorded(tmp_path, monkeypatch):
-    monkeypatch.delenv(alerts.ALERT_WEBHOOK_ENV, raising=False)
+    monkeypatch.delenv(settings.ALERT_WEBHOOK.name, raising=False)
     record, _ = call(tmp_path, AlertSettings.from_env())
     assert record["delivery"]["delivered"] is False
-    assert alerts.ALERT_WEBHOOK_ENV in record["delivery"]["error"]
+    assert settings.ALERT_WEBHOOK.name in record["delivery"]["error"]
     assert len(read_alerts(tmp_path / "history" / "alerts.jsonl")) == 1
 
 
 def test_the_environment_names_the_webhook_unless_configured(monkeypatch):
-    monkeypatch.setenv(alerts.ALERT_WEBHOOK_ENV, "http://127.0.0.1:9/env")
+    monkeypatch.setenv(settings.ALERT_WEBHOOK.name, "http://127.0.0.1:9/env")
     assert AlertSettings.from_env().webhook == "http://127.0.0.1:9/env"
     assert AlertSettings.from_env("http://127.0.0.1:9/field").webhook == (
         "http://127.0.0.1:9/field")

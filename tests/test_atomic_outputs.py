@@ -13,7 +13,7 @@ import time
 import polars as pl
 import pytest
 
-from evaluation_pipeline.cli import main
+from evaluation_pipeline.cli.main import main
 from evaluation_pipeline.io import atomic
 from tests.conftest import EXAMPLES
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from evaluation_pipeline.cli import main
+from evaluation_pipeline.cli.main import main
 from evaluation_pipeline.io.readers import read_judgments, read_run
 from schemas import CandidatePool, InputError, Judgments, validate
 from tests.make_bad_inputs import CORPUS, Case, all_cases, corpus_files

@@ -14,15 +14,15 @@ import numpy as np
 import polars as pl
 import pytest
 
-from evaluation_pipeline.core.bounded_ingest import (
+from evaluation_pipeline import settings
+from evaluation_pipeline.ingest.publish import (
     candidate_set_disagreements,
     count_candidate_set_disagreements,
     publish_judgments,
     publish_pool,
 )
-from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
-from evaluation_pipeline.io.external_sort import (
-    MEMORY_LIMIT_ENV,
+from evaluation_pipeline.metric.hashing import judgments_sha256, pool_sha256
+from evaluation_pipeline.ingest.external_sort import (
     Budget,
     MemoryBudgetError,
     SortInput,
@@ -263,9 +263,9 @@ def test_budgets_as_people_write_them(text, expected):
 
 
 def test_the_budget_comes_from_the_environment_then_the_default(monkeypatch):
-    monkeypatch.delenv(MEMORY_LIMIT_ENV, raising=False)
+    monkeypatch.delenv(settings.MEMORY_LIMIT.name, raising=False)
     assert parse_memory_limit(None) == 2_000_000_000
-    monkeypatch.setenv(MEMORY_LIMIT_ENV, "750MB")
+    monkeypatch.setenv(settings.MEMORY_LIMIT.name, "750MB")
     assert parse_memory_limit(None) == parse_memory_limit("") == 750_000_000
 
 
@@ -282,7 +282,7 @@ def test_a_budget_that_is_not_one_is_refused(text):
     (64, 100, 32),      # a budget below what the process holds bounds DuckDB alone: half
 ])
 def test_duckdb_gets_a_quarter_of_the_budget(monkeypatch, limit_mb, used_mb, expected_mb):
-    from evaluation_pipeline.io import external_sort
+    from evaluation_pipeline.ingest import external_sort
 
     monkeypatch.setattr(external_sort, "_resident_bytes", lambda: used_mb * 1000**2)
     assert external_sort.duckdb_share(limit_mb * 1000**2) == expected_mb * 1000**2
@@ -291,7 +291,7 @@ def test_duckdb_gets_a_quarter_of_the_budget(monkeypatch, limit_mb, used_mb, exp
 def test_a_large_sort_gets_at_least_what_it_needs(monkeypatch):
     """A sort of 333M rows failed at 483 MB (a quarter of 2 GB): a large sort's floor is what
     its merge needs, which grows as the square root of its rows, up to half the budget."""
-    from evaluation_pipeline.io import external_sort
+    from evaluation_pipeline.ingest import external_sort
 
     monkeypatch.setattr(external_sort, "_resident_bytes", lambda: 40 * 1000**2)
 

@@ -8,7 +8,7 @@ import sys
 
 import polars as pl
 
-from evaluation_pipeline.cli import main
+from evaluation_pipeline.cli.main import main
 from schemas import PerQueryResults
 from tests.conftest import EXAMPLES
 
@@ -57,7 +57,7 @@ def test_console_script_and_trec_reader(tmp_path):
     out = tmp_path / "trec"
     run = EXAMPLES / "landing/pools/pool-2026-11-28/bm25-v3.parquet"
     done = subprocess.run(
-        [sys.executable, "-m", "evaluation_pipeline.cli", "score", "--judgments",
+        [sys.executable, "-m", "evaluation_pipeline.cli.main", "score", "--judgments",
          str(EXAMPLES / "trec/maint-v1.qrels"), "--run", str(run), "--profile", "trec_eval",
          "--cutoff", "10", "--out", str(out)],
         capture_output=True, text=True,

@@ -12,7 +12,7 @@ import shutil
 import polars as pl
 import pytest
 
-from evaluation_pipeline.cli import EXIT_BAD_INPUT, main
+from evaluation_pipeline.cli.main import EXIT_BAD_INPUT, main
 from tests.conftest import EXAMPLES
 
 LANDING = EXAMPLES / "landing"

@@ -7,13 +7,13 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from evaluation_pipeline.core.comparison import (
+from evaluation_pipeline.aggregation.comparison import (
     candidate_set_differences,
     compare_pools,
     compare_rankers,
 )
-from evaluation_pipeline.core.evaluation import Lineage
-from evaluation_pipeline.core.statistics import holm, sign_flip_p_value
+from evaluation_pipeline.evaluation import Lineage
+from evaluation_pipeline.stats.inference import holm, sign_flip_p_value
 from tests.test_report_aggregates import LINEAGE, SHA_J, SHA_P, per_query_rows
 
 RNG = np.random.default_rng(11)

@@ -19,11 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluation_pipeline.core import blocks as blocks_module
-from evaluation_pipeline.core import hashing, threads
-from evaluation_pipeline.core.hashing import StreamingDigest, judgments_sha256, pool_sha256
-from evaluation_pipeline.core.line_kernels import put_int
-from evaluation_pipeline.core.string_kernels import key_order
+from evaluation_pipeline.metric.kernels import blocks as blocks_module
+from evaluation_pipeline.metric import hashing
+from evaluation_pipeline.metric.kernels import threads
+from evaluation_pipeline.metric.hashing import StreamingDigest, judgments_sha256, pool_sha256
+from evaluation_pipeline.metric.kernels.lines import put_int
+from evaluation_pipeline.metric.kernels.strings import key_order
 
 PREFIXES = ["", "d", "https://example.org/docs/", "0123456789abcdef", "0123456", "é"]
 ids = st.builds(lambda prefix, rest: prefix + rest, st.sampled_from(PREFIXES),
@@ -261,7 +262,7 @@ def test_key_order_is_the_stable_byte_order(spec, rnd):
         rnd.shuffle(block)
         docs += block
         starts.append(len(docs))
-    from evaluation_pipeline.core.buffers import string_buffers
+    from evaluation_pipeline.metric.kernels.buffers import string_buffers
 
     strings = string_buffers(pl.Series(docs, dtype=pl.String))
     order, scratch = np.empty(len(docs), np.int64), np.empty(len(docs), np.int64)
@@ -311,7 +312,7 @@ def test_helper_threads_work_in_a_forked_child():
 def test_string_buffers_copy_every_view(pieces, skip_head, skip_tail):
     """Strings of up to 12 bytes live in the view itself, longer ones in one of the array's data
     buffers; a column may come in several chunks and as a slice of them."""
-    from evaluation_pipeline.core.buffers import string_buffers
+    from evaluation_pipeline.metric.kernels.buffers import string_buffers
 
     column = pl.concat([pl.Series("s", p, dtype=pl.String) for p in pieces], rechunk=False)
     column = column.slice(skip_head, max(len(column) - skip_head - skip_tail, 0))

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from evaluation_pipeline.engines.spark import read_results
+from evaluation_pipeline.engines.spark.engine import read_results
 from evaluation_pipeline.io.datasets import NoDataFiles, data_files, read_dataset
 from evaluation_pipeline.io.locations import location
 from tests.conftest import EXAMPLES
@@ -101,8 +101,8 @@ def test_a_result_spark_wrote_at_a_url_is_read_whole(tmp_path, spark, endpoint):
     # `score --engine spark --out s3a://...` leaves no marker: its parts, Spark's _SUCCESS and
     # then summary.json. The commands read it as the same result on a local disk, and refuse
     # it while the summary is not there yet.
-    from evaluation_pipeline.cli import main
-    from evaluation_pipeline.commands.results import load_results
+    from evaluation_pipeline.cli.main import main
+    from evaluation_pipeline.cli.results import load_results
     from evaluation_pipeline.io.result_folder import IncompleteResult
 
     judgments = EXAMPLES / "landing" / "judgments" / "maint-v2.csv"

@@ -5,12 +5,12 @@ from importlib import resources
 
 import pytest
 
+from evaluation_pipeline import settings
 from evaluation_pipeline.definitions import MissingSetting, build_definitions, pipeline_spec
 from evaluation_pipeline.io.storage import (
     DEFAULT_LANDING,
     DEFAULT_QUERIES,
     DEFAULT_STORAGE,
-    DEVELOPMENT_SWITCH,
     SPEC_FILE,
 )
 from evaluation_pipeline.spec import load_spec
@@ -21,7 +21,7 @@ LOCATIONS = ("NDCG_EVAL_STORAGE", "NDCG_EVAL_LANDING", "NDCG_EVAL_QUERIES")
 @pytest.fixture
 def deployment(monkeypatch):
     """An environment like a deployment's: no development switch, no location set."""
-    monkeypatch.delenv(DEVELOPMENT_SWITCH, raising=False)
+    monkeypatch.delenv(settings.DEV.name, raising=False)
     for variable in LOCATIONS:
         monkeypatch.delenv(variable, raising=False)
     return monkeypatch
@@ -32,7 +32,7 @@ def test_a_missing_location_is_an_error_naming_its_variable(deployment, tmp_path
     for variable in LOCATIONS:
         if variable != missing:
             deployment.setenv(variable, str(tmp_path / variable.lower()))
-    with pytest.raises(MissingSetting, match=rf"^{missing} is not set: .*{DEVELOPMENT_SWITCH}=1"):
+    with pytest.raises(MissingSetting, match=rf"^{missing} is not set: .*{settings.DEV.name}=1"):
         build_definitions()
 
 
@@ -49,7 +49,7 @@ def test_configured_locations_are_used_as_given(deployment, tmp_path):
 
 
 def test_the_development_switch_means_the_checkouts_example_data(deployment):
-    deployment.setenv(DEVELOPMENT_SWITCH, "1")
+    deployment.setenv(settings.DEV.name, "1")
     resources_ = build_definitions().resources
     assert resources_["storage"].base == str(DEFAULT_STORAGE)
     assert resources_["landing"].folder == str(DEFAULT_LANDING)

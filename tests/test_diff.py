@@ -5,13 +5,13 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from evaluation_pipeline.core.diff import (
+from evaluation_pipeline.analysis.diff import (
     DiffError,
     judgment_changes,
     judgment_version_diff,
     pool_diff,
 )
-from evaluation_pipeline.core.evaluation import evaluate
+from evaluation_pipeline.evaluation import evaluate
 from evaluation_pipeline.spec import EvaluationSpec
 
 SPEC = EvaluationSpec(cutoffs=(3,), gain="linear")

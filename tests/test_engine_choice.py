@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from evaluation_pipeline import cli
-from evaluation_pipeline.cli import main
-from evaluation_pipeline.commands import score
-from evaluation_pipeline.engines.spark import (
+from evaluation_pipeline.cli import main as cli
+from evaluation_pipeline.cli.main import main
+from evaluation_pipeline.cli import score_command as score
+from evaluation_pipeline.engines.spark.engine import (
     BUCKETS,
     LOCAL_MASTER,
     ROWS_PER_BUCKET,

@@ -62,7 +62,7 @@ def test_the_command_reads_and_writes_urls(inputs, tmp_path, spark):
     # the summary are written there, through Spark, and match the local engine's.
     import json
 
-    from evaluation_pipeline.cli import main
+    from evaluation_pipeline.cli.main import main
 
     judgments, run = inputs
     assert main(["score", "--judgments", str(judgments), "--run", str(run), "--profile",
@@ -166,9 +166,9 @@ def test_an_empty_run_is_refused(inputs, tmp_path, spark):
 
 
 def test_many_small_buckets_give_the_same_rows(inputs, tmp_path, spark, monkeypatch):
-    # A big run is cut into more buckets (engines.spark.bucket_count); here ten rows a bucket
+    # A big run is cut into more buckets (engines.spark.engine.bucket_count); here ten rows a bucket
     # stand in for a million, so that the run spreads over some two hundred Python calls.
-    from evaluation_pipeline.engines import spark as engine
+    from evaluation_pipeline.engines.spark import engine
 
     monkeypatch.setattr(engine, "ROWS_PER_BUCKET", 10)
     judgments, run = inputs
@@ -179,6 +179,6 @@ def test_many_small_buckets_give_the_same_rows(inputs, tmp_path, spark, monkeypa
 def test_an_active_session_is_used_whatever_the_master(spark):
     # The pipeline's resource and the command name a master for a new session only: under
     # spark-submit, or beside a session the caller started, that session scores.
-    from evaluation_pipeline.engines.spark import spark_session
+    from evaluation_pipeline.engines.spark.engine import spark_session
 
     assert spark_session("spark://nowhere:7077") is spark

@@ -8,8 +8,9 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from evaluation_pipeline.core.ndcg import score_candidates
-from evaluation_pipeline.engines import score_files, streaming
+from evaluation_pipeline.metric.ndcg import score_candidates
+from evaluation_pipeline.engines import score_files
+from evaluation_pipeline.engines.streaming import engine as streaming
 from evaluation_pipeline.spec import profile
 from schemas import InputError
 from tests.conftest import EXAMPLES

@@ -6,8 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from evaluation_pipeline.core.explain import explain
-from evaluation_pipeline.core.ndcg import score
+from evaluation_pipeline.analysis.explain import explain
+from evaluation_pipeline.metric.ndcg import score
 from evaluation_pipeline.spec import EvaluationSpec
 
 

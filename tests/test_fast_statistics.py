@@ -9,9 +9,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from evaluation_pipeline.core import intervals, resampling
-from evaluation_pipeline.core.aggregates import aggregate_with_intervals
-from evaluation_pipeline.core.comparison import compare_rankers
+from evaluation_pipeline.stats import intervals
+from evaluation_pipeline.stats import resampling
+from evaluation_pipeline.aggregation.aggregates import aggregate_with_intervals
+from evaluation_pipeline.aggregation.comparison import compare_rankers
 from tests.test_report_aggregates import per_query_rows
 
 MASK = (1 << 64) - 1

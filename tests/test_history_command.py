@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from evaluation_pipeline import cli
-from evaluation_pipeline.commands import history as history_command
+from evaluation_pipeline.cli import main as cli
+from evaluation_pipeline.cli import history_command
 from evaluation_pipeline.io.storage import HISTORY_FILE, HISTORY_FOLDER
 from tests.test_nightly_week import run_week
 

@@ -18,7 +18,7 @@ def _run(code: str) -> str:
 def test_warm_up_skips_the_blas_probe_and_scipy_still_imports():
     out = _run("""
         import sys
-        from evaluation_pipeline.core import kernel
+        from evaluation_pipeline.metric.kernels import loading as kernel
         kernel.warm_up()
         print("scipy.linalg" in sys.modules, sys.modules.get("scipy.linalg.cython_blas", 0))
         import scipy.linalg.cython_blas  # visible again
@@ -31,8 +31,8 @@ def test_warm_up_skips_the_blas_probe_and_scipy_still_imports():
 def test_warm_up_after_scipy_is_loaded_changes_nothing():
     out = _run("""
         import scipy.linalg, numpy as np
-        from evaluation_pipeline.core import kernel
-        from evaluation_pipeline.core.scoring_kernels import ideal_dcg
+        from evaluation_pipeline.metric.kernels import loading as kernel
+        from evaluation_pipeline.metric.kernels.scoring import ideal_dcg
         kernel.warm_up()
         print(ideal_dcg(np.array([0, 2]), np.array([1.0, 3.0]), np.array([1, 2]))[0, 0])
     """)
@@ -43,14 +43,14 @@ def test_spec_never_imports_numba_and_report_loads_only_the_resampling(tmp_path)
     # The kernels are imported where they are called: spec stays clear of the compiler's 0.3 s
     # import; report compiles its resampling pass (and the string buffers its query keys are
     # hashed from), never the scoring or the hash's line kernels.
-    from evaluation_pipeline.cli import main
+    from evaluation_pipeline.cli.main import main
     from tests.test_report_cli import P28, V2
 
     out = tmp_path / "scored"
     assert main(["score", "--judgments", str(V2), "--run", str(P28), "--out", str(out)]) == 0
     loaded = _run(f"""
         import contextlib, io, sys
-        from evaluation_pipeline.cli import main
+        from evaluation_pipeline.cli.main import main
         with contextlib.redirect_stdout(io.StringIO()):
             spec = main(["spec"])
             after_spec = any(name.split(".")[0] == "numba" for name in sys.modules)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from evaluation_pipeline import settings
 from evaluation_pipeline.io.locations import (
-    STORAGE_OPTIONS_ENV,
     LocationError,
     argument,
     is_remote,
@@ -20,7 +20,7 @@ pytest.importorskip("s3fs")
 
 
 def test_a_url_keeps_its_double_slash_and_takes_the_options(monkeypatch):
-    monkeypatch.setenv(STORAGE_OPTIONS_ENV, '{"endpoint_url": "http://127.0.0.1:1", "a": 1}')
+    monkeypatch.setenv(settings.STORAGE_OPTIONS.name, '{"endpoint_url": "http://127.0.0.1:1", "a": 1}')
     where = location("s3://bucket/out/rep", {"a": 2})
     assert is_remote(where) and str(where) == "s3://bucket/out/rep"
     assert str(where / "report.html") == "s3://bucket/out/rep/report.html"
@@ -46,6 +46,6 @@ def test_a_missing_filesystem_names_the_extra(monkeypatch):
 
 @pytest.mark.parametrize("text", ["{not json", "[1, 2]"])
 def test_storage_options_must_be_a_json_object(text, monkeypatch):
-    monkeypatch.setenv(STORAGE_OPTIONS_ENV, text)
-    with pytest.raises(LocationError, match=STORAGE_OPTIONS_ENV):
+    monkeypatch.setenv(settings.STORAGE_OPTIONS.name, text)
+    with pytest.raises(LocationError, match=settings.STORAGE_OPTIONS.name):
         storage_options()

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluation_pipeline.cli import main
-from evaluation_pipeline.core.aggregates import aggregate
-from evaluation_pipeline.core.ndcg import score
+from evaluation_pipeline.cli.main import main
+from evaluation_pipeline.aggregation.aggregates import aggregate
+from evaluation_pipeline.metric.ndcg import score
 from evaluation_pipeline.spec import SpecError, profile, spec_from_mapping
 
 CUTOFFS = (1, 3, 5, 10)

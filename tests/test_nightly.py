@@ -9,8 +9,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from evaluation_pipeline.core import nightly
-from evaluation_pipeline.core.nightly import (
+from evaluation_pipeline.nightly import verdicts as nightly
+from evaluation_pipeline.nightly.verdicts import (
     IMPROVED,
     NO_CHANGE,
     REGRESSED,

@@ -12,17 +12,17 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from evaluation_pipeline.core.aggregates import aggregate_with_intervals
-from evaluation_pipeline.core.evaluation import evaluate
-from evaluation_pipeline.core.history import check_unique
-from evaluation_pipeline.core.nightly import REGRESSED, previous_night
-from evaluation_pipeline.core.watch import (
+from evaluation_pipeline.aggregation.aggregates import aggregate_with_intervals
+from evaluation_pipeline.evaluation import evaluate
+from evaluation_pipeline.nightly.history import check_unique
+from evaluation_pipeline.nightly.verdicts import REGRESSED, previous_night
+from evaluation_pipeline.nightly.watch import (
     WatchSettings,
     compared_frames,
     record_evaluation,
     watch_evaluation,
 )
-from evaluation_pipeline.io.alerts import AlertSettings, notify, read_alerts
+from evaluation_pipeline.nightly.alerts import AlertSettings, notify, read_alerts
 from evaluation_pipeline.io.readers import read_judgments, read_pool, read_queries
 from evaluation_pipeline.report.trend import render_trend
 from evaluation_pipeline.spec import EvaluationSpec

@@ -16,11 +16,12 @@ import sys
 
 import pytest
 
-from evaluation_pipeline.cli import main
-from evaluation_pipeline.commands.results import load_results
+from evaluation_pipeline import settings
+from evaluation_pipeline.cli.main import main
+from evaluation_pipeline.cli.results import load_results
 from evaluation_pipeline.io import result_folder
 from evaluation_pipeline.io.atomic import write_parquet
-from evaluation_pipeline.io.locations import STORAGE_OPTIONS_ENV, location
+from evaluation_pipeline.io.locations import location
 from evaluation_pipeline.io.readers import read_judgments
 from evaluation_pipeline.io.storage import HISTORY_FOLDER, RESULT_MARKER
 from tests.conftest import EXAMPLES, REPO
@@ -161,8 +162,8 @@ def test_report_out_url_goes_to_the_bucket_not_a_local_folder(inputs, tmp_path, 
 
 
 def test_explain_and_storage_options_flag_reach_the_bucket(inputs, capsys, monkeypatch):
-    options = os.environ[STORAGE_OPTIONS_ENV]
-    monkeypatch.delenv(STORAGE_OPTIONS_ENV)  # the flag alone carries the endpoint
+    options = os.environ[settings.STORAGE_OPTIONS.name]
+    monkeypatch.delenv(settings.STORAGE_OPTIONS.name)  # the flag alone carries the endpoint
     query = read_judgments(V2)["query_id"][0]
     args = ["--query", query, "--ranker", "bm25-v3", "--json"]
     assert main(["explain", "--judgments", inputs["v2"], "--run", inputs["pool"],

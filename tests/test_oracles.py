@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import ndcg_score
 
-from evaluation_pipeline.core.ndcg import score
+from evaluation_pipeline.metric.ndcg import score
 from evaluation_pipeline.spec import EvaluationSpec, profile
 
 CUTOFFS = (1, 3, 5, 10)

@@ -8,7 +8,7 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
-from evaluation_pipeline.core.ndcg import score
+from evaluation_pipeline.metric.ndcg import score
 from tests.test_orchestration_pipeline import make_pipeline, temporary_instance
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)

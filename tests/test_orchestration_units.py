@@ -8,10 +8,10 @@ import polars as pl
 import pytest
 
 from evaluation_pipeline.io.readers import read_pool
-from evaluation_pipeline.core import quality
-from evaluation_pipeline.core.comparison import candidate_set_differences
+from evaluation_pipeline.analysis import quality
+from evaluation_pipeline.aggregation.comparison import candidate_set_differences
 from evaluation_pipeline.io import landing
-from evaluation_pipeline.core.hashing import HASH_VERSION, judgments_sha256, sha256_of
+from evaluation_pipeline.metric.hashing import HASH_VERSION, judgments_sha256, sha256_of
 from evaluation_pipeline.io.storage import JUDGMENTS_FILE
 from evaluation_pipeline.orchestration.assets import evaluation_code_version
 from evaluation_pipeline.orchestration.checks import _published_check
@@ -225,18 +225,19 @@ def test_scoring_is_in_a_concurrency_pool_that_the_local_instance_limits(tmp_pat
         assert config.run_queue_config.max_concurrent_runs == MAX_CONCURRENT_RUNS
 
 
-@pytest.mark.parametrize("engine, ingest", [("spark", "spark_ingest"), ("local", "bounded_ingest"),
-                                            ("auto", "bounded_ingest")])
+@pytest.mark.parametrize("engine, ingest", [("spark", "evaluation_pipeline.engines.spark.ingest"),
+                                            ("local", "evaluation_pipeline.ingest.publish"),
+                                            ("auto", "evaluation_pipeline.ingest.publish")])
 def test_the_engine_resource_hands_in_ingest(engine, ingest, monkeypatch, tmp_path):
     """Ingest runs on Spark when the engine is Spark (the session at its master), else here."""
-    from evaluation_pipeline.core import bounded_ingest
-    from evaluation_pipeline.engines import spark_ingest
+    from evaluation_pipeline.ingest import publish as bounded_ingest
+    from evaluation_pipeline.engines.spark import ingest as spark_ingest
 
     calls = []
     for module in (bounded_ingest, spark_ingest):
         for function in ("publish_pool", "publish_judgments"):
             monkeypatch.setattr(module, function, lambda *args, _f=function, _m=module, **kw:
-                                calls.append((_m.__name__.rsplit(".", 1)[-1], _f, args, kw)))
+                                calls.append((_m.__name__, _f, args, kw)))
     resource = ScoringEngine(engine=engine, spark_master="local[1]")
     resource.publish_pool(tmp_path / "pool", tmp_path / "out", pool="p", budget=None)
     resource.publish_judgments(tmp_path / "v.csv", tmp_path / "out", version="v")

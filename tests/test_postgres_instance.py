@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evaluation_pipeline.io.storage import DEVELOPMENT_SWITCH
+from evaluation_pipeline import settings
 from evaluation_pipeline.main import INSTANCE_YAML
 from tests.conftest import EXAMPLES, REPO
 
@@ -37,7 +37,7 @@ def deployment(root: Path, instance_env: dict[str, str] | None = None) -> dict[s
     home.mkdir()
     if instance_env is not None:
         shutil.copy(INSTANCE_FILE, home / "dagster.yaml")
-    env = {k: v for k, v in os.environ.items() if k != DEVELOPMENT_SWITCH}
+    env = {k: v for k, v in os.environ.items() if k != settings.DEV.name}
     return env | (instance_env or {}) | {
         "DAGSTER_HOME": str(home),
         "NDCG_EVAL_LANDING": str(root / "landing"),

@@ -9,8 +9,8 @@ from itertools import permutations
 import polars as pl
 import pytest
 
-from evaluation_pipeline.cli import main
-from evaluation_pipeline.core import reconcile as rc
+from evaluation_pipeline.cli.main import main
+from evaluation_pipeline.analysis import reconcile as rc
 from evaluation_pipeline.spec import PROFILES, load_spec, profile
 from tests.conftest import EXAMPLES
 

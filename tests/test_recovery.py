@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluation_pipeline.io.faults import FAIL_WRITE_ENV
 from tests.conftest import EXAMPLES, REPO
+from evaluation_pipeline import settings
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def _root(base: Path) -> Path:
 
 
 def _env(root: Path, **extra: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key != FAIL_WRITE_ENV}
+    env = {key: value for key, value in os.environ.items() if key != settings.FAIL_WRITE.name}
     return env | {
         "NDCG_EVAL_LANDING": str(root / "landing"),
         "NDCG_EVAL_STORAGE": str(root / "storage"),
@@ -125,7 +125,7 @@ def test_kill_9_then_rerun_gives_a_clean_runs_outputs(tmp_path: Path, clean, poi
 def test_full_disk_fails_loudly_and_a_rerun_once_space_is_back_completes(tmp_path: Path, clean):
     root = _root(tmp_path)
     full = "reports/pool-2026-11-28/maint-v1/*/report.json"
-    code, output = _main(root, "full.log", **{FAIL_WRITE_ENV: full})
+    code, output = _main(root, "full.log", **{settings.FAIL_WRITE.name: full})
     assert code != 0, output
     assert "No space left on device" in output and "report.json" in output
     assert "gave up after 3 attempts" in output
@@ -138,7 +138,7 @@ def test_full_disk_fails_loudly_and_a_rerun_once_space_is_back_completes(tmp_pat
 
 def test_a_write_that_fails_once_is_retried_within_the_run(tmp_path: Path, clean):
     root = _root(tmp_path)
-    code, output = _main(root, "once.log", **{FAIL_WRITE_ENV: "per_query.parquet:1"})
+    code, output = _main(root, "once.log", **{settings.FAIL_WRITE.name: "per_query.parquet:1"})
     assert code == 0, output
     assert _outputs(root / "storage") == clean
 

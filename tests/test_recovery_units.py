@@ -13,9 +13,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from evaluation_pipeline import settings
 from evaluation_pipeline.definitions import pipeline_spec
 from evaluation_pipeline.io import landing
-from evaluation_pipeline.io.faults import FAIL_WRITE_ENV
 from evaluation_pipeline.io.lock import LockTimeout, folder_lock
 from evaluation_pipeline.orchestration.liveness import (
     HOST_TAG,
@@ -111,15 +111,15 @@ def test_deleted_report_is_evaluated_again_under_a_new_run_key(pipeline):
 
 
 def test_a_failing_write_is_retried_and_an_input_error_is_not(pipeline, monkeypatch):
-    monkeypatch.setenv(FAIL_WRITE_ENV, "queries.parquet:1")
+    monkeypatch.setenv(settings.FAIL_WRITE.name, "queries.parquet:1")
     (queries,) = pipeline.runner.tick("queries_changed")
     assert queries.success and queries.attempts == 2
-    monkeypatch.setenv(FAIL_WRITE_ENV, "judgments.parquet")
+    monkeypatch.setenv(settings.FAIL_WRITE.name, "judgments.parquet")
     (ingest,) = pipeline.runner.tick("judgment_versions_landed")
     assert not ingest.success and ingest.attempts == pipeline.runner.max_attempts
     assert "No space left on device" in ingest.error and "judgments.parquet" in ingest.error
     assert "gave up after 3 attempts" in ingest.error
-    monkeypatch.delenv(FAIL_WRITE_ENV)
+    monkeypatch.delenv(settings.FAIL_WRITE.name)
     bad = pipeline.landing / "judgments" / "maint-bad.csv"
     bad.write_text("query_id,doc_id,grade\nq1,d1,-1\n")
     (refused,) = pipeline.runner.tick("judgment_versions_landed")

@@ -8,12 +8,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from evaluation_pipeline.core.aggregates import (
+from evaluation_pipeline.aggregation.aggregates import (
     aggregate,
     aggregate_with_intervals,
 )
-from evaluation_pipeline.core.evaluation import Lineage
-from evaluation_pipeline.core.intervals import ALL
+from evaluation_pipeline.evaluation import Lineage
+from evaluation_pipeline.stats.intervals import ALL
 from evaluation_pipeline.report import (
     REPORT_COLUMNS,
     ReportConfig,

@@ -7,7 +7,7 @@ import json
 import polars as pl
 import pytest
 
-from evaluation_pipeline.cli import main
+from evaluation_pipeline.cli.main import main
 from evaluation_pipeline.spec import EvaluationSpec
 from tests.conftest import EXAMPLES
 
@@ -113,7 +113,7 @@ def test_a_report_from_the_columns_it_reads_writes_the_same_files(tmp_path):
     """The pipeline's report holds only ``REPORT_COLUMNS`` and copies the whole rows into the
     report from their file, streamed: every file is byte for byte the report of all columns,
     from one file and from a folder of parts."""
-    from evaluation_pipeline.core.evaluation import read_with_lineage
+    from evaluation_pipeline.evaluation import read_with_lineage
     from evaluation_pipeline.io.atomic import write_parquet
     from evaluation_pipeline.report import REPORT_COLUMNS, ReportConfig, write_report
     from evaluation_pipeline.spec import profile

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from evaluation_pipeline.commands.score import SUMMARY_COLUMNS
-from evaluation_pipeline.core.evaluation import Lineage, summarize
+from evaluation_pipeline.cli.score_command import SUMMARY_COLUMNS
+from evaluation_pipeline.evaluation import Lineage, summarize
 from evaluation_pipeline.report.format import interval, number, with_interval
 from evaluation_pipeline.report.headline import PIPELINE_VIEW, REPORT_VIEW, headline_table
 from evaluation_pipeline.report.markdown import headline_markdown

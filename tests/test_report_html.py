@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation_pipeline.core.evaluation import evaluate
+from evaluation_pipeline.evaluation import evaluate
 from evaluation_pipeline.io.readers import read_judgments, read_pool, read_queries
 from evaluation_pipeline.report import ReportConfig, write_report
 from evaluation_pipeline.spec import profile

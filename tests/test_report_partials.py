@@ -1,4 +1,4 @@
-"""The report's numbers as sums over chunks of queries (core.report_partials): the same on
+"""The report's numbers as sums over chunks of queries (aggregation.partials): the same on
 any cut of the files, one chunk in memory or all, and the same as one chunk up to rounding."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import polars as pl
 import pytest
 
-from evaluation_pipeline.core import report_partials
+from evaluation_pipeline.aggregation import partials as report_partials
 from evaluation_pipeline.io.atomic import json_text
 from evaluation_pipeline.io.datasets import scan_dataset
 from evaluation_pipeline.report.build import (
@@ -84,7 +84,7 @@ def test_chunks_are_a_function_of_the_query_id_alone():
 
 
 def test_the_weight_itself_may_be_a_slice():
-    from evaluation_pipeline.core.aggregates import aggregate_with_intervals
+    from evaluation_pipeline.aggregation.aggregates import aggregate_with_intervals
 
     frame = aggregate_with_intervals(TONIGHT, QUERIES, ("weight",), n_bootstrap=20)
     weights = frame.filter(pl.col("slice_column") == "weight")
@@ -105,7 +105,7 @@ def test_a_previous_night_without_rows_is_a_night_with_nothing_to_compare():
 
 
 def test_nights_stored_with_other_dtypes_give_the_same_numbers():
-    from evaluation_pipeline.core.nightly import compare_nights
+    from evaluation_pipeline.nightly.verdicts import compare_nights
 
     other = PREVIOUS.with_columns(pl.col("cutoff").cast(pl.Int32),
                                   pl.col("status").cast(pl.Categorical),
@@ -116,7 +116,7 @@ def test_nights_stored_with_other_dtypes_give_the_same_numbers():
 
 
 def test_a_null_candidate_count_beside_a_count_is_evidence_of_other_sets():
-    from evaluation_pipeline.core.comparison import compare_rankers
+    from evaluation_pipeline.aggregation.comparison import compare_rankers
 
     two = TONIGHT.filter(pl.col("ranker") != "c").with_columns(
         candidate_recall=pl.lit(0.5), n_candidates=pl.lit(100, dtype=pl.Int64))
@@ -137,7 +137,7 @@ def test_a_difference_on_a_bin_edge_is_counted_in_the_bin_it_starts():
 
     import numpy as np
 
-    from evaluation_pipeline.core.comparison import compare_rankers
+    from evaluation_pipeline.aggregation.comparison import compare_rankers
     from tests.test_report_aggregates import per_query_rows
 
     pairs = [("0.1", "1.0"), ("0.2", "1.0"), ("0.3", "1.0"), ("0.7", "1.0"), ("0.5", "0.75"),
@@ -162,7 +162,7 @@ def test_a_summary_of_one_chunk_does_not_import_numba():
     from tests.conftest import REPO
 
     code = ("import sys\n"
-            "from evaluation_pipeline.core.aggregates import aggregate\n"
+            "from evaluation_pipeline.aggregation.aggregates import aggregate\n"
             "from tests.test_report_aggregates import PER_QUERY\n"
             "aggregate(PER_QUERY)\n"
             "print('numba' in sys.modules)\n")

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluation_pipeline.cli import main
+from evaluation_pipeline import settings
+from evaluation_pipeline.cli.main import main
 from evaluation_pipeline.io import leftovers, result_set
-from evaluation_pipeline.io.faults import FAIL_WRITE_ENV
 from evaluation_pipeline.spec import MAX_CUTOFF
 from tests.conftest import EXAMPLES, REPO
 
@@ -70,7 +70,7 @@ def test_a_failure_between_files_keeps_the_earlier_complete_result(tmp_path, mon
     assert score(out, "--cutoff", "3") == 0
     before = tree(out)
     # per_query.parquet and summary.json of the new result are written, then report.html fails.
-    monkeypatch.setenv(FAIL_WRITE_ENV, "report.html")
+    monkeypatch.setenv(settings.FAIL_WRITE.name, "report.html")
     capsys.readouterr()
     assert score(out, *FAST_REPORT) == 1
     err = capsys.readouterr().err
@@ -83,7 +83,7 @@ def test_a_killed_score_leaves_the_earlier_result_and_the_rerun_cleans_up(tmp_pa
     out = tmp_path / "out"
     assert score(out, "--cutoff", "3") == 0
     before = tree(out)
-    command = [sys.executable, "-m", "evaluation_pipeline.cli", "score", "--judgments",
+    command = [sys.executable, "-m", "evaluation_pipeline.cli.main", "score", "--judgments",
                str(JUDGMENTS), "--run", str(POOL), "--out", str(out), "--bootstrap", "20000",
                "--report"]
     process = subprocess.Popen(command, env=os.environ | {"PYTHONPATH": str(REPO)},

@@ -23,23 +23,22 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from evaluation_pipeline.cli import EXIT_BAD_INPUT, main
-from evaluation_pipeline.commands.results import read_with_lineage
-from evaluation_pipeline.core.bounded_ingest import (
+from evaluation_pipeline import settings
+from evaluation_pipeline.cli.main import EXIT_BAD_INPUT, main
+from evaluation_pipeline.cli.results import read_with_lineage
+from evaluation_pipeline.ingest.publish import (
     Verified,
     candidate_set_disagreements,
     publish_judgments,
     publish_pool,
     verify_published,
 )
-from evaluation_pipeline.core.evaluation import Lineage, LineageError, evaluate
-from evaluation_pipeline.core.hashing import judgments_sha256, pool_sha256
+from evaluation_pipeline.evaluation import Lineage, LineageError, evaluate
+from evaluation_pipeline.metric.hashing import judgments_sha256, pool_sha256
 from evaluation_pipeline.definitions import pipeline_spec
 from evaluation_pipeline.engines import choice, score_files
 from evaluation_pipeline.engines.choice import choose_engine, in_memory_peak
-from evaluation_pipeline.io.external_sort import (
-    MEMORY_LIMIT_ENV,
-    SPILL_DIR_ENV,
+from evaluation_pipeline.ingest.external_sort import (
     Budget,
     MemoryBudgetError,
 )
@@ -102,7 +101,7 @@ def test_auto_scores_in_memory_what_fits_the_budget_and_streams_the_rest(inputs,
     assert 0.35e9 < in_memory_peak(footers(judgments, pool)) < 0.5e9
     assert choose_engine(judgments, pool, budget=roomy) == "local"
     assert choose_engine(judgments, pool, budget=BUDGET) == "streaming"
-    monkeypatch.setenv(MEMORY_LIMIT_ENV, f"{BUDGET.memory_limit}B")
+    monkeypatch.setenv(settings.MEMORY_LIMIT.name, f"{BUDGET.memory_limit}B")
     assert choose_engine(judgments, pool) == "streaming"  # the budget from the environment
     monkeypatch.setattr(choice, "IN_MEMORY_MAX_ROWS", 1000)
     assert choose_engine(judgments, pool, budget=roomy) == "streaming"  # no faster in memory
@@ -215,8 +214,8 @@ def test_assets_spill_and_equal_the_in_memory_path(large_inputs, tmp_path, monke
     the in-memory path's per-query rows and content hashes."""
     judgments, pool = large_inputs
     # The budget whose sorts of this pool spill, below the in-memory estimate: auto streams.
-    monkeypatch.setenv(MEMORY_LIMIT_ENV, f"{SPILL_BUDGET.memory_limit}B")
-    monkeypatch.setenv(SPILL_DIR_ENV, str(tmp_path / "spill"))
+    monkeypatch.setenv(settings.MEMORY_LIMIT.name, f"{SPILL_BUDGET.memory_limit}B")
+    monkeypatch.setenv(settings.SPILL_DIR.name, str(tmp_path / "spill"))
     root = tmp_path / "pipeline"
     root.mkdir()
     with temporary_instance(root / "dagster_home") as instance:

@@ -111,7 +111,7 @@ def test_screens_without_the_key_check_accept_repeated_keys():
 
 @pytest.fixture(scope="module")
 def per_query():
-    from evaluation_pipeline.core.evaluation import evaluate
+    from evaluation_pipeline.evaluation import evaluate
     from evaluation_pipeline.spec import EvaluationSpec
 
     rows, _ = evaluate(JUDGMENTS, POOL, EvaluationSpec(cutoffs=(1, 3)))

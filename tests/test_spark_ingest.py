@@ -1,4 +1,4 @@
-"""Ingest on Spark (``engines.spark_ingest``) against the local path (``core.bounded_ingest``):
+"""Ingest on Spark (``engines.spark.ingest``) against the local path (``ingest.publish``):
 the same content hashes, published rows and facts for unsorted input spread over several
 files, and the same refusals.
 
@@ -12,7 +12,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from evaluation_pipeline.core import bounded_ingest, hashing
+from evaluation_pipeline.ingest import publish as bounded_ingest
+from evaluation_pipeline.metric import hashing
 from tests import test_bounded_ingest
 from tests.spark_session import requires_spark
 from tests.test_bounded_ingest import BUDGET, candidates, shuffled
@@ -50,7 +51,7 @@ def judgment_files(tmp_path):
 
 def test_a_pool_of_unsorted_files_publishes_as_the_local_path(
         spark, pool_folder, tmp_path, short_ranges):
-    from evaluation_pipeline.engines import spark_ingest
+    from evaluation_pipeline.engines.spark import ingest as spark_ingest
 
     locally = bounded_ingest.publish_pool(pool_folder, tmp_path / "local.parquet",
                                           budget=BUDGET)
@@ -65,7 +66,7 @@ def test_a_pool_of_unsorted_files_publishes_as_the_local_path(
 
 def test_a_version_in_several_files_publishes_as_the_local_path(spark, judgment_files,
                                                                 tmp_path, short_ranges):
-    from evaluation_pipeline.engines import spark_ingest
+    from evaluation_pipeline.engines.spark import ingest as spark_ingest
 
     locally = bounded_ingest.publish_judgments(judgment_files, tmp_path / "local.parquet",
                                                version="v9", budget=BUDGET)
@@ -85,7 +86,7 @@ def _refusal(call):
 
 def test_bad_rows_are_refused_with_the_local_paths_message(
         spark, pool_folder, tmp_path):
-    from evaluation_pipeline.engines import spark_ingest
+    from evaluation_pipeline.engines.spark import ingest as spark_ingest
 
     dense = pl.read_parquet(pool_folder / "dense.parquet")
     dense.with_columns(pl.when(pl.int_range(pl.len()) == 7).then(float("nan"))

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from evaluation_pipeline.core import report_partials
+from evaluation_pipeline.aggregation import partials as report_partials
 from evaluation_pipeline.io.atomic import json_text
 from evaluation_pipeline.report.build import build_report, local_numbers
 from tests.report_nights import CONFIG, QUERIES, SPEC, night
@@ -42,7 +42,7 @@ def _report(numbers) -> str:
 
 
 def test_spark_and_local_numbers_give_the_same_report_to_the_bit(nights, spark, monkeypatch):
-    from evaluation_pipeline.engines.spark_report import spark_numbers
+    from evaluation_pipeline.engines.spark.report import spark_numbers
 
     monkeypatch.setattr(report_partials, "CHUNK_QUERIES", 128)  # several chunks
     tonight, previous, (tonight_url, previous_url) = nights

@@ -78,7 +78,7 @@ def test_unknown_field_in_file_is_refused(tmp_path):
 
 
 def test_gain_map_must_cover_every_grade():
-    from evaluation_pipeline.core.ndcg import score
+    from evaluation_pipeline.metric.ndcg import score
     from tests.conftest import one_query
 
     candidates, judgments = one_query([0, 1, 2])

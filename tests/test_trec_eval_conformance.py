@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from evaluation_pipeline.cli import main
+from evaluation_pipeline.cli.main import main
 
 CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluation_pipeline.io.storage import DEVELOPMENT_SWITCH
 from tests.conftest import REPO
+from evaluation_pipeline import settings
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +58,7 @@ def installed(tmp_path_factory) -> Path:
 def deployment_env(root: Path, **locations: str) -> dict[str, str]:
     """The environment of a deployment: no checkout on the path, no development switch."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", DEVELOPMENT_SWITCH) and not k.startswith("NDCG_EVAL_")}
+           if k not in ("PYTHONPATH", settings.DEV.name) and not k.startswith("NDCG_EVAL_")}
     (root / "dagster_home").mkdir(exist_ok=True)
     return env | {"DAGSTER_HOME": str(root / "dagster_home")} | locations
 

@@ -7,7 +7,7 @@ import math
 import polars as pl
 import pytest
 
-from evaluation_pipeline.core.ndcg import score
+from evaluation_pipeline.metric.ndcg import score
 from evaluation_pipeline.spec import EvaluationSpec
 from tests.conftest import one_query
 

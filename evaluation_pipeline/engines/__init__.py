@@ -1,4 +1,4 @@
-"""Executors of the one NDCG kernel (``evaluation_pipeline.core.ndcg``) over files.
+"""Executors of the one NDCG kernel (``evaluation_pipeline.metric.ndcg``) over files.
 
 ``score_files`` is the single entry point for the CLI and orchestration: the engine is chosen
 by configuration, and every engine writes the same per-query rows with lineage.
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import polars as pl
 
-from evaluation_pipeline.core.evaluation import Lineage
 from evaluation_pipeline.engines.choice import AUTO, choose_engine
-from evaluation_pipeline.io.external_sort import Budget
+from evaluation_pipeline.evaluation import Lineage
+from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.io.locations import location
 from evaluation_pipeline.spec import EvaluationSpec
 
@@ -77,7 +77,7 @@ def score_files(
     ``auto``: ``engines.choice.choose_engine`` under ``budget``, the memory and spill folder
     also of the streaming engine's external sort of unsorted input (default ``Budget.of()``).
     ``spark``: ``spark_session`` if given, else the active session, else a new one at
-    ``spark_master`` (``engines.spark.spark_master``: a local one unless set or submitted)."""
+    ``spark_master`` (``engines.spark.engine.spark_master``: a local one unless set or submitted)."""
     if engine == AUTO:
         engine = choose_engine(judgments_path, run_path, judgments_format=judgments_format,
                                run_format=run_format, budget=budget)
@@ -91,7 +91,7 @@ def score_files(
         return EngineResult(scored.lineage, str(out_path), scored.rows, engine="local",
                             judgments=scored.judgments, candidates=scored.candidates)
     if engine == "streaming":
-        from evaluation_pipeline.engines.streaming import score_streaming
+        from evaluation_pipeline.engines.streaming.engine import score_streaming
 
         result = score_streaming(judgments_path, run_path, spec, out_path,
                                  batch_rows=batch_rows or DEFAULT_BATCH_ROWS,
@@ -100,7 +100,7 @@ def score_files(
         return EngineResult(result.lineage, str(out_path), result.rows, result.notes,
                             engine="streaming")
     if engine == "spark":
-        from evaluation_pipeline.engines.spark import score_spark
+        from evaluation_pipeline.engines.spark.engine import score_spark
 
         lineage, rows = score_spark(str(judgments_path), str(run_path), spec, str(out_path),
                                     judgment_version=judgment_version, pool=pool, ranker=ranker,

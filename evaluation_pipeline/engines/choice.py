@@ -6,7 +6,7 @@ enough; the streaming engine reads Parquet only, in batches, its peak flat in th
 ``auto`` scores Parquet inputs (files, or a pool folder of Parquet run files) in memory when
 
 - the in-memory engine's estimated peak (``in_memory_peak``) is within the memory budget
-  (``io.external_sort.Budget``: ``--memory-limit``, ``NDCG_EVAL_MEMORY_LIMIT``, else 2 GB), and
+  (``ingest.external_sort.Budget``: ``--memory-limit``, ``NDCG_EVAL_MEMORY_LIMIT``, else 2 GB), and
 - both inputs together hold at most ``IN_MEMORY_MAX_ROWS`` rows, past which streaming is as
   fast (the in-memory engine's allocations then cost it what the streaming stages cost);
 
@@ -43,8 +43,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.io.datasets import is_data_file
-from evaluation_pipeline.io.external_sort import Budget
 from evaluation_pipeline.io.locations import is_remote
 from schemas.columns import JUDGMENT_COLUMNS, RANK, RUN_COLUMNS
 

@@ -9,14 +9,18 @@ from pathlib import Path
 
 import polars as pl
 
-from evaluation_pipeline.core import kernel
-from evaluation_pipeline.core.blocks import Blocks
-from evaluation_pipeline.core.evaluation import Lineage, evaluate
-from evaluation_pipeline.core.hashing import judgment_blocks, judgments_sha256, pool_blocks
-from evaluation_pipeline.core.ndcg import JudgmentIndex, index_judgments
 from evaluation_pipeline.engines import PER_QUERY_ROW_GROUP_ROWS
+from evaluation_pipeline.evaluation import Lineage, evaluate
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
+from evaluation_pipeline.metric.hashing import (
+    judgment_blocks,
+    judgments_sha256,
+    pool_blocks,
+)
+from evaluation_pipeline.metric.kernels import loading as kernel
+from evaluation_pipeline.metric.kernels.blocks import Blocks
+from evaluation_pipeline.metric.ndcg import JudgmentIndex, index_judgments
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError, validate
 from schemas.errors import violation

@@ -9,21 +9,21 @@ the process. The tests drive the real main job in a subprocess, where no monkeyp
 from __future__ import annotations
 
 import errno
-import os
 from collections import Counter
 from pathlib import PurePath
 
-FAIL_WRITE_ENV = "NDCG_EVAL_FAIL_WRITE"
+from evaluation_pipeline import settings
+
 _failures: Counter[str] = Counter()
 
 
 def check_write(path: PurePath) -> None:
     """Raise the injected disk-full error when ``path`` matches the variable's pattern."""
-    pattern, _, times = os.environ.get(FAIL_WRITE_ENV, "").partition(":")
+    pattern, _, times = (settings.FAIL_WRITE.get() or "").partition(":")
     if not pattern or not PurePath(path).match(pattern):
         return
     if times and _failures[pattern] >= int(times):
         return
     _failures[pattern] += 1
-    raise OSError(errno.ENOSPC, f"No space left on device (injected by {FAIL_WRITE_ENV})",
+    raise OSError(errno.ENOSPC, f"No space left on device (injected by {settings.FAIL_WRITE.name})",
                   str(path))

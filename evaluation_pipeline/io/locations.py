@@ -26,9 +26,8 @@ from typing import Any
 
 from upath import UPath
 
+from evaluation_pipeline import settings
 from schemas.errors import EvaluationError
-
-STORAGE_OPTIONS_ENV = "NDCG_EVAL_STORAGE_OPTIONS"
 
 # A scheme of two or more letters, then ":/": s3://b/x, s3a://b/x, hdfs://nn/x, file:///x,
 # file:/x. One letter and a colon is a drive (C:/x); a colon without a slash is part of a file
@@ -92,7 +91,7 @@ def require_filesystem(protocol: str, url: str) -> None:
 
 def storage_options(own: Mapping[str, Any] | str | None = None) -> dict[str, Any]:
     """The environment's options (``NDCG_EVAL_STORAGE_OPTIONS``), then ``own`` over them."""
-    options = _options(os.environ.get(STORAGE_OPTIONS_ENV, ""), STORAGE_OPTIONS_ENV)
+    options = _options((settings.STORAGE_OPTIONS.get() or ""), settings.STORAGE_OPTIONS.name)
     if isinstance(own, str):
         own = _options(own, "--storage-options")
     return {**options, **(own or {})}

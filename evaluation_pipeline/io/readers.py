@@ -15,18 +15,18 @@ from pathlib import Path
 
 import polars as pl
 
-from evaluation_pipeline.io.cells import (
+from evaluation_pipeline.io.datasets import is_data_file
+from evaluation_pipeline.io.formats.cells import (
     float_column,
     integer_column,
     require,
     string_ids,
     with_name_column,
 )
-from evaluation_pipeline.io.csv_reader import read_csv_table
-from evaluation_pipeline.io.datasets import is_data_file
+from evaluation_pipeline.io.formats.csv_reader import read_csv_table
+from evaluation_pipeline.io.formats.parquet_reader import read_parquet_table
+from evaluation_pipeline.io.formats.trec_reader import read_qrels, read_trec_run
 from evaluation_pipeline.io.locations import location
-from evaluation_pipeline.io.parquet_reader import read_parquet_table
-from evaluation_pipeline.io.trec_reader import read_qrels, read_trec_run
 from schemas import InputError, validate
 from schemas.columns import (
     JUDGMENT_COLUMNS,

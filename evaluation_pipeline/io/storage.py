@@ -74,7 +74,6 @@ DEFAULT_SPEC = resources.files("evaluation_pipeline") / SPEC_FILE
 # --- a source checkout's example setup: used only under the development switch ----------------
 # `make run`, `make ui` and the tests set NDCG_EVAL_DEV=1; a deployment names its landing
 # folder, queries table and storage instead (an installed package has no repository beside it).
-DEVELOPMENT_SWITCH = "NDCG_EVAL_DEV"
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_STORAGE = REPO / ".storage"
 DEFAULT_LANDING = REPO / "examples" / "data" / "landing"

@@ -19,14 +19,10 @@ import dagster as dg
 import polars as pl
 
 from evaluation_pipeline import __version__
-from evaluation_pipeline.core import nightly, quality
-from evaluation_pipeline.core.bounded_ingest import candidate_set_disagreements
-from evaluation_pipeline.core.hashing import HASH_VERSION
-from evaluation_pipeline.core.history import numeric_metadata
-from evaluation_pipeline.core.watch import record_evaluation, watch_evaluation
+from evaluation_pipeline.analysis import quality
 from evaluation_pipeline.engines import EngineResult
-from evaluation_pipeline.io.alerts import notify
-from evaluation_pipeline.io.external_sort import Budget
+from evaluation_pipeline.ingest.external_sort import Budget
+from evaluation_pipeline.ingest.publish import candidate_set_disagreements
 from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.io.readers import read_queries
 from evaluation_pipeline.io.storage import (
@@ -49,6 +45,11 @@ from evaluation_pipeline.io.storage import (
     report_folder,
     scores_file,
 )
+from evaluation_pipeline.metric.hashing import HASH_VERSION
+from evaluation_pipeline.nightly import verdicts as nightly
+from evaluation_pipeline.nightly.alerts import notify
+from evaluation_pipeline.nightly.history import numeric_metadata
+from evaluation_pipeline.nightly.watch import record_evaluation, watch_evaluation
 from evaluation_pipeline.orchestration.memory import MemoryBudget
 from evaluation_pipeline.orchestration.partitions import (
     POOL_DIMENSION,
@@ -327,7 +328,7 @@ def report_href(pool: str, version: str, spec_id: str) -> str:
 
 def _alert(context: dg.AssetExecutionContext, storage: EvaluationStorage, watch: NightlyWatch,
            step, pool: str, spec: EvaluationSpec, report: str) -> dict | None:
-    """Alert the evaluation when due (``io.alerts.notify``); never fails the run."""
+    """Alert the evaluation when due (``nightly.alerts.notify``); never fails the run."""
     if not storage.is_local():
         # The record of alerted evaluations is what keeps a rerun quiet: without it, no alert.
         context.log.warning(f"alerts need a local storage for {'/'.join(alerts_file())}; "

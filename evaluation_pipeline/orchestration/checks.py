@@ -10,10 +10,9 @@ from collections.abc import Iterable
 import dagster as dg
 import polars as pl
 
-from evaluation_pipeline.core import nightly, quality
-from evaluation_pipeline.core.bounded_ingest import candidate_set_disagreements
-from evaluation_pipeline.core.comparison import candidate_set_differences
-from evaluation_pipeline.io.alerts import REGRESSION_FIELDS
+from evaluation_pipeline.aggregation.comparison import candidate_set_differences
+from evaluation_pipeline.analysis import quality
+from evaluation_pipeline.ingest.publish import candidate_set_disagreements
 from evaluation_pipeline.io.storage import (
     Place,
     judgments_file,
@@ -21,6 +20,8 @@ from evaluation_pipeline.io.storage import (
     report_file,
     scores_file,
 )
+from evaluation_pipeline.nightly import verdicts as nightly
+from evaluation_pipeline.nightly.alerts import REGRESSION_FIELDS
 from evaluation_pipeline.orchestration.partitions import (
     candidate_pool_partitions,
     evaluation_partitions,

@@ -1,13 +1,12 @@
 """The memory budget of the pipeline's steps, as a resource: ingest sorts and scoring's sorts
-spill to disk past it (``evaluation_pipeline.io.external_sort``)."""
+spill to disk past it (``evaluation_pipeline.ingest.external_sort``)."""
 
 from __future__ import annotations
 
-import os
-
 import dagster as dg
 
-from evaluation_pipeline.io.external_sort import SPILL_DIR_ENV, Budget
+from evaluation_pipeline import settings
+from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.io.storage import SPILL_FOLDER
 from evaluation_pipeline.orchestration.resources import EvaluationStorage
 
@@ -23,7 +22,7 @@ class MemoryBudget(dg.ConfigurableResource):
     def budget(self, storage: EvaluationStorage) -> Budget:
         """The budget, checked: a size that is not one, or a spill folder that cannot be
         written, fails the step before it reads anything."""
-        folder = self.spill_dir or os.environ.get(SPILL_DIR_ENV) or (
+        folder = self.spill_dir or settings.SPILL_DIR.get() or (
             # Beside the published files: one file system, so a staged file is renamed in.
             storage.root() / SPILL_FOLDER if storage.is_local() else None)
         try:

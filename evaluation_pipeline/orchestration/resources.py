@@ -21,24 +21,17 @@ import dagster as dg
 import polars as pl
 from upath import UPath
 
-from evaluation_pipeline.core import bounded_ingest
-from evaluation_pipeline.core.bounded_ingest import (
+from evaluation_pipeline import settings
+from evaluation_pipeline.aggregation.sums import Numbers
+from evaluation_pipeline.engines import AUTO, DEFAULT_BATCH_ROWS, ENGINES, score_files
+from evaluation_pipeline.evaluation import Lineage, read_lineage, read_with_lineage
+from evaluation_pipeline.ingest import publish as bounded_ingest
+from evaluation_pipeline.ingest.publish import (
     Published,
     Verified,
     verify_published,
 )
-from evaluation_pipeline.core.evaluation import Lineage, read_lineage, read_with_lineage
-from evaluation_pipeline.core.hashing import HASH_VERSION, sha256_of
-from evaluation_pipeline.core.nightly import (
-    BASELINE_POOL_ENV,
-    DEFAULT_ALPHA,
-    DEFAULT_MIN_EFFECT,
-)
-from evaluation_pipeline.core.report_numbers import Numbers
-from evaluation_pipeline.core.watch import WatchSettings
-from evaluation_pipeline.engines import AUTO, DEFAULT_BATCH_ROWS, ENGINES, score_files
 from evaluation_pipeline.io import integrity, landing, leftovers, result_set
-from evaluation_pipeline.io.alerts import AlertSettings
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.datasets import read_dataset, scan_dataset
 from evaluation_pipeline.io.faults import check_write
@@ -51,6 +44,13 @@ from evaluation_pipeline.io.storage import (
     Place,
     manifest_file,
 )
+from evaluation_pipeline.metric.hashing import HASH_VERSION, sha256_of
+from evaluation_pipeline.nightly.alerts import AlertSettings
+from evaluation_pipeline.nightly.verdicts import (
+    DEFAULT_ALPHA,
+    DEFAULT_MIN_EFFECT,
+)
+from evaluation_pipeline.nightly.watch import WatchSettings
 from evaluation_pipeline.report.build import (
     REPORT_COLUMNS,
     ReportPlan,
@@ -230,7 +230,7 @@ class EvaluationStorage(dg.ConfigurableResource):
     def read_scores(self, *parts: str, columns: Sequence[str] | None = None
                     ) -> tuple[pl.DataFrame, Lineage]:
         """Per-query rows at ``parts`` and their lineage, the lineage columns read only once
-        (``core.evaluation.read_with_lineage``); ``columns``: only these of the others."""
+        (``evaluation.read_with_lineage``); ``columns``: only these of the others."""
         return read_with_lineage(self.path(*parts), columns=columns)
 
     def read_lineage(self, *parts: str) -> Lineage:
@@ -382,7 +382,9 @@ class ScoringEngine(dg.ConfigurableResource):
     def _ingest(self, function: str, source: Path, target: Path, **options) -> Published:
         if self.engine != "spark":
             return getattr(bounded_ingest, function)(source, target, **options)
-        from evaluation_pipeline.engines import spark_ingest  # pyspark: the spark extra
+        from evaluation_pipeline.engines.spark import (
+            ingest as spark_ingest,  # pyspark: the spark extra
+        )
 
         return getattr(spark_ingest, function)(source, target, master=self.spark_master,
                                                **options)
@@ -407,7 +409,7 @@ class ScoringEngine(dg.ConfigurableResource):
         reach this one; else on this machine from the columns the report reads."""
         if self.engine == "spark":
             # pyspark: the spark extra
-            from evaluation_pipeline.engines.spark_report import spark_numbers
+            from evaluation_pipeline.engines.spark.report import spark_numbers
 
             return spark_numbers(str(scores), None if previous is None else str(previous),
                                  queries, config, master=self.spark_master)
@@ -452,7 +454,7 @@ class NightlyWatch(dg.ConfigurableResource):
         """The watch's settings; its statistics are the report's (level, resamples, seed)."""
         return WatchSettings(
             alpha=self.alpha, min_effect=self.min_effect,
-            baseline_pool=self.baseline_pool or os.environ.get(BASELINE_POOL_ENV) or None,
+            baseline_pool=self.baseline_pool or settings.BASELINE_POOL.get() or None,
             ci_level=config.ci_level, n_bootstrap=config.n_bootstrap, seed=config.seed,
         )
 

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from evaluation_pipeline.engines import EngineResult
-from evaluation_pipeline.io.external_sort import Budget
+from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.io.storage import Place
 from evaluation_pipeline.orchestration.resources import EvaluationStorage, ScoringEngine
 from evaluation_pipeline.spec import EvaluationSpec

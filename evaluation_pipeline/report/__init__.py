@@ -10,8 +10,8 @@ from pathlib import Path
 
 import polars as pl
 
-from evaluation_pipeline.core.evaluation import Lineage
-from evaluation_pipeline.core.report_numbers import Numbers
+from evaluation_pipeline.aggregation.sums import Numbers
+from evaluation_pipeline.evaluation import Lineage
 from evaluation_pipeline.io.atomic import write_json, write_parquet, write_text
 from evaluation_pipeline.io.datasets import read_dataset, scan_dataset
 from evaluation_pipeline.io.locations import Location, is_remote

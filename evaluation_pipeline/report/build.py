@@ -7,28 +7,28 @@ from dataclasses import asdict, dataclass
 
 import polars as pl
 
-from evaluation_pipeline.core import report_numbers as rn
-from evaluation_pipeline.core.aggregates import lineage_of
-from evaluation_pipeline.core.comparison import (
+from evaluation_pipeline.aggregation import sums as rn
+from evaluation_pipeline.aggregation.aggregates import lineage_of
+from evaluation_pipeline.aggregation.comparison import (
     candidate_set_differences,
     ranker_comparison,
     ranker_pair_results,
 )
-from evaluation_pipeline.core.evaluation import Lineage, result_sentence
-from evaluation_pipeline.core.nightly import (
+from evaluation_pipeline.aggregation.partials import PREVIOUS, ROW_COLUMNS, Plan, Result
+from evaluation_pipeline.evaluation import Lineage, result_sentence
+from evaluation_pipeline.nightly.verdicts import (
     NightComparison,
     night_comparison,
     night_pairs,
 )
-from evaluation_pipeline.core.report_partials import PREVIOUS, ROW_COLUMNS, Plan, Result
-from evaluation_pipeline.core.statistics import (
+from evaluation_pipeline.report.config import ReportConfig
+from evaluation_pipeline.report.format import interval, number
+from evaluation_pipeline.spec import EvaluationSpec
+from evaluation_pipeline.stats.inference import (
     INTERVAL_METHOD,
     RNG_DESCRIPTION,
     TEST_METHOD,
 )
-from evaluation_pipeline.report.config import ReportConfig
-from evaluation_pipeline.report.format import interval, number
-from evaluation_pipeline.spec import EvaluationSpec
 from schemas.columns import STATUSES
 
 REPORT_FORMAT = "ndcg-eval-report"
@@ -42,7 +42,7 @@ REPORT_COLUMNS = tuple(c for c in ROW_COLUMNS if c != "night")
 
 @dataclass(frozen=True)
 class ReportPlan:
-    """What a report sums (``core.report_numbers``) and which of its pairs are which: tonight's
+    """What a report sums (``aggregation.sums``) and which of its pairs are which: tonight's
     rankers against each other first, then each ranker against the previous night."""
     plan: Plan
     ranker_pairs: tuple[rn.Pair, ...]
@@ -92,7 +92,7 @@ def scanned_numbers(current: pl.LazyFrame, previous: pl.LazyFrame | None,
                     progress: Callable[[str, int, int], None] | None = None
                     ) -> tuple[ReportPlan, rn.Numbers]:
     """:func:`local_numbers` of scans of local per-query files, a chunk of queries in memory at
-    a time (``core.report_numbers.scanned_partial``): the same numbers, to the bit."""
+    a time (``aggregation.sums.scanned_partial``): the same numbers, to the bit."""
     return _summed(rn.scanned_partial, current, previous, queries, config, progress)
 
 
@@ -123,7 +123,7 @@ def build_report(
     cluster's), else they are summed here from ``per_query``. With the pool (``candidates``)
     the candidate sets of the rankers are compared exactly; without it, from the per-query
     counts. ``nightly`` (the pipeline's comparison with the previous night,
-    ``core.nightly.nightly_section``) becomes the report's ``nightly`` field; reports written
+    ``nightly.verdicts.nightly_section``) becomes the report's ``nightly`` field; reports written
     outside the pipeline have none.
     """
     config = config or ReportConfig()

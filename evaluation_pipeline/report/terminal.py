@@ -6,10 +6,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from evaluation_pipeline.core.explain import Trace
+from evaluation_pipeline.analysis.explain import Trace
 from evaluation_pipeline.io.storage import AGGREGATES_FILE, HTML_FILE, REPORT_FILE
 from evaluation_pipeline.report.format import interval, number
-from evaluation_pipeline.report.headline import REPORT_VIEW, SUMMARY_VIEW, headline_table
+from evaluation_pipeline.report.headline import (
+    REPORT_VIEW,
+    SUMMARY_VIEW,
+    headline_table,
+)
 from evaluation_pipeline.report.tables import aligned as table
 
 

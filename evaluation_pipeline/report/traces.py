@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-from evaluation_pipeline.core.explain import Trace, explain
+from evaluation_pipeline.analysis.explain import Trace, explain
 from evaluation_pipeline.io.atomic import write_text
 from evaluation_pipeline.io.storage import HTML_FILE
 from evaluation_pipeline.report.format import number

@@ -13,7 +13,7 @@ from html import escape
 
 import polars as pl
 
-from evaluation_pipeline.core.history import headline_trend
+from evaluation_pipeline.nightly.history import headline_trend
 from evaluation_pipeline.report.format import interval, number, with_interval
 from evaluation_pipeline.report.html import CSS
 from evaluation_pipeline.report.svg import PALETTE

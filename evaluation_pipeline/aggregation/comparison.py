@@ -1,0 +1,205 @@
+"""Paired comparison of rankers over per-query NDCG (contract section 4).
+
+Within one candidate pool, two rankers are compared on the queries that have a number (contract
+section 3, rule 5) for both: the paired mean difference (second minus first), its bootstrap
+interval, a sign-flip randomization p-value, wins / losses / ties and the most regressed
+queries. With more than two rankers the p-values are also Holm-adjusted over all pairs of a
+cutoff. Between pools the candidate sets differ, so the same numbers are labelled "not a pure
+reranker comparison" and carry candidate recall beside NDCG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import combinations
+
+import numpy as np
+import polars as pl
+
+from evaluation_pipeline.aggregation import sums as rn
+from evaluation_pipeline.aggregation.partials import (
+    PREVIOUS,
+    TONIGHT,
+    Result,
+)
+from evaluation_pipeline.stats.inference import holm
+
+NOT_PURE = "not a pure reranker comparison"
+
+
+def paired_frame(first: pl.DataFrame, second: pl.DataFrame,
+                 carried: tuple[str, ...] = ("candidate_recall", "status")) -> pl.DataFrame:
+    """Per-query rows of two results joined on (query_id, cutoff), with the difference and
+    each side's ``carried`` columns (suffixed ``_first`` and ``_second``).
+
+    Only queries with a number on both sides are paired; the rest are counted by the caller.
+    """
+    columns = ["query_id", "cutoff", "ndcg", *carried]
+    return (
+        first.select(columns)
+        .join(second.select(columns), on=["query_id", "cutoff"], how="inner", suffix="_second")
+        .rename({c: f"{c}_first" for c in ("ndcg", *carried)})
+        .filter(pl.col("ndcg_first").is_not_null() & pl.col("ndcg_second").is_not_null())
+        .with_columns((pl.col("ndcg_second") - pl.col("ndcg_first")).alias("difference"))
+        .sort("cutoff", "query_id")
+    )
+
+
+def ranker_pairs(rankers: list[str], baseline: str | None) -> list[tuple[str, str]]:
+    """Every pair (sorted names), or each ranker against a declared baseline."""
+    if baseline is None:
+        return list(combinations(sorted(rankers), 2))
+    if baseline not in rankers:
+        raise ValueError(f"baseline ranker {baseline!r} is not among {sorted(rankers)}")
+    return [(baseline, r) for r in sorted(rankers) if r != baseline]
+
+
+def candidate_set_differences(pool: pl.DataFrame) -> pl.DataFrame:
+    """Queries of a pool whose rankers do not all rank the same documents (exact check).
+
+    A query answered by only some rankers of the pool counts too: comparing the rankers on it
+    is not a pure reranker comparison either (contract section 1).
+    """
+    n_rankers = pool["ranker"].n_unique()
+    # One sorted document list per ranker and query: the sets agree when a query has one list
+    # and every ranker gave it (the pool's key is unique, so a list holds no repeats).
+    sets = pool.group_by("query_id", "ranker").agg(pl.col("doc_id").sort().alias("docs"))
+    return (
+        sets.group_by("query_id")
+        .agg(pl.len().alias("n_rankers"), pl.col("docs").n_unique().alias("n_sets"))
+        .filter((pl.col("n_rankers") < n_rankers) | (pl.col("n_sets") > 1))
+        .select("query_id")
+        .sort("query_id")
+    )
+
+
+def ranker_pair_results(results: Sequence[Result], baseline: str | None) -> list[rn.Pair]:
+    """The pairs of a comparison within one pool: per cutoff, every pair of rankers (or each
+    against ``baseline``), as (first, second) results."""
+    rankers = sorted({r.ranker for r in results})
+    pairs = ranker_pairs(rankers, baseline)
+    return [(Result(TONIGHT, first, cutoff), Result(TONIGHT, second, cutoff))
+            for cutoff in sorted({r.cutoff for r in results}) for first, second in pairs]
+
+
+def compare_rankers(
+    per_query: pl.DataFrame,
+    *,
+    baseline: str | None = None,
+    ci_level: float = 0.95,
+    n_bootstrap: int = 2000,
+    seed: int = 20261130,
+    n_regressions: int = 10,
+    differing_queries: pl.DataFrame | None = None,
+) -> dict:
+    """Every pair of rankers of one pool (or each against ``baseline``), per cutoff.
+
+    ``differing_queries`` (query_id) overrides the per-query evidence of candidate sets that
+    differ, e.g. with :func:`candidate_set_differences` of the pool.
+    """
+    results = rn.results_of(per_query)
+    pairs = ranker_pair_results(results, baseline)
+    plan = rn.plan_of(results, pairs=pairs, n_bootstrap=n_bootstrap, seed=seed,
+                      n_regressions=n_regressions, n_queries=rn.distinct_queries(per_query))
+    numbers = rn.Numbers(plan, rn.local_partial(per_query, None, None, plan))
+    return ranker_comparison(numbers, pairs, baseline=baseline, ci_level=ci_level,
+                             differing_queries=differing_queries)
+
+
+def ranker_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, baseline: str | None,
+                      ci_level: float, differing_queries: pl.DataFrame | None = None) -> dict:
+    """report.json's ``comparison`` from the numbers of a plan whose pairs start with
+    ``pairs`` (:func:`ranker_pair_results`)."""
+    rankers = sorted({r.ranker for r in numbers.plan.results if r.night == TONIGHT})
+    if differing_queries is not None:
+        n_differing = differing_queries.height
+        first_differing = differing_queries["query_id"].head(5).to_list()
+    else:
+        n_differing, first_differing = numbers.differing()
+    pure = n_differing == 0
+    results = _tested(numbers, pairs, ci_level, correct=len(rankers) > 2,
+                      name=lambda first, second: (first.ranker, second.ranker))
+    return {
+        "kind": "rankers within one pool",
+        "baseline": baseline,
+        "pairs_compared": "each ranker vs the baseline" if baseline else "every pair",
+        "pure_reranker_comparison": pure,
+        "note": None if pure else (
+            f"{NOT_PURE}: rankers rank different candidate sets for "
+            f"{n_differing} queries ({', '.join(first_differing)}"
+            f"{' ...' if n_differing > 5 else ''})"
+        ),
+        "multiple_comparisons": "holm" if len(rankers) > 2 else "none (two rankers)",
+        "pairs": results,
+    }
+
+
+def compare_pools(
+    first: pl.DataFrame,
+    second: pl.DataFrame,
+    *,
+    ci_level: float = 0.95,
+    n_bootstrap: int = 2000,
+    seed: int = 20261130,
+    n_regressions: int = 10,
+) -> dict:
+    """The same rankers over two candidate pools: paired per ranker and cutoff, never pure."""
+    rankers = sorted(set(first["ranker"].unique()) & set(second["ranker"].unique()))
+    pools = _single(first, "candidate_pool"), _single(second, "candidate_pool")
+    cutoffs = sorted(set(first["cutoff"].unique()) & set(second["cutoff"].unique()))
+    pairs = [(Result(PREVIOUS, ranker, cutoff), Result(TONIGHT, ranker, cutoff))
+             for cutoff in cutoffs for ranker in rankers]
+    plan = rn.plan_of(rn.results_of(second), previous=rn.results_of(first, PREVIOUS),
+                      pairs=pairs, n_bootstrap=n_bootstrap, seed=seed,
+                      n_regressions=n_regressions,
+                      n_queries=rn.distinct_queries(first, second))
+    numbers = rn.Numbers(plan, rn.local_partial(second, first, None, plan))
+    results = _tested(numbers, pairs, ci_level, correct=len(rankers) > 1,
+                      name=lambda one, other: (one.ranker, other.ranker))
+    for result, (one, other) in zip(results, pairs, strict=True):
+        result["mean_candidate_recall_first"] = numbers.mean_candidate_recall(one)
+        result["mean_candidate_recall_second"] = numbers.mean_candidate_recall(other)
+    return {
+        "kind": "rankers across two pools",
+        "pool_first": pools[0],
+        "pool_second": pools[1],
+        "pure_reranker_comparison": False,
+        "note": f"{NOT_PURE}: the candidate pools differ; candidate recall is shown beside NDCG",
+        "multiple_comparisons": "holm" if len(rankers) > 1 else "none (one ranker)",
+        "pairs": results,
+    }
+
+
+def _single(frame: pl.DataFrame, column: str) -> str | None:
+    if column not in frame.columns:
+        return None
+    values = frame[column].unique().to_list()
+    return str(values[0]) if len(values) == 1 else None
+
+
+def _tested(numbers: rn.Numbers, pairs: Sequence[rn.Pair], ci_level: float, *, correct: bool,
+            name) -> list[dict]:
+    """The result of each pair (the plan's first ``len(pairs)``), Holm-adjusted within each
+    cutoff."""
+    results, block = [], []
+    for p, (one, other) in enumerate(pairs):
+        first, second = name(one, other)
+        stats = numbers.pair(p, ci_level)
+        regressions, histogram = stats.pop("regressions"), stats.pop("histogram")
+        result = {"first": first, "second": second, "cutoff": int(one.cutoff), **stats,
+                  "rng_key": f"{first}|{second}|{one.cutoff}", "histogram": histogram,
+                  "regressions": regressions}
+        if block and block[-1]["cutoff"] != result["cutoff"]:
+            _adjust(block, correct=correct)
+            block = []
+        block.append(result)
+        results.append(result)
+    if block:
+        _adjust(block, correct=correct)
+    return results
+
+
+def _adjust(block: list[dict], *, correct: bool) -> None:
+    adjusted = holm(np.array([r["p_value"] for r in block])) if correct else None
+    for i, result in enumerate(block):
+        result["p_value_holm"] = float(adjusted[i]) if correct else None

@@ -1,0 +1,1 @@
+"""Tools over results: reconcile with other tools, diff two results, explain one query, judged coverage."""

@@ -1,0 +1,67 @@
+"""``ndcg-eval compare``: the rankers within one result, or two results side by side.
+
+Two results over the same pool differ by their grades alone (a judgment-version diff); under
+the same judgment version, by their candidates (a pool diff, not a pure reranker comparison).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import polars as pl
+
+from evaluation_pipeline.aggregation.comparison import compare_pools, compare_rankers
+from evaluation_pipeline.analysis.diff import judgment_version_diff, pool_diff
+from evaluation_pipeline.cli.options import place, report_config
+from evaluation_pipeline.cli.results import ResultsError, load_results
+from evaluation_pipeline.io.readers import read_candidates, read_judgments
+from evaluation_pipeline.report.terminal import (
+    render_comparison,
+    render_judgment_diff,
+    render_pool_diff,
+)
+from schemas.columns import JUDGMENT_DTYPES
+
+# Without --judgments a judgment-version diff has no grades to list, only the scores.
+NO_JUDGMENTS = pl.DataFrame(schema=JUDGMENT_DTYPES)
+
+
+def run(args: argparse.Namespace) -> int:
+    if len(args.results) > 2:
+        raise ResultsError("compare takes one result (its rankers) or two results")
+    config = report_config(args)
+    options = dict(ci_level=config.ci_level, n_bootstrap=config.n_bootstrap, seed=config.seed,
+                   n_regressions=config.n_regressions)
+    loaded = [load_results(place(args, path)) for path in args.results]
+    frames = [pq if not args.cutoff else pq.filter(pl.col("cutoff").is_in(args.cutoff))
+              for pq, _, _ in loaded]
+    if len(loaded) == 1:
+        config.check_baseline(sorted(frames[0]["ranker"].unique().to_list()))
+        print(render_comparison(compare_rankers(frames[0], baseline=config.baseline, **options)))
+        return 0
+    (_, spec_a, old), (_, spec_b, new) = loaded
+    if spec_a.spec_id != spec_b.spec_id:
+        raise ResultsError(
+            f"the two results use different specs ({spec_a.spec_id}, {spec_b.spec_id}): their "
+            "numbers do not measure the same thing"
+        )
+    same_pool = old.pool_sha256 == new.pool_sha256
+    same_version = old.judgments_sha256 == new.judgments_sha256
+    if same_pool and not same_version:
+        grades = [read_judgments(place(args, p), args.format) for p in args.judgments or ()]
+        diff = judgment_version_diff(*(grades or (NO_JUDGMENTS, NO_JUDGMENTS)), *frames)
+        print(render_judgment_diff(diff, grades_given=bool(grades)))
+        return 0
+    comparison = compare_pools(*frames, **options)
+    changes = None
+    if same_version and args.pools:
+        changes = pool_diff(*(read_candidates(place(args, p), args.format)
+                              for p in args.pools), *frames)
+    # Printed once both are computed: a refused diff leaves no half-printed comparison.
+    print(render_comparison(comparison))
+    if changes is not None:
+        print()
+        print(render_pool_diff(changes))
+    elif not same_version:
+        print("\nnote: the judgment versions differ too; differences mix grades and candidates")
+    return 0

@@ -1,0 +1,260 @@
+"""``ndcg-eval``: score a run against a judgment version under a declared spec.
+
+    ndcg-eval score --judgments FILE --run FILE|DIR [--queries FILE]
+                    [--spec FILE | --profile NAME] [--cutoff K ...] --out DIR
+    ndcg-eval spec [--spec FILE | --profile NAME] [--cutoff K ...]
+    ndcg-eval report RESULTS [--queries FILE] [--baseline RANKER] [--out DIR] ...
+    ndcg-eval compare RESULTS [RESULTS] [--baseline RANKER] [--judgments OLD NEW] ...
+    ndcg-eval explain --judgments FILE --run FILE|DIR --query ID --ranker NAME --cutoff K
+    ndcg-eval reconcile --judgments FILE --run FILE|DIR --from SPEC --to SPEC [--shapley] ...
+    ndcg-eval history STORAGE [--ranker R] [--cutoff K] [--json]
+
+RESULTS is the output folder of ``ndcg-eval score`` or its per_query.parquet.
+
+Bad input exits with status 2, a message naming file, column, rule and rows, and writes nothing;
+a write that fails (a full disk) exits with status 1, naming the file.
+This module parses the arguments and dispatches; each command's body is in
+``evaluation_pipeline.commands``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import polars as pl
+
+from evaluation_pipeline import __version__, settings
+from evaluation_pipeline.analysis.reconcile import MAX_ROW_SCORINGS
+from evaluation_pipeline.cli import compare_command as compare
+from evaluation_pipeline.cli import explain_command as explain
+from evaluation_pipeline.cli import history_command as history
+from evaluation_pipeline.cli import reconcile_command as reconcile
+from evaluation_pipeline.cli import report_command as report
+from evaluation_pipeline.cli import score_command as score
+from evaluation_pipeline.cli import spec_command as spec
+from evaluation_pipeline.engines import AUTO, DEFAULT_BATCH_ROWS, ENGINES
+from evaluation_pipeline.io.atomic import WriteFailed
+from evaluation_pipeline.io.locations import argument
+from evaluation_pipeline.io.readers import FORMATS
+from evaluation_pipeline.io.storage import HISTORY_FILE, HISTORY_FOLDER
+from evaluation_pipeline.report import ReportConfig
+from evaluation_pipeline.spec import PROFILES
+from schemas.errors import EvaluationError
+
+EXIT_BAD_INPUT = 2
+EXIT_WRITE_FAILED = 1
+
+COMMANDS = {"score": score.run, "spec": spec.run, "report": report.run, "compare": compare.run,
+            "explain": explain.run, "reconcile": reconcile.run, "history": history.run}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ndcg-eval",
+        description="NDCG@K with declared conventions and lineage.",
+    )
+    parser.add_argument("--version", action="version", version=f"ndcg-eval {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    score = commands.add_parser("score", help="score a run against a judgment version")
+    score.add_argument("--judgments", required=True, type=_location,
+                       help="judgment version file, or a URL (s3://bucket/key; with --engine "
+                       "spark: any URL Spark reads)")
+    score.add_argument("--run", required=True, type=_location,
+                       help="run file, or a pool folder with one run file per ranker")
+    score.add_argument("--queries", type=_location, help="query weights and slice columns")
+    score.add_argument("--out", required=True, type=_location,
+                       help="output folder, or a URL (with --engine spark: any URL Spark writes)")
+    score.add_argument("--format", choices=FORMATS, help="format of every input file")
+    score.add_argument("--judgments-format", choices=FORMATS)
+    score.add_argument("--run-format", choices=FORMATS)
+    score.add_argument("--judgment-version", help="version name when the file carries none")
+    score.add_argument("--pool", help="candidate pool name when the file carries none")
+    score.add_argument("--ranker", help="ranker name for a run file without one")
+    score.add_argument("--engine", choices=ENGINES, default=AUTO,
+                       help="auto (default: streaming for Parquet inputs, local for CSV, TREC "
+                       "and small inputs), local (in memory, any format), streaming (Parquet "
+                       "in batches of whole queries, bounded memory) or spark (PySpark, any "
+                       "URL it reads)")
+    score.add_argument("--memory-limit", metavar="SIZE",
+                       help=f"memory budget of sorting unsorted input, e.g. 2GB, 512MB "
+                       f"(default ${settings.MEMORY_LIMIT.name}, else 2GB)")
+    score.add_argument("--spill-dir", type=Path, metavar="DIR",
+                       help=f"where a sort spills past the budget (default ${settings.SPILL_DIR.name}, "
+                       "else the system's temporary folder)")
+    score.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS, metavar="N",
+                       help="streaming: about N candidate rows per batch of whole queries")
+    score.add_argument("--spark-master", metavar="URL",
+                       help="spark: the cluster (spark://host:7077, yarn, k8s://...); default a "
+                       "local session, or under spark-submit its --master")
+    score.add_argument("--report", action="store_true",
+                       help="also write report.json, aggregates.parquet, report.html, traces/")
+    _spec_arguments(score)
+    _report_arguments(score)
+    _storage_arguments(score)
+
+    report = commands.add_parser(
+        "report", help="aggregates with intervals, ranker comparison and report.html"
+    )
+    report.add_argument("results", type=_location,
+                        help="ndcg-eval score output folder or per_query.parquet")
+    report.add_argument("--queries", type=_location, help="query weights and slice columns")
+    report.add_argument("--out", type=_location,
+                        help="output folder (default: the results folder)")
+    report.add_argument("--judgments", type=_location, help="judgment version, to write traces")
+    report.add_argument("--run", type=_location, help="run file or pool folder, to write traces")
+    report.add_argument("--format", choices=FORMATS, help="format of the judgment and run files")
+    _spec_arguments(report, cutoff=False)
+    _report_arguments(report)
+    _storage_arguments(report)
+
+    compare = commands.add_parser(
+        "compare",
+        help="rankers within one result; or two results (other pool, or other judgment version)",
+    )
+    compare.add_argument("results", type=_location, nargs="+", metavar="RESULTS",
+                         help="one or two ndcg-eval score output folders or per_query.parquet")
+    compare.add_argument("--judgments", type=_location, nargs=2, metavar=("OLD", "NEW"),
+                         help="the two judgment versions, to list documents added/removed/regraded")
+    compare.add_argument("--pools", type=_location, nargs=2, metavar=("OLD", "NEW"),
+                         help="the two pool folders, to count candidates added/removed")
+    compare.add_argument("--cutoff", type=int, action="append", metavar="K",
+                         help="only these cutoffs")
+    compare.add_argument("--format", choices=FORMATS, help="format of judgment and run files")
+    _report_arguments(compare)
+    _storage_arguments(compare)
+
+    explain_cmd = commands.add_parser(
+        "explain", help="per-candidate trace of one number: gain, discount, contribution"
+    )
+    explain_cmd.add_argument("--judgments", required=True, type=_location)
+    explain_cmd.add_argument("--run", required=True, type=_location,
+                             help="run file or pool folder")
+    explain_cmd.add_argument("--query", required=True, help="query_id")
+    explain_cmd.add_argument("--ranker", required=True)
+    explain_cmd.add_argument("--format", choices=FORMATS, help="format of every input file")
+    explain_cmd.add_argument("--judgment-version", help="version name when the file carries none")
+    explain_cmd.add_argument("--pool", help="candidate pool name when the file carries none")
+    explain_cmd.add_argument("--json", action="store_true", help="print the trace as JSON")
+    _spec_arguments(explain_cmd)
+    _storage_arguments(explain_cmd)
+
+    spec = commands.add_parser("spec", help="print a spec, its spec_id and what each field means")
+    _spec_arguments(spec)
+    _reconcile_parser(commands)
+    _history_parser(commands)
+    return parser
+
+
+# Every path argument: a local Path, or a URL kept as written (a Path would fold its "//");
+# each command makes it a location with the storage options (io.locations).
+_location = argument
+
+
+def _storage_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--storage-options", metavar="JSON",
+                        help="fsspec options for URLs, e.g. '{\"endpoint_url\": "
+                        f"\"http://127.0.0.1:9000\"}}', over those of {settings.STORAGE_OPTIONS.name}")
+
+
+def _spec_arguments(parser: argparse.ArgumentParser, cutoff: bool = True) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--spec", type=Path, help="YAML or TOML spec file")
+    group.add_argument("--profile", choices=sorted(PROFILES), help="a named spec")
+    if cutoff:
+        parser.add_argument("--cutoff", type=int, action="append", metavar="K",
+                            help="NDCG@K cutoff; repeat for several (overrides the spec's)")
+
+
+def _report_arguments(parser: argparse.ArgumentParser) -> None:
+    defaults = ReportConfig()
+    parser.add_argument("--baseline", help="compare each ranker with this one (default: every pair)")
+    parser.add_argument("--slice", action="append", metavar="COLUMN", dest="slices",
+                        help="query-table slice column; repeat (default: every string column)")
+    parser.add_argument("--ci-level", type=float, default=defaults.ci_level)
+    parser.add_argument("--bootstrap", type=int, default=defaults.n_bootstrap,
+                        help="bootstrap and randomization resamples")
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--regressions", type=int, default=defaults.n_regressions,
+                        help="most regressed queries listed per pair")
+
+def _reconcile_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "reconcile",
+        help="walk from one spec to another field by field: what each convention does to the mean",
+    )
+    parser.add_argument("--judgments", required=True, type=_location,
+                        help="judgment version file")
+    parser.add_argument("--run", required=True, type=_location,
+                        help="run file, or a pool folder with one run file per ranker")
+    parser.add_argument("--from", dest="source", required=True, metavar="SPEC",
+                        help=f"profile ({', '.join(PROFILES)}) or spec file to start from")
+    parser.add_argument("--to", dest="target", metavar="SPEC",
+                        help="profile or spec file to walk to (optional with --sensitivity)")
+    parser.add_argument("--cutoff", type=int, action="append", metavar="K",
+                        help="compare at NDCG@K; repeat for several (needed when the two specs' "
+                        "cutoffs differ)")
+    parser.add_argument("--queries", type=_location,
+                        help="query weights: adds the weighted mean")
+    parser.add_argument("--order", metavar="F1,F2,...",
+                        help="fields to walk first, in this order (default: spec field order)")
+    parser.add_argument("--shapley", action="store_true",
+                        help="each field's mean contribution over all orders (scores 2^n specs; "
+                        f"refused past {MAX_ROW_SCORINGS:,} row scorings)")
+    parser.add_argument("--sensitivity", action="store_true",
+                        help="from --from, each field set to each alternative, one at a time")
+    parser.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                        help="the same as a JSON document: on stdout, or written to FILE")
+    parser.add_argument("--format", choices=FORMATS, help="format of every input file")
+    parser.add_argument("--judgment-version", help="version name when the file carries none")
+    parser.add_argument("--pool", help="candidate pool name when the file carries none")
+    parser.add_argument("--ranker", help="ranker name for a run file without one")
+    _storage_arguments(parser)
+    return parser
+
+
+def _history_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "history", help="the nightly trend: NDCG per night, verdicts, attributions, alerts")
+    parser.add_argument("storage", type=_location, metavar="STORAGE",
+                        help=f"the pipeline's storage (it holds {HISTORY_FOLDER}/{HISTORY_FILE})")
+    parser.add_argument("--ranker", action="append", help="only this ranker (repeatable)")
+    parser.add_argument("--cutoff", type=int, action="append", help="only this K (repeatable)")
+    parser.add_argument("--spec-id", help="only evaluations under this spec_id")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    _storage_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except EvaluationError as exc:
+        print(f"ndcg-eval: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except pl.exceptions.PolarsError as exc:  # an input we did not anticipate: still no traceback
+        print(f"ndcg-eval: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except WriteFailed as exc:  # a full disk: the file that could not be written, no traceback
+        print(f"ndcg-eval: error: {exc}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
+
+
+def run() -> None:
+    """The ``ndcg-eval`` command: main(), then exit without the interpreter's teardown.
+
+    By then every output is written, closed and renamed into place; tearing down gigabytes of
+    frames and the compiler's state took 0.7 s of a 5.6 s run at 10M rows.
+    """
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,1 @@
+"""The Spark engine: scoring, ingest and the report's sums on a cluster's executors."""

@@ -1,0 +1,109 @@
+"""Checks on the stream: each batch against the input's model, its names against the batches
+before it, and the key order the merge relies on (within a batch and across batches)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from evaluation_pipeline.metric.hashing import StreamingDigest, pool_blocks
+from evaluation_pipeline.metric.kernels.blocks import Blocks, sorted_by
+from schemas import InputError, validate
+from schemas.columns import JUDGMENT_DTYPES, RANK, RUN_DTYPES
+from schemas.errors import violation
+from schemas.ranks import check_ranks
+from schemas.screening import screen
+
+
+class NotSorted(Exception):
+    """An input is not sorted by its key prefix: the stream cannot merge it."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+
+def check_sorted(frame: pl.DataFrame, starts: np.ndarray, keys: list[str], what: str) -> None:
+    """The groups starting at ``starts`` go up: one comparison per group, not per row."""
+    if not sorted_by(frame.select(keys).gather(starts[:-1]), keys):
+        raise NotSorted(what)
+
+
+def check_boundary(before: pl.DataFrame, after: pl.DataFrame, keys: list[str], what: str):
+    """The first key of ``after`` (a new file) comes after the last one of ``before``."""
+    if after.height and before.height:
+        if tuple(before[k][-1] for k in keys) >= tuple(after[k][0] for k in keys):
+            raise NotSorted(what)
+
+
+def cast(frame: pl.DataFrame, dtypes: dict) -> pl.DataFrame:
+    """``frame`` with the columns of ``dtypes`` cast to their types (the contract's)."""
+    return frame.with_columns(pl.col(c).cast(t) for c, t in dtypes.items())
+
+
+@dataclass(frozen=True)
+class RunBatch:
+    frame: pl.DataFrame  # checked, and cast to the contract's types
+    blocks: Blocks  # its (ranker, query_id) blocks, for the kernel and the pool digest
+
+
+def check_run(frame: pl.DataFrame, path: Path, offset: int, names: dict,
+              starts: np.ndarray, ranks: bool = False) -> RunBatch:
+    """The batch checked and cast, with its blocks. ``ranks``: the batch holds the rank column
+    the spec orders ties by, checked too (``schemas.ranks``)."""
+    for column, dtype in (("score", "float64"), *([(RANK, "int64")] if ranks else [])):
+        if not frame[column].dtype.is_numeric() or (column == RANK and
+                                                    not frame[column].dtype.is_integer()):
+            raise InputError(str(path), [violation(
+                column, f"{column} is stored as {frame[column].dtype}; store it as {dtype}", [])])
+    frame = cast(frame, {**RUN_DTYPES, RANK: pl.Int64} if ranks else RUN_DTYPES)
+    if ranks:  # whole queries per batch: a repeat within a query is within the batch
+        check_ranks(frame, str(path), _file_rows(offset, frame.height), row_label="row")
+    # The model's row rules; key uniqueness comes from the blocks.
+    ok = screen("CandidatePool", frame, check_keys=False)
+    blocks = pool_blocks(frame, starts) if ok else None
+    ok = ok and blocks.duplicate < 0  # the blocks' doc_id order puts repeats side by side
+    if not ok:
+        _explain("CandidatePool", frame, path, offset)
+    _same_name(frame, "candidate_pool", names, "candidate pool", path)
+    return RunBatch(frame, blocks)
+
+
+def check_judgments(frame: pl.DataFrame, path: Path, offset: int, names: dict,
+                    digest: StreamingDigest) -> pl.DataFrame:
+    """The batch checked, cast, and fed to the judgments digest."""
+    if not frame["grade"].dtype.is_integer() and frame["grade"].null_count() < frame.height:
+        raise InputError(str(path), [violation(
+            "grade", f"grade is stored as {frame['grade'].dtype}; store it as int64", [])])
+    frame = cast(frame, JUDGMENT_DTYPES)
+    ok = screen("Judgments", frame, check_keys=False)  # key uniqueness: from the digest's blocks
+    ok = ok and digest.update(frame).duplicate < 0
+    if not ok:
+        _explain("Judgments", frame, path, offset)
+    _same_name(frame, "judgment_version", names, "judgment version", path)
+    return frame
+
+
+def _same_name(frame: pl.DataFrame, column: str, names: dict, what: str, path: Path) -> None:
+    """The batch's name is the one of every batch before it, of every file. That the batch
+    holds one safe name is the model's rule, which its screen has checked."""
+    first = names.setdefault(column, frame[column][0])
+    if frame[column][0] != first:
+        raise InputError(str(path), [violation(
+            column, f"one {what} per input: found {first!r} and {frame[column][0]!r}", [])])
+
+
+def _explain(model, frame: pl.DataFrame, path: Path, offset: int):
+    """Let the pandera model name the failing rows (numbered in the whole file)."""
+    validate(model, frame, str(path), line_numbers=_file_rows(offset, frame.height),
+             row_label="row")
+    raise InputError(str(path), [violation("(batch)", "failed a streamed check that the "
+                                           f"{model} model accepts", [])])
+
+
+def _file_rows(offset: int, height: int) -> pl.Series:
+    """The batch's rows numbered in the whole file, from 1 (a Parquet file has no lines)."""
+    return pl.int_range(offset + 1, offset + height + 1, eager=True, dtype=pl.Int64)

@@ -1,0 +1,211 @@
+"""One evaluation: a judgment version x a candidate pool under a spec, with lineage.
+
+Lineage (contract section 5) is attached here, once, so every per-query and aggregate row names
+the exact grades, candidates and conventions behind it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+
+import polars as pl
+
+from evaluation_pipeline import __version__
+from evaluation_pipeline.aggregation.aggregates import aggregate
+from evaluation_pipeline.io.datasets import (
+    dataset_columns,
+    distinct_values,
+    read_dataset,
+)
+from evaluation_pipeline.io.locations import Location
+from evaluation_pipeline.metric.hashing import (
+    HASH_VERSION,
+    judgments_sha256,
+    pool_blocks,
+    pool_sha256,
+)
+from evaluation_pipeline.metric.kernels.blocks import Blocks
+from evaluation_pipeline.metric.ndcg import JudgmentIndex, score
+from evaluation_pipeline.spec import EvaluationSpec
+from schemas.columns import LINEAGE_COLUMNS, STATUSES
+from schemas.errors import EvaluationError
+
+
+@dataclass(frozen=True)
+class Lineage:
+    judgment_version: str
+    judgments_sha256: str
+    candidate_pool: str
+    pool_sha256: str
+    spec_id: str
+    project_version: str = __version__
+
+    @classmethod
+    def of(cls, judgments: pl.DataFrame, pool: pl.DataFrame, spec: EvaluationSpec,
+           pool_rows: Blocks | None = None, judgments_digest: str | None = None) -> Lineage:
+        """``pool_rows``, ``judgments_digest``: the pool's blocks and the judgments' SHA-256,
+        if the caller already has them."""
+        return cls(
+            judgment_version=_single(judgments, "judgment_version"),
+            judgments_sha256=judgments_digest or judgments_sha256(judgments),
+            candidate_pool=_single(pool, "candidate_pool"),
+            pool_sha256=pool_sha256(pool if pool_rows is None else pool_rows),
+            spec_id=spec.spec_id,
+        )
+
+    @classmethod
+    def from_rows(cls, rows: pl.DataFrame, source: str = "results") -> Lineage:
+        """The lineage that per-query (or aggregate) rows carry, read back from their columns.
+
+        Every lineage column must hold exactly one value: rows of several evaluations mixed in
+        one file are refused, naming ``source``.
+        """
+        return cls.from_values({name: rows[name].unique().to_list()
+                                for name in LINEAGE_COLUMNS if name in rows.columns}, source)
+
+    @classmethod
+    def from_values(cls, found: dict[str, list], source: str = "results") -> Lineage:
+        """The lineage from each lineage column's distinct values (a column left out has
+        none), refused as ``from_rows`` refuses it."""
+        values = {}
+        for name in LINEAGE_COLUMNS:
+            distinct = found.get(name, [])
+            if len(distinct) != 1 or distinct[0] is None:
+                raise LineageError(f"{source}: expected one {name}, found {distinct[:5]}")
+            values[name] = distinct[0]
+        return cls(**values)
+
+    def columns(self) -> list[pl.Expr]:
+        return [pl.lit(v, dtype=pl.String).alias(k) for k, v in asdict(self).items()]
+
+    def record(self) -> dict:
+        """The lineage as summary.json and report.json hold it, with the version of the
+        content hashes (contract section 1) it names."""
+        return {**asdict(self), "hash_version": HASH_VERSION}
+
+
+class LineageError(EvaluationError):
+    """Rows whose lineage columns are missing or name several evaluations."""
+
+
+def _single(frame: pl.DataFrame, column: str) -> str:
+    # By expression, not frame[column]: a literal column (the reader's one name) stays one.
+    value = pl.col(column)
+    if frame.height and frame.select((value == value.first()).all()).item():
+        return str(frame.select(value.first()).item())
+    values = frame[column].unique().to_list()
+    raise ValueError(f"expected one {column}, found {len(values)}: {values[:5]}")
+
+
+def with_lineage(per_query: pl.DataFrame, lineage: Lineage) -> pl.DataFrame:
+    return per_query.with_columns(lineage.columns())
+
+
+def evaluate(
+    judgments: pl.DataFrame, pool: pl.DataFrame, spec: EvaluationSpec,
+    blocks: Blocks | None = None, index: JudgmentIndex | None = None,
+    judgments_digest: str | None = None,
+) -> tuple[pl.DataFrame, Lineage]:
+    """Per-query rows for every ranker of ``pool`` against ``judgments``, with lineage.
+
+    Work the caller has done can be handed in: the pool cut into blocks
+    (``metric.hashing.pool_blocks``), the judgment index for ``spec``, the judgments' SHA-256.
+    """
+    # The pool is cut into blocks once; then hashing and scoring are independent, and both
+    # spend their time in compiled loops, polars and hashlib, which release the GIL: hash on a
+    # second thread while the kernel scores.
+    blocks = pool_blocks(pool) if blocks is None else blocks
+    with ThreadPoolExecutor(max_workers=1) as hasher:
+        lineage = hasher.submit(Lineage.of, judgments, pool, spec, blocks, judgments_digest)
+        per_query = score(blocks, judgments, spec, index=index)
+        return with_lineage(per_query, lineage.result()), lineage.result()
+
+
+def summarize(
+    per_query: pl.DataFrame,
+    spec: EvaluationSpec,
+    lineage: Lineage,
+    queries: pl.DataFrame | None = None,
+) -> dict:
+    """The machine-readable summary: macro means and status counts per ranker and cutoff."""
+    rows = aggregate(per_query, queries).filter(pl.col("slice_column") == "all")
+    results = []
+    for row in rows.iter_rows(named=True):
+        results.append(
+            {
+                "ranker": row["ranker"],
+                "cutoff": row["cutoff"],
+                "macro_ndcg": row["macro_ndcg"],
+                "weighted_ndcg": row["weighted_ndcg"],
+                "n_queries": row["n_queries"],
+                "n_with_number": row["n_with_number"],
+                "status_counts": {
+                    s: row[f"n_{s}"]
+                    for s in STATUSES
+                },
+                "mean_judged_at_k": row["mean_judged_at_k"],
+                "mean_candidate_recall": row["mean_candidate_recall"],
+                "sentence": result_sentence(row, spec, lineage),
+            }
+        )
+    return {
+        "lineage": lineage.record(),
+        "spec": spec.to_dict(),
+        "spec_id": spec.spec_id,
+        "conventions": spec.describe(),
+        "weights": "query weights" if queries is not None else "none given: weighted mean not computed",
+        "results": results,
+    }
+
+
+def result_sentence(row: dict, spec: EvaluationSpec, lineage: Lineage) -> str:
+    """Contract section 4: the result in a sentence that keeps its definitions."""
+    value = "n/a" if row["macro_ndcg"] is None else f"{row['macro_ndcg']:.3f}"
+    apart = []
+    if row["n_no_positive"] and spec.no_positive == "exclude":
+        apart.append(f"{row['n_no_positive']:,} without a positive grade")
+    if row["n_incomplete"]:
+        apart.append(f"{row['n_incomplete']:,} incomplete")
+    if row["n_not_judged"]:
+        apart.append(f"{row['n_not_judged']:,} not judged")
+    if row["n_missing_from_run"] and spec.missing_from_run == "exclude":
+        apart.append(f"{row['n_missing_from_run']:,} missing from the run")
+    apart_text = f"; {', '.join(apart)} counted apart" if apart else ""
+    if row["n_no_positive"] and spec.no_positive == "one":  # in the mean, at 1: say how many
+        apart_text += f"; {row['n_no_positive']:,} without a positive grade scored 1"
+    return (
+        f"NDCG@{row['cutoff']} {value} ({spec.describe()}) over {row['n_with_number']:,} of "
+        f"{row['n_queries']:,} queries{apart_text}; judgments {lineage.judgment_version} "
+        f"(sha256 {lineage.judgments_sha256[:8]}...), pool {lineage.candidate_pool}, "
+        f"ranker {row['ranker']}, spec {lineage.spec_id}."
+    )
+
+
+def read_lineage(where: Location, source: str | None = None) -> Lineage:
+    """The lineage of per-query results (``read_with_lineage``'s), no other column read."""
+    stored = [c for c in LINEAGE_COLUMNS if c in dataset_columns(where)]
+    return Lineage.from_values(distinct_values(where, stored), source or str(where))
+
+
+def read_with_lineage(where: Location, source: str | None = None,
+                      columns: Sequence[str] | None = None) -> tuple[pl.DataFrame, Lineage]:
+    """The rows of per-query results (a file, or Spark's folder of parts, local or on object
+    storage) and their lineage, the lineage columns read only once.
+
+    The lineage is one value per column (one evaluation), but stored on every row: the two
+    sha256 columns alone took 256 MB each at 1M queries x 2 rankers x 2 cutoffs. Their distinct
+    values are read apart (``io.datasets.distinct_values``); the frame then holds them as
+    literal columns (one value, broadcast), in the file's column order. ``source`` names the
+    results in a refusal (default: ``where``); ``columns``: only these of the other columns
+    (the lineage columns always come)."""
+    names = dataset_columns(where)
+    stored = [c for c in LINEAGE_COLUMNS if c in names]
+    if columns is not None:
+        names = [c for c in names if c in stored or c in columns]
+    lineage = read_lineage(where, source)
+    rows = read_dataset(where, [c for c in names if c not in stored])
+    values = asdict(lineage)
+    return rows.with_columns(pl.lit(values[c], dtype=pl.String).alias(c)
+                             for c in stored).select(names), lineage

@@ -1,0 +1,1 @@
+"""One reader per input format (CSV/TSV, TREC, Parquet) and the cell rules they share."""

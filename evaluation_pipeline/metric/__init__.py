@@ -1,0 +1,3 @@
+"""The NDCG metric: gains, the per-query kernel over whole columns, content hashes.
+
+Pure: no I/O, no Dagster."""

@@ -1,0 +1,1 @@
+"""The compiled (numba) kernels over blocks of whole queries; see :mod:`.loading`."""

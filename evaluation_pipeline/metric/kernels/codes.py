@@ -1,0 +1,12 @@
+"""The integer codes the compiled kernels share with their callers.
+
+Plain Python, no numba: ``metric.ndcg`` reads these at import, and a command that never scores
+must not load the compiler (see ``metric.kernels.loading``).
+"""
+
+from __future__ import annotations
+
+# Grade classes of a candidate (contract section 3, rule 1): they index the kernels' counts.
+GRADED, UNKNOWN, UNJUDGED = 0, 1, 2
+# Tie rules (spec.ties) as the kernels see them.
+TIES_AVERAGE, TIES_DOC_ASC, TIES_DOC_DESC, TIES_RANK = 0, 1, 2, 3

@@ -1,0 +1,302 @@
+"""Per-query NDCG@K under a declared spec (contract section 3), over whole columns.
+
+Candidates are segmented into (ranker, query) blocks (a ranker's output already comes grouped,
+so usually nothing moves). The per-block steps (doc_id order, the merge with the query's
+judgments, the ranking by score, DCG, the ideal, judged@K and counts, for all cutoffs in one
+pass) are one compiled loop, ``metric.kernels.scoring.score_blocks``; what comes before and after (gains, per-query
+facts, statuses, recall, the output frame) is column arithmetic. String columns are never
+reordered: the kernel reads them in place.
+
+Ties: a *tie group* is a run of equal scores within a query. Under ``ties=average`` a group
+contributes its mean gain times the sum of the discounts of the positions it spans (positions
+past K discount to 0), which is the expected DCG over all orders of the group, as
+``sklearn.metrics.ndcg_score`` computes it. Under ``doc_id`` and ``trec_eval`` ties every
+candidate is its own group, ordered by doc_id ascending or descending (UTF-8 bytes). Under
+``rank`` ties every candidate is its own group too, in the order of the run's ``rank`` column:
+the ranker's own tie order (LightGBM and XGBoost keep equal scores in input order), so the
+result depends on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from evaluation_pipeline.metric.gains import gains_for_grades
+from evaluation_pipeline.metric.hashing import judgment_blocks, pool_blocks
+from evaluation_pipeline.metric.kernels.blocks import Blocks
+from evaluation_pipeline.metric.kernels.codes import (
+    GRADED,
+    TIES_AVERAGE,
+    TIES_DOC_ASC,
+    TIES_DOC_DESC,
+    TIES_RANK,
+    UNJUDGED,
+    UNKNOWN,
+)
+from evaluation_pipeline.spec import EvaluationSpec
+from schemas import InputError, columns
+from schemas.columns import STATUSES
+from schemas.errors import violation
+from schemas.ranks import RANK_REQUIRED, check_ranks
+
+# Status codes index STATUSES (in its order); the strings are made once, by polars, in _assemble.
+_SCORED, _NO_POSITIVE, _INCOMPLETE, _NOT_JUDGED = range(4)
+
+# The per-query columns the scorer makes (evaluation adds the lineage).
+RESULT_SCHEMA: dict[str, pl.DataType] = {
+    name: columns.PER_QUERY_DTYPES[name]()
+    for name in (*columns.PER_QUERY_KEY, *columns.MEASURE_COLUMNS)
+}
+
+
+@dataclass(frozen=True)
+class JudgmentIndex:
+    """A judgment version prepared for scoring under one spec: gains and per-query facts.
+
+    Built once per (version, spec) and shared by every batch of a streamed run. ``grades``
+    holds each query's rows together, ``order`` lists them by doc_id within the query, and
+    ``queries`` gives each query's span of ``order`` (``j_lo``, ``j_hi``), so grading a block of
+    candidates is a linear merge.
+    """
+
+    grades: pl.DataFrame  # query_id, doc_id, grade_class, gain
+    queries: pl.DataFrame  # query_id, n_positive, has_unknown, ideal_dcg_K..., j_lo, j_hi
+    cutoffs: tuple[int, ...]
+    docs: tuple  # doc_id of ``grades`` as a string set (``metric.kernels.blocks.order_documents``)
+    order: np.ndarray  # rows of ``grades``, each query's by doc_id
+
+
+def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec) -> JudgmentIndex:
+    """Gains for graded rows and, per query, the facts the statuses and all_judged ideal need.
+
+    ``judgments``: a version, or the blocks :func:`metric.hashing.judgment_blocks` made of it
+    (the same blocks serve the content hash)."""
+    blocks = judgments if isinstance(judgments, Blocks) else judgment_blocks(judgments)
+    # Each query's rows, and their order by doc_id: the order the kernel merges candidates with.
+    rows, starts = blocks.frame, blocks.starts
+    is_graded = (rows["grade_status"] == columns.GRADED).to_numpy()
+    grade_values = rows["grade"].fill_null(0).to_numpy()
+    gain = np.zeros(rows.height)
+    gain[is_graded] = gains_for_grades(grade_values[is_graded], spec)
+    grades = pl.DataFrame(
+        {
+            "query_id": rows["query_id"],
+            "doc_id": rows["doc_id"],
+            "grade_class": pl.Series(np.where(is_graded, GRADED, UNKNOWN), dtype=pl.Int8),
+            "gain": gain,
+        }
+    )
+    qid = np.repeat(np.arange(blocks.n_blocks), np.diff(starts))
+    n_queries = len(starts) - 1
+    # The all_judged ideal: every graded document of the query, gains high to low.
+    gains = grades["gain"].to_numpy()
+    # Here, not at the top: numba loads with the first kernel call (see metric.kernels.loading).
+    from evaluation_pipeline.metric.kernels.scoring import ideal_dcg
+
+    ideal = ideal_dcg(starts, gains, np.array(spec.cutoffs, dtype=np.int64))
+    is_unknown = grades["grade_class"].to_numpy() == UNKNOWN
+    facts = {
+        "query_id": blocks.keys["query_id"],
+        "n_positive": np.bincount(qid, gains > 0, minlength=n_queries).astype(np.int64),
+        "has_unknown": np.bincount(qid, is_unknown, minlength=n_queries) > 0,
+    }
+    for j, k in enumerate(spec.cutoffs):
+        facts[f"ideal_dcg_{k}"] = ideal[:, j]
+    facts["j_lo"], facts["j_hi"] = starts[:-1], starts[1:]
+    return JudgmentIndex(grades=grades, queries=pl.DataFrame(facts), cutoffs=spec.cutoffs,
+                         docs=blocks.docs, order=blocks.order)
+
+
+_TIES = {"average": TIES_AVERAGE, "doc_id": TIES_DOC_ASC, "trec_eval": TIES_DOC_DESC,
+         "rank": TIES_RANK}
+_NO_RANKS = np.empty(0, np.int64)  # what the kernel reads as ranks when the tie rule needs none
+
+
+def score_candidates(
+    candidates: pl.DataFrame | Blocks, index: JudgmentIndex, spec: EvaluationSpec
+) -> pl.DataFrame:
+    """Per-query rows for every (ranker, query) in ``candidates`` and every cutoff.
+
+    ``candidates`` holds whole queries (ranker, query_id, doc_id, score, and ``rank`` when the
+    spec orders ties by it, checked by ``schemas.ranks``), as a frame or as the blocks
+    :func:`metric.hashing.pool_blocks` makes of one; rows for queries a ranker did not return
+    come from :func:`missing_from_run`.
+    """
+    # Here, not at the top: numba loads with the first kernel call (see metric.kernels.loading).
+    from evaluation_pipeline.metric.kernels.scoring import (
+        CandidateBlocks,
+        QueryJudgments,
+        Rules,
+        score_blocks,
+    )
+
+    blocks = candidates if isinstance(candidates, Blocks) else pool_blocks(candidates)
+    if blocks.frame.height == 0:
+        return pl.DataFrame(schema=RESULT_SCHEMA)
+    run_rank = _ranks(blocks, spec)
+    keys, starts, n_groups = blocks.keys, blocks.starts, blocks.n_blocks
+    facts = keys.join(index.queries, on="query_id", how="left", maintain_order="left")
+    cutoffs = spec.cutoffs
+    dcg, candidate_ideal, judged_at_k, counts, positive_candidates = score_blocks(
+        CandidateBlocks(starts, blocks.order, blocks.numpy("score"), blocks.docs, run_rank),
+        QueryJudgments(facts["j_lo"].fill_null(0).to_numpy(),
+                       facts["j_hi"].fill_null(0).to_numpy(), index.order, index.docs,
+                       index.grades["grade_class"].to_numpy(), index.grades["gain"].to_numpy()),
+        Rules(np.array(cutoffs, dtype=np.int64), _discount_prefix(max(cutoffs)),
+              _TIES[spec.ties], spec.unknown != "exclude", spec.unjudged != "exclude",
+              spec.ideal == "candidates"),
+    )
+    counts = counts.T  # (class, block)
+
+    judged = facts["n_positive"].is_not_null().to_numpy()
+    if spec.ideal == "candidates":
+        ideal = candidate_ideal
+    else:
+        ideal = np.stack(
+            [facts[f"ideal_dcg_{k}"].fill_null(0.0).to_numpy() for k in cutoffs], axis=1
+        )
+    ideal = np.asarray(ideal, dtype=np.float64).reshape(n_groups, len(cutoffs))
+
+    incomplete = np.zeros(n_groups, dtype=bool)
+    if spec.unknown == "incomplete":
+        incomplete |= counts[UNKNOWN] > 0
+        if spec.ideal == "all_judged":
+            incomplete |= facts["has_unknown"].fill_null(False).to_numpy()
+    if spec.unjudged == "incomplete":
+        incomplete |= counts[UNJUDGED] > 0
+    no_positive = ideal[:, 0] <= 0  # gains sorted high to low: ideal@1 is 0 iff all are 0
+    status = np.select([~judged, incomplete, no_positive],
+                       [_NOT_JUDGED, _INCOMPLETE, _NO_POSITIVE], _SCORED).astype(np.int8)
+
+    n_positive = facts["n_positive"].fill_null(0).to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        recall = np.where(n_positive > 0, positive_candidates / n_positive, np.nan)
+
+    return _assemble(
+        keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, spec
+    )
+
+
+def _ranks(blocks: Blocks, spec: EvaluationSpec) -> np.ndarray:
+    """The run's rank per row, when the spec's tie rule reads it."""
+    if not spec.needs_rank:
+        return _NO_RANKS
+    if columns.RANK not in blocks.frame.columns:
+        raise InputError("candidates", [violation(columns.RANK, RANK_REQUIRED, [])])
+    return blocks.numpy(columns.RANK).astype(np.int64, copy=False)
+
+
+def _discount_prefix(reach: int) -> np.ndarray:
+    """prefix[p] = sum of 1/log2(i + 1) for i = 1..p, p = 0..reach."""
+    return np.r_[0.0, np.cumsum(1.0 / np.log2(np.arange(1, reach + 1) + 1.0))]
+
+
+def missing_from_run(
+    index: JudgmentIndex,
+    returned: pl.DataFrame,
+    rankers: list[str],
+    spec: EvaluationSpec,
+) -> pl.DataFrame:
+    """Rows for queries of the version with a positive gain that a ranker did not return.
+
+    ``returned`` lists the (ranker, query_id) pairs present in the run.
+    """
+    positive = index.queries.filter(pl.col("n_positive") > 0).select("query_id")
+    if not rankers or positive.height == 0:
+        return pl.DataFrame(schema=RESULT_SCHEMA)
+    all_pairs = pl.DataFrame({"ranker": rankers}).join(positive, how="cross")
+    missing = all_pairs.join(
+        returned.select(pl.col("ranker").cast(pl.String), pl.col("query_id").cast(pl.String)),
+        on=["ranker", "query_id"],
+        how="anti",
+    ).sort("ranker", "query_id")
+    n = missing.height
+    if n == 0:
+        return pl.DataFrame(schema=RESULT_SCHEMA)
+    k = len(spec.cutoffs)
+    score = 0.0 if spec.missing_from_run == "zero" else None
+    return pl.DataFrame(
+        {
+            "ranker": np.repeat(missing["ranker"].to_numpy(), k),
+            "query_id": np.repeat(missing["query_id"].to_numpy(), k),
+            "cutoff": np.tile(np.array(spec.cutoffs, dtype=np.int64), n),
+            "dcg": [None] * (n * k),
+            "ideal_dcg": [None] * (n * k),
+            "ndcg": [score] * (n * k),
+            "status": ["missing_from_run"] * (n * k),
+            "n_candidates": np.zeros(n * k, dtype=np.int64),
+            "n_graded": np.zeros(n * k, dtype=np.int64),
+            "n_unknown": np.zeros(n * k, dtype=np.int64),
+            "n_unjudged": np.zeros(n * k, dtype=np.int64),
+            "judged_at_k": [None] * (n * k),
+            "candidate_recall": np.zeros(n * k, dtype=np.float64),
+        },
+        schema=RESULT_SCHEMA,
+    )
+
+
+def score(
+    candidates: pl.DataFrame | Blocks, judgments: pl.DataFrame, spec: EvaluationSpec,
+    index: JudgmentIndex | None = None,
+) -> pl.DataFrame:
+    """Every per-query row of a whole run in memory: scored queries plus missing_from_run.
+
+    ``index``: ``index_judgments(judgments, spec)``, if the caller has built it. Blocks come
+    from a reader, which has checked the ranks a spec needs; a frame is checked here."""
+    if spec.needs_rank and isinstance(candidates, pl.DataFrame):
+        check_ranks(candidates, "candidates")
+    blocks = candidates if isinstance(candidates, Blocks) else pool_blocks(candidates)
+    index = index_judgments(judgments, spec) if index is None else index
+    scored = score_candidates(blocks, index, spec)
+    returned = blocks.keys
+    rankers = sorted(returned["ranker"].unique().to_list())
+    missing = missing_from_run(index, returned, rankers, spec)
+    return sort_results(pl.concat([scored, missing]))
+
+
+def sort_results(results: pl.DataFrame) -> pl.DataFrame:
+    """The one row order of per-query results: ranker, query_id, cutoff (byte-wise)."""
+    return results.sort(["ranker", "query_id", "cutoff"])
+
+
+# -- the output frame ------------------------------------------------------------------------
+
+
+def _assemble(keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, spec):
+    n, k = keys.height, len(cutoffs)
+    status_rows = np.repeat(status, k)
+    open_rows = (status_rows == _INCOMPLETE) | (status_rows == _NOT_JUDGED)
+    dcg_rows = np.where(open_rows, np.nan, dcg.reshape(-1))
+    ideal_rows = np.where(open_rows, np.nan, ideal.reshape(-1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ndcg_rows = np.where(status_rows == _SCORED, dcg_rows / ideal_rows, np.nan)
+    if spec.no_positive != "exclude":  # the query keeps its no_positive status
+        ndcg_rows = np.where(status_rows == _NO_POSITIVE,
+                             1.0 if spec.no_positive == "one" else 0.0, ndcg_rows)
+    # Strings are gathered by polars: numpy would go through Python string objects.
+    key_rows = keys.select("ranker", "query_id") if k == 1 else keys.select(
+        pl.col("ranker", "query_id").gather(np.repeat(np.arange(n), k)))
+    frame = pl.DataFrame(
+        {
+            "ranker": key_rows["ranker"],
+            "query_id": key_rows["query_id"],
+            "cutoff": np.tile(np.array(cutoffs, dtype=np.int64), n),
+            "dcg": dcg_rows,
+            "ideal_dcg": ideal_rows,
+            "ndcg": ndcg_rows,
+            "status": pl.Series(status_rows).replace_strict(
+                list(range(len(STATUSES))), list(STATUSES), return_dtype=pl.String),
+            "n_candidates": np.repeat(counts.sum(axis=0), k),
+            "n_graded": np.repeat(counts[GRADED], k),
+            "n_unknown": np.repeat(counts[UNKNOWN], k),
+            "n_unjudged": np.repeat(counts[UNJUDGED], k),
+            "judged_at_k": judged_at_k.reshape(-1),
+            "candidate_recall": np.repeat(recall, k),
+        },
+        schema=RESULT_SCHEMA,
+        nan_to_null=True,
+    )
+    return frame

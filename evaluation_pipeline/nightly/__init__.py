@@ -1,0 +1,1 @@
+"""The nightly watch: verdicts against the previous night, the history table, attribution, alerts."""

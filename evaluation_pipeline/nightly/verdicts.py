@@ -1,0 +1,307 @@
+"""The nightly watch: which night came before which, whether tonight's change is real, and how
+much of a change comes from regraded judgments and how much from the new pool.
+
+Every candidate pool is one night. Nights are ordered by the time the pool's ``_READY`` marker
+appeared (``ready_at`` in the pool's manifest), ties by name; a pinned baseline pool replaces
+"the previous night". An evaluation (pool x judgment version x spec) is compared with the
+previous night's evaluation under the same version and spec, paired over the queries with a
+number on both nights, with Holm's correction over every ranker x cutoff of the comparison.
+
+Pure functions over per-query frames, aggregate means and timestamps: no files, no Dagster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+import polars as pl
+
+from evaluation_pipeline.aggregation import sums as rn
+from evaluation_pipeline.aggregation.partials import (
+    PREVIOUS,
+    TIE_TOLERANCE,
+    TONIGHT,
+    Result,
+)
+from evaluation_pipeline.stats.inference import holm
+from schemas.columns import IMPROVED, NO_CHANGE, REGRESSED
+
+# The pool manifest's field for the arrival of its _READY marker, and the fallback for pools
+# registered before it was recorded.
+READY_AT = "ready_at"
+PUBLISHED_AT = "published_at"
+
+DEFAULT_ALPHA = 0.05
+DEFAULT_MIN_EFFECT = 0.01
+# The environment variable that pins one baseline pool instead of "the previous night".
+
+COMPARISON_METHOD = (
+    "paired over the queries with a number on both nights (current minus previous); "
+    "percentile bootstrap interval; sign-flip randomization test; Holm over every "
+    "ranker x cutoff"
+)
+
+
+# --- nights ----------------------------------------------------------------------------------
+
+
+def ready_at_from_mtime_ns(mtime_ns: int) -> str:
+    """The ISO time (UTC, microseconds) of a ``_READY`` marker's modification time."""
+    moment = datetime.fromtimestamp(mtime_ns / 1e9, tz=UTC)
+    return moment.isoformat(timespec="microseconds")
+
+
+def ready_at_of(manifest: Mapping) -> str:
+    """A pool's night time from its manifest; pools registered before ``ready_at`` was
+    recorded fall back to their publication time."""
+    value = manifest.get(READY_AT) or manifest.get(PUBLISHED_AT)
+    if not value:
+        raise ValueError(f"pool manifest has neither {READY_AT!r} nor {PUBLISHED_AT!r}")
+    return str(value)
+
+
+def parse_time(value: str) -> datetime:
+    """An ISO time; one without a zone is taken as UTC (so every time compares)."""
+    moment = datetime.fromisoformat(value)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def night_order(ready_at: Mapping[str, str]) -> list[str]:
+    """Pool names from the first night to the last: by ready time, ties by name."""
+    return sorted(ready_at, key=lambda pool: (parse_time(ready_at[pool]), pool))
+
+
+def previous_night(pool: str, ready_at: Mapping[str, str],
+                   baseline_pool: str | None = None) -> str | None:
+    """The pool ``pool`` is compared with: the pinned baseline, else the night before it.
+
+    None for the first night, and for the baseline pool itself.
+    """
+    if baseline_pool:
+        return None if baseline_pool == pool else baseline_pool
+    order = night_order(ready_at)
+    if pool not in order:
+        raise ValueError(f"candidate pool {pool!r} has no recorded ready time")
+    position = order.index(pool)
+    return order[position - 1] if position > 0 else None
+
+
+def newest_pool(ready_at: Mapping[str, str]) -> str | None:
+    order = night_order(ready_at)
+    return order[-1] if order else None
+
+
+def headline_version(first_evaluated_at: str, published_at: Mapping[str, str]) -> str | None:
+    """The newest judgment version published at or before the pool's first evaluation.
+
+    Newest is by publication time, ties by name; None when nothing was published by then.
+    """
+    moment = parse_time(first_evaluated_at)
+    known = [v for v, t in published_at.items() if parse_time(t) <= moment]
+    return max(known, key=lambda v: (parse_time(published_at[v]), v)) if known else None
+
+
+# --- the comparison with the previous night ----------------------------------------------------
+
+
+def verdict(mean_diff: float | None, p_adjusted: float | None, *,
+            alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT) -> str:
+    """``regressed`` when the adjusted p is below ``alpha`` and the drop is at least
+    ``min_effect``; ``improved`` for the mirror case; ``no_change`` otherwise.
+
+    "At least" forgives float rounding (TIE_TOLERANCE): 0.51 - 0.50 is a drop of 0.01.
+    """
+    if mean_diff is None or p_adjusted is None or not p_adjusted < alpha:
+        return NO_CHANGE
+    if mean_diff <= -min_effect + TIE_TOLERANCE:
+        return REGRESSED
+    if mean_diff >= min_effect - TIE_TOLERANCE:
+        return IMPROVED
+    return NO_CHANGE
+
+
+def night_pairs(previous: Sequence[Result], current: Sequence[Result]) -> list[rn.Pair]:
+    """(previous night's, tonight's) result of every ranker x cutoff of both nights."""
+    rankers = sorted({r.ranker for r in previous} & {r.ranker for r in current})
+    cutoffs = sorted({r.cutoff for r in previous} & {r.cutoff for r in current})
+    return [(Result(PREVIOUS, ranker, cutoff), Result(TONIGHT, ranker, cutoff))
+            for ranker in rankers for cutoff in cutoffs]
+
+
+@dataclass(frozen=True)
+class NightComparison:
+    """Tonight against the previous night under one version: the comparisons and both nights'
+    macro means per (ranker, cutoff), which the attribution reads."""
+    comparisons: list[dict]
+    previous_means: dict[tuple[str, int], float | None]
+    current_means: dict[tuple[str, int], float | None]
+
+
+def compare_nights(
+    previous: pl.DataFrame,
+    current: pl.DataFrame,
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    ci_level: float = 0.95,
+    n_bootstrap: int = 2000,
+    seed: int = 20261130,
+) -> list[dict]:
+    """Per ranker and cutoff of both nights: current minus previous, paired over queries.
+
+    ``previous`` and ``current`` are per-query rows (ranker, query_id, cutoff, ndcg,
+    candidate_recall, status) of the two evaluations. Each ranker's mean candidate recall on
+    both nights stands beside its verdict: the candidate set changes between nights.
+    """
+    return night_comparison_of_frames(
+        previous, current, alpha=alpha, min_effect=min_effect, ci_level=ci_level,
+        n_bootstrap=n_bootstrap, seed=seed).comparisons
+
+
+def night_comparison_of_frames(previous: pl.DataFrame, current: pl.DataFrame, *,
+                               alpha: float = DEFAULT_ALPHA,
+                               min_effect: float = DEFAULT_MIN_EFFECT, ci_level: float = 0.95,
+                               n_bootstrap: int = 2000, seed: int = 20261130
+                               ) -> NightComparison:
+    """:class:`NightComparison` of two nights' per-query rows, summed on this machine."""
+    pairs = night_pairs(rn.results_of(previous, PREVIOUS), rn.results_of(current))
+    plan = rn.plan_of(rn.results_of(current), previous=rn.results_of(previous, PREVIOUS),
+                      pairs=pairs, n_bootstrap=n_bootstrap, seed=seed,
+                      n_queries=rn.distinct_queries(previous, current))
+    numbers = rn.Numbers(plan, rn.local_partial(current, previous, None, plan))
+    return night_comparison(numbers, pairs, alpha=alpha, min_effect=min_effect,
+                            ci_level=ci_level)
+
+
+def night_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pair: int = 0,
+                     alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT,
+                     ci_level: float = 0.95) -> NightComparison:
+    """:class:`NightComparison` from the numbers of a plan holding ``pairs`` (from
+    :func:`night_pairs`) from its pair ``first_pair`` on."""
+    out = []
+    for p, (before, now) in enumerate(pairs, start=first_pair):
+        stats = numbers.pair(p, ci_level)
+        out.append({
+            "ranker": now.ranker,
+            "cutoff": int(now.cutoff),
+            "paired": stats["n_paired"],
+            "mean_previous": stats["mean_first"],
+            "mean_current": stats["mean_second"],
+            "mean_diff": stats["mean_difference"],
+            "ci_low": stats["difference_low"],
+            "ci_high": stats["difference_high"],
+            "p": stats["p_value"],
+            "candidate_recall_previous": numbers.mean_candidate_recall(before),
+            "candidate_recall_current": numbers.mean_candidate_recall(now),
+        })
+    return NightComparison(with_verdicts(out, alpha=alpha, min_effect=min_effect),
+                           numbers.overall_means(PREVIOUS), numbers.overall_means(TONIGHT))
+
+
+def with_verdicts(comparisons: list[dict], *, alpha: float = DEFAULT_ALPHA,
+                  min_effect: float = DEFAULT_MIN_EFFECT) -> list[dict]:
+    """Holm-adjusted p over every ranker x cutoff of one comparison, then each verdict."""
+    adjusted = holm(np.array([c["p"] for c in comparisons], dtype=np.float64))
+    return [
+        c | {"p_adjusted": float(p),
+             "verdict": verdict(c["mean_diff"], float(p), alpha=alpha, min_effect=min_effect)}
+        for c, p in zip(comparisons, adjusted)
+    ]
+
+
+# --- attribution -------------------------------------------------------------------------------
+
+
+def split_change(previous_old: float, previous_new: float, current_new: float) -> dict:
+    """The change of a mean from the previous night (old version) to tonight (new version).
+
+    from_judgments = previous pool under the new version - previous pool under the old one;
+    from_pool = tonight's pool - previous pool, both under the new version. ``total_change``
+    is their sum, so the parts add up exactly (it equals current_new - previous_old up to
+    float rounding).
+    """
+    from_judgments = previous_new - previous_old
+    from_pool = current_new - previous_new
+    return {"total_change": from_judgments + from_pool, "from_judgments": from_judgments,
+            "from_pool": from_pool}
+
+
+def attribute(
+    previous_old: Mapping[tuple[str, int], float | None],
+    previous_new: Mapping[tuple[str, int], float | None],
+    current_new: Mapping[tuple[str, int], float | None],
+    previous_judgment_version: str,
+) -> list[dict]:
+    """One attribution per (ranker, cutoff) with a mean in all three evaluations.
+
+    Each mapping is (ranker, cutoff) -> macro NDCG, e.g. from ``nightly.history.overall_means``.
+    """
+    keys = sorted(
+        k for k in set(previous_old) & set(previous_new) & set(current_new)
+        if None not in (previous_old[k], previous_new[k], current_new[k])
+    )
+    return [
+        {"ranker": ranker, "cutoff": int(cutoff),
+         "previous_judgment_version": previous_judgment_version,
+         **split_change(previous_old[(ranker, cutoff)], previous_new[(ranker, cutoff)],
+                        current_new[(ranker, cutoff)])}
+        for ranker, cutoff in keys
+    ]
+
+
+# --- the nightly section of report.json ---------------------------------------------------------
+
+
+def nightly_section(
+    previous_pool: str | None,
+    judgment_version: str,
+    comparisons: list[dict],
+    attribution: list[dict] | None = None,
+    *,
+    baseline_pinned: bool = False,
+    alpha: float = DEFAULT_ALPHA,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+) -> dict:
+    """report.json's ``nightly``: the comparison with the previous night (or pinned baseline)
+    and, when the headline versions of the two nights differ, the attribution (else null)."""
+    return {
+        "previous_pool": previous_pool,
+        "baseline_pinned": baseline_pinned,
+        "judgment_version": judgment_version,
+        "alpha": alpha,
+        "min_effect": min_effect,
+        "method": COMPARISON_METHOD,
+        "comparisons": comparisons,
+        "attribution": attribution,
+    }
+
+
+def regressions(section: Mapping | None) -> list[dict]:
+    """The comparisons of a nightly section whose verdict is ``regressed``."""
+    if not section:
+        return []
+    return [c for c in section["comparisons"] if c["verdict"] == REGRESSED]
+
+
+def describe_regression(comparison: Mapping) -> str:
+    """One line naming the ranker, K, the difference, its interval and the adjusted p."""
+    interval = ("no interval" if comparison["ci_low"] is None else
+                f"[{comparison['ci_low']:+.4f}, {comparison['ci_high']:+.4f}]")
+    return (f"{comparison['ranker']} NDCG@{comparison['cutoff']} {comparison['mean_diff']:+.4f} "
+            f"{interval} over {comparison['paired']} paired queries, Holm-adjusted p = "
+            f"{comparison['p_adjusted']:.4g}")
+
+
+def describe_regressions(section: Mapping | None) -> str:
+    """The asset check's description: every regression against the previous night, or why
+    there is none."""
+    if not section or section["previous_pool"] is None:
+        return "first night: there is no previous night to compare with"
+    found = regressions(section)
+    against = f"against {section['previous_pool']} under {section['judgment_version']}"
+    if not found:
+        return f"no ranker regressed {against}"
+    return f"regressed {against}: " + "; ".join(describe_regression(c) for c in found)

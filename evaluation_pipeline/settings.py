@@ -1,0 +1,89 @@
+"""Every ``NDCG_EVAL_*`` environment variable, declared once: its name, its default, its meaning.
+
+Modules read a variable through its declaration (``settings.MEMORY_LIMIT.get()``) and name it
+in messages by ``.name``; no other module spells an ``NDCG_EVAL_`` name. docs/configuration.md
+lists the same variables, and a test holds the two together.
+
+An empty value counts as unset, as a shell's ``VAR= command`` means.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: str  # what applies when it is unset, in words
+    meaning: str
+
+    def get(self, environ: Mapping[str, str] | None = None) -> str | None:
+        """The value, or None when unset or empty."""
+        return (os.environ if environ is None else environ).get(self.name) or None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# Where the pipeline reads and writes (definitions.py).
+STORAGE = Setting(
+    "NDCG_EVAL_STORAGE", "none: required (NDCG_EVAL_DEV=1: the checkout's .storage/)",
+    "the storage every published input, score and report goes to: a folder or an fsspec URL")
+LANDING = Setting(
+    "NDCG_EVAL_LANDING", "none: required (NDCG_EVAL_DEV=1: the bundled landing folder)",
+    "the landing folder the sensors watch for judgment versions and candidate pools")
+QUERIES = Setting(
+    "NDCG_EVAL_QUERIES", "none: required (NDCG_EVAL_DEV=1: the bundled queries table)",
+    "the queries table (query text, slices and weights)")
+STORAGE_OPTIONS = Setting(
+    "NDCG_EVAL_STORAGE_OPTIONS", "{}",
+    "a JSON object of fsspec options for every URL read or written (endpoint, credentials)")
+DEV = Setting(
+    "NDCG_EVAL_DEV", "unset",
+    "1: the storage, landing and queries default to the checkout's example data "
+    "(`make run`, `make ui` and the tests set it)")
+# What the pipeline evaluates under.
+SPEC = Setting(
+    "NDCG_EVAL_SPEC", "the packaged evaluation_spec.yaml",
+    "the spec file (YAML or TOML) the pipeline evaluates under")
+ENGINE = Setting(
+    "NDCG_EVAL_ENGINE", "auto",
+    "the pipeline's scoring engine: auto, local, streaming or spark")
+SPARK_MASTER = Setting(
+    "NDCG_EVAL_SPARK_MASTER", "a local session, or spark-submit's --master",
+    "the Spark master of the spark engine (spark://host:7077, yarn, k8s://...)")
+MEMORY_LIMIT = Setting(
+    "NDCG_EVAL_MEMORY_LIMIT", "2GB",
+    "the memory budget of sorts and of the engine choice (e.g. 512MB, 4GB)")
+SPILL_DIR = Setting(
+    "NDCG_EVAL_SPILL_DIR", "the storage's spill folder when local, else the system's temp folder",
+    "where a sort spills past the memory budget")
+# The nightly watch.
+NIGHTLY_CRON = Setting(
+    "NDCG_EVAL_NIGHTLY_CRON", "0 2 * * *", "when the nightly schedule evaluates the newest pool")
+NIGHTLY_TIMEZONE = Setting(
+    "NDCG_EVAL_NIGHTLY_TIMEZONE", "UTC", "the time zone of the nightly schedule")
+ALPHA = Setting(
+    "NDCG_EVAL_ALPHA", "0.05", "the watch's significance level, after Holm's adjustment")
+MIN_EFFECT = Setting(
+    "NDCG_EVAL_MIN_EFFECT", "0.01", "the smallest drop in mean NDCG the watch calls a regression")
+BASELINE_POOL = Setting(
+    "NDCG_EVAL_BASELINE_POOL", "unset: the previous night",
+    "one pool every night is compared against, instead of the previous night")
+ALERT_WEBHOOK = Setting(
+    "NDCG_EVAL_ALERT_WEBHOOK", "unset: alerts are recorded, not sent",
+    "the URL each alert is POSTed to as JSON")
+LOCK_TIMEOUT = Setting(
+    "NDCG_EVAL_LOCK_TIMEOUT", "1800",
+    "seconds `make run` waits for another run on the same instance before it gives up")
+# Tests only.
+FAIL_WRITE = Setting(
+    "NDCG_EVAL_FAIL_WRITE", "unset",
+    "fault injection for tests: PATTERN[:N] makes the storage's writes of matching files fail "
+    "with ENOSPC (the first N times)")
+
+SETTINGS: tuple[Setting, ...] = tuple(
+    value for value in globals().values() if isinstance(value, Setting))
