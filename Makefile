@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 # NDCG_EVAL_DEV=1: the landing folder, queries table and storage default to the checkout's
 # example data and .storage/ (a deployment names them instead; README "Deployment").
 run: $(STAMP)
-	NDCG_EVAL_DEV=1 $(BIN)/python -m evaluation_pipeline.main
+	NDCG_EVAL_DEV=1 $(BIN)/python -m evaluation_pipeline.main_job
 
 # The Dagster UI on the instance `make run` fills, bound to 127.0.0.1; its sensors watch the
 # landing folder of `make run`'s week.

@@ -9,7 +9,7 @@ rankers reranking the same ``--candidates`` candidates per query, one Parquet fi
 rows in no key order (``unsorted_pool.py``); two judgment versions, the first judging 30% of
 the candidates, the second adding 5% more and regrading 10% of the first's rows; and a queries
 table with traffic weights and two slice columns of 3 and 5 values (``report_data.py``). Then
-runs the main job (``python -m evaluation_pipeline.main``) on a fresh Dagster home and storage
+runs the main job (``python -m evaluation_pipeline.main_job``) on a fresh Dagster home and storage
 (``NDCG_EVAL_LANDING``, ``NDCG_EVAL_STORAGE``, ``NDCG_EVAL_QUERIES``; spills under ``--out``,
 ``NDCG_EVAL_SPILL_DIR``), and ``ndcg-eval score --report`` on the second version.
 
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
            "NDCG_EVAL_SPILL_DIR": str(out / "spill"), "PYTHONPATH": str(REPO)}
     if args.memory_limit:
         env["NDCG_EVAL_MEMORY_LIMIT"] = args.memory_limit
-    job = measure([sys.executable, "-m", "evaluation_pipeline.main"], env, out / "main.log")
+    job = measure([sys.executable, "-m", "evaluation_pipeline.main_job"], env, out / "main.log")
     steps = step_windows(home)
     for step in steps:
         step["wall"] = step["end"] - step["start"]

@@ -1,7 +1,26 @@
 """NDCG evaluation with declared conventions and lineage.
 
-The metric code (``core``), readers and writers (``io``) and the spec never import Dagster;
-``orchestration`` and ``definitions`` assemble them into a Dagster code location.
+The package is built in layers. Each one imports only from the layers listed before it (and
+from within itself); ``tests/unit/test_layering.py`` reads every import and holds the code to
+this list:
+
+1. ``schemas``: the pandera models and the one declaration of every table's columns.
+2. ``settings``, ``spec``: every NDCG_EVAL_* variable; the evaluation spec.
+3. ``io``: readers (``io/formats``), atomic writers, storage paths, landing, locks.
+4. ``metric``: the NDCG kernel and the content hashes (``metric/kernels``: numba).
+5. ``stats``: seeded resamples, bootstrap intervals, paired tests, Holm.
+6. ``aggregation``: the report's numbers, summed over chunks of queries; ranker comparisons.
+7. ``ingest``: publishing versions and pools: validate, sort out of core, hash, write.
+8. ``evaluation``: one evaluation (judgments x pool under a spec) with its lineage.
+9. ``nightly``, ``analysis``: the nightly watch and alerts; reconcile, diff, explain, coverage.
+10. ``report``: report.json, report.html and report.md, traces, the trend.
+11. ``engines``: the choice of engine and the local, streaming and Spark engines.
+12. ``cli``, ``orchestration``: the ``ndcg-eval`` commands; the Dagster assets and resources.
+13. ``definitions``: the Dagster code location, assembled from the resources and settings.
+14. ``main_job``, ``__main__``: the entry points of `make run` and of ``ndcg-eval``.
+
+``metric``, ``stats`` and ``aggregation`` are pure: no I/O, no Dagster. Only ``orchestration``
+and the entry points above it import Dagster.
 
 Docstrings that cite "contract section N" mean the evaluation contract in ``docs/CONTRACT.md``.
 """

@@ -29,13 +29,15 @@ from evaluation_pipeline.io.storage import (
 from evaluation_pipeline.orchestration.assets import (
     EVALUATION_GROUP,
     build_evaluation_assets,
-    candidate_pools,
-    judgments,
-    queries,
 )
 from evaluation_pipeline.orchestration.checks import (
     build_evaluation_checks,
     ingest_checks,
+)
+from evaluation_pipeline.orchestration.ingest_assets import (
+    candidate_pools,
+    judgments,
+    queries,
 )
 from evaluation_pipeline.orchestration.jobs import jobs
 from evaluation_pipeline.orchestration.memory import MemoryBudget
@@ -44,13 +46,13 @@ from evaluation_pipeline.orchestration.resources import (
     LandingZone,
     NightlyWatch,
     QualityPolicy,
-    ScoringEngine,
 )
 from evaluation_pipeline.orchestration.schedules import (
     DEFAULT_CRON,
     DEFAULT_TIMEZONE,
     build_nightly_schedule,
 )
+from evaluation_pipeline.orchestration.scoring import ScoringEngine
 from evaluation_pipeline.orchestration.sensors import (
     build_evaluation_sensor,
     ingest_sensors,

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 import polars as pl
 
 from evaluation_pipeline import __version__
-from evaluation_pipeline.aggregation.aggregates import aggregate
+from evaluation_pipeline.aggregation.aggregate_table import aggregate
 from evaluation_pipeline.io.datasets import (
     dataset_columns,
     distinct_values,

@@ -33,11 +33,13 @@ NO_POSITIVE_POLICIES = ("exclude", "zero", "one")
 
 # One line per field: shown by `ndcg-eval spec --explain` and in reports.
 FIELD_DOCS: dict[str, str] = {
-    "cutoffs": "K for DCG@K and ideal DCG@K alike; any list of integers >= 1",
+    "cutoffs": "K for DCG@K and ideal DCG@K alike; any list of integers >= 1, kept sorted, "
+    "repeats dropped",
     "gain": "grade -> gain: exponential (2^g - 1), linear (g), or an explicit {grade: gain} map",
     "discount": "position p (1-based) divides by log2(p + 1)",
-    "ideal": "ideal order from the graded candidates of the query (candidates) or from every "
-    "graded document of the query in the judgment version (all_judged, as trec_eval)",
+    "ideal": "ideal order from the query's candidates left after the policies (candidates; "
+    "contract section 3, rule 3) or from every graded document of the query in the judgment "
+    "version (all_judged, as trec_eval)",
     "ties": "equal scores: expected DCG over all orders of the tie group (average, as "
     "scikit-learn), doc_id ascending (doc_id), doc_id descending byte-wise (trec_eval), or the "
     "run's own rank column ascending (rank, as LightGBM and XGBoost keep input order; the "
@@ -45,10 +47,17 @@ FIELD_DOCS: dict[str, str] = {
     "unknown": "a candidate with an explicit unknown grade: leave the query open (incomplete), "
     "drop it (exclude) or give it gain 0 (zero)",
     "unjudged": "a candidate with no row in the judgment version: incomplete, exclude or zero",
-    "no_positive": "ideal DCG is 0: the query is counted apart (exclude), scored 0 (zero) or "
-    "scored 1 (one, as LightGBM and XGBoost); its status stays no_positive",
+    "no_positive": "ideal DCG is 0: the query is counted apart (exclude), scored 0 (zero, as "
+    "trec_eval and scikit-learn) or scored 1 (one, as LightGBM and XGBoost); its status stays "
+    "no_positive",
     "missing_from_run": "a judged query with a positive grade that the ranker did not return: "
     "counted apart (exclude) or scored 0 (zero, as trec_eval -c)",
+}
+
+# The values a field takes besides its choices' names, in docs/CONTRACT.md's table.
+_OTHER_VALUES = {
+    "cutoffs": "any list of integers `>= 1`",
+    "gain": "a map `{grade: gain}` with integer grades `>= 0` and gains finite and `>= 0`",
 }
 
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -60,6 +69,23 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "no_positive": NO_POSITIVE_POLICIES,
     "missing_from_run": ZERO_POLICIES,
 }
+
+
+
+def fields_table() -> str:
+    """The Markdown table of the spec's fields (docs/CONTRACT.md, section 2): default, other
+    choices and meaning, from the declarations above; a test holds the contract to it."""
+    defaults = EvaluationSpec().to_dict()
+    choices = {**_CHOICES, "gain": GAINS}
+    rows = ["| field | default | other choices | meaning |", "|---|---|---|---|"]
+    for name, meaning in FIELD_DOCS.items():
+        default = json.dumps(defaults[name], separators=(", ", ": ")).strip('"')
+        others = [", ".join(f"`{choice}`" for choice in choices.get(name, ())
+                            if choice != defaults[name]), _OTHER_VALUES.get(name, "")]
+        others = "; or ".join(part for part in others if part) or "(none)"
+        rows.append(f"| `{name}` | `{default}` | {others} | {meaning} |")
+    return "\n".join(rows) + "\n"
+
 
 # Exponential gain overflows float64 past 2^1023; a grade that high is a data error.
 MAX_EXPONENTIAL_GRADE = 1023

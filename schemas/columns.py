@@ -83,6 +83,16 @@ PER_QUERY_DTYPES = {
     **dict.fromkeys(LINEAGE_COLUMNS, pl.String),
 }
 
+# --- the per-query columns a report reads (aggregates, comparisons, the nightly watch) --------
+# The rest of a row (dcg, ideal_dcg, the judged counts) is copied into the report, never held.
+REPORT_COLUMNS = ("ranker", "query_id", "cutoff", "ndcg", "status", "judged_at_k",
+                  "candidate_recall", "n_candidates")
+REPORT_DTYPES = {column: PER_QUERY_DTYPES[column] for column in REPORT_COLUMNS}
+# Columns a comparison's frames may lack (they are read for the aggregates alone): null then.
+REPORT_OPTIONAL_COLUMNS = ("judged_at_k", "n_candidates")
+# Per-query NDCG differences within this are ties (float rounding, not a ranking change).
+TIE_TOLERANCE = 1e-12
+
 # --- aggregates (contract section 4) ----------------------------------------------------------
 AGGREGATE_KEY = ("ranker", "cutoff", "slice_column", "slice_value")
 STATUS_COUNT_COLUMNS = tuple(f"n_{status}" for status in STATUSES)

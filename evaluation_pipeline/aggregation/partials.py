@@ -25,23 +25,18 @@ import numpy as np
 import polars as pl
 
 from evaluation_pipeline.stats.intervals import ALL, NO_VALUE, distinct_columns
-from schemas.columns import STATUSES
+from schemas.columns import REPORT_DTYPES, STATUSES, TIE_TOLERANCE
 
-# The per-query columns a partial reads, and their one dtype (``night``: added by the reader).
-ROW_DTYPES = {"night": pl.Int8, "ranker": pl.String, "query_id": pl.String, "cutoff": pl.Int64,
-              "ndcg": pl.Float64, "status": pl.String, "judged_at_k": pl.Float64,
-              "candidate_recall": pl.Float64, "n_candidates": pl.Int64}
+# The rows a partial reads: the report's per-query columns after ``night`` (which of the two
+# nights a row is of), added by the reader.
+ROW_DTYPES = {"night": pl.Int8, **REPORT_DTYPES}
 ROW_COLUMNS = tuple(ROW_DTYPES)
-# Columns a comparison's frames may lack (they are read for the aggregates alone): null then.
-OPTIONAL_COLUMNS = ("judged_at_k", "n_candidates")
 TONIGHT, PREVIOUS = 0, 1
 # Queries per chunk: a chunk's partial is computed in one piece (its rows in memory), and the
 # partials of a run sit on one machine (the resampled sums: resamples x groups x results).
 CHUNK_QUERIES = 1 << 18
 # The chunk hash's own seed: the cut of queries into chunks is not tied to the report's seed.
 CHUNK_SEED = 0x6E646367
-# Per-query NDCG differences within this are ties (float rounding, not a ranking change).
-TIE_TOLERANCE = 1e-12
 # The fine histogram of paired differences: its bins over [-1, 1], summed into the chart's.
 FINE_BINS = 2000
 # Up to this many paired queries, the sign-flip test counts every sign pattern (exact).

@@ -30,6 +30,7 @@ from schemas.columns import (
     AGGREGATE_DTYPES,
     AGGREGATE_KEY,
     INTERVAL_COLUMNS,
+    REPORT_OPTIONAL_COLUMNS,
     STATUS_COUNT_COLUMNS,
 )
 
@@ -81,7 +82,7 @@ def _rows(per_query: pl.LazyFrame, night: int) -> pl.LazyFrame:
 
 
 def _absent(column: str) -> pl.Expr:
-    if column not in rp.OPTIONAL_COLUMNS:
+    if column not in REPORT_OPTIONAL_COLUMNS:
         raise pl.exceptions.ColumnNotFoundError(f"per-query rows have no column {column!r}")
     return pl.lit(None).alias(column)
 
@@ -169,7 +170,7 @@ class Numbers:
     # -- aggregates ---------------------------------------------------------------------------
     def aggregates(self, ci_level: float, lineage: dict[str, str] | None = None) -> pl.DataFrame:
         """One row per tonight's (ranker, cutoff, slice_column, slice_value) with a query: the
-        columns and order of ``aggregation.aggregates.aggregate_with_intervals``."""
+        columns and order of ``aggregation.aggregate_table.aggregate_with_intervals``."""
         plan, numbers, resampled = self.plan, self.total.numbers, self.total.resampled
         groups = [(label, name) for label, names in plan.levels for name in names]
         rows = []

@@ -248,7 +248,8 @@ def run() -> None:
     """The ``ndcg-eval`` command: main(), then exit without the interpreter's teardown.
 
     By then every output is written, closed and renamed into place; tearing down gigabytes of
-    frames and the compiler's state took 0.7 s of a 5.6 s run at 10M rows.
+    frames and the compiler's state would only add to the run's time (benchmarks/README.md,
+    "The CLI's exit").
     """
     code = main()
     sys.stdout.flush()

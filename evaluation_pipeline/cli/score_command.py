@@ -91,7 +91,7 @@ def _score(args: argparse.Namespace, spec: EvaluationSpec, config: ReportConfig 
         check_options(_rankers(per_query), queries, config)
     summary = {**summarize(per_query, spec, result.lineage, queries), "engine": result.engine}
     if remote:
-        from evaluation_pipeline.engines.spark.engine import write_text_at
+        from evaluation_pipeline.engines.spark.cogroup import write_text_at
 
         write_text_at(inside(folder, SUMMARY_FILE), json_text(summary))
     else:

@@ -17,23 +17,10 @@ The estimate reads only the Parquet footers: per file, its row count times the w
 columns the in-memory readers load (8 bytes a number; a string's 16-byte view plus its length,
 the mean of the lengths of its row groups' min and max statistics, or its plain-encoded size a
 row where that is more), times a measured factor, plus the interpreter's and libraries' own
-memory. Measured with ``ndcg-eval score --profile trec_eval --cutoff 10 --engine local`` (and
-``streaming``) on ``benchmarks/generate.py`` files (one sorted run, 15.6% as many judgment
-rows; 2 cores, shared and loaded; peak RSS in GB of 10^9 bytes, as the budget's; CPU s
-user+sys, medians of paired runs, one run each at 3M):
-
-| run rows | in memory: peak GB, CPU s | streaming: peak GB, CPU s | estimate GB |
-|---|---|---|---|
-| 3M | 0.65, 3.2 | 0.71 | 0.77 |
-| 10M | 1.47, 4.0 | 0.79, 4.6 | 1.76 |
-| 20M | 2.65, 8.0 | 0.80, 8.1 | 3.17 |
-| 30M | 3.81, 13.4 | 0.79, 13.0 | 4.58 |
-| 100M | 10.4 (9.7 GiB, before ``auto``) | 0.83 | 14.4 |
-
-The peak is 0.3 GB plus 0.84 of the estimated width (141 bytes a run row with its judgments,
-the unread rank included): with a factor of 1.0 and a base of 0.35 GB the estimate stays
-some 20% above the peak. Under the default 2 GB budget the benchmark's files are scored in
-memory up to some 11.7M run rows, and streamed past them.
+memory. The factor and the base were fitted to the peaks of both engines on
+``benchmarks/generate.py`` files from 3M to 100M run rows (``benchmarks/README.md``, "The engine
+choice"), so that the estimate stays some 20% above the peak; past ``IN_MEMORY_MAX_ROWS`` the
+streaming engine is as fast.
 """
 
 from __future__ import annotations

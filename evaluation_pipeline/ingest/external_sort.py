@@ -33,10 +33,9 @@ from schemas.errors import EvaluationError
 
 DEFAULT_MEMORY_LIMIT = 2 * 1000**3  # "2GB"
 # DuckDB's share of the budget: a quarter, or what a large sort needs (sort_floor), at most
-# half. The process's other memory (the interpreter, a Dagster process's 0.55 to 1.2 GB
-# between steps, and the hash pass that consumes a streamed sort: 0.37 GB at 30M rows) is
-# what the rest is for. Spilling is cheap here: a 10M-row ranker sorted and streamed in the
-# same CPU time at 500 MB as at 800 MB, a 33M-row one in 8% more at 500 MB than at 1 GB.
+# half. The rest is for the process's other memory: the interpreter, a Dagster process between
+# steps, and the hash pass that consumes a streamed sort. A small share costs little, since
+# spilling is cheap here (benchmarks/README.md, "DuckDB's share of the budget").
 DUCKDB_SHARE = 0.25
 DUCKDB_MAX_SHARE = 0.5
 _MIN_DUCKDB_BYTES = 8 * 1000**2

@@ -3,7 +3,7 @@
 Candidates are segmented into (ranker, query) blocks (a ranker's output already comes grouped,
 so usually nothing moves). The per-block steps (doc_id order, the merge with the query's
 judgments, the ranking by score, DCG, the ideal, judged@K and counts, for all cutoffs in one
-pass) are one compiled loop, ``metric.kernels.scoring.score_blocks``; what comes before and after (gains, per-query
+pass) are one compiled loop, ``metric.kernels.dcg.score_blocks``; what comes before and after (gains, per-query
 facts, statuses, recall, the output frame) is column arithmetic. String columns are never
 reordered: the kernel reads them in place.
 
@@ -94,7 +94,7 @@ def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec) -> J
     # The all_judged ideal: every graded document of the query, gains high to low.
     gains = grades["gain"].to_numpy()
     # Here, not at the top: numba loads with the first kernel call (see metric.kernels.loading).
-    from evaluation_pipeline.metric.kernels.scoring import ideal_dcg
+    from evaluation_pipeline.metric.kernels.dcg import ideal_dcg
 
     ideal = ideal_dcg(starts, gains, np.array(spec.cutoffs, dtype=np.int64))
     is_unknown = grades["grade_class"].to_numpy() == UNKNOWN
@@ -126,7 +126,7 @@ def score_candidates(
     come from :func:`missing_from_run`.
     """
     # Here, not at the top: numba loads with the first kernel call (see metric.kernels.loading).
-    from evaluation_pipeline.metric.kernels.scoring import (
+    from evaluation_pipeline.metric.kernels.dcg import (
         CandidateBlocks,
         QueryJudgments,
         Rules,

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from evaluation_pipeline import settings
+from evaluation_pipeline.settings import ALERT_WEBHOOK
 from schemas.columns import REGRESSED
 
 REGRESSION_FIELDS = ("ranker", "cutoff", "mean_diff", "ci_low", "ci_high", "p_adjusted")
@@ -44,7 +44,7 @@ class AlertSettings:
     @classmethod
     def from_env(cls, webhook: str | None = None, **fields) -> AlertSettings:
         """A configured webhook (resource field) wins over ``NDCG_EVAL_ALERT_WEBHOOK``."""
-        return cls(webhook=webhook or settings.ALERT_WEBHOOK.get() or None, **fields)
+        return cls(webhook=webhook or ALERT_WEBHOOK.get() or None, **fields)
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ def notify(
         if settings.webhook:
             delivery = post_json(settings.webhook, payload, settings, sleep=sleep, log=log)
         else:
-            delivery = Delivery(False, 0, error=f"no webhook configured ({settings.ALERT_WEBHOOK.name})")
+            delivery = Delivery(False, 0, error=f"no webhook configured ({ALERT_WEBHOOK.name})")
         record = {
             "key": key,
             "alerted_at": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -22,12 +22,11 @@ import polars as pl
 from evaluation_pipeline.aggregation import sums as rn
 from evaluation_pipeline.aggregation.partials import (
     PREVIOUS,
-    TIE_TOLERANCE,
     TONIGHT,
     Result,
 )
 from evaluation_pipeline.stats.inference import holm
-from schemas.columns import IMPROVED, NO_CHANGE, REGRESSED
+from schemas.columns import IMPROVED, NO_CHANGE, REGRESSED, TIE_TOLERANCE
 
 # The pool manifest's field for the arrival of its _READY marker, and the fallback for pools
 # registered before it was recorded.

@@ -1,8 +1,7 @@
-"""Assets: read, validate, call the core, write, attach metadata. Nothing else happens here.
+"""The evaluation assets: read, validate, call the evaluation, write, attach metadata. Nothing
+else happens here (the ingest assets are in ``ingest_assets``).
 
-Ingest assets (``judgments``, ``candidate_pools``, ``queries``) publish validated inputs to the
-storage once per name and return a data version equal to their content SHA-256. Evaluation
-assets (``query_scores``, ``evaluation_report``, ``evaluation_history``) carry a code version
+Evaluation assets (``query_scores``, ``evaluation_report``, ``evaluation_history``) carry a code version
 derived from the project version and the spec_id, so changing the spec marks them stale.
 
 ``evaluation_report`` also takes the evaluation's step of the nightly watch: the comparison with
@@ -12,25 +11,18 @@ by the same step), and a regression of the newest night into an alert.
 
 from collections.abc import Iterator
 from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
 import polars as pl
 
 from evaluation_pipeline import __version__
-from evaluation_pipeline.analysis import quality
 from evaluation_pipeline.engines import EngineResult
 from evaluation_pipeline.ingest.external_sort import Budget
-from evaluation_pipeline.ingest.publish import candidate_set_disagreements
 from evaluation_pipeline.io.locations import Location
-from evaluation_pipeline.io.readers import read_queries
 from evaluation_pipeline.io.storage import (
     AGGREGATES_FILE,
     HTML_FILE,
-    JUDGMENTS_FILE,
-    POOL_FILE,
-    QUERIES_FOLDER,
     REPORT_FILE,
     Place,
     alerts_file,
@@ -38,7 +30,6 @@ from evaluation_pipeline.io.storage import (
     history_html_file,
     judgments_file,
     judgments_folder,
-    manifest_file,
     pool_file,
     pool_folder,
     queries_file,
@@ -50,23 +41,26 @@ from evaluation_pipeline.nightly import verdicts as nightly
 from evaluation_pipeline.nightly.alerts import notify
 from evaluation_pipeline.nightly.history import numeric_metadata
 from evaluation_pipeline.nightly.watch import record_evaluation, watch_evaluation
+from evaluation_pipeline.orchestration.ingest_assets import (
+    candidate_pools,
+    judgments,
+    queries,
+    utc_now,
+)
 from evaluation_pipeline.orchestration.memory import MemoryBudget
 from evaluation_pipeline.orchestration.partitions import (
     POOL_DIMENSION,
     VERSION_DIMENSION,
     candidate_pool_partitions,
     evaluation_partitions,
-    judgment_version_partitions,
     split_evaluation_key,
 )
 from evaluation_pipeline.orchestration.resources import (
     EvaluationStorage,
-    LandingZone,
     NightlyWatch,
-    ScoringEngine,
     hash_version,
 )
-from evaluation_pipeline.orchestration.scoring import score_published
+from evaluation_pipeline.orchestration.scoring import ScoringEngine, score_published
 from evaluation_pipeline.orchestration.selection import published_versions
 from evaluation_pipeline.report import (
     ReportConfig,
@@ -75,10 +69,8 @@ from evaluation_pipeline.report import (
 )
 from evaluation_pipeline.report.trend import render_trend
 from evaluation_pipeline.spec import EvaluationSpec
-from schemas.columns import EVALUATION_KEY, UNKNOWN
-from schemas.names import check_safe_name
+from schemas.columns import EVALUATION_KEY
 
-INGEST_GROUP = "ingest"
 EVALUATION_GROUP = "evaluation"
 # The concurrency pool of scoring: its limit (dagster.yaml `concurrency: pools:`, or `dagster
 # instance concurrency set`) caps how many pool x version evaluations score at once, across runs.
@@ -89,162 +81,6 @@ HISTORY_ASSET = "evaluation_history"
 
 def evaluation_code_version(spec: EvaluationSpec) -> str:
     return f"{__version__}+spec.{spec.spec_id}"
-
-
-def _now() -> str:
-    # Microseconds: publications and evaluations within one second still have an order.
-    return datetime.now(UTC).isoformat(timespec="microseconds")
-
-
-def _table(frame: pl.DataFrame) -> dg.TableMetadataValue:
-    """A small frame as table metadata: its column names and types, and its rows."""
-    schema = dg.TableSchema(columns=[
-        dg.TableColumn(name, "int" if dtype.is_integer() else "float" if dtype.is_float()
-                       else "string")
-        for name, dtype in frame.schema.items()
-    ])
-    return dg.MetadataValue.table([dg.TableRecord(row) for row in frame.to_dicts()], schema)
-
-
-# -- ingest -----------------------------------------------------------------------------------
-
-
-@dg.asset(
-    partitions_def=judgment_version_partitions,
-    group_name=INGEST_GROUP,
-    kinds={"polars", "parquet"},
-    description="A judgment version: validated grades, published once under its name.",
-)
-def judgments(
-    context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage,
-    memory: MemoryBudget, scoring: ScoringEngine,
-) -> dg.MaterializeResult:
-    version = check_safe_name(context.partition_key, "judgment version")
-    source = landing.judgment_file(version)
-    budget = memory.budget(storage)
-    with budget.scratch("ndcg-eval-publish-") as tmp:
-        # Validated, sorted into key order (the streaming engine then reads it without sorting
-        # it first) and hashed in bounded memory, then moved into the storage.
-        published = scoring.publish_judgments(source, Path(tmp) / JUDGMENTS_FILE,
-                                              version=version, budget=budget,
-                                              log=context.log.info)
-        sha, rows, distribution = (published.sha256, published.rows,
-                                   published.grade_distribution)
-        manifest = {
-            "judgment_version": version,
-            "sha256": sha,
-            "hash_version": HASH_VERSION,
-            "rows": rows,
-            "grade_distribution": distribution,
-            "source": str(source),
-            "published_at": _now(),
-        }
-        written = storage.publish(judgments_folder(version), JUDGMENTS_FILE, published.path,
-                                  manifest, f"judgment version {version!r}")
-    context.log.info(f"judgment version {version}: " + ("published" if written else
-                     "already published with the same content; nothing written"))
-    return dg.MaterializeResult(
-        metadata={
-            "judgment_version": version,
-            "sha256": sha,
-            "dagster/row_count": rows,
-            "grade_distribution": dg.MetadataValue.json(distribution),
-            "unknown_count": distribution.get(UNKNOWN, 0),
-            "source": dg.MetadataValue.path(str(source)),
-            "published": dg.MetadataValue.path(str(storage.path(*judgments_file(version)))),
-            "newly_written": written,
-        },
-        data_version=dg.DataVersion(sha),
-    )
-
-
-@dg.asset(
-    partitions_def=candidate_pool_partitions,
-    group_name=INGEST_GROUP,
-    kinds={"polars", "parquet"},
-    description="A candidate pool: every ranker's scored candidates, published once.",
-)
-def candidate_pools(
-    context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage,
-    memory: MemoryBudget, scoring: ScoringEngine,
-) -> dg.MaterializeResult:
-    pool = check_safe_name(context.partition_key, "candidate pool")
-    folder = landing.pool_folder(pool)
-    budget = memory.budget(storage)
-    with budget.scratch("ndcg-eval-publish-") as tmp:
-        # Every ranker file validated, sorted by (ranker, query_id, doc_id) and hashed in
-        # bounded memory; the candidate sets compared out of core; then moved into the storage.
-        published = scoring.publish_pool(folder, Path(tmp) / POOL_FILE, pool=pool,
-                                         budget=budget, log=context.log.info)
-        sha, rows = published.sha256, published.rows
-        # Counted while the pool was hashed; an engine that does not count them (Spark's
-        # ingest) leaves them to a pass over the published file.
-        differing, examples = published.candidate_sets or candidate_set_disagreements(
-            published.path, budget)
-        manifest = {
-            "candidate_pool": pool,
-            "sha256": sha,
-            "hash_version": HASH_VERSION,
-            "rows": rows,
-            "rankers": published.rankers,
-            "shared_candidate_sets": differing == 0,
-            "queries_with_different_candidate_sets": differing,
-            "different_candidate_set_examples": examples,
-            "source": str(folder),
-            # The night of the pool: nights are ordered by the arrival of their READY_MARKER.
-            nightly.READY_AT: nightly.ready_at_from_mtime_ns(landing.ready_at_ns(pool)),
-            "published_at": _now(),
-        }
-        written = storage.publish(pool_folder(pool), POOL_FILE, published.path, manifest,
-                                  f"candidate pool {pool!r}")
-    context.log.info(f"candidate pool {pool}: " + ("published" if written else
-                     "already published with the same content; nothing written"))
-    return dg.MaterializeResult(
-        metadata={
-            "candidate_pool": pool,
-            "sha256": sha,
-            "dagster/row_count": rows,
-            "rankers": _table(pl.DataFrame(published.rankers)),
-            "shared_candidate_sets": differing == 0,
-            "queries_with_different_candidate_sets": differing,
-            "source": dg.MetadataValue.path(str(folder)),
-            "published": dg.MetadataValue.path(str(storage.path(*pool_file(pool)))),
-            "newly_written": written,
-        },
-        data_version=dg.DataVersion(sha),
-    )
-
-
-@dg.asset(
-    group_name=INGEST_GROUP,
-    kinds={"polars", "parquet"},
-    description="Query weights (traffic) and slice columns.",
-)
-def queries(
-    context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage
-) -> dg.MaterializeResult:
-    source = landing.queries_file()
-    frame = read_queries(source)
-    sha = quality.queries_sha256(frame)
-    # Unlike versions and pools, the queries table is replaced when it changes: weights are
-    # traffic, which moves, and every report records the hash it used.
-    storage.write_parquet(frame, *queries_file())
-    storage.write_json(storage.stamped({"sha256": sha, "rows": frame.height, "source": str(source),
-                                        "published_at": _now()}, queries_file()),
-                       *manifest_file(QUERIES_FOLDER))
-    context.log.info(f"queries: {frame.height} rows, sha256 {sha}")
-    return dg.MaterializeResult(
-        metadata={
-            "sha256": sha,
-            "dagster/row_count": frame.height,
-            "columns": dg.MetadataValue.json(frame.columns),
-            "source": dg.MetadataValue.path(str(source)),
-        },
-        data_version=dg.DataVersion(sha),
-    )
-
-
-# -- evaluation -------------------------------------------------------------------------------
 
 
 def _published_manifest(storage: EvaluationStorage, folder: Place, what: str) -> dict:
@@ -454,7 +290,7 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
         with storage.locked(*history_file()):
             history = (storage.read_parquet(*history_file())
                        if storage.exists(*history_file()) else None)
-            now = _now()
+            now = utc_now()
             step = watch_evaluation(
                 compared, candidate_pool=pool, judgment_version=version,
                 spec_id=spec.spec_id, ready_at=ready, published_at=published, history=history,

@@ -12,7 +12,7 @@ import polars as pl
 
 from evaluation_pipeline.aggregation.comparison import candidate_set_differences
 from evaluation_pipeline.analysis import quality
-from evaluation_pipeline.ingest.publish import candidate_set_disagreements
+from evaluation_pipeline.ingest.verify import candidate_set_disagreements
 from evaluation_pipeline.io.storage import (
     Place,
     judgments_file,

@@ -22,20 +22,13 @@ import polars as pl
 from upath import UPath
 
 from evaluation_pipeline import settings
-from evaluation_pipeline.aggregation.sums import Numbers
-from evaluation_pipeline.engines import AUTO, DEFAULT_BATCH_ROWS, ENGINES, score_files
 from evaluation_pipeline.evaluation import Lineage, read_lineage, read_with_lineage
-from evaluation_pipeline.ingest import publish as bounded_ingest
-from evaluation_pipeline.ingest.publish import (
-    Published,
-    Verified,
-    verify_published,
-)
+from evaluation_pipeline.ingest.verify import Verified, verify_published
 from evaluation_pipeline.io import integrity, landing, leftovers, result_set
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.datasets import read_dataset, scan_dataset
 from evaluation_pipeline.io.faults import check_write
-from evaluation_pipeline.io.locations import Location, is_remote, location
+from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.io.result_folder import put_result
 from evaluation_pipeline.io.storage import (
     POOL_FILE,
@@ -51,12 +44,6 @@ from evaluation_pipeline.nightly.verdicts import (
     DEFAULT_MIN_EFFECT,
 )
 from evaluation_pipeline.nightly.watch import WatchSettings
-from evaluation_pipeline.report.build import (
-    REPORT_COLUMNS,
-    ReportPlan,
-    local_numbers,
-    scanned_numbers,
-)
 from evaluation_pipeline.report.config import ReportConfig
 from schemas import CandidatePool, Judgments, validate
 from schemas.errors import EvaluationError
@@ -346,80 +333,6 @@ class LandingZone(dg.ConfigurableResource):
 
     def queries_file(self) -> Path:
         return Path(self.queries_path).resolve()
-
-
-class ScoringEngine(dg.ConfigurableResource):
-    """Which executor of the one kernel scores a pool x version (evaluation_pipeline.engines).
-
-    ``auto`` streams Parquet inputs and reads small ones into memory (``engines.choice``);
-    ``local`` reads both inputs into memory; ``streaming`` reads the published Parquet files in
-    batches of whole queries (memory bounded by ``batch_rows``), local or on object storage;
-    ``spark`` runs on a Spark session (any URL Spark reads) at ``spark_master``
-    (``spark://host:7077``, ``yarn``, ``k8s://...``); unset, a local session, or under
-    spark-submit its ``--master``.
-    """
-
-    engine: str = AUTO
-    batch_rows: int = DEFAULT_BATCH_ROWS
-    spark_master: str | None = None
-    # For URL paths, as EvaluationStorage.storage_options (Spark reads with its own settings).
-    storage_options: dict[str, Any] = {}
-
-    def reads_urls(self) -> bool:
-        """True when the engine reads and writes the storage's URLs itself (Spark, through
-        its Hadoop file systems); the others score local copies of files on object storage."""
-        return self.engine == "spark"
-
-    def publish_pool(self, folder: Path, target: Path, **options) -> Published:
-        """Ingest a pool folder (``bounded_ingest.publish_pool``'s options): on the Spark
-        session when the engine is Spark, else on this machine in bounded memory."""
-        return self._ingest("publish_pool", folder, target, **options)
-
-    def publish_judgments(self, source: Path, target: Path, **options) -> Published:
-        """Ingest a judgment version, as :meth:`publish_pool`."""
-        return self._ingest("publish_judgments", source, target, **options)
-
-    def _ingest(self, function: str, source: Path, target: Path, **options) -> Published:
-        if self.engine != "spark":
-            return getattr(bounded_ingest, function)(source, target, **options)
-        from evaluation_pipeline.engines.spark import (
-            ingest as spark_ingest,  # pyspark: the spark extra
-        )
-
-        return getattr(spark_ingest, function)(source, target, master=self.spark_master,
-                                               **options)
-
-    def score(self, judgments_path: str, pool_path: str, spec, out_path: str, budget=None):
-        if self.engine not in ENGINES:
-            raise dg.Failure(f"engine {self.engine!r} is not one of {', '.join(ENGINES)}")
-        if not self.reads_urls():
-            judgments_path, pool_path, out_path = (
-                location(p, self.storage_options) for p in (judgments_path, pool_path, out_path))
-        return score_files(judgments_path, pool_path, spec, out_path, engine=self.engine,
-                           batch_rows=self.batch_rows, progress=False,
-                           spark_master=self.spark_master, budget=budget)
-
-
-    def report_numbers(self, scores: Location, previous: Location | None,
-                       queries: pl.DataFrame | None, config: ReportConfig
-                       ) -> tuple[ReportPlan, Numbers]:
-        """The plan and numbers of the report of the per-query rows at ``scores`` (and of its
-        comparison with the previous night's at ``previous``): summed on the Spark session's
-        executors when the engine is Spark, so that results too big for one machine never
-        reach this one; else on this machine from the columns the report reads."""
-        if self.engine == "spark":
-            # pyspark: the spark extra
-            from evaluation_pipeline.engines.spark.report import spark_numbers
-
-            return spark_numbers(str(scores), None if previous is None else str(previous),
-                                 queries, config, master=self.spark_master)
-        if not is_remote(scores):  # a chunk of queries in memory at a time
-            return scanned_numbers(scan_dataset(scores),
-                                   None if previous is None else scan_dataset(previous),
-                                   queries, config)
-        per_query = read_dataset(scores, list(REPORT_COLUMNS))
-        before = None if previous is None else read_dataset(previous, list(REPORT_COLUMNS))
-        return local_numbers(per_query, queries, config, before)
 
 
 class QualityPolicy(dg.ConfigurableResource):

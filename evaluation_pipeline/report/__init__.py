@@ -23,7 +23,6 @@ from evaluation_pipeline.io.storage import (
     TRACES_FOLDER,
 )
 from evaluation_pipeline.report.build import (
-    REPORT_COLUMNS,
     ReportPlan,
     build_report,
     check_options,
@@ -33,6 +32,7 @@ from evaluation_pipeline.report.html import render_html
 from evaluation_pipeline.report.markdown import headline_markdown
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import validate
+from schemas.columns import REPORT_COLUMNS
 
 __all__ = ["REPORT_COLUMNS", "ReportConfig", "ReportOptionError", "check_options",
            "headline_markdown", "write_report"]

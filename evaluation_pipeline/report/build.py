@@ -8,13 +8,13 @@ from dataclasses import asdict, dataclass
 import polars as pl
 
 from evaluation_pipeline.aggregation import sums as rn
-from evaluation_pipeline.aggregation.aggregates import lineage_of
+from evaluation_pipeline.aggregation.aggregate_table import lineage_of
 from evaluation_pipeline.aggregation.comparison import (
     candidate_set_differences,
     ranker_comparison,
     ranker_pair_results,
 )
-from evaluation_pipeline.aggregation.partials import PREVIOUS, ROW_COLUMNS, Plan, Result
+from evaluation_pipeline.aggregation.partials import PREVIOUS, Plan, Result
 from evaluation_pipeline.evaluation import Lineage, result_sentence
 from evaluation_pipeline.nightly.verdicts import (
     NightComparison,
@@ -34,10 +34,6 @@ from schemas.columns import STATUSES
 REPORT_FORMAT = "ndcg-eval-report"
 REPORT_FORMAT_VERSION = 1
 
-
-# The per-query columns the report reads (aggregates, comparisons, the nightly watch): the
-# rest of a row (dcg, ideal_dcg, the judged counts) is copied into the report, never held.
-REPORT_COLUMNS = tuple(c for c in ROW_COLUMNS if c != "night")
 
 
 @dataclass(frozen=True)

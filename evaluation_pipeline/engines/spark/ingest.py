@@ -31,8 +31,9 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from evaluation_pipeline.engines.spark.engine import spark_session
-from evaluation_pipeline.engines.spark.hashing import content_hash_of, partition_count
+from evaluation_pipeline.engines.spark.cogroup import spark_session
+from evaluation_pipeline.engines.spark.digests import content_hash_of, partition_count
+from evaluation_pipeline.ingest import inputs
 from evaluation_pipeline.ingest import publish as local
 from evaluation_pipeline.ingest.external_sort import Budget, SortInput
 from evaluation_pipeline.ingest.publish import Published
@@ -46,10 +47,10 @@ def publish_pool(source: str | Path | Sequence[str | Path], target: str | Path, 
                  pool: str | None = None, fmt: str | None = None, budget: Budget | None = None,
                  log: Callable[[str], None] | None = None, spark=None,
                  master: str | None = None) -> Published:
-    """``bounded_ingest.publish_pool`` on Spark (``spark``, else the active session or a new
+    """``ingest.publish.publish_pool`` on Spark (``spark``, else the active session or a new
     one at ``master``): the same rules, messages, order, content hash and published rows."""
-    files, label = local._run_files(source)
-    return _publish(local._POOL, files, label, Path(target), pool or files[0].parent.name,
+    files, label = inputs.run_files(source)
+    return _publish(inputs.POOL, files, label, Path(target), pool or files[0].parent.name,
                     fmt, budget or Budget.of(), log, spark or spark_session(master))
 
 
@@ -57,15 +58,15 @@ def publish_judgments(source: str | Path | Sequence[str | Path], target: str | P
                       version: str | None = None, fmt: str | None = None,
                       budget: Budget | None = None, log: Callable[[str], None] | None = None,
                       spark=None, master: str | None = None) -> Published:
-    """``bounded_ingest.publish_judgments`` on Spark."""
+    """``ingest.publish.publish_judgments`` on Spark."""
     files = [Path(p) for p in ([source] if isinstance(source, (str, Path)) else source)]
-    return _publish(local._JUDGMENTS, files, ", ".join(map(str, files)), Path(target),
+    return _publish(inputs.JUDGMENTS, files, ", ".join(map(str, files)), Path(target),
                     version, fmt, budget or Budget.of(), log, spark or spark_session(master))
 
 
 def _publish(kind, files: list[Path], label: str, target: Path, name: str | None, fmt,
              budget: Budget, log, spark) -> Published:
-    lap = local._stopwatch(log or (lambda line: None))
+    lap = local.stopwatch(log or (lambda line: None))
     with budget.scratch("ndcg-eval-spark-ingest-") as scratch:
         scratch = Path(scratch)
         read = []
@@ -100,23 +101,23 @@ def _publish(kind, files: list[Path], label: str, target: Path, name: str | None
 
 def _read(kind, path: Path, fmt, name: str | None, spilled: Path, spark):
     """(the file's rows on Spark, its sort input, the name it establishes, its published
-    columns), its row rules checked as ``bounded_ingest._prepare`` checks them."""
+    columns), its row rules checked as ``ingest.inputs.prepare`` checks them."""
     from pyspark.sql import functions as F
 
-    schema = local._parquet_schema(path) if detect_format(path, fmt) == "parquet" else None
-    if schema is not None and local._contract_typed(kind, schema):
-        constants = local._missing_columns(kind, path, schema, name)
+    schema = inputs.parquet_schema(path) if detect_format(path, fmt) == "parquet" else None
+    if schema is not None and inputs.contract_typed(kind, schema):
+        constants = inputs.missing_columns(kind, path, schema, name)
         frame = spark.read.parquet(str(path)).withColumns(
             {c: F.lit(v).cast("string") for c, v in constants.items()})
         screened = _screen(kind, frame, constants.get(kind.name_column, name))
         if screened is False:
-            local._refuse(kind, path, fmt, name)
+            inputs.refuse(kind, path, fmt, name)
         if screened is not None:
-            columns = local._published_columns(
+            columns = inputs.published_columns(
                 kind, [*schema, *(c for c in constants if c not in schema)])
             return frame, SortInput(path, constants), screened, columns
-    # The local reader's conversions, one file at a time (``bounded_ingest._prepare``).
-    converted = local._converted(kind, path, fmt, name, spilled)
+    # The local reader's conversions, one file at a time (``ingest.inputs.prepare``).
+    converted = inputs.converted(kind, path, fmt, name, spilled)
     return (spark.read.parquet(str(spilled)), converted.input, converted.name,
             list(converted.columns))
 
@@ -125,7 +126,7 @@ def _screen(kind, frame, name: str | None) -> str | bool | None:
     """The file's name when every batch passes the screen and names one pool or version (the
     asked ``name``, else the first batch's); False when one does not; None when a batch needs
     its reader's own conversion (a judgment's grade_status with padding)."""
-    model, name_column, judgments = kind.model, kind.name_column, kind is local._JUDGMENTS
+    model, name_column, judgments = kind.model, kind.name_column, kind is inputs.JUDGMENTS
 
     def screen_batches(batches):
         for batch in batches:
@@ -157,17 +158,17 @@ def _refuse_repeats(kind, rows, files, inputs, label, fmt, name: str) -> None:
     repeated = (rows.groupBy(*kind.key).agg(F.count(F.lit(1)).alias("n"))
                 .filter("n > 1").orderBy(*kind.key).select(*kind.key).first())
     if repeated is not None:
-        local._refuse_duplicate(kind, repeated.asDict(), files, inputs, label, fmt, name)
+        local.refuse_duplicate(kind, repeated.asDict(), files, inputs, label, fmt, name)
 
 
 # -- facts ------------------------------------------------------------------------------------
 
 
 def _facts(kind, rows) -> dict:
-    """The manifest's facts, as ``bounded_ingest._hash_and_write`` counts them."""
+    """The manifest's facts, as ``ingest.publish._hash_and_write`` counts them."""
     from pyspark.sql import functions as F
 
-    if kind is local._POOL:
+    if kind is inputs.POOL:
         counted = rows.groupBy("ranker").agg(F.countDistinct("query_id").alias("q"),
                                              F.count(F.lit(1)).alias("n")).collect()
         return {"rankers": [{"ranker": r["ranker"], "n_queries": r["q"], "n_candidates": r["n"]}

@@ -17,9 +17,10 @@ import pyarrow as pa
 from evaluation_pipeline.aggregation import partials as rp
 from evaluation_pipeline.aggregation import sums as rn
 from evaluation_pipeline.aggregation.partials import PREVIOUS, TONIGHT, Result
-from evaluation_pipeline.engines.spark.engine import spark_session
+from evaluation_pipeline.engines.spark.cogroup import spark_session
 from evaluation_pipeline.report.build import ReportPlan, report_plan
 from evaluation_pipeline.report.config import ReportConfig
+from schemas.columns import REPORT_OPTIONAL_COLUMNS
 
 _PARTIAL_DDL = "chunk long, partial binary"
 
@@ -76,7 +77,7 @@ def _rows(spark, url: str, night: int):
     # The local path's dtypes (report_numbers.rows_of), so that each chunk's rows are the same.
     return frame.select(
         F.lit(night).cast(_SPARK_TYPES[rp.ROW_DTYPES["night"]]).alias("night"),
-        *[(F.col(c) if c in present or c not in rp.OPTIONAL_COLUMNS else F.lit(None))
+        *[(F.col(c) if c in present or c not in REPORT_OPTIONAL_COLUMNS else F.lit(None))
           .cast(_SPARK_TYPES[dtype]).alias(c)
           for c, dtype in rp.ROW_DTYPES.items() if c != "night"])
 

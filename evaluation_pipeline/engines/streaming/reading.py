@@ -14,7 +14,10 @@ import polars as pl
 import pyarrow.parquet as pq
 from upath import UPath
 
-from evaluation_pipeline.engines.streaming.checks import check_boundary, check_sorted
+from evaluation_pipeline.engines.streaming.batch_checks import (
+    check_boundary,
+    check_sorted,
+)
 from evaluation_pipeline.io.locations import is_remote
 from evaluation_pipeline.metric.kernels.blocks import block_starts
 from schemas import InputError

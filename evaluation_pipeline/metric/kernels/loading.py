@@ -9,7 +9,7 @@ sort over the run (five times slower here) plus a string join. The kernels:
 
 - ``metric.kernels.strings``: byte-wise comparison, each block's doc_id order, Arrow string views
   copied into one buffer;
-- ``metric.kernels.scoring``: DCG, the ideal DCG, judged@K and counts per block;
+- ``metric.kernels.dcg``: DCG, the ideal DCG, judged@K and counts per block;
 - ``metric.kernels.lines``: the canonical lines of the content hash;
 - ``metric.kernels.intrinsics``: the single-load byte moves they share; ``metric.kernels.codes``: their codes.
 
@@ -35,8 +35,8 @@ import numpy as np
 def load() -> None:
     """Import numba and the kernel modules. Safe from any thread: a second caller waits for the
     first one's import."""
+    from evaluation_pipeline.metric.kernels import dcg as scoring_kernels  # noqa: F401
     from evaluation_pipeline.metric.kernels import lines as line_kernels  # noqa: F401
-    from evaluation_pipeline.metric.kernels import scoring as scoring_kernels  # noqa: F401
     from evaluation_pipeline.metric.kernels import strings as string_kernels  # noqa: F401
 
 
@@ -46,7 +46,7 @@ def warm_up() -> None:
     first real call does not pay it."""
     load()
     _load_array_functions()
-    from evaluation_pipeline.metric.kernels.scoring import ideal_dcg
+    from evaluation_pipeline.metric.kernels.dcg import ideal_dcg
 
     ideal_dcg(np.array([0, 1], dtype=np.int64), np.ones(1), np.array([1], dtype=np.int64))
 

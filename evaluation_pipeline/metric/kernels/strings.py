@@ -17,7 +17,7 @@ from evaluation_pipeline.metric.kernels.intrinsics import (
     load_big_endian,
 )
 
-# Runs this short are ordered by insertion, not merged (also a tie run in metric.kernels.scoring).
+# Runs this short are ordered by insertion, not merged (also a tie run in metric.kernels.dcg).
 INSERTION_RUN = 16
 
 

@@ -1,0 +1,122 @@
+"""The inputs of the streaming engine: the columns it reads of each, the names a file may leave
+out, a run folder's files, and the external sort of an input that is not in key order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+import pyarrow.dataset as ds
+from upath import UPath
+
+from evaluation_pipeline.engines.streaming.reading import (
+    Fill,
+    with_names,
+)
+from evaluation_pipeline.ingest.external_sort import (
+    Budget,
+    SortInput,
+    groups_by_value,
+    sort_parquet,
+)
+from evaluation_pipeline.io.datasets import is_data_file
+from evaluation_pipeline.io.locations import is_remote
+from evaluation_pipeline.metric.hashing import JUDGMENT_KEYS, POOL_KEYS
+from evaluation_pipeline.spec import EvaluationSpec
+from schemas import InputError
+from schemas.columns import (
+    JUDGMENT_COLUMNS,
+    JUDGMENT_KEY,
+    POOL_KEY,
+    RANK,
+    RUN_COLUMNS,
+)
+from schemas.errors import violation
+
+# Each input's columns and the key prefix it is sorted by, which its batches never split.
+COLUMNS = {"run": RUN_COLUMNS, "judgments": JUDGMENT_COLUMNS}
+KEYS = {"run": POOL_KEYS, "judgments": JUDGMENT_KEYS}
+SORT_KEYS = {"run": POOL_KEY, "judgments": JUDGMENT_KEY}
+
+
+def input_columns(which: str, spec: EvaluationSpec) -> tuple[str, ...]:
+    """The columns read of an input: a run's rank too when the spec orders ties by it."""
+    return (*COLUMNS[which], RANK) if which == "run" and spec.needs_rank else COLUMNS[which]
+
+
+@dataclass(frozen=True)
+class Names:
+    judgment_version: str
+    candidate_pool: str
+    ranker: str | None
+
+    def fill(self, which: str) -> Fill:
+        """The names an input's files may leave out: a run file's ranker is its stem."""
+        if which == "judgments":
+            return {"judgment_version": self.judgment_version}
+        return {"candidate_pool": self.candidate_pool,
+                "ranker": self.ranker if self.ranker else (lambda path: path.stem)}
+
+
+def run_files(run_path: Path | UPath) -> list[Path | UPath]:
+    if run_path.is_dir():
+        files = sorted(p for p in run_path.iterdir() if p.suffix.lower() in (".parquet", ".pq")
+                       and is_data_file(p.name))
+        if not files:
+            raise InputError(str(run_path), [violation(
+                "(folder)", "the streaming engine needs at least one .parquet run file", [])])
+        return files
+    if run_path.suffix.lower() not in (".parquet", ".pq"):
+        raise InputError(str(run_path), [violation(
+            "(file)", "the streaming engine reads Parquet runs; use the local engine for "
+            "CSV and TREC files", [])])
+    return [run_path]
+
+
+def external_sort(which: str, paths: list[Path | UPath], names: Names, scratch: Path,
+                   columns: tuple[str, ...], budget: Budget) -> list[Path]:
+    """Sort an input by its whole key into local Parquet files that, read one after the other,
+    are in key order, out of core.
+
+    Local files go through DuckDB, spilling to the budget's folder; the whole key, not only the
+    prefix a batch keeps together, because DuckDB's sort is not stable and the full key makes
+    the order a function of the rows alone. A run whose every file holds one ranker is sorted
+    ranker by ranker, as ingest sorts a pool. Files on object storage, which DuckDB does not
+    read here, go through polars' streaming sort over pyarrow datasets."""
+    if any(is_remote(path) for path in paths):
+        target = scratch / f"{which}.sorted.parquet"
+        frames = []
+        for path in paths:
+            frame = scan(path)
+            present = frame.collect_schema().names()
+            frames.append(with_names(frame, names.fill(which), path, present).select(columns))
+        pl.concat(frames).sort(list(SORT_KEYS[which]), maintain_order=True).sink_parquet(
+            target, engine="streaming")
+        return [target]
+    inputs = []
+    for path in paths:
+        present = pl.scan_parquet(path, glob=False).collect_schema().names()
+        fill = names.fill(which)
+        inputs.append(SortInput(path, {c: v(path) if callable(v) else v
+                                       for c, v in fill.items() if c not in present}))
+    groups = groups_by_value(inputs, [rankers_of(i) for i in inputs]) if which == "run" else None
+    step = f"sorting the {which} input for the streaming engine"
+    return [sort_parquet(group, scratch / f"{which}-{number}.sorted.parquet", SORT_KEYS[which],
+                         columns=columns, budget=budget, step=step)
+            for number, group in enumerate(groups or [inputs])]
+
+
+def rankers_of(run: SortInput) -> frozenset:
+    """The rankers a run file holds: its name for a file without a ranker column, else the
+    distinct values of that column (one column read)."""
+    if "ranker" in run.constants:
+        return frozenset([run.constants["ranker"]])
+    found = pl.scan_parquet(run.path, glob=False).select(pl.col("ranker").unique()).collect()
+    return frozenset(found["ranker"].to_list())
+
+
+def scan(path: Path | UPath) -> pl.LazyFrame:
+    """A lazy scan of a file on object storage through pyarrow's dataset over its fsspec
+    filesystem (read in batches, not whole)."""
+    return pl.scan_pyarrow_dataset(ds.dataset(path.path, filesystem=path.fs, format="parquet"))

@@ -1,0 +1,379 @@
+"""The streaming engine: score a Parquet run in batches of whole queries, in bounded memory.
+
+Both inputs are read batch by batch (slices of a polars scan, which reads only the row groups
+a slice covers). The run must be sorted by (ranker, query_id) and the judgments by query_id, as a
+ranker's output and a canonical judgment version are; then each batch of whole queries meets
+exactly the judgment rows of its query range (a merge join), and peak memory depends on the
+batch, not the run. An input that is not sorted is detected on the stream; the engine then sorts
+it into a temporary Parquet file with the external sort (``ingest.external_sort``, which spills to
+disk under the memory budget), says so on stderr, and starts again. Rows come out in the
+in-memory engine's order, with the same values.
+
+Validation is part of the pass: cheap column checks on every batch; a batch that fails them is
+handed to the pandera model, whose message names the file, column, rule and rows. Keys are
+unique across the whole input because a sorted input cannot repeat a query outside its batch.
+The content hashes are computed on the stream (contract section 1: canonical lines sorted by
+key): each batch holds whole queries in key order, so sorting a batch sorts the whole.
+
+The work runs in stages on their own threads, one batch in flight between stages: reading a
+run batch, cutting it into query blocks, checking it and ordering each block's documents; the
+judgments window of the batch, indexed; the kernel and the writes (the calling thread); and
+the pool digest. The judgments are read one batch ahead on a thread of their own. Each stage
+is mostly polars, compiled loops or hashlib, which release the GIL.
+
+Reading is ``stream_reading``, the checks ``stream_checks``, the merge with the judgments
+``judgment_windows``; this module runs one pass over the inputs and writes what it scores.
+
+Inputs and output may be URLs on object storage (``io.locations``): the batches are then read
+by pyarrow over the fsspec file, and the rows are put as one object once complete.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+from upath import UPath
+
+from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, PER_QUERY_ROW_GROUP_ROWS
+from evaluation_pipeline.engines.streaming.batch_checks import (
+    NotSorted,
+    RunBatch,
+    cast,
+    check_judgments,
+    check_run,
+)
+from evaluation_pipeline.engines.streaming.judgment_windows import JudgmentWindows
+from evaluation_pipeline.engines.streaming.reading import (
+    Groups,
+    batches,
+    read_ahead,
+    read_batches,
+    whole_groups,
+)
+from evaluation_pipeline.engines.streaming.sorted_inputs import (
+    KEYS,
+    Names,
+    external_sort,
+    input_columns,
+    run_files,
+)
+from evaluation_pipeline.evaluation import Lineage
+from evaluation_pipeline.ingest.external_sort import (
+    Budget,
+)
+from evaluation_pipeline.io import leftovers
+from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.io.locations import is_remote, location
+from evaluation_pipeline.metric.hashing import JUDGMENT_KEYS, POOL_KEYS, StreamingDigest
+from evaluation_pipeline.metric.kernels import loading as kernel
+from evaluation_pipeline.metric.kernels.blocks import Blocks
+from evaluation_pipeline.metric.ndcg import (
+    RESULT_SCHEMA,
+    JudgmentIndex,
+    index_judgments,
+    missing_from_run,
+    score_candidates,
+    sort_results,
+)
+from evaluation_pipeline.spec import EvaluationSpec
+from schemas import InputError
+from schemas.columns import (
+    JUDGMENT_COLUMNS,
+    JUDGMENT_DTYPES,
+)
+from schemas.errors import violation
+
+__all__ = ["NotSorted", "StreamResult", "score_streaming"]
+
+PROGRESS_SECONDS = 5.0
+
+
+@dataclass
+class StreamResult:
+    lineage: Lineage
+    rows: int  # per-query rows written
+    candidates: int  # candidate rows read
+    notes: list[str] = field(default_factory=list)  # fallbacks taken, said on stderr too
+
+
+def score_streaming(
+    judgments_path: Path,
+    run_path: Path,
+    spec: EvaluationSpec,
+    out_path: Path,
+    *,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    judgment_version: str | None = None,
+    pool: str | None = None,
+    ranker: str | None = None,
+    progress: bool = True,
+    budget: Budget | None = None,
+) -> StreamResult:
+    """Per-query rows with lineage at ``out_path``, streamed; see the module docstring.
+
+    ``budget``: the external sort's memory and spill folder (default ``Budget.of()``)."""
+    threading.Thread(target=kernel.warm_up, daemon=True).start()  # while the first batch reads
+    judgments_path, run_path, out_path = (location(judgments_path), location(run_path),
+                                          location(out_path))
+    files = run_files(run_path)
+    names = Names(judgment_version or judgments_path.stem, pool or
+                   (run_path.name if run_path.is_dir() else run_path.parent.name), ranker)
+    notes: list[str] = []
+    # The scratch folder (the rows before their lineage, sorted inputs) is on a local disk:
+    # beside a local output (hidden, where the next run removes it if this one is killed),
+    # else in the temporary folder; held while it is used (io.leftovers).
+    beside = not is_remote(out_path) and out_path.parent.exists()
+    scratch = Path(tempfile.mkdtemp(prefix=".ndcg-stream-" if beside else "ndcg-stream-",
+                                    dir=out_path.parent if beside else None))
+    held = leftovers.hold(scratch)
+    try:
+        sources = {"judgments": [judgments_path], "run": files}
+        while True:
+            try:
+                return _stream(_Pass(sources, names, spec, batch_rows), out_path, progress,
+                               notes, scratch)
+            except NotSorted as exc:
+                which = exc.what
+                if sources[which][0].parent == scratch:  # already sorted by us: cannot happen
+                    raise
+                keys = KEYS[which]
+                order = f"({', '.join(keys)})" if len(keys) > 1 else keys[0]
+                note = (f"{which} input is not sorted by {order}: sorting it into a temporary "
+                        "Parquet file first (an external sort), then streaming")
+                notes.append(note)
+                print(f"ndcg-eval: {note}", file=sys.stderr)
+                sources[which] = external_sort(which, sources[which], names, scratch,
+                                                input_columns(which, spec), budget or Budget.of())
+    finally:
+        os.close(held)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+# -- the steps of a pass, in output order ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Score:
+    """Part of a run batch (one ranker's whole queries) with the judgments of its range."""
+
+    candidates: Blocks | pl.DataFrame
+    index: JudgmentIndex
+    returned: pl.DataFrame  # the (ranker, query_id) pairs the part holds
+    ranker: str
+
+    def results(self, spec: EvaluationSpec) -> pl.DataFrame:
+        scored = score_candidates(self.candidates, self.index, spec)
+        missing = missing_from_run(self.index, self.returned, [self.ranker], spec)
+        return sort_results(pl.concat([scored, missing]))
+
+
+@dataclass(frozen=True)
+class _Missing:
+    """Judged queries the ranker did not return, outside its batches' ranges (before one, or
+    after its last)."""
+
+    index: JudgmentIndex
+    ranker: str
+
+    def results(self, spec: EvaluationSpec) -> pl.DataFrame:
+        return missing_from_run(self.index, _NO_PAIRS, [self.ranker], spec)
+
+
+@dataclass(frozen=True)
+class _BatchDone:
+    rows: int  # the batch's candidate rows
+
+
+_NO_PAIRS = pl.DataFrame(schema={"ranker": pl.String, "query_id": pl.String})
+
+
+class _Pass:
+    """One pass over both inputs: the run's batches in order, each met by its judgments.
+
+    The judgments are read once per ranker; the first ranker's read checks and hashes them."""
+
+    def __init__(self, sources: dict, names: Names, spec: EvaluationSpec, batch_rows: int):
+        self.sources = sources
+        self.names = names
+        self.spec = spec
+        self.batch_rows = batch_rows
+        self.judgment_digest = StreamingDigest("judgments")
+        self.pool_digest = StreamingDigest("pool")
+        self.seen_names: dict = {}  # each input's one name, as its first batch holds it
+        self.judgments_checked = False
+        self.windows: JudgmentWindows | None = None  # the current ranker's judgments
+        self.ranker: str | None = None
+
+    def run_batches(self) -> Iterator[RunBatch]:
+        """The run's batches of whole queries, checked and cut into blocks."""
+        groups = whole_groups(read_batches(self.sources["run"], input_columns("run", self.spec),
+                                           self.names.fill("run"), self.batch_rows),
+                              POOL_KEYS, "run")
+        for group in groups:
+            yield check_run(group.frame, group.path, group.offset, self.seen_names, group.starts,
+                            ranks=self.spec.needs_rank)
+
+    def steps(self, run_batches: Iterator[RunBatch], hasher: ThreadPoolExecutor
+              ) -> Iterator[_Score | _Missing | _BatchDone]:
+        hashing: Future | None = None
+        try:
+            for batch in run_batches:
+                # The pool digest, in batch order, one batch in flight: memory stays bounded.
+                if hashing is not None:
+                    hashing.result()
+                hashing = hasher.submit(self.pool_digest.update, batch.blocks)
+                yield from self._batch_steps(batch)
+                yield _BatchDone(batch.frame.height)
+            if self.windows is None:
+                raise InputError(str(self.sources["run"][0]),
+                                 [violation("(file)", "run has no rows", [])])
+            yield from self._finish_ranker()
+            if hashing is not None:
+                hashing.result()
+        finally:
+            if self.windows is not None:  # stopped early: stop the judgments' read-ahead too
+                self.windows.close()
+
+    def _batch_steps(self, batch: RunBatch) -> Iterator[_Score | _Missing]:
+        frame = batch.frame
+        # Whole queries of one ranker: the batch never spans two rankers' ranges.
+        one_ranker = frame["ranker"][-1] == frame["ranker"][0]
+        for part in [frame] if one_ranker else frame.partition_by("ranker",
+                                                                  maintain_order=True):
+            if part["ranker"][0] != self.ranker:
+                yield from self._start_ranker(part["ranker"][0])
+            # Judged queries before this part's first: missing from the run, written batch by
+            # batch, so that the part's window holds only its own queries'.
+            for early in self.windows.before(part["query_id"][0]):
+                yield _Missing(index_judgments(early, self.spec), self.ranker)
+            index = index_judgments(self.windows.upto(part["query_id"][-1]), self.spec)
+            if one_ranker:
+                yield _Score(batch.blocks, index, batch.blocks.keys, self.ranker)
+            else:
+                yield _Score(part, index, part.select("ranker", "query_id").unique(),
+                             self.ranker)
+
+    def _start_ranker(self, ranker: str) -> Iterator[_Missing]:
+        if self.windows is not None:
+            yield from self._finish_ranker()
+        batches_ = batches(self.sources["judgments"], JUDGMENT_COLUMNS,
+                           self.names.fill("judgments"), self.batch_rows)
+        self.windows = JudgmentWindows(whole_groups(batches_, JUDGMENT_KEYS, "judgments"),
+                                       self._judgment_rows)
+        self.ranker = ranker
+
+    def _finish_ranker(self) -> Iterator[_Missing]:
+        for rest in self.windows.rest():
+            yield _Missing(index_judgments(rest, self.spec), self.ranker)
+        self.judgments_checked = True
+
+    def _judgment_rows(self, group: Groups) -> pl.DataFrame:
+        frame = group.frame
+        if not self.judgments_checked:
+            frame = check_judgments(frame, group.path, group.offset, self.seen_names,
+                                    self.judgment_digest)
+        return cast(frame, _JUDGMENT_VALUES)
+
+    def lineage(self) -> Lineage:
+        return Lineage(
+            judgment_version=self.seen_names.get("judgment_version",
+                                                 self.names.judgment_version),
+            judgments_sha256=self.judgment_digest.hexdigest(),
+            candidate_pool=self.seen_names["candidate_pool"],
+            pool_sha256=self.pool_digest.hexdigest(),
+            spec_id=self.spec.spec_id,
+        )
+
+
+# The judgment columns the kernel reads, in their types (the version is one name, unread).
+_JUDGMENT_VALUES = {c: t for c, t in JUDGMENT_DTYPES.items() if c != "judgment_version"}
+
+
+# -- writing -----------------------------------------------------------------------------------
+
+
+class _ResultFile:
+    """The per-query rows as they are scored, without lineage (the hashes come at the end)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.rows = 0
+        self._writer = pq.ParquetWriter(path, pl.DataFrame(schema=RESULT_SCHEMA).to_arrow().schema)
+
+    def write(self, frame: pl.DataFrame) -> None:
+        if frame.height:
+            self._writer.write_table(frame.to_arrow())
+            self.rows += frame.height
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+class _Progress:
+    """Candidate rows scored, said on stderr every ``PROGRESS_SECONDS`` when ``shown``."""
+
+    def __init__(self, shown: bool) -> None:
+        self.shown = shown
+        self.candidates = 0
+        self.started = self._last = time.perf_counter()
+
+    def add(self, rows: int) -> None:
+        self.candidates += rows
+        if self.shown and time.perf_counter() - self._last > PROGRESS_SECONDS:
+            self._last = time.perf_counter()
+            elapsed = self._last - self.started
+            print(f"ndcg-eval: {self.candidates:,} candidate rows scored in {elapsed:.0f}s "
+                  f"({self.candidates / elapsed:,.0f} rows/s)", file=sys.stderr)
+
+
+def _stream(one: _Pass, out_path: Path | UPath, progress: bool, notes: list[str], scratch: Path
+            ) -> StreamResult:
+    # Stages on their own threads: reading, cutting, checking and ordering each batch (blocks);
+    # the judgments window of each batch, indexed, and the feed of the pool digest; then, here,
+    # the kernel and the writes. The digest itself runs on a thread of its own. The read is not
+    # a stage of its own: polars decodes a slice on its own threads, and the extra batch in
+    # flight cost 0.1 to 0.15 GB and 0.4 s at 10M rows.
+    run_batches = read_ahead(one.run_batches())
+    hasher = ThreadPoolExecutor(max_workers=1)
+    body = _ResultFile(scratch / "per_query.body.parquet")
+    meter = _Progress(progress)
+    stream = read_ahead(one.steps(run_batches, hasher))
+    try:
+        for step in stream:
+            if isinstance(step, _BatchDone):
+                meter.add(step.rows)
+            else:
+                body.write(step.results(one.spec))
+    finally:
+        # Stop the stages in order, each after the thread that reads it has ended (a long-lived
+        # process, such as a code server, would otherwise keep them until garbage collection).
+        stream.close()
+        run_batches.close()
+        hasher.shutdown(wait=True, cancel_futures=True)
+        body.close()
+    lineage = one.lineage()
+    atomic_write(out_path, lambda tmp: _with_lineage_file(body.path, tmp, lineage))
+    return StreamResult(lineage=lineage, rows=body.rows, candidates=meter.candidates,
+                        notes=notes)
+
+
+def _with_lineage_file(body: Path, target: Path, lineage: Lineage) -> None:
+    """Copy the per-query rows, adding the lineage columns now that the hashes are known.
+
+    polars' streaming sink holds a few row groups at a time and uses every core: twice as fast
+    here as a batch-by-batch copy through pyarrow (0.7 s against 1.5 s for 2M rows)."""
+    pl.scan_parquet(body, glob=False).with_columns(lineage.columns()).sink_parquet(
+        target, compression="zstd", row_group_size=PER_QUERY_ROW_GROUP_ROWS)
+
+

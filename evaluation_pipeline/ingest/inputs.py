@@ -1,0 +1,228 @@
+"""The landed files of a judgment version or a candidate pool, checked file by file in
+bounded memory (pass 1 of ``ingest.publish``): what differs between the two kinds, the
+row rules screened in batches, and the refusals worded by the in-memory readers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from evaluation_pipeline.ingest.external_sort import (
+    SortInput,
+)
+from evaluation_pipeline.io.datasets import is_data_file
+from evaluation_pipeline.io.readers import detect_format, read_judgments, read_run
+from schemas import columns as cols
+from schemas import screening
+from schemas.errors import InputError, violation
+
+# Rows read back per batch. At ~150 bytes a row this is some 40 MB, a few copies of which
+# (Arrow batch, frame, blocks, writer) with the interpreter's ~300 MB fit in the half of a
+# budget of 1 GB or more that DuckDB does not get.
+BATCH_ROWS = 250_000
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What differs between a pool and a judgment version."""
+
+    model: str
+    name_column: str
+    what: str
+    key: tuple[str, ...]  # the canonical sort key; all but the last make a block
+    columns: tuple[str, ...]
+    dtypes: dict
+    digest: str
+    read: Callable[..., pl.DataFrame]  # the existing reader: (path, fmt, name, check_keys)
+    optional: tuple[str, ...]  # columns a file may lack: the name column, a pool's ranker
+
+
+POOL = Kind(
+    "CandidatePool", "candidate_pool", "candidate pool", cols.POOL_KEY, cols.RUN_COLUMNS,
+    cols.RUN_DTYPES, "pool",
+    lambda path, fmt, name, check_keys: read_run(path, fmt, pool=name, check_keys=check_keys),
+    ("candidate_pool", "ranker"),
+)
+JUDGMENTS = Kind(
+    "Judgments", "judgment_version", "judgment version", cols.JUDGMENT_KEY,
+    cols.JUDGMENT_COLUMNS, cols.JUDGMENT_DTYPES, "judgments",
+    lambda path, fmt, name, check_keys: read_judgments(path, fmt, version=name,
+                                                       check_keys=check_keys),
+    ("judgment_version",),
+)
+
+
+def run_files(source) -> tuple[list[Path], str]:
+    """A pool folder's run files as ``read_pool`` lists them, or the files given."""
+    if isinstance(source, (str, Path)) and Path(source).is_dir():
+        folder = Path(source)
+        files = sorted(p for p in folder.iterdir() if p.is_file()
+                       and is_data_file(p.name) and is_run_file(p))
+        if not files:
+            raise InputError(str(folder), [violation("(folder)", "a pool folder needs at least "
+                                                     "one run file (.parquet, .csv, .run)", [])])
+        return files, str(folder)
+    files = [Path(p) for p in ([source] if isinstance(source, (str, Path)) else source)]
+    return files, ", ".join(map(str, files))
+
+
+def is_run_file(path: Path) -> bool:
+    try:
+        detect_format(path, None)
+    except InputError:
+        return False
+    return True
+
+
+# -- pass 1: row rules, file by file ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A checked file: its sort input, the name it establishes, the columns it contributes,
+    and (pools) the rankers it holds."""
+
+    input: SortInput
+    name: str
+    columns: list[str]
+    rankers: frozenset[str] = frozenset()
+
+
+def prepare(kind: Kind, path: Path, fmt: str | None, name: str | None, spilled: Path
+             ) -> Prepared:
+    """Screened in batches when its columns already have the contract's types; otherwise read
+    whole by its reader (the in-memory path, one file at a time) and spilled as Parquet."""
+    schema = parquet_schema(path) if detect_format(path, fmt) == "parquet" else None
+    if schema is not None and contract_typed(kind, schema):
+        constants = missing_columns(kind, path, schema, name)
+        name = constants.get(kind.name_column, name)
+        screened = screen_batches(kind, path, fmt, name, constants)
+        if screened is not None:
+            columns = [*schema, *(c for c in constants if c not in schema)]
+            name, rankers = screened
+            return Prepared(SortInput(path, constants), name,
+                             published_columns(kind, columns), rankers)
+    return converted(kind, path, fmt, name, spilled)
+
+
+def missing_columns(kind: Kind, path: Path, schema: dict, name: str | None) -> dict:
+    """The optional columns a contract-typed file lacks, each with the value the readers give
+    it: a run file without a ranker column is its file's stem, a version without its name
+    column is the asked name, else the file's stem."""
+    defaults = {"ranker": path.stem, kind.name_column: name or path.stem}
+    return {c: defaults[c] for c in kind.optional if c not in schema}
+
+
+def converted(kind: Kind, path: Path, fmt: str | None, name: str | None, spilled: Path
+               ) -> Prepared:
+    """The file read whole by its reader (the in-memory path, one file at a time) and spilled
+    as Parquet at ``spilled``."""
+    frame = kind.read(path, fmt, name, False)
+    name = frame.select(pl.col(kind.name_column).first()).item()
+    frame = frame.select(published_columns(kind, frame.columns))
+    frame.write_parquet(spilled)
+    return Prepared(SortInput(spilled), name, frame.columns, rankers_of(kind, frame))
+
+
+def rankers_of(kind: Kind, frame: pl.DataFrame) -> frozenset[str]:
+    return frozenset(frame["ranker"].unique().to_list()) if kind is POOL else frozenset()
+
+
+def published_columns(kind: Kind, columns: list[str]) -> list[str]:
+    """Pools publish the contract's columns (``read_pool`` selects them); judgment versions
+    keep the reader's order, which puts a missing ``judgment_version`` last, and any extras."""
+    return list(kind.columns) if kind is POOL else columns
+
+
+def parquet_schema(path: Path) -> dict | None:
+    try:
+        schema = pl.scan_parquet(path, glob=False).collect_schema()
+        empty = pq.ParquetFile(path).metadata.num_rows == 0
+    except (pl.exceptions.PolarsError, OSError):
+        return None  # the reader says what is wrong with it
+    return None if empty else dict(schema)
+
+
+def contract_typed(kind: Kind, schema: dict) -> bool:
+    """Every contract column present with its contract type (the name column and a pool's
+    ranker may be absent), and a display ``rank``, if any, stored as int64."""
+    if any(schema.get(c, None if c in kind.optional else False) not in (t, None)
+           for c, t in kind.dtypes.items()):
+        return False
+    return schema.get(cols.RANK, pl.Int64) == pl.Int64
+
+
+def screen_batches(kind: Kind, path: Path, fmt, name: str | None, constants: dict
+                    ) -> tuple[str, frozenset[str]] | None:
+    """Screen the file a batch at a time: (its name, the rankers it holds), or None when a batch
+    needs the reader's own conversion (a judgment's grade_status with padding); a refused batch
+    raises the reader's message for the whole file."""
+    needed = [c for c in kind.dtypes if c not in constants]
+    expected = name
+    rankers: set[str] = set()
+    for frame in batches(path, needed):
+        frame = frame.with_columns(
+            pl.lit(v, dtype=pl.String).alias(c) for c, v in constants.items())
+        if kind is JUDGMENTS and not holds(frame, (pl.col("grade_status") == pl.col(
+                "grade_status").str.strip_chars()).all()):
+            return None
+        if expected is None:
+            expected = frame.select(pl.col(kind.name_column).first()).item()
+        if not (screening.screen(kind.model, frame, check_keys=False)
+                and holds(frame, (pl.col(kind.name_column) == expected).all())):
+            refuse(kind, path, fmt, name)
+        rankers |= rankers_of(kind, frame)
+    return expected, frozenset(rankers)
+
+
+def batches(path: Path, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
+    """A Parquet file's rows in order, some BATCH_ROWS at a time. Polars decodes strings
+    straight into its own arrays: a third of the CPU of Arrow batches converted (30M rows)."""
+    scan = pl.scan_parquet(path, glob=False)
+    return (scan if columns is None else scan.select(columns)).collect_batches(
+        chunk_size=BATCH_ROWS)
+
+
+def holds(frame: pl.DataFrame, rule: pl.Expr) -> bool:
+    return bool(frame.select(rule).item())
+
+
+def refuse(kind: Kind, path: Path, fmt, name: str | None) -> None:
+    """Raise the in-memory path's own message for ``path`` (read whole: refusals only)."""
+    kind.read(path, fmt, name, True)
+    raise InputError(str(path), [violation(kind.name_column, f"one {kind.what} per file: the "
+                                           f"file names another {kind.what} than {name!r}", [])])
+
+
+# -- pass 3: keys, content hash, publishing ---------------------------------------------------
+
+
+def whole_blocks(frames: Iterable[pl.DataFrame], block_key: list[str]
+                  ) -> Iterator[pl.DataFrame]:
+    """Rows in key order, in batches that never cut a block: a batch's last block waits for
+    the next batch (a (ranker, query_id) block may span many)."""
+    carry = None
+    for frame in frames:
+        frame = frame if carry is None else pl.concat([carry, frame])
+        tail = last_block_start(frame, block_key)
+        carry = frame.slice(tail)
+        if tail:
+            yield frame.slice(0, tail)
+    if carry is not None and carry.height:
+        yield carry
+
+
+def last_block_start(frame: pl.DataFrame, block_key: list[str]) -> int:
+    """The first row of the frame's last block, by binary search on the sorted key columns:
+    the last block's first column is a run at the end, within which the next column is
+    sorted, and so on. (On rows out of key order the cut may fall inside a block; the block's
+    rest then comes after a later block, which ``verify_published`` refuses as out of order.)"""
+    start = 0
+    for column in block_key:
+        values = frame[column].slice(start)
+        start += int(values.search_sorted(values[-1], side="left"))
+    return start

@@ -1,0 +1,156 @@
+"""`make run`: a week of nightly example pools lands night by night; each landing is ingested
+and evaluated, and the run ends with the trend of the week and the alert it raised.
+
+The runs go through the pipeline's own sensors and jobs against a persistent Dagster instance
+in ``.dagster_home/`` (so ``dagster dev -w workspace.yaml`` shows them afterwards), and results
+land in ``.storage/`` (the week's landing folder too). A second run finds nothing new and
+prints the same trend. With ``NDCG_EVAL_LANDING`` set, the main job runs on that landing folder
+instead, and ends with the headline table of every report.
+
+One main job works on an instance at a time: it holds an exclusive lock on the instance folder
+from before the instance is opened (and its storage created or migrated) until it exits. A
+second one started meanwhile says that it waits, and gives up after $NDCG_EVAL_LOCK_TIMEOUT
+seconds. The exit status is 0 only when every expected output is whole: every published
+judgment version x evaluable pool has its scores and report, made from the inputs published
+now. Otherwise each missing evaluation is listed with the reason.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+from evaluation_pipeline import settings
+from evaluation_pipeline.io.lock import LockTimeout, folder_lock
+from evaluation_pipeline.io.storage import REPO
+from schemas.errors import EvaluationError
+
+DAGSTER_HOME = REPO / ".dagster_home"
+MAX_CONCURRENT_RUNS = 2
+LOCK_TIMEOUT_SECONDS = 1800.0
+
+_HEADER = "# The local Dagster instance of the evaluation pipeline (written by evaluation_pipeline.main_job)."
+INSTANCE_YAML = f"""\
+{_HEADER}
+# At most {MAX_CONCURRENT_RUNS} runs at a time, and at most {MAX_CONCURRENT_RUNS} evaluations scoring at once
+# across them (the scoring asset's concurrency pool): evaluations queue instead of competing
+# for memory.
+concurrency:
+  runs:
+    max_concurrent_runs: {MAX_CONCURRENT_RUNS}
+  pools:
+    default_limit: {MAX_CONCURRENT_RUNS}
+# Under the daemon (dagster dev): a run whose worker never starts is failed, and a failed run is
+# retried; `make run` retries in process (evaluation_pipeline.orchestration.local_runner).
+run_monitoring:
+  enabled: true
+  start_timeout_seconds: 300
+run_retries:
+  enabled: true
+  max_retries: 2
+"""
+
+
+def prepare_instance_home(home: Path) -> Path:
+    """Create the instance folder and its dagster.yaml, unless the folder has an instance file
+    of its own: a dagster.yaml this module did not write (a PostgreSQL-backed instance, say,
+    deploy/dagster.yaml) is the operator's and is kept as it is."""
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    ours = not config.exists() or config.read_text(encoding="utf-8").startswith(_HEADER)
+    if ours and (not config.exists() or config.read_text(encoding="utf-8") != INSTANCE_YAML):
+        config.write_text(INSTANCE_YAML, encoding="utf-8")
+    return home
+
+
+def _waiting(home: Path, timeout: float):
+    def say(holder: str) -> None:
+        print(f"another main job ({holder}) is working on the Dagster instance {home}; "
+              f"waiting for it to finish (at most {timeout:g} s, ${settings.LOCK_TIMEOUT.name})",
+              file=sys.stderr, flush=True)
+    return say
+
+
+def main() -> int:
+    # `make run` is the development entry point: without a configured landing, queries table
+    # and storage it uses the checkout's (definitions.setting).
+    os.environ.setdefault(settings.DEV.name, "1")
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(DAGSTER_HOME)))
+    timeout = float(settings.LOCK_TIMEOUT.get() or LOCK_TIMEOUT_SECONDS)
+    try:
+        with folder_lock(home, timeout, _waiting(home, timeout)):
+            return _run(prepare_instance_home(home))
+    except LockTimeout as exc:
+        print(f"ndcg-eval: {exc}: another main job still works on it; nothing was run. Run "
+              f"again when it has finished, or raise ${settings.LOCK_TIMEOUT.name}.", file=sys.stderr)
+        return 2
+    except EvaluationError as exc:  # configuration a user can fix: a missing variable or extra
+        print(f"ndcg-eval: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(home: Path) -> int:
+    # Imported after DAGSTER_HOME is set: the instance is read from it.
+    import warnings
+
+    import dagster as dg
+
+    # Partitioned checks and multi-to-single partition mappings are marked preview/beta.
+    warnings.filterwarnings("ignore", category=dg.PreviewWarning)
+    warnings.filterwarnings("ignore", category=dg.BetaWarning)
+
+    from evaluation_pipeline.cli import main as cli
+    from evaluation_pipeline.definitions import build_definitions, pipeline_spec
+    from evaluation_pipeline.orchestration.example_week import run_week, week_folders
+    from evaluation_pipeline.orchestration.local_runner import LocalRunner
+    from evaluation_pipeline.orchestration.selection import (
+        describe_reports,
+        expected_evaluations,
+    )
+
+    spec = pipeline_spec()
+    # make run lands the example week night by night; a configured landing folder is run as it is.
+    week = not settings.LANDING.get()
+    if week:
+        storage = build_definitions().resources["storage"]
+        landing, queries = week_folders(storage)
+        defs = build_definitions(landing_folder=str(landing), queries_path=str(queries))
+    else:
+        defs = build_definitions()
+    resources = defs.resources
+    # Under the lock, before any run: what a killed run left in the storage is put back (a
+    # result folder caught between its two renames) or removed (temporary files, staging and
+    # scratch folders); a live writer's are held and kept.
+    resources["storage"].clean_leftovers()
+    # Opened under the lock: a fresh home gets its storage tables here, once.
+    with dg.DagsterInstance.get() as instance:
+        runner = LocalRunner(defs, instance)
+        outcomes = run_week(runner, landing) if week else runner.run_until_quiet()
+        for outcome in outcomes:
+            state = "ok" if outcome.success else "FAILED"
+            print(f"run {outcome.job:<22} {outcome.partition or '-':<36} {state}")
+            if outcome.error:
+                print(f"    {outcome.error}")
+        for error in runner.tick_errors:
+            print(f"sensor tick FAILED: {error}")
+        missing = [state for state in expected_evaluations(
+            instance, resources["landing"], resources["storage"], resources["policy"], spec)
+            if not state.whole]
+        if not outcomes and not runner.tick_errors and not missing:
+            print("nothing new in the landing folder; the results below are current")
+        print(f"\nDagster instance: {home}; browse it with\n"
+              f"  DAGSTER_HOME={home} dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
+        root = resources["storage"].root()
+        if week:
+            print(f"\nThe week night by night (ndcg-eval history {root}):")
+            cli.main(["history", str(root)])
+        else:
+            print(describe_reports(resources["storage"], spec, instance))
+        if missing:
+            print(f"\n{len(missing)} expected evaluation(s) are not whole:")
+            for state in missing:
+                print(f"  {state.pool} x {state.version}: {state.missing}")
+    ok = all(o.success for o in outcomes) and not runner.tick_errors and not missing
+    return 0 if ok else 1
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""The ingest assets: read, validate, publish, attach metadata. Nothing else happens here.
+
+``judgments``, ``candidate_pools`` and ``queries`` publish validated inputs to the storage once
+per name and return a data version equal to their content SHA-256.
+"""
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+from evaluation_pipeline.analysis import quality
+from evaluation_pipeline.ingest.verify import candidate_set_disagreements
+from evaluation_pipeline.io.readers import read_queries
+from evaluation_pipeline.io.storage import (
+    JUDGMENTS_FILE,
+    POOL_FILE,
+    QUERIES_FOLDER,
+    judgments_file,
+    judgments_folder,
+    manifest_file,
+    pool_file,
+    pool_folder,
+    queries_file,
+)
+from evaluation_pipeline.metric.hashing import HASH_VERSION
+from evaluation_pipeline.nightly import verdicts as nightly
+from evaluation_pipeline.orchestration.memory import MemoryBudget
+from evaluation_pipeline.orchestration.partitions import (
+    candidate_pool_partitions,
+    judgment_version_partitions,
+)
+from evaluation_pipeline.orchestration.resources import (
+    EvaluationStorage,
+    LandingZone,
+)
+from evaluation_pipeline.orchestration.scoring import ScoringEngine
+from schemas.columns import UNKNOWN
+from schemas.names import check_safe_name
+
+INGEST_GROUP = "ingest"
+
+
+def utc_now() -> str:
+    # Microseconds: publications and evaluations within one second still have an order.
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _table(frame: pl.DataFrame) -> dg.TableMetadataValue:
+    """A small frame as table metadata: its column names and types, and its rows."""
+    schema = dg.TableSchema(columns=[
+        dg.TableColumn(name, "int" if dtype.is_integer() else "float" if dtype.is_float()
+                       else "string")
+        for name, dtype in frame.schema.items()
+    ])
+    return dg.MetadataValue.table([dg.TableRecord(row) for row in frame.to_dicts()], schema)
+
+
+# -- ingest -----------------------------------------------------------------------------------
+
+
+@dg.asset(
+    partitions_def=judgment_version_partitions,
+    group_name=INGEST_GROUP,
+    kinds={"polars", "parquet"},
+    description="A judgment version: validated grades, published once under its name.",
+)
+def judgments(
+    context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage,
+    memory: MemoryBudget, scoring: ScoringEngine,
+) -> dg.MaterializeResult:
+    version = check_safe_name(context.partition_key, "judgment version")
+    source = landing.judgment_file(version)
+    budget = memory.budget(storage)
+    with budget.scratch("ndcg-eval-publish-") as tmp:
+        # Validated, sorted into key order (the streaming engine then reads it without sorting
+        # it first) and hashed in bounded memory, then moved into the storage.
+        published = scoring.publish_judgments(source, Path(tmp) / JUDGMENTS_FILE,
+                                              version=version, budget=budget,
+                                              log=context.log.info)
+        sha, rows, distribution = (published.sha256, published.rows,
+                                   published.grade_distribution)
+        manifest = {
+            "judgment_version": version,
+            "sha256": sha,
+            "hash_version": HASH_VERSION,
+            "rows": rows,
+            "grade_distribution": distribution,
+            "source": str(source),
+            "published_at": utc_now(),
+        }
+        written = storage.publish(judgments_folder(version), JUDGMENTS_FILE, published.path,
+                                  manifest, f"judgment version {version!r}")
+    context.log.info(f"judgment version {version}: " + ("published" if written else
+                     "already published with the same content; nothing written"))
+    return dg.MaterializeResult(
+        metadata={
+            "judgment_version": version,
+            "sha256": sha,
+            "dagster/row_count": rows,
+            "grade_distribution": dg.MetadataValue.json(distribution),
+            "unknown_count": distribution.get(UNKNOWN, 0),
+            "source": dg.MetadataValue.path(str(source)),
+            "published": dg.MetadataValue.path(str(storage.path(*judgments_file(version)))),
+            "newly_written": written,
+        },
+        data_version=dg.DataVersion(sha),
+    )
+
+
+@dg.asset(
+    partitions_def=candidate_pool_partitions,
+    group_name=INGEST_GROUP,
+    kinds={"polars", "parquet"},
+    description="A candidate pool: every ranker's scored candidates, published once.",
+)
+def candidate_pools(
+    context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage,
+    memory: MemoryBudget, scoring: ScoringEngine,
+) -> dg.MaterializeResult:
+    pool = check_safe_name(context.partition_key, "candidate pool")
+    folder = landing.pool_folder(pool)
+    budget = memory.budget(storage)
+    with budget.scratch("ndcg-eval-publish-") as tmp:
+        # Every ranker file validated, sorted by (ranker, query_id, doc_id) and hashed in
+        # bounded memory; the candidate sets compared out of core; then moved into the storage.
+        published = scoring.publish_pool(folder, Path(tmp) / POOL_FILE, pool=pool,
+                                         budget=budget, log=context.log.info)
+        sha, rows = published.sha256, published.rows
+        # Counted while the pool was hashed; an engine that does not count them (Spark's
+        # ingest) leaves them to a pass over the published file.
+        differing, examples = published.candidate_sets or candidate_set_disagreements(
+            published.path, budget)
+        manifest = {
+            "candidate_pool": pool,
+            "sha256": sha,
+            "hash_version": HASH_VERSION,
+            "rows": rows,
+            "rankers": published.rankers,
+            "shared_candidate_sets": differing == 0,
+            "queries_with_different_candidate_sets": differing,
+            "different_candidate_set_examples": examples,
+            "source": str(folder),
+            # The night of the pool: nights are ordered by the arrival of their READY_MARKER.
+            nightly.READY_AT: nightly.ready_at_from_mtime_ns(landing.ready_at_ns(pool)),
+            "published_at": utc_now(),
+        }
+        written = storage.publish(pool_folder(pool), POOL_FILE, published.path, manifest,
+                                  f"candidate pool {pool!r}")
+    context.log.info(f"candidate pool {pool}: " + ("published" if written else
+                     "already published with the same content; nothing written"))
+    return dg.MaterializeResult(
+        metadata={
+            "candidate_pool": pool,
+            "sha256": sha,
+            "dagster/row_count": rows,
+            "rankers": _table(pl.DataFrame(published.rankers)),
+            "shared_candidate_sets": differing == 0,
+            "queries_with_different_candidate_sets": differing,
+            "source": dg.MetadataValue.path(str(folder)),
+            "published": dg.MetadataValue.path(str(storage.path(*pool_file(pool)))),
+            "newly_written": written,
+        },
+        data_version=dg.DataVersion(sha),
+    )
+
+
+@dg.asset(
+    group_name=INGEST_GROUP,
+    kinds={"polars", "parquet"},
+    description="Query weights (traffic) and slice columns.",
+)
+def queries(
+    context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage
+) -> dg.MaterializeResult:
+    source = landing.queries_file()
+    frame = read_queries(source)
+    sha = quality.queries_sha256(frame)
+    # Unlike versions and pools, the queries table is replaced when it changes: weights are
+    # traffic, which moves, and every report records the hash it used.
+    storage.write_parquet(frame, *queries_file())
+    storage.write_json(storage.stamped({"sha256": sha, "rows": frame.height, "source": str(source),
+                                        "published_at": utc_now()}, queries_file()),
+                       *manifest_file(QUERIES_FOLDER))
+    context.log.info(f"queries: {frame.height} rows, sha256 {sha}")
+    return dg.MaterializeResult(
+        metadata={
+            "sha256": sha,
+            "dagster/row_count": frame.height,
+            "columns": dg.MetadataValue.json(frame.columns),
+            "source": dg.MetadataValue.path(str(source)),
+        },
+        data_version=dg.DataVersion(sha),
+    )
+
+
+# -- evaluation -------------------------------------------------------------------------------

@@ -1,0 +1,6 @@
+"""Slow: the deployment: the instance on a PostgreSQL server, the wheel in a fresh virtual
+environment."""
+
+from tests.support.slow import mark_folder_slow
+
+pytest_collection_modifyitems = mark_folder_slow(__file__)

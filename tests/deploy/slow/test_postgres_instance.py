@@ -1,0 +1,180 @@
+"""The deployment's instance (deploy/dagster.yaml) on a real PostgreSQL server: the main job
+gives the same reports as on SQLite, run keys deduplicate, and concurrent starts are safe."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from evaluation_pipeline import settings
+from evaluation_pipeline.main_job import INSTANCE_YAML
+from tests.support.paths import EXAMPLES, REPO
+
+INSTANCE_FILE = REPO / "deploy" / "dagster.yaml"
+RUN_SECONDS = 900
+NOTHING_NEW = "nothing new in the landing folder"
+
+
+def deployment(root: Path, instance_env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a main job with its own landing copy, storage and Dagster home, named
+    by configuration only (no development switch); with ``instance_env`` the home holds
+    deploy/dagster.yaml and those DAGSTER_PG_* variables."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(EXAMPLES / "landing", root / "landing")
+    shutil.copy(EXAMPLES / "queries.csv", root / "queries.csv")
+    home = root / "dagster_home"
+    home.mkdir()
+    if instance_env is not None:
+        shutil.copy(INSTANCE_FILE, home / "dagster.yaml")
+    env = {k: v for k, v in os.environ.items() if k != settings.DEV.name}
+    return env | (instance_env or {}) | {
+        "DAGSTER_HOME": str(home),
+        "NDCG_EVAL_LANDING": str(root / "landing"),
+        "NDCG_EVAL_QUERIES": str(root / "queries.csv"),
+        "NDCG_EVAL_STORAGE": str(root / "storage"),
+    }
+
+
+def main_job(env: dict[str, str]) -> subprocess.Popen:
+    # The main job keeps a dagster.yaml it did not write: the PostgreSQL instance file stays.
+    code = "import sys, evaluation_pipeline.main_job as main\nsys.exit(main.main())\n"
+    # Output to a file, not a pipe: a job blocked on a full pipe could hold what the other
+    # job started at the same time waits for.
+    log_path = Path(env["DAGSTER_HOME"]) / f"main-job-{uuid.uuid4().hex}.log"
+    with open(log_path, "w") as log:
+        job = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=env["DAGSTER_HOME"],
+                               stdout=log, stderr=subprocess.STDOUT)
+    job.log = log_path
+    return job
+
+
+def finished(job: subprocess.Popen) -> str:
+    job.wait(timeout=RUN_SECONDS)
+    output = job.log.read_text()
+    assert job.returncode == 0, output[-4000:]
+    return output
+
+
+def results(env: dict[str, str]) -> dict[str, bytes]:
+    """Every scores and report file of a main job's storage, by its place in the storage."""
+    storage = Path(env["NDCG_EVAL_STORAGE"])
+    files = {str(p.relative_to(storage)): p.read_bytes()
+             for folder in ("scores", "reports") for p in sorted((storage / folder).rglob("*"))
+             if p.is_file()}
+    assert any(name.endswith("report.json") for name in files), sorted(files)
+    return files
+
+
+def postgres_instance(env: dict[str, str]):
+    import dagster as dg
+
+    keys = [k for k in env if k.startswith("DAGSTER_PG_")]
+    saved = {k: os.environ.get(k) for k in keys}
+    os.environ.update({k: env[k] for k in keys})
+    try:
+        return dg.DagsterInstance.from_config(env["DAGSTER_HOME"])
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key)
+            else:
+                os.environ[key] = value
+
+
+def run_keys(instance) -> list[str]:
+    return [run.tags["dagster/run_key"] for run in instance.get_runs()
+            if "dagster/run_key" in run.tags]
+
+
+@pytest.fixture(scope="module")
+def sqlite_results(tmp_path_factory) -> dict[str, bytes]:
+    """The reference: the main job on the SQLite instance it writes itself."""
+    env = deployment(tmp_path_factory.mktemp("sqlite"))
+    finished(main_job(env))
+    return results(env)
+
+
+def test_the_example_instance_file_configures_the_deployment(postgres_server, tmp_path):
+    from dagster_postgres import (
+        PostgresEventLogStorage,
+        PostgresRunStorage,
+        PostgresScheduleStorage,
+    )
+
+    env = deployment(tmp_path, postgres_server.create_database("instance_file"))
+    with postgres_instance(env) as instance:
+        assert isinstance(instance.run_storage, PostgresRunStorage)
+        assert isinstance(instance.event_log_storage, PostgresEventLogStorage)
+        assert isinstance(instance.schedule_storage, PostgresScheduleStorage)
+        assert instance.run_monitoring_enabled
+        assert instance.run_monitoring_max_runtime_seconds > 0  # the dead-run timeout
+        assert instance.run_retries_enabled and 0 < instance.run_retries_max_retries <= 5
+        # The concurrency limits are make run's.
+        deployed = yaml.safe_load(INSTANCE_FILE.read_text())["concurrency"]
+        assert deployed == yaml.safe_load(INSTANCE_YAML)["concurrency"]
+        limits = instance.get_concurrency_config()
+        assert (limits.pool_config.default_pool_limit,
+                limits.run_queue_config.max_concurrent_runs) == (
+            deployed["pools"]["default_limit"], deployed["runs"]["max_concurrent_runs"])
+
+
+def test_the_main_job_on_postgres_gives_the_sqlite_reports_and_a_rerun_launches_nothing(
+        postgres_server, sqlite_results, tmp_path):
+    env = deployment(tmp_path, postgres_server.create_database("main_job"))
+    finished(main_job(env))
+    assert results(env) == sqlite_results
+    with postgres_instance(env) as instance:
+        keys = run_keys(instance)
+    assert keys and len(keys) == len(set(keys))
+
+    # The sensors' run keys, stored in PostgreSQL, deduplicate: a rerun launches nothing.
+    assert NOTHING_NEW in finished(main_job(env))
+    with postgres_instance(env) as instance:
+        assert sorted(run_keys(instance)) == sorted(keys)
+    assert results(env) == sqlite_results
+
+
+def test_two_main_jobs_started_at_once_on_postgres_both_succeed(
+        postgres_server, sqlite_results, tmp_path):
+    env = deployment(tmp_path, postgres_server.create_database("two_at_once"))
+    first, second = main_job(env), main_job(env)
+    outputs = [finished(first), finished(second)]
+    assert results(env) == sqlite_results, outputs
+
+
+def test_a_main_job_killed_while_scoring_on_postgres_is_failed_and_rerun_to_completion(
+        postgres_server, sqlite_results, tmp_path):
+    """kill -9 while the first scores are written: the run left STARTED in PostgreSQL belongs
+    to a dead process, so the next main job marks it failed (orchestration.liveness) and runs
+    its key again, until the outputs equal the SQLite run's."""
+    import dagster as dg
+
+    env = deployment(tmp_path, postgres_server.create_database("killed"))
+    job = main_job(env)
+    scores = Path(env["NDCG_EVAL_STORAGE"]) / "scores"
+    deadline = time.monotonic() + RUN_SECONDS
+    while not scores.exists():
+        assert job.poll() is None, job.log.read_text()[-4000:]
+        assert time.monotonic() < deadline, "no scores folder appeared"
+        time.sleep(0.05)
+    job.send_signal(signal.SIGKILL)
+    job.wait()
+
+    finished(main_job(env))
+    assert results(env) == sqlite_results
+    with postgres_instance(env) as instance:
+        runs = instance.get_runs()
+        # Nothing is left in flight, and the killed run is on record as failed.
+        assert not [r for r in runs if r.status in (dg.DagsterRunStatus.STARTED,
+                                                    dg.DagsterRunStatus.STARTING)]
+        assert any(r.status == dg.DagsterRunStatus.FAILURE for r in runs)
+    assert NOTHING_NEW in finished(main_job(env))

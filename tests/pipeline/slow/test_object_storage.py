@@ -1,0 +1,239 @@
+"""Object storage by configuration alone, against an S3-API server on 127.0.0.1 (moto's).
+
+The server is started once for the session on a free port and stopped at its end; the bucket
+is created, and the credentials are moto's test ones (from the environment, as the provider
+chain finds them). The endpoint reaches the code through NDCG_EVAL_STORAGE_OPTIONS or
+--storage-options, never through AWS_ENDPOINT_URL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from evaluation_pipeline import settings
+from evaluation_pipeline.cli.main import main
+from evaluation_pipeline.cli.results import load_results
+from evaluation_pipeline.io import result_folder
+from evaluation_pipeline.io.atomic import write_parquet
+from evaluation_pipeline.io.locations import location
+from evaluation_pipeline.io.readers import read_judgments
+from evaluation_pipeline.io.storage import HISTORY_FOLDER, RESULT_MARKER
+from tests.support.paths import EXAMPLES, REPO
+from tests.support.s3_server import BUCKET
+
+pytest.importorskip("moto.server")
+pytest.importorskip("s3fs")
+
+LANDING = EXAMPLES / "landing"
+V1, V2 = LANDING / "judgments" / "maint-v1.csv", LANDING / "judgments" / "maint-v2.csv"
+P28 = LANDING / "pools" / "pool-2026-11-28"
+FAST = ["--bootstrap", "200"]
+
+
+@pytest.fixture(scope="session")
+def inputs(endpoint, tmp_path_factory):
+    """The example judgments (as sorted Parquet, which the streaming engine reads) and one
+    pool folder, in the bucket; the same judgment files on a local disk under "local"."""
+    base = location(f"s3://{BUCKET}/inputs")
+    here = tmp_path_factory.mktemp("judgments")
+    for path in (V1, V2):
+        frame = read_judgments(path).sort("query_id", "doc_id")
+        write_parquet(frame, base / "judgments" / f"{path.stem}.parquet")
+        write_parquet(frame, here / f"{path.stem}.parquet")
+    for run in sorted(P28.glob("*.parquet")):
+        base.fs.put_file(str(run), (base / "pools" / P28.name / run.name).path)
+    return {"v1": f"{base}/judgments/maint-v1.parquet",
+            "v2": f"{base}/judgments/maint-v2.parquet", "pool": f"{base}/pools/{P28.name}",
+            "local": {"v1": here / "maint-v1.parquet", "v2": here / "maint-v2.parquet"}}
+
+
+def keys(url: str) -> dict[str, str]:
+    """Every object under ``url`` with its ETag: what changes when anything is rewritten."""
+    where = location(url)
+    where.fs.invalidate_cache()
+    return {k: info["ETag"] for k, info in where.fs.find(where.path, detail=True).items()}
+
+
+# -- the pipeline ----------------------------------------------------------------------------------
+
+
+def _pipeline(tmp_path, landing, storage: str):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "DAGSTER_HOME": str(tmp_path / "home"),
+           "NDCG_EVAL_STORAGE": storage, "NDCG_EVAL_LANDING": str(landing),
+           "NDCG_EVAL_ENGINE": "streaming"}
+    return subprocess.run([sys.executable, "-m", "evaluation_pipeline.main_job"], env=env,
+                          capture_output=True, text=True, timeout=900, cwd=tmp_path)
+
+
+def test_the_main_job_on_s3_reruns_as_a_no_op_and_refuses_a_republish(endpoint, tmp_path):
+    storage = f"s3://{BUCKET}/ndcg"
+    landing = tmp_path / "landing"
+    shutil.copytree(LANDING, landing)
+    first = _pipeline(tmp_path, landing, storage)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "FAILED" not in first.stdout
+    written = keys(storage)
+    for folder in ("judgments/maint-v2", "pools/pool-2026-11-28", "scores", "reports"):
+        assert any(f"/ndcg/{folder}" in k for k in written), folder
+    assert any(k.endswith("/per_query.parquet") for k in written)
+    assert any(k.endswith(f"/{RESULT_MARKER}") for k in written)  # each report folder's marker
+    assert not (tmp_path / "s3:").exists()
+
+    again = _pipeline(tmp_path, landing, storage)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert keys(storage) == written  # nothing new written, nothing rewritten
+
+    # A changed judgment version under a published name is refused; the published one stays.
+    changed = landing / "judgments" / "maint-v2.csv"
+    lines = changed.read_text().splitlines()
+    changed.write_text("\n".join([lines[0], *lines[2:]]) + "\n")
+    refused = _pipeline(tmp_path, landing, storage)
+    assert refused.returncode != 0
+    assert "immutable" in refused.stdout + refused.stderr
+    manifest = f"s3://{BUCKET}/ndcg/judgments/maint-v2/manifest.json"
+    assert keys(manifest) == {k: v for k, v in written.items() if k.endswith(
+        "judgments/maint-v2/manifest.json")}
+
+
+# -- the commands ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["local", "streaming"])
+def test_score_report_compare_with_urls_match_a_local_run(engine, inputs, tmp_path, capsys):
+    out = f"s3://{BUCKET}/cli/{engine}/v2"
+    assert main(["score", "--engine", engine, "--judgments", inputs["v2"], "--run",
+                 inputs["pool"], "--out", out, "--report", *FAST]) == 0
+    assert f"wrote {out}/per_query.parquet" in capsys.readouterr().out
+    local = tmp_path / "local"
+    v1, v2 = (str(inputs["local"][v]) for v in ("v1", "v2"))
+    assert main(["score", "--engine", engine, "--judgments", v2, "--run", str(P28),
+                 "--out", str(local), "--report", *FAST]) == 0
+    remote = location(out)
+    assert (remote / "per_query.parquet").read_bytes() == (
+        local / "per_query.parquet").read_bytes()
+    summary = json.loads((remote / "summary.json").read_text())
+    expected = json.loads((local / "summary.json").read_text())
+    assert summary["results"] == expected["results"]
+    assert {"report.json", "report.html", "aggregates.parquet", RESULT_MARKER} <= {
+        p.name for p in remote.iterdir()}
+
+    # report: results and output on the bucket.
+    rep = f"s3://{BUCKET}/cli/{engine}/rep"
+    assert main(["report", out, "--out", rep, *FAST]) == 0
+    assert f"wrote {rep}/report.html" in capsys.readouterr().out
+    assert json.loads((location(rep) / "report.json").read_text())["results"] == json.loads(
+        (local / "report.json").read_text())["results"]
+
+    # compare: two results on the bucket (two judgment versions of one pool), with the grades.
+    old = f"s3://{BUCKET}/cli/{engine}/v1"
+    assert main(["score", "--engine", engine, "--judgments", inputs["v1"], "--run",
+                 inputs["pool"], "--out", old]) == 0
+    capsys.readouterr()
+    assert main(["compare", old, out, "--judgments", inputs["v1"], inputs["v2"], *FAST]) == 0
+    remote_text = capsys.readouterr().out
+    assert main(["score", "--engine", engine, "--judgments", v1, "--run", str(P28),
+                 "--out", str(tmp_path / "v1")]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "v1"), str(local), "--judgments", v1, v2,
+                 *FAST]) == 0
+    assert remote_text == capsys.readouterr().out
+
+
+def test_report_out_url_goes_to_the_bucket_not_a_local_folder(inputs, tmp_path, capsys,
+                                                               monkeypatch):
+    # It once wrote to a local folder named "s3:" and said "wrote s3:/bucket/...".
+    monkeypatch.chdir(tmp_path)
+    local = tmp_path / "local"
+    assert main(["score", "--judgments", str(V2), "--run", str(P28), "--out", str(local)]) == 0
+    rep = f"s3://{BUCKET}/bug/rep"
+    assert main(["report", str(local), "--out", rep, *FAST]) == 0
+    said = capsys.readouterr().out
+    assert f"wrote {rep}/report.html" in said and "s3:/bug" not in said.replace("s3://", "")
+    assert not (tmp_path / "s3:").exists()
+    assert (location(rep) / "report.html").exists() and (location(rep) / RESULT_MARKER).exists()
+
+
+def test_explain_and_storage_options_flag_reach_the_bucket(inputs, capsys, monkeypatch):
+    options = os.environ[settings.STORAGE_OPTIONS.name]
+    monkeypatch.delenv(settings.STORAGE_OPTIONS.name)  # the flag alone carries the endpoint
+    query = read_judgments(V2)["query_id"][0]
+    args = ["--query", query, "--ranker", "bm25-v3", "--json"]
+    assert main(["explain", "--judgments", inputs["v2"], "--run", inputs["pool"],
+                 "--storage-options", options, *args]) == 0
+    remote = capsys.readouterr().out
+    assert main(["explain", "--judgments", str(V2), "--run", str(P28), *args]) == 0
+    assert json.loads(remote) == json.loads(capsys.readouterr().out)
+
+
+def test_history_reads_the_storage_on_the_bucket(endpoint, tmp_path, capsys):
+    from tests.support.nightly_week import run_week
+
+    week = run_week(tmp_path)
+    (tmp_path / HISTORY_FOLDER).mkdir(exist_ok=True)
+    week["history"].write_parquet(tmp_path / HISTORY_FOLDER / "history.parquet")
+    storage = location(f"s3://{BUCKET}/nightly")
+    for file in (tmp_path / HISTORY_FOLDER).iterdir():
+        storage.fs.put_file(str(file), (storage / HISTORY_FOLDER / file.name).path)
+    assert main(["history", str(tmp_path)]) == 0
+    local = capsys.readouterr().out
+    assert main(["history", str(storage)]) == 0
+    assert capsys.readouterr().out == local
+
+
+# -- a write killed midway ------------------------------------------------------------------------
+
+
+def test_a_write_killed_midway_leaves_the_earlier_result(inputs, monkeypatch, capsys):
+    out = f"s3://{BUCKET}/killed/out"
+    score = ["score", "--judgments", inputs["v2"], "--run", inputs["pool"], "--out", out]
+    assert main([*score, "--cutoff", "10"]) == 0
+    earlier = load_results(location(out))
+    before = keys(out)
+
+    # Killed after the first object of the new result was put: the marker is the earlier one.
+    real_put = result_folder._put_file
+    calls = []
+
+    def killed_after_one(source, target):
+        if calls:
+            raise KeyboardInterrupt("killed")
+        calls.append(target)
+        real_put(source, target)
+
+    monkeypatch.setattr(result_folder, "_put_file", killed_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        main([*score, "--cutoff", "5"])
+    monkeypatch.undo()
+    assert len(keys(out)) == len(before) + 1  # one new object, beside the earlier result
+    again = load_results(location(out))
+    assert again[1].spec_id == earlier[1].spec_id
+    assert again[0].equals(earlier[0])
+    capsys.readouterr()
+    assert main(["report", out, "--out", f"s3://{BUCKET}/killed/rep", *FAST]) == 0
+
+    # Killed while the new files are copied over the fixed names: the marker names the new
+    # files where they were staged, and a reader sees the new result whole.
+    monkeypatch.setattr(result_folder, "_copy_file", lambda *a: (_ for _ in ()).throw(
+        KeyboardInterrupt("killed")))
+    with pytest.raises(KeyboardInterrupt):
+        main([*score, "--cutoff", "3"])
+    monkeypatch.undo()
+    newer = load_results(location(out))
+    assert newer[0]["cutoff"].unique().to_list() == [3]
+
+    # A first write killed before its marker: the folder is refused as incomplete.
+    fresh = f"s3://{BUCKET}/killed/fresh"
+    monkeypatch.setattr(result_folder, "_write_marker", lambda *a: (_ for _ in ()).throw(
+        KeyboardInterrupt("killed")))
+    with pytest.raises(KeyboardInterrupt):
+        main(["score", "--judgments", inputs["v2"], "--run", inputs["pool"], "--out", fresh])
+    monkeypatch.undo()
+    capsys.readouterr()
+    assert main(["report", fresh, *FAST]) == 2
+    assert "no complete result" in capsys.readouterr().err

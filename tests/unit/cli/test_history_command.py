@@ -1,0 +1,66 @@
+"""``ndcg-eval history``: the trend table, its filters, JSON, and the alerts after it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evaluation_pipeline.cli import main as cli
+from evaluation_pipeline.cli import history_command
+from evaluation_pipeline.io.storage import HISTORY_FILE, HISTORY_FOLDER
+from tests.support.nightly_week import run_week
+
+
+@pytest.fixture(scope="module")
+def storage(tmp_path_factory):
+    root = tmp_path_factory.mktemp("storage")
+    week = run_week(root)
+    week["history"].write_parquet(root / HISTORY_FOLDER / HISTORY_FILE)
+    return root, week["gen"]
+
+
+def history(argv: list[str], capsys) -> tuple[int, str]:
+    code = cli.main(["history", *argv])
+    return code, capsys.readouterr().out
+
+
+def test_the_trend_table_with_verdicts_attributions_and_the_alert(storage, capsys):
+    root, gen = storage
+    code, out = history([str(root)], capsys)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split()[:5] == ["night", "judgments", "ranker", "K", "NDCG"]
+    body = [line for line in lines[2:] if line.startswith("pool-")]
+    assert len(body) == len(gen.NIGHTLY_POOLS) * len(gen.RANKERS) * 2  # two cutoffs
+    regressed = [line for line in body if "regressed" in line]
+    assert len(regressed) == 2
+    assert all(gen.REGRESSION_NIGHT in line and gen.REGRESSED_RANKER in line
+               for line in regressed)
+    first = [line for line in body if line.startswith(gen.NIGHTLY_POOLS[0])]
+    assert all("first night" in line for line in first)
+    changed = [line for line in body if line.startswith(gen.NIGHTLY_POOLS[3])]
+    assert all(len(line.split()) == 14 for line in changed)  # with both attribution parts
+    assert "alert " in out and f"for {gen.REGRESSION_NIGHT}/{gen.JUDGMENT_VERSION_2}/" in out
+    assert "not delivered (no webhook configured" in out
+    assert f"  NDCG regression in {gen.REGRESSION_NIGHT}" in out
+
+
+def test_filters_and_json(storage, capsys):
+    root, gen = storage
+    code, out = history([str(root), "--ranker", gen.NOISY_RANKER, "--cutoff", "10", "--json"],
+                        capsys)
+    data = json.loads(out)
+    assert code == 0
+    assert [r["candidate_pool"] for r in data["trend"]] == list(gen.NIGHTLY_POOLS)
+    assert {r["ranker"] for r in data["trend"]} == {gen.NOISY_RANKER}
+    assert {r["cutoff"] for r in data["trend"]} == {10}
+    assert {r["verdict"] for r in data["trend"][1:]} == {"no_change"}
+    assert data["trend"][0]["ready_at"].startswith("2026-12-01T")
+    assert len(data["alerts"]) == 1
+
+
+def test_no_history_is_a_clear_error(tmp_path, capsys):
+    assert cli.main(["history", str(tmp_path)]) == 2
+    assert "no evaluation history at" in capsys.readouterr().err
+    assert issubclass(history_command.HistoryError, cli.EvaluationError)

@@ -1,0 +1,5 @@
+"""Slow: result folders read by Spark and from an S3 server."""
+
+from tests.support.slow import mark_folder_slow
+
+pytest_collection_modifyitems = mark_folder_slow(__file__)

@@ -1,0 +1,168 @@
+"""Regression alerts against a real HTTP server on 127.0.0.1 that fails, then recovers."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from evaluation_pipeline.settings import ALERT_WEBHOOK
+from evaluation_pipeline.nightly import alerts
+from evaluation_pipeline.nightly.alerts import AlertSettings, notify, read_alerts
+
+REGRESSION = {"ranker": "dense-v2", "cutoff": 10, "paired": 40, "mean_diff": -0.0812,
+              "ci_low": -0.11, "ci_high": -0.052, "p": 0.0002, "p_adjusted": 0.0018,
+              "verdict": "regressed"}
+NOISE = {"ranker": "bm25-v3", "cutoff": 10, "paired": 40, "mean_diff": -0.004,
+         "ci_low": -0.02, "ci_high": 0.012, "p": 0.6, "p_adjusted": 1.0, "verdict": "no_change"}
+NIGHTLY = {"previous_pool": "night-4", "judgment_version": "maint-v2",
+           "comparisons": [NOISE, REGRESSION], "attribution": None}
+EVALUATION = {"candidate_pool": "night-5", "spec_id": "abc123",
+              "report": "reports/night-5/maint-v2/abc123/report.html"}
+
+
+class Webhook:
+    """A local webhook that answers ``failures`` errors (status ``code``) before 200."""
+
+    def __init__(self, failures: int = 0, code: int = 500):
+        self.failures, self.code, self.bodies = failures, code, []
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's naming)
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                hook.bodies.append(json.loads(body))
+                failing = len(hook.bodies) <= hook.failures
+                self.send_response(hook.code if failing else 200)
+                self.end_headers()
+                self.wfile.write(b"error" if failing else b"ok")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+def settings(url: str | None, attempts: int = 4) -> AlertSettings:
+    return AlertSettings(webhook=url, attempts=attempts, backoff_seconds=0.01,
+                         timeout_seconds=5)
+
+
+def call(tmp_path, config, **overrides):
+    waits = []
+    arguments = {**EVALUATION, "newest": True, "headline": True, **overrides}
+    nightly = arguments.pop("nightly", NIGHTLY)
+    record = notify(tmp_path / "history" / "alerts.jsonl", nightly, settings=config,
+                    sleep=waits.append, **arguments)
+    return record, waits
+
+
+def test_a_failing_webhook_is_retried_with_backoff_and_an_alert_is_sent_once(tmp_path, caplog):
+    with Webhook(failures=2) as hook, caplog.at_level(logging.WARNING):
+        record, waits = call(tmp_path, settings(hook.url))
+        assert record["delivery"] == {"delivered": True, "attempts": 3, "status": 200,
+                                      "error": None}
+        assert waits == [0.01, 0.02]  # doubled before each further attempt
+        assert len(hook.bodies) == 3 and hook.bodies[0] == hook.bodies[2]
+        assert "attempt 1/4 failed (HTTP 500" in caplog.text
+        # A rerun of the same evaluation finds it alerted and sends nothing.
+        again, _ = call(tmp_path, settings(hook.url))
+        assert again is None
+        assert len(hook.bodies) == 3
+    body = hook.bodies[-1]
+    assert {k: body[k] for k in ("candidate_pool", "previous_pool", "judgment_version",
+                                 "spec_id", "report")} == {
+        "candidate_pool": "night-5", "previous_pool": "night-4", "judgment_version": "maint-v2",
+        "spec_id": "abc123", "report": EVALUATION["report"]}
+    assert body["regressions"] == [{k: REGRESSION[k] for k in alerts.REGRESSION_FIELDS}]
+    # Slack incoming webhooks read "text".
+    assert body["text"].startswith("NDCG regression in night-5 against night-4")
+    assert "dense-v2 NDCG@10 -0.0812 [-0.1100, -0.0520], Holm-adjusted p = 0.0018" in body["text"]
+    assert "bm25-v3" not in body["text"]
+    recorded = read_alerts(tmp_path / "history" / "alerts.jsonl")
+    assert [r["key"] for r in recorded] == ["night-5/maint-v2/abc123"]
+    assert recorded[0]["payload"] == body
+
+
+def test_a_delivery_that_keeps_failing_is_recorded_and_never_raises(tmp_path, caplog):
+    with Webhook(failures=99) as hook, caplog.at_level(logging.ERROR):
+        record, waits = call(tmp_path, settings(hook.url, attempts=3))
+        assert len(hook.bodies) == 3
+        assert waits == [0.01, 0.02]
+    assert record["delivery"]["delivered"] is False
+    assert record["delivery"]["attempts"] == 3
+    assert record["delivery"]["status"] == 500
+    assert "alert delivery failed after 3 attempt(s): HTTP 500" in caplog.text
+    assert alerts.alerted_keys(tmp_path / "history" / "alerts.jsonl") == {
+        "night-5/maint-v2/abc123"}
+
+
+def test_a_client_error_is_not_retried(tmp_path):
+    with Webhook(failures=99, code=404) as hook:
+        record, waits = call(tmp_path, settings(hook.url))
+        assert len(hook.bodies) == 1 and waits == []
+    assert record["delivery"]["status"] == 404
+
+
+def test_an_unreachable_webhook_is_retried_then_recorded(tmp_path):
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    record, waits = call(tmp_path, settings(f"http://127.0.0.1:{port}/hook", attempts=2))
+    assert record["delivery"]["delivered"] is False
+    assert record["delivery"]["attempts"] == 2 and waits == [0.01]
+    assert "Connection" in record["delivery"]["error"] or "refused" in record["delivery"]["error"]
+
+
+def test_without_a_webhook_the_alert_is_only_recorded(tmp_path, monkeypatch):
+    monkeypatch.delenv(ALERT_WEBHOOK.name, raising=False)
+    record, _ = call(tmp_path, AlertSettings.from_env())
+    assert record["delivery"]["delivered"] is False
+    assert ALERT_WEBHOOK.name in record["delivery"]["error"]
+    assert len(read_alerts(tmp_path / "history" / "alerts.jsonl")) == 1
+
+
+def test_the_environment_names_the_webhook_unless_configured(monkeypatch):
+    monkeypatch.setenv(ALERT_WEBHOOK.name, "http://127.0.0.1:9/env")
+    assert AlertSettings.from_env().webhook == "http://127.0.0.1:9/env"
+    assert AlertSettings.from_env("http://127.0.0.1:9/field").webhook == (
+        "http://127.0.0.1:9/field")
+
+
+@pytest.mark.parametrize("overrides", [
+    {"newest": False},  # a backfill of an older pool
+    {"headline": False},  # the newest pool under an older judgment version
+    {"nightly": {**NIGHTLY, "comparisons": [NOISE]}},  # nothing regressed
+    {"nightly": {**NIGHTLY, "previous_pool": None}},  # the first night
+    {"nightly": None},
+])
+def test_evaluations_that_never_alert(tmp_path, overrides):
+    with Webhook() as hook:
+        record, _ = call(tmp_path, settings(hook.url), **overrides)
+        assert record is None and hook.bodies == []
+    assert not (tmp_path / "history" / "alerts.jsonl").exists()
+
+
+def test_a_broken_record_is_logged_not_raised(tmp_path, caplog):
+    alerts_file = tmp_path / "history" / "alerts.jsonl"
+    alerts_file.parent.mkdir(parents=True)
+    alerts_file.write_text("{not json\n", encoding="utf-8")
+    with caplog.at_level(logging.ERROR):
+        record, _ = call(tmp_path, settings(None))
+    assert record is None
+    assert "alert for night-5 not raised" in caplog.text
