@@ -16,6 +16,7 @@ now. Otherwise each missing evaluation is listed with the reason.
 """
 
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -99,6 +100,7 @@ def _run(home: Path) -> int:
     warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
     from evaluation_pipeline.cli import main as cli
+    from evaluation_pipeline.cli.history_command import render_regressions, trend_rows
     from evaluation_pipeline.definitions import build_definitions, pipeline_spec
     from evaluation_pipeline.orchestration.example_week import run_week, week_folders
     from evaluation_pipeline.orchestration.local_runner import LocalRunner
@@ -137,13 +139,21 @@ def _run(home: Path) -> int:
             if not state.whole]
         if not outcomes and not runner.tick_errors and not missing:
             print("nothing new in the landing folder; the results below are current")
-        print(f"\nDagster instance: {home}; browse it with\n"
-              f"  DAGSTER_HOME={home} dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
         root = resources["storage"].root()
         if week:
+            ui = " ".join(f"{setting.name}={shlex.quote(str(value))}" for setting, value in (
+                (settings.STORAGE, root), (settings.LANDING, landing),
+                (settings.QUERIES, queries)))
+            print(f"\nDagster instance: {home}; browse it with (`make ui` does, for the "
+                  f"checkout's instance)\n  DAGSTER_HOME={shlex.quote(str(home))} {ui} "
+                  "dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
+            print(f"\n{render_regressions(trend_rows(root), root)}")
             print(f"\nThe week night by night (ndcg-eval history {root}):")
             cli.main(["history", str(root)])
         else:
+            print(f"\nDagster instance: {home}; browse it with\n  DAGSTER_HOME={home} "
+                  "dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000, with this run's "
+                  "NDCG_EVAL_* settings")
             print(describe_reports(resources["storage"], spec, instance))
         if missing:
             print(f"\n{len(missing)} expected evaluation(s) are not whole:")

@@ -186,6 +186,7 @@ def _tested(numbers: rn.Numbers, pairs: Sequence[rn.Pair], ci_level: float, *, c
         first, second = name(one, other)
         stats = numbers.pair(p, ci_level)
         regressions, histogram = stats.pop("regressions"), stats.pop("histogram")
+        del stats["movers"]  # a ranker pair lists its regressions; movers are the nights'
         result = {"first": first, "second": second, "cutoff": int(one.cutoff), **stats,
                   "rng_key": f"{first}|{second}|{one.cutoff}", "histogram": histogram,
                   "regressions": regressions}

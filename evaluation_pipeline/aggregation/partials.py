@@ -4,7 +4,9 @@ Every number of a report is a sum, a count, a maximum or a top-N over queries: t
 status counts of each (ranker, cutoff, slice), the resampled sums behind the bootstrap
 intervals and the randomization tests (``stats.resampling``: each query's draws depend on its
 id alone), and per compared pair the paired sums, wins and losses, the largest difference, the
-most regressed queries and a fine histogram of the differences.
+most regressed queries, the queries that moved most either way and a fine histogram of the
+differences; per pair of nights also the paired sums of every slice value, resampled, which
+break a night's change down by slice.
 
 The queries are cut into chunks by a hash of their id (``chunk_ids``: the same cut on any
 machine, whatever the row order or the partitioning of the files), a chunk's rows give its
@@ -83,6 +85,12 @@ class Plan:
     def n_groups(self) -> int:
         return sum(len(names) for _, names in self.levels)
 
+    @property
+    def night_pairs(self) -> list[int]:
+        """The pairs that compare the previous night's result with tonight's."""
+        return [p for p, (first, second) in enumerate(self.pairs)
+                if self.results[first].night == PREVIOUS and self.results[second].night == TONIGHT]
+
 
 def chunk_count(n_queries: int) -> int:
     return max(1, math.ceil(n_queries / CHUNK_QUERIES))
@@ -121,6 +129,10 @@ class Partial:
     signed: np.ndarray             # [pairs, resamples]: sign-flipped difference sums
     histogram: np.ndarray          # [pairs, FINE_BINS] int64
     regressions: list[list[tuple]]  # per pair: (difference, query_id, first, second), sorted
+    movers: list[list[tuple]]      # per pair: (-|difference|, query_id, difference, first,
+    #                                second), sorted: the largest changes either way
+    pair_groups: np.ndarray        # [pairs, groups, 2]: paired queries, sum of differences
+    night_groups: np.ndarray       # [night pairs, groups, resamples, 2]: the same, resampled
     small: list[list[tuple] | None]  # per pair: (query_id, difference) while few, else None
     differing: int = 0             # queries whose rankers tonight rank different sets
     differing_first: list[str] = field(default_factory=list)  # the first five of them
@@ -136,6 +148,9 @@ def empty(plan: Plan) -> Partial:
         signed=np.zeros((n_pairs, plan.n_bootstrap)),
         histogram=np.zeros((n_pairs, FINE_BINS), dtype=np.int64),
         regressions=[[] for _ in range(n_pairs)],
+        movers=[[] for _ in range(n_pairs)],
+        pair_groups=np.zeros((n_pairs, groups, 2)),
+        night_groups=np.zeros((len(plan.night_pairs), groups, plan.n_bootstrap, 2)),
         small=[[] for _ in range(n_pairs)],
     )
 
@@ -147,11 +162,14 @@ def combine(total: Partial, part: Partial, plan: Plan) -> Partial:
     total.pairs[:, :7] += part.pairs[:, :7]
     total.pairs[:, 7] = np.maximum(total.pairs[:, 7], part.pairs[:, 7])
     total.counted += part.counted
+    total.pair_groups += part.pair_groups
+    total.night_groups += part.night_groups
     total.signed += part.signed
     total.histogram += part.histogram
     for p in range(len(plan.pairs)):
         total.regressions[p] = sorted(total.regressions[p] + part.regressions[p])[
             :plan.n_regressions]
+        total.movers[p] = sorted(total.movers[p] + part.movers[p])[:plan.n_regressions]
         if total.small[p] is None or part.small[p] is None:
             total.small[p] = None
         else:
@@ -206,7 +224,7 @@ def chunk_partial(rows: pl.DataFrame, queries: pl.DataFrame | None, plan: Plan) 
     _add_numbers(out.numbers, rows, order, r, q, value, has, weight, codes, plan)
     _add_resampled(out, keys, r, q, value, has, weight, codes, plan, n)
     if plan.pairs:
-        _add_pairs(out, index, keys, r, q, value, has, plan, n)
+        _add_pairs(out, index, keys, r, q, value, has, codes, plan, n)
     _add_differing(out, rows, order, q, index)
     return out
 
@@ -310,9 +328,10 @@ def _add_resampled(out, keys, r, q, value, has, weight, codes, plan, n) -> None:
             g += 1
 
 
-def _add_pairs(out, index, keys, r, q, value, has, plan, n) -> None:
+def _add_pairs(out, index, keys, r, q, value, has, codes, plan, n) -> None:
     ids = index["query_id"]
     differences, paired = [], []
+    offsets = np.cumsum([0, *(len(names) for _, names in plan.levels)])
     for p, (first, second) in enumerate(plan.pairs):
         a, b = np.full(n, np.nan), np.full(n, np.nan)
         mine = (r == first) & has
@@ -341,6 +360,18 @@ def _add_pairs(out, index, keys, r, q, value, has, plan, n) -> None:
             names = ids.gather(chosen[top]).to_list()
             out.regressions[p] = [(float(dd[i]), name, float(fa[i]), float(fb[i]))
                                   for i, name in zip(top, names, strict=True)]
+        moved = np.flatnonzero(np.abs(dd) > TIE_TOLERANCE)
+        if moved.size:
+            order = np.lexsort((ids.gather(chosen[moved]).to_numpy(), -np.abs(dd[moved])))
+            top = moved[order[:plan.n_regressions]]
+            names = ids.gather(chosen[top]).to_list()
+            out.movers[p] = [(-abs(float(dd[i])), name, float(dd[i]), float(fa[i]),
+                              float(fb[i])) for i, name in zip(top, names, strict=True)]
+        for offset, level_codes in zip(offsets, codes, strict=False):
+            cells = offset + level_codes
+            out.pair_groups[p, :, 0] += np.bincount(cells, weights=paired[-1],
+                                                    minlength=plan.n_groups)
+            out.pair_groups[p, :, 1] += np.bincount(cells, weights=d, minlength=plan.n_groups)
         out.small[p] = (list(zip(ids.gather(chosen).to_list(), dd.tolist(), strict=True))
                         if chosen.size <= EXACT_TEST_QUERIES else None)
     if plan.n_bootstrap == 0:
@@ -349,13 +380,26 @@ def _add_pairs(out, index, keys, r, q, value, has, plan, n) -> None:
 
     counted_columns = [c for pair in zip(differences, paired, strict=True) for c in pair]
     distinct, source = distinct_columns(counted_columns)
-    sums, signed = resampled_sums(keys, plan.n_bootstrap,
+    # With pairs of nights and slices, the same pass (the same draws) also sums each slice
+    # value's cell, for the night's change by slice; cell 0 (all) gets the very additions it
+    # gets alone, so the pairs' own sums keep their bits.
+    cells = None
+    if plan.night_pairs and len(plan.levels) > 1:
+        offsets = np.cumsum([0, *(len(names) for _, names in plan.levels)])
+        cells = np.stack([offset + level_codes
+                          for offset, level_codes in zip(offsets, codes, strict=False)], axis=1)
+    sums, signed = resampled_sums(keys, plan.n_bootstrap, cells=cells,
+                                  n_cells=1 if cells is None else plan.n_groups,
                                   counted=np.stack(distinct, axis=1),
                                   signed=np.stack(differences, axis=1))
-    sums = sums[:, 0, source]
+    by_cell = sums[:, :, source]
     for p in range(len(plan.pairs)):
-        out.counted[p] = sums[:, 2 * p:2 * p + 2]
+        out.counted[p] = by_cell[:, 0, 2 * p:2 * p + 2]
         out.signed[p] = signed[:, p]
+    if cells is not None:
+        # The night's change by slice, each value with its interval; ``all`` is the pair's own.
+        for i, p in enumerate(plan.night_pairs):
+            out.night_groups[i] = by_cell[:, :, 2 * p:2 * p + 2].transpose(1, 0, 2)
 
 
 def _add_differing(out: Partial, rows: pl.DataFrame, order: np.ndarray, q: np.ndarray,

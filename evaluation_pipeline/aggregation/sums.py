@@ -252,8 +252,38 @@ class Numbers:
                 {"query_id": query_id, "ndcg_first": first, "ndcg_second": second,
                  "difference": difference}
                 for difference, query_id, first, second in self.total.regressions[p]],
+            "movers": [
+                {"query_id": query_id, "ndcg_first": first, "ndcg_second": second,
+                 "difference": difference}
+                for _, query_id, difference, first, second in self.total.movers[p]],
             "histogram": DifferenceHistogram(self.total.histogram[p].copy(), largest, n),
         }
+
+    def pair_slices(self, p: int, ci_level: float) -> list[dict]:
+        """Pair ``p``'s change broken down by slice: per slice column and value with a paired
+        query, the paired mean difference, its interval (pairs of nights) and its share of the
+        pair's total change (the value's sum of differences over the pair's, so the shares of
+        one column add up to 1)."""
+        plan, sums = self.plan, self.total.pair_groups[p]
+        nights = plan.night_pairs
+        resampled = self.total.night_groups[nights.index(p)] if p in nights else None
+        total = float(sums[0, 1])
+        out, g = [], len(plan.levels[0][1])
+        for label, names in plan.levels[1:]:
+            for name in names:
+                n, sum_d = int(sums[g, 0]), float(sums[g, 1])
+                low = high = None
+                if n >= 2 and resampled is not None and plan.n_bootstrap:
+                    counted = resampled[g]
+                    low, high = percentile_interval(
+                        ratio_samples(counted[:, 0], counted[:, 1]), ci_level)
+                if n:
+                    out.append({"slice": label, "value": name, "n_paired": n,
+                                "mean_difference": sum_d / n, "difference_low": low,
+                                "difference_high": high,
+                                "share": sum_d / total if abs(total) > 0 else None})
+                g += 1
+        return out
 
     def differing(self) -> tuple[int, list[str]]:
         """(how many, the first five) of tonight's queries whose rankers evidently rank

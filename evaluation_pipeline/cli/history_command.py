@@ -1,13 +1,19 @@
-"""``ndcg-eval history STORAGE [--ranker R] [--cutoff K] [--json]``: the nightly trend.
+"""``ndcg-eval history STORAGE [--ranker R] [--cutoff K] [--night POOL] [--json]``: the
+nightly trend, or one night's drill-down.
 
-One line per night and ranker: the night's headline evaluation (its NDCG and interval), the
-comparison with the previous night (difference, Holm-adjusted p, verdict) and, on the night
-the headline judgment version changed, the attribution. Then every alert raised.
+The trend: one line per night and ranker: the night's headline evaluation (its NDCG and
+interval), the comparison with the previous night (difference, Holm-adjusted p, verdict) and,
+on the night the headline judgment version changed, the attribution. Then every alert raised.
+
+``--night POOL``: that night's headline evaluation against the previous night: the verdicts,
+the queries that moved most and the change by slice (from its report.json), and its report.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
 
 import polars as pl
 
@@ -16,10 +22,17 @@ from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.atomic import json_text
 from evaluation_pipeline.io.datasets import read_dataset
 from evaluation_pipeline.io.locations import Location, is_remote, location
-from evaluation_pipeline.io.storage import ALERTS_FILE, alerts_file, history_file
+from evaluation_pipeline.io.storage import (
+    ALERTS_FILE,
+    HTML_FILE,
+    alerts_file,
+    history_file,
+    report_file,
+)
 from evaluation_pipeline.nightly.alerts import read_alerts
 from evaluation_pipeline.nightly.history import headline_trend
 from evaluation_pipeline.report.format import interval, number
+from evaluation_pipeline.report.night_text import render_night
 from evaluation_pipeline.report.tables import aligned
 from schemas.errors import EvaluationError
 
@@ -79,6 +92,24 @@ def render_trend_table(trend: pl.DataFrame, alerts: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def render_regressions(trend: pl.DataFrame, storage: Location | str) -> str:
+    """The regressed nights of a trend, set apart, with the command that drills into each."""
+    regressed = trend.filter(pl.col("verdict") == "regressed")
+    if regressed.is_empty():
+        return "No ranker regressed against its previous night."
+    rows = [[r["candidate_pool"], r["judgment_version"], r["ranker"], f"NDCG@{r['cutoff']}",
+             number(r["mean_diff"], signed=True),
+             interval([r["ci_low"], r["ci_high"]], signed=True), number(r["p_adjusted"]),
+             r["previous_pool"]]
+            for r in regressed.iter_rows(named=True)]
+    lines = ["REGRESSIONS (against the previous night):",
+             aligned(["night", "judgments", "ranker", "K", "vs prev", "interval", "p (Holm)",
+                      "previous night"], rows, left=4)]
+    for night in dict.fromkeys(regressed["candidate_pool"].to_list()):
+        lines.append(f"drill down: ndcg-eval history {shlex.quote(str(storage))} --night {night}")
+    return "\n".join(lines)
+
+
 def alerts_of(storage: Location) -> list[dict]:
     """The alerts recorded in the storage; on object storage read from a local copy."""
     alerts = storage.joinpath(*alerts_file())
@@ -91,8 +122,37 @@ def alerts_of(storage: Location) -> list[dict]:
         return read_alerts(copy)
 
 
+def night_report(storage: Location, night: str, spec_id: str | None = None
+                 ) -> tuple[dict, Location]:
+    """(report.json, its location) of ``night``'s headline evaluation."""
+    trend = trend_rows(storage, spec_id=spec_id)
+    rows = trend.filter(pl.col("candidate_pool") == night)
+    if rows.is_empty():
+        nights = ", ".join(dict.fromkeys(trend["candidate_pool"].to_list())) or "none"
+        raise HistoryError(f"night {night!r} has no headline evaluation in the history of "
+                           f"{storage} (nights: {nights})")
+    version, spec = rows.row(0, named=True)["judgment_version"], rows.row(0, named=True)["spec_id"]
+    where = storage.joinpath(*report_file(night, version, spec))
+    if not where.exists():
+        raise HistoryError(f"{where}: no report of the night's headline evaluation")
+    return json.loads(where.read_text()), where
+
+
+def run_night(args: argparse.Namespace, storage: Location) -> int:
+    report, where = night_report(storage, args.night, args.spec_id)
+    page = str(where.parent / HTML_FILE)
+    if args.json:
+        print(json_text({"night": args.night, "report": page, "lineage": report["lineage"],
+                         "nightly": report.get("nightly")}), end="")
+    else:
+        print(render_night(report, page, rankers=args.ranker, cutoffs=args.cutoff))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     storage = place(args, args.storage)
+    if args.night:
+        return run_night(args, storage)
     trend = trend_rows(storage, args.ranker, args.cutoff, args.spec_id)
     alerts = alerts_of(storage)
     if args.json:

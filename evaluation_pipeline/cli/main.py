@@ -7,7 +7,7 @@
     ndcg-eval compare RESULTS [RESULTS] [--baseline RANKER] [--judgments OLD NEW] ...
     ndcg-eval explain --judgments FILE --run FILE|DIR --query ID --ranker NAME --cutoff K
     ndcg-eval reconcile --judgments FILE --run FILE|DIR --from SPEC --to SPEC [--shapley] ...
-    ndcg-eval history STORAGE [--ranker R] [--cutoff K] [--json]
+    ndcg-eval history STORAGE [--ranker R] [--cutoff K] [--night POOL] [--json]
 
 RESULTS is the output folder of ``ndcg-eval score`` or its per_query.parquet.
 
@@ -116,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="rankers within one result; or two results (other pool, or other judgment version)",
     )
     compare.add_argument("results", type=_location, nargs="+", metavar="RESULTS",
-                         help="one or two ndcg-eval score output folders or per_query.parquet")
+                         help="one or two ndcg-eval score output folders, the pipeline's "
+                         "score or report folders, or per_query.parquet files")
     compare.add_argument("--judgments", type=_location, nargs=2, metavar=("OLD", "NEW"),
                          help="the two judgment versions, to list documents added/removed/regraded")
     compare.add_argument("--pools", type=_location, nargs=2, metavar=("OLD", "NEW"),
@@ -224,6 +225,9 @@ def _history_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--ranker", action="append", help="only this ranker (repeatable)")
     parser.add_argument("--cutoff", type=int, action="append", help="only this K (repeatable)")
     parser.add_argument("--spec-id", help="only evaluations under this spec_id")
+    parser.add_argument("--night", metavar="POOL",
+                        help="that night's drill-down instead of the trend: its verdicts, the "
+                        "queries that moved most and the change by slice, and its report")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     _storage_arguments(parser)
     return parser

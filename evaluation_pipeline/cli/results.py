@@ -8,14 +8,24 @@ from __future__ import annotations
 
 import argparse
 import json
+from importlib import resources
 
 import polars as pl
 
+from evaluation_pipeline import settings
 from evaluation_pipeline.evaluation import Lineage, read_with_lineage
 from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.io.result_folder import IncompleteResult, result_file
-from evaluation_pipeline.io.storage import PER_QUERY_FILE, SUMMARY_FILE
+from evaluation_pipeline.io.storage import (
+    DEFAULT_SPEC,
+    PER_QUERY_FILE,
+    REPORT_FILE,
+    SUMMARY_FILE,
+    report_file,
+    scores_folder,
+)
 from evaluation_pipeline.spec import (
+    PROFILES,
     EvaluationSpec,
     load_spec,
     profile,
@@ -34,10 +44,11 @@ class ResultsError(EvaluationError):
 def load_results(
     path: Location, args: argparse.Namespace | None = None
 ) -> tuple[pl.DataFrame, EvaluationSpec, Lineage]:
-    """Per-query rows of an ``ndcg-eval score`` output, with the spec that produced them.
+    """Per-query rows of an ``ndcg-eval score`` output or of the pipeline's score and report
+    folders, with the spec that produced them.
 
-    The spec comes from summary.json beside the rows, or from --spec/--profile; either way its
-    spec_id must equal the rows' spec_id.
+    The spec comes from --spec/--profile when the command has them, else from what the rows
+    carry with them (``spec_of_rows``); either way its spec_id must equal the rows' spec_id.
     """
     # A folder is a result folder, unless it is the per-query rows themselves (Spark's parts).
     rows_given = not path.is_dir() or path.name == PER_QUERY_FILE
@@ -48,20 +59,62 @@ def load_results(
         raise ResultsError(f"{file}: no such file (expected ndcg-eval score output)")
     per_query, lineage = read_with_lineage(stored, str(file))
     per_query = validate("PerQueryResults", per_query, str(file))
-    summary = folder / SUMMARY_FILE
-    summary_stored = _optional(folder, SUMMARY_FILE)
     if args is not None and (getattr(args, "spec", None) or getattr(args, "profile", None)):
         spec = load_spec(args.spec) if args.spec else profile(args.profile)
-    elif summary_stored is not None and summary_stored.exists():
-        spec = spec_from_mapping(json.loads(summary_stored.read_text())["spec"],
-                                 source=str(summary))
     else:
-        raise ResultsError(f"{file}: no {SUMMARY_FILE} beside it; give --spec or --profile")
+        spec = spec_of_rows(folder, lineage, flags=args is not None and hasattr(args, "spec"))
     if spec.spec_id != lineage.spec_id:
         raise ResultsError(
             f"{file}: rows were computed under spec {lineage.spec_id}, not {spec.spec_id}"
         )
     return per_query, spec, lineage
+
+
+def spec_of_rows(folder: Location, lineage: Lineage, *, flags: bool = False) -> EvaluationSpec:
+    """The spec of the per-query rows in ``folder``, from what is written beside them:
+    ``ndcg-eval score``'s summary.json, a pipeline report's report.json, or, for the pipeline's
+    scores folder (``scores/<pool>/<version>/<spec_id>/``), the report.json of the same
+    evaluation; else the profile or the pipeline's spec ($NDCG_EVAL_SPEC, or the packaged one)
+    whose spec_id the rows carry. ``flags``: the command takes --spec and --profile."""
+    beside = [(name, _optional(folder, name)) for name in (SUMMARY_FILE, REPORT_FILE)]
+    root = _storage_root(folder, lineage)
+    if root is not None:
+        beside.append((REPORT_FILE, root.joinpath(*report_file(
+            lineage.candidate_pool, lineage.judgment_version, lineage.spec_id))))
+    for name, stored in beside:
+        if stored is not None and stored.exists():
+            return spec_from_mapping(json.loads(stored.read_text())["spec"],
+                                     source=str(folder / name))
+    for known in _known_specs():
+        if known.spec_id == lineage.spec_id:
+            return known
+    hint = "; give --spec or --profile" if flags else ""
+    raise ResultsError(
+        f"{folder}: no {SUMMARY_FILE} or {REPORT_FILE} beside the rows, and their spec "
+        f"{lineage.spec_id} is none of the profiles ({', '.join(PROFILES)}) nor the "
+        f"pipeline's spec{hint}")
+
+
+def _storage_root(folder: Location, lineage: Lineage) -> Location | None:
+    """The pipeline's storage when ``folder`` is its scores folder of the rows' evaluation."""
+    place = scores_folder(lineage.candidate_pool, lineage.judgment_version, lineage.spec_id)
+    parts = folder.parts[-len(place):] if len(folder.parts) > len(place) else ()
+    if tuple(parts) != place:
+        return None
+    root = folder
+    for _ in place:
+        root = root.parent
+    return root
+
+
+def _known_specs() -> list[EvaluationSpec]:
+    known = [profile(name) for name in PROFILES]
+    chosen = settings.SPEC.get()
+    if chosen:
+        known.append(load_spec(chosen))
+    with resources.as_file(DEFAULT_SPEC) as packaged:
+        known.append(load_spec(packaged))
+    return known
 
 
 def _optional(folder: Location, name: str) -> Location | None:

@@ -63,9 +63,10 @@ def evaluation_key(candidate_pool: str, judgment_version: str, spec_id: str) -> 
 
 
 def alert_payload(nightly: Mapping, *, candidate_pool: str, spec_id: str,
-                  report: str) -> dict | None:
+                  report: str, drill_down: str | None = None) -> dict | None:
     """The JSON body for one evaluation's regressions (report.json's ``nightly`` section),
-    or None when nothing regressed."""
+    or None when nothing regressed. ``drill_down``: the command that prints the night's
+    verdicts, movers and change by slice."""
     regressions = [{f: c[f] for f in REGRESSION_FIELDS}
                    for c in nightly["comparisons"] if c["verdict"] == REGRESSED]
     if not regressions:
@@ -77,6 +78,7 @@ def alert_payload(nightly: Mapping, *, candidate_pool: str, spec_id: str,
         "spec_id": spec_id,
         "regressions": regressions,
         "report": report,
+        "drill_down": drill_down,
     }
     return {"text": alert_text(body), **body}
 
@@ -90,6 +92,8 @@ def alert_text(body: Mapping) -> str:
         lines.append(f"- {r['ranker']} NDCG@{r['cutoff']} {r['mean_diff']:+.4f}{interval}, "
                      f"Holm-adjusted p = {r['p_adjusted']:.4g}")
     lines.append(f"report: {body['report']}")
+    if body.get("drill_down"):
+        lines.append(f"drill down: {body['drill_down']}")
     return "\n".join(lines)
 
 
@@ -160,6 +164,7 @@ def notify(
     newest: bool,
     headline: bool,
     settings: AlertSettings,
+    drill_down: str | None = None,
     sleep: Callable[[float], None] = time.sleep,
     log=LOG,
 ) -> dict | None:
@@ -172,7 +177,7 @@ def notify(
         if not (newest and headline and nightly and nightly["previous_pool"]):
             return None
         payload = alert_payload(nightly, candidate_pool=candidate_pool, spec_id=spec_id,
-                                report=report)
+                                report=report, drill_down=drill_down)
         if payload is None:
             return None
         key = evaluation_key(candidate_pool, nightly["judgment_version"], spec_id)

@@ -163,14 +163,19 @@ def compare_nights(
 def night_comparison_of_frames(previous: pl.DataFrame, current: pl.DataFrame, *,
                                alpha: float = DEFAULT_ALPHA,
                                min_effect: float = DEFAULT_MIN_EFFECT, ci_level: float = 0.95,
-                               n_bootstrap: int = 2000, seed: int = 20261130
+                               n_bootstrap: int = 2000, seed: int = 20261130,
+                               queries: pl.DataFrame | None = None,
+                               slices: Sequence[str] = (), n_movers: int = 10
                                ) -> NightComparison:
-    """:class:`NightComparison` of two nights' per-query rows, summed on this machine."""
+    """:class:`NightComparison` of two nights' per-query rows, summed on this machine;
+    ``queries`` and ``slices``: the queries table and the slice columns the change is broken
+    down by; ``n_movers``: how many of the queries that moved most each comparison lists."""
     pairs = night_pairs(rn.results_of(previous, PREVIOUS), rn.results_of(current))
     plan = rn.plan_of(rn.results_of(current), previous=rn.results_of(previous, PREVIOUS),
                       pairs=pairs, n_bootstrap=n_bootstrap, seed=seed,
+                      queries=queries, slices=tuple(slices), n_regressions=n_movers,
                       n_queries=rn.distinct_queries(previous, current))
-    numbers = rn.Numbers(plan, rn.local_partial(current, previous, None, plan))
+    numbers = rn.Numbers(plan, rn.local_partial(current, previous, queries, plan))
     return night_comparison(numbers, pairs, alpha=alpha, min_effect=min_effect,
                             ci_level=ci_level)
 
@@ -195,6 +200,14 @@ def night_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pai
             "p": stats["p_value"],
             "candidate_recall_previous": numbers.mean_candidate_recall(before),
             "candidate_recall_current": numbers.mean_candidate_recall(now),
+            # What drove the change: the queries that moved most, and the change by slice.
+            "movers": [{"query_id": m["query_id"], "ndcg_previous": m["ndcg_first"],
+                        "ndcg_current": m["ndcg_second"], "difference": m["difference"]}
+                       for m in stats["movers"]],
+            "slices": [{"slice": s["slice"], "value": s["value"], "paired": s["n_paired"],
+                        "mean_diff": s["mean_difference"], "ci_low": s["difference_low"],
+                        "ci_high": s["difference_high"], "share": s["share"]}
+                       for s in numbers.pair_slices(p, ci_level)],
         })
     return NightComparison(with_verdicts(out, alpha=alpha, min_effect=min_effect),
                            numbers.overall_means(PREVIOUS), numbers.overall_means(TONIGHT))

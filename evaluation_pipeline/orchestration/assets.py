@@ -9,6 +9,7 @@ the previous night goes into the report, the evaluation into ``evaluation_histor
 by the same step), and a regression of the newest night into an alert.
 """
 
+import shlex
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -19,6 +20,7 @@ import polars as pl
 from evaluation_pipeline import __version__
 from evaluation_pipeline.engines import EngineResult
 from evaluation_pipeline.ingest.external_sort import Budget
+from evaluation_pipeline.io.datasets import read_queries_rows
 from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.io.storage import (
     AGGREGATES_FILE,
@@ -67,6 +69,7 @@ from evaluation_pipeline.report import (
     headline_markdown,
     write_report,
 )
+from evaluation_pipeline.report.traces import mover_queries
 from evaluation_pipeline.report.trend import render_trend
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas.columns import EVALUATION_KEY
@@ -162,6 +165,23 @@ def report_href(pool: str, version: str, spec_id: str) -> str:
     return "/".join(("..", *report_folder(pool, version, spec_id), HTML_FILE))
 
 
+def _night_inputs(storage: EvaluationStorage, section: dict, version: str, pool: str,
+                  spec: EvaluationSpec) -> tuple[pl.DataFrame, ...] | None:
+    """The published judgments and both nights' pools, of the queries whose traces the report
+    writes (the movers it lists) only: the files are sorted by query, so the rest is skipped."""
+    if section["previous_pool"] is None:
+        return None
+    wanted = mover_queries(section, max(spec.cutoffs))
+    if not wanted:
+        return None
+
+    def rows(place: Place) -> pl.DataFrame:
+        return read_queries_rows(storage.path(*place), wanted)
+
+    return (rows(judgments_file(version)), rows(pool_file(pool)),
+            rows(pool_file(section["previous_pool"])))
+
+
 def _alert(context: dg.AssetExecutionContext, storage: EvaluationStorage, watch: NightlyWatch,
            step, pool: str, spec: EvaluationSpec, report: str) -> dict | None:
     """Alert the evaluation when due (``nightly.alerts.notify``); never fails the run."""
@@ -172,7 +192,8 @@ def _alert(context: dg.AssetExecutionContext, storage: EvaluationStorage, watch:
         return None
     return notify(Path(storage.path(*alerts_file())), step.section, candidate_pool=pool,
                   spec_id=spec.spec_id, report=report, newest=step.newest,
-                  headline=step.headline, settings=watch.alert_settings(), log=context.log)
+                  headline=step.headline, settings=watch.alert_settings(), log=context.log,
+                  drill_down=f"ndcg-eval history {shlex.quote(storage.base)} --night {pool}")
 
 
 # -- evaluation ---------------------------------------------------------------------------------
@@ -300,7 +321,9 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
                                       nightly=step.section,
                                       queries_sha256=queries_manifest["sha256"],
                                       per_query_source=storage.path(*scores),
-                                      numbers=(planned, numbers))
+                                      numbers=(planned, numbers),
+                                      night_inputs=_night_inputs(storage, step.section,
+                                                                 version, pool, spec))
                 aggregates = pl.read_parquet(staged / AGGREGATES_FILE)
                 written = storage.put_tree(staged, *report_folder(pool, version, spec.spec_id))
             history = record_evaluation(history, aggregates, step, evaluated_at=now)
@@ -312,6 +335,13 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
         yield dg.MaterializeResult(
             asset_key=REPORT_ASSET,
             metadata={
+                # What the partition's page says first: regressed or not, and for whom.
+                "verdict": (
+                    ("REGRESSED: " if step.headline else "regressed (not the night's headline "
+                     "evaluation): ")
+                    + ", ".join(f"{c['ranker']} NDCG@{c['cutoff']}" for c in regressed)
+                    if regressed else "no regression against the previous night"
+                    if step.section["previous_pool"] else "first night"),
                 "headline": dg.MetadataValue.md(headline_markdown(report)),
                 "result": dg.MetadataValue.md("\n\n".join(report["headline"])),
                 "lineage": dg.MetadataValue.json(asdict(lineage)),
@@ -323,8 +353,8 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
                 "regressions": len(regressed),
                 "nightly": dg.MetadataValue.md(nightly.describe_regressions(step.section)),
                 "alerted": alert is not None,
-                # One number per ranker and cutoff: Dagster plots them across materializations.
-                **numeric_metadata(aggregates),
+                # The plotted numbers are on the history's headline materializations only:
+                # here, the versions of a night would alternate on one axis.
             },
         )
         yield dg.MaterializeResult(
@@ -334,6 +364,11 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
                 "evaluations": history.select(EVALUATION_KEY).unique().height,
                 "history": dg.MetadataValue.path(history_path),
                 "history_html": dg.MetadataValue.path(trend),
+                "night": pool,
+                "headline_evaluation": step.headline,
+                # One number per ranker and cutoff, on the night's headline evaluation only:
+                # Dagster plots them, one series per ranker x cutoff, one point per night.
+                **(numeric_metadata(aggregates) if step.headline else {}),
             },
         )
 

@@ -1,6 +1,8 @@
 """Asset checks. Blocking checks on the inputs keep scoring from running on a bad input; warning
-checks on the scores flag thin judgments; an error check on the report flags a ranker that
-regressed against the previous night.
+checks on the scores flag thin judgments; a check on the report flags a ranker that regressed
+against the previous night (ERROR for the night's headline evaluation, WARN for a backfill or an
+older version), and a check on the history flags a regression of the headline trend that still
+stands on the newest night.
 
 Every check carries the partitions of its asset, so a check run reads one partition only.
 """
@@ -14,16 +16,28 @@ from evaluation_pipeline.aggregation.comparison import candidate_set_differences
 from evaluation_pipeline.analysis import quality
 from evaluation_pipeline.ingest.verify import candidate_set_disagreements
 from evaluation_pipeline.io.storage import (
+    HTML_FILE,
     Place,
+    history_file,
+    history_html_file,
     judgments_file,
     pool_file,
     report_file,
+    report_folder,
     scores_file,
 )
 from evaluation_pipeline.nightly import verdicts as nightly
 from evaluation_pipeline.nightly.alerts import REGRESSION_FIELDS
+from evaluation_pipeline.orchestration.nightly_status import (
+    describe_standing,
+    headline_nights,
+    is_headline,
+    night_headline,
+    standing_regressions,
+)
 from evaluation_pipeline.orchestration.partitions import (
     candidate_pool_partitions,
+    evaluation_key,
     evaluation_partitions,
     judgment_version_partitions,
     split_evaluation_key,
@@ -33,8 +47,16 @@ from evaluation_pipeline.orchestration.resources import (
     QualityPolicy,
     hash_version,
 )
+from evaluation_pipeline.orchestration.selection import published_versions
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
+
+# The run tag of an evaluation that regressed against the previous night: "regressed" when it is
+# its night's headline (the one that alerts), "regressed, not headline" otherwise. A runs list
+# filtered on ndcg_eval/nightly=regressed shows the nights that regressed.
+NIGHTLY_TAG = "ndcg_eval/nightly"
+HEADLINE_REGRESSED = "regressed"
+OTHER_REGRESSED = "regressed, not headline"
 
 # What the checks on the scores read of them (a Spark-written result: of each part's columns).
 COVERAGE_COLUMNS = ["ranker", "cutoff", "judged_at_k"]
@@ -134,8 +156,9 @@ def _by_ranker_table(frame: pl.DataFrame, column: str) -> dg.MetadataValue:
 
 
 def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefinition]:
-    """Warning checks on ``query_scores`` under ``spec`` (they read its stored scores) and the
-    nightly regression check on ``evaluation_report`` (it reads the stored report)."""
+    """Warning checks on ``query_scores`` under ``spec`` (they read its stored scores), the
+    nightly regression check on ``evaluation_report`` (it reads the stored report and the
+    history) and the headline trend check on ``evaluation_history``."""
 
     @dg.asset_check(asset="query_scores", partitions_def=evaluation_partitions,
                     description="Mean judged@K per ranker and cutoff is at least "
@@ -189,28 +212,100 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
                       "incomplete_share": _by_ranker_table(current, "incomplete_share")},
         )
 
+    def read_history(storage: EvaluationStorage):
+        return (storage.read_parquet(*history_file()) if storage.exists(*history_file())
+                else None)
+
+    def report_html(storage: EvaluationStorage, pool: str, version: str) -> dg.MetadataValue:
+        return dg.MetadataValue.path(
+            str(storage.path(*report_folder(pool, version, spec.spec_id), HTML_FILE)))
+
     @dg.asset_check(asset="evaluation_report", partitions_def=evaluation_partitions,
                     description="No ranker regressed against the previous night (or the pinned "
                     "baseline pool): a verdict is regressed when the Holm-adjusted p is below "
-                    "NightlyWatch.alpha and NDCG dropped by at least NightlyWatch.min_effect.")
+                    "NightlyWatch.alpha and NDCG dropped by at least NightlyWatch.min_effect. "
+                    "ERROR for the night's headline evaluation (the one that alerts), WARN for "
+                    "a backfill or an older judgment version.")
     def nightly_regression(context: dg.AssetCheckExecutionContext,
                            storage: EvaluationStorage) -> dg.AssetCheckResult:
         pool, version = split_evaluation_key(context.partition_key)
         # Reports written before the watch existed have no nightly section: nothing regressed.
         section = storage.read_json(*report_file(pool, version, spec.spec_id)).get("nightly")
         regressed = nightly.regressions(section)
+        history = read_history(storage)
+        published = {name: manifest[nightly.PUBLISHED_AT] for name, manifest
+                     in published_versions(context.instance, storage).items()}
+        headline_version = night_headline(history, pool, spec.spec_id, published)
+        headline = is_headline(history, pool, version, spec.spec_id)
+        # Not in the history (a report from before it): judged as a headline, as before.
+        headline = headline if headline is not None else headline_version in (None, version)
+        description = nightly.describe_regressions(section)
+        if headline:
+            description = f"the night's headline evaluation: {description}"
+        else:
+            description = (f"not the night's headline evaluation (that is {pool} x "
+                           f"{headline_version}; this is a backfill or an older version): "
+                           f"{description}")
+        if regressed:
+            context.instance.add_run_tags(context.op_execution_context.run_id, {
+                NIGHTLY_TAG: HEADLINE_REGRESSED if headline else OTHER_REGRESSED})
+        metadata = {
+            "headline": headline,
+            "headline_evaluation": str(evaluation_key(pool, headline_version))
+            if headline_version else "",
+            "report_html": report_html(storage, pool, version),
+            "previous_pool": (section or {}).get("previous_pool") or "",
+            "regressions": dg.MetadataValue.json(
+                [{f: c[f] for f in REGRESSION_FIELDS} for c in regressed]),
+        }
+        if not headline and headline_version:
+            metadata["headline_report_html"] = report_html(storage, pool, headline_version)
         return dg.AssetCheckResult(
             passed=not regressed,
-            severity=dg.AssetCheckSeverity.ERROR,
-            description=nightly.describe_regressions(section),
-            metadata={
-                "previous_pool": (section or {}).get("previous_pool") or "",
-                "regressions": dg.MetadataValue.json(
-                    [{f: c[f] for f in REGRESSION_FIELDS} for c in regressed]),
-            },
+            severity=dg.AssetCheckSeverity.ERROR if headline else dg.AssetCheckSeverity.WARN,
+            description=description,
+            metadata=metadata,
         )
 
-    return [judged_at_k_coverage, incomplete_share_trend, nightly_regression]
+    # One status for the whole trend (the check has no partitions): whichever evaluation wrote
+    # the history last, the check's latest execution says how the newest night stands.
+    @dg.asset_check(asset="evaluation_history",
+                    description="No regression of the headline trend stands on the newest "
+                    "night: per ranker and cutoff, the latest headline night with a verdict "
+                    "other than no change did not regress (a regression stands until a later "
+                    "headline night improves it).")
+    def headline_trend(context: dg.AssetCheckExecutionContext,
+                       storage: EvaluationStorage) -> dg.AssetCheckResult:
+        history = read_history(storage)
+        nights = headline_nights(history, spec.spec_id) if history is not None else []
+        if not nights:
+            return dg.AssetCheckResult(passed=True, description="no headline evaluation yet")
+        newest_pool, newest_version = nights[-1]
+        standing = standing_regressions(history, spec.spec_id)
+        newest = f"newest night {newest_pool} (headline {newest_version})"
+        metadata = {
+            "newest_night": newest_pool,
+            "newest_headline_evaluation": str(evaluation_key(newest_pool, newest_version)),
+            "nights": len(nights),
+            "standing_regressions": dg.MetadataValue.json(standing),
+            "history_html": dg.MetadataValue.path(str(storage.path(*history_html_file()))),
+        }
+        if standing:
+            first = max(standing, key=lambda r: r["nights_since"])  # the oldest that stands
+            metadata["regressed_evaluation"] = str(evaluation_key(first["candidate_pool"],
+                                                                  first["judgment_version"]))
+            metadata["report_html"] = report_html(storage, first["candidate_pool"],
+                                                  first["judgment_version"])
+        return dg.AssetCheckResult(
+            passed=not standing,
+            severity=dg.AssetCheckSeverity.ERROR,
+            description=f"{newest}: no regression of the headline trend stands" if not standing
+            else f"{newest}: {len(standing)} regression(s) of the headline trend stand: "
+            + "; ".join(describe_standing(r) for r in standing),
+            metadata=metadata,
+        )
+
+    return [judged_at_k_coverage, incomplete_share_trend, nightly_regression, headline_trend]
 
 
 ingest_checks = [judgments_valid, candidate_pool_valid, candidate_pool_shared_candidates]

@@ -8,6 +8,11 @@ on the instance, so they are retried like any other failure.
 
 The start time tells a pid reused by a later process from the original one. Runs launched by
 the Dagster daemon carry no such tags; the instance's run monitoring watches those.
+
+The tags are bookkeeping, not something to read in a runs list: their names start with Dagster's
+hidden prefix ``.dagster/``, which the UI leaves out of the tags it shows. Runs recorded before
+they were hidden carry ``ndcg_eval/pid``, ``ndcg_eval/host`` and ``ndcg_eval/process_start``;
+those are read too.
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ from functools import cache
 
 import dagster as dg
 
-PID_TAG = "ndcg_eval/pid"
-HOST_TAG = "ndcg_eval/host"
-PROCESS_START_TAG = "ndcg_eval/process_start"
+HIDDEN_PREFIX = ".dagster/"  # Dagster's prefix of the tags its UI does not show
+PID_TAG = f"{HIDDEN_PREFIX}ndcg_eval/pid"
+HOST_TAG = f"{HIDDEN_PREFIX}ndcg_eval/host"
+PROCESS_START_TAG = f"{HIDDEN_PREFIX}ndcg_eval/process_start"
+EXECUTOR_TAGS = (PID_TAG, HOST_TAG, PROCESS_START_TAG)
 
 IN_FLIGHT = [
     dg.DagsterRunStatus.QUEUED,
@@ -56,11 +63,20 @@ def process_tags() -> dict[str, str]:
     return dict(_this_process())
 
 
+def executor(run: dg.DagsterRun) -> dict[str, str]:
+    """The executor tags of ``run`` under their current names (empty without them); a run
+    recorded before the tags were hidden has them without the prefix."""
+    tags = run.tags
+    if PID_TAG not in tags:
+        tags = {f"{HIDDEN_PREFIX}{key}": value for key, value in tags.items()}
+    return {key: tags[key] for key in EXECUTOR_TAGS if key in tags}
+
+
 def executor_is_gone(run: dg.DagsterRun) -> bool:
     """True when ``run`` was executed in a process of this host that no longer exists.
 
     A run of another host, or without executor tags, is not judged: False."""
-    tags = run.tags
+    tags = executor(run)
     if PID_TAG not in tags or tags.get(HOST_TAG) != socket.gethostname():
         return False
     started = process_start(int(tags[PID_TAG]))
@@ -76,7 +92,8 @@ def fail_dead_runs(instance: dg.DagsterInstance) -> list[dg.DagsterRun]:
     dead = [run for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT))
             if executor_is_gone(run)]
     for run in dead:
+        tags = executor(run)
         instance.report_run_failed(
-            run, f"the process that executed this run (pid {run.tags[PID_TAG]} on "
-                 f"{run.tags[HOST_TAG]}) is gone: it was killed or crashed mid-run")
+            run, f"the process that executed this run (pid {tags[PID_TAG]} on "
+                 f"{tags[HOST_TAG]}) is gone: it was killed or crashed mid-run")
     return dead

@@ -3,7 +3,13 @@
 Used by ``make run`` and the tests: each tick registers the partitions a sensor asks for, skips
 run keys that already have a successful run (the daemon's deduplication), and executes the
 other requests in process against the given instance. Runs carry the sensor and run-key tags
-the daemon uses, so a later ``dagster dev`` on the same instance does not launch them again.
+the daemon uses, so a later ``dagster dev`` on the same instance does not launch them again, and
+the origin of the code location ``dagster dev -w workspace.yaml`` serves (location
+``evaluation_pipeline``, the ``defs`` of ``evaluation_pipeline.definitions``). A run that
+``JobDefinition.execute_in_process`` records has no job origin, and the UI lists it under no job:
+the Jobs page and the Overview timeline say "No runs found". ``execute_job`` creates the run with
+the origins, so it carries the repository label the UI filters a job's runs by, and executes it
+here, step after step, as ``execute_in_process`` does.
 
 A run key counts as done only when a run of it succeeded. A failed run, or one left STARTED by
 a process that was killed (see ``liveness``), is executed again: up to ``max_attempts`` times
@@ -12,11 +18,25 @@ runner (the next ``make run``) tries again. A failure caused by the input itself
 ``EvaluationError``: invalid rows, a refused republish) is not retried: it would fail the same.
 """
 
+import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import dagster as dg
+from dagster._core.code_pointer import ModuleCodePointer
+from dagster._core.definitions.job_base import InMemoryJob
+from dagster._core.execution.api import create_execution_plan, execute_run
+from dagster._core.execution.execute_in_process import merge_run_tags
+from dagster._core.origin import JobPythonOrigin, RepositoryPythonOrigin
+from dagster._core.remote_origin import (
+    ManagedGrpcPythonEnvCodeLocationOrigin,
+    RemoteJobOrigin,
+    RemoteRepositoryOrigin,
+)
+from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 
+from evaluation_pipeline.io.storage import REPO
 from evaluation_pipeline.orchestration.liveness import (
     IN_FLIGHT,
     fail_dead_runs,
@@ -36,6 +56,56 @@ DRIVEN_SENSORS = (
 )
 MAX_ATTEMPTS = 3
 BACKOFF_SECONDS = 1.0
+# As workspace.yaml (and pyproject.toml's [tool.dagster]) name them.
+LOCATION_NAME = "evaluation_pipeline"
+DEFINITIONS_MODULE = "evaluation_pipeline.definitions"
+DEFINITIONS_ATTRIBUTE = "defs"
+
+
+def _loadable_target() -> LoadableTargetOrigin:
+    return LoadableTargetOrigin(executable_path=sys.executable, module_name=DEFINITIONS_MODULE,
+                                attribute=DEFINITIONS_ATTRIBUTE, working_directory=str(REPO))
+
+
+def job_origins(defs: dg.Definitions, job_name: str) -> tuple[RemoteJobOrigin, JobPythonOrigin]:
+    """(the remote origin the UI and the daemon know the job by, its Python origin)."""
+    repository = RemoteRepositoryOrigin(
+        code_location_origin=ManagedGrpcPythonEnvCodeLocationOrigin(
+            loadable_target_origin=_loadable_target(), location_name=LOCATION_NAME),
+        repository_name=defs.get_repository_def().name,
+    )
+    python = RepositoryPythonOrigin(
+        executable_path=sys.executable,
+        code_pointer=ModuleCodePointer(DEFINITIONS_MODULE, DEFINITIONS_ATTRIBUTE,
+                                       working_directory=str(REPO)),
+    )
+    return repository.get_job_origin(job_name), python.get_job_origin(job_name)
+
+
+def execute_job(defs: dg.Definitions, job_name: str, instance: dg.DagsterInstance, *,
+                partition_key: str | None = None, tags: Mapping[str, str] | None = None,
+                run_config: Mapping[str, object] | None = None):
+    """Create a run of ``job_name`` with the code location's origins and execute it in this
+    process; returns the execution result (``success``, ``run_id``, ``all_events``)."""
+    job_def = defs.resolve_job_def(job_name)
+    # The in-process executor, the job's own resources: what execute_in_process runs.
+    ephemeral = job_def.as_ephemeral_job(resource_defs={}, input_values={})
+    run_config = dict(run_config or {})
+    job = InMemoryJob(ephemeral)
+    plan = create_execution_plan(job, run_config=run_config, instance_ref=(
+        instance.get_ref() if instance.is_persistent else None))
+    remote_origin, python_origin = job_origins(defs, job_name)
+    run = instance.create_run_for_job(
+        job_def=ephemeral,
+        execution_plan=plan,
+        run_config=run_config,
+        # The partition's tags, after the key is validated against the instance's partitions.
+        tags=merge_run_tags(job_def=job_def, partition_key=partition_key, tags=tags,
+                            asset_selection=None, instance=instance, run_config=run_config),
+        remote_job_origin=remote_origin,
+        job_code_origin=python_origin,
+    )
+    return execute_run(job, run, instance, raise_on_error=False)
 
 
 @dataclass
@@ -121,9 +191,8 @@ class LocalRunner:
             tags[SENSOR_NAME_TAG] = sensor_name
         if request.run_key:
             tags[RUN_KEY_TAG] = request.run_key
-        result = self.defs.resolve_job_def(job_name).execute_in_process(
-            instance=self.instance, partition_key=request.partition_key, tags=tags,
-            raise_on_error=False,
+        result = execute_job(
+            self.defs, job_name, self.instance, partition_key=request.partition_key, tags=tags,
             run_config={"loggers": {"console": {"config": {"log_level": self.log_level}}}},
         )
         error, retriable = None, False

@@ -128,11 +128,12 @@ class EvaluationStorage(dg.ConfigurableResource):
         return self.write(parts, lambda h: h.write(text.encode()))
 
     def put_tree(self, local: Path, *parts: str) -> dict[str, str]:
-        """Copy every file of a local folder to the folder ``parts``, in the place of what it
-        held: on a local storage built beside it and swapped in whole (io.result_set); on
-        object storage every file first, then the marker of a complete result
-        (io.result_folder)."""
-        files = {p.name: p for p in sorted(local.iterdir()) if p.is_file()}
+        """Copy every file of a local folder (its subfolders too: a report's traces/) to the
+        folder ``parts``, in the place of what it held: on a local storage built beside it and
+        swapped in whole (io.result_set); on object storage every file first, then the marker
+        of a complete result (io.result_folder). Keys: the files' paths under the folder."""
+        files = {p.relative_to(local).as_posix(): p for p in sorted(local.rglob("*"))
+                 if p.is_file()}
         target = self.path(*parts)
         if not self.is_local():
             put_result(files, target)
@@ -141,6 +142,7 @@ class EvaluationStorage(dg.ConfigurableResource):
             for name, source in files.items():
                 def copy(tmp: Path, source: Path = source) -> None:
                     shutil.copyfile(source, tmp)
+                (staging / name).parent.mkdir(parents=True, exist_ok=True)
                 atomic_write(staging / name, copy)
         return {name: str(target / name) for name in files}
 

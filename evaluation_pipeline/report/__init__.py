@@ -53,6 +53,7 @@ def write_report(
     queries_sha256: str | None = None,
     per_query_source: Location | None = None,
     numbers: tuple[ReportPlan, Numbers] | None = None,
+    night_inputs: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame] | None = None,
 ) -> dict:
     """Write the report files into ``out_dir`` (each atomically) and return report.json's dict.
 
@@ -65,7 +66,9 @@ def write_report(
     into the report's per_query.parquet (streamed, when local); ``per_query`` may then hold
     only the columns the report reads (``REPORT_COLUMNS``), or be None when ``numbers`` (the
     report's plan and numbers, summed on a cluster or from both nights at once:
-    ``report.build.local_numbers``) are given.
+    ``report.build.local_numbers``) are given. ``night_inputs``: (judgments, tonight's
+    candidates, the previous night's), at least of the queries ``traces.mover_queries`` names:
+    the movers' traces of both nights are written and linked.
     """
     out_dir = Path(out_dir)
     config = config or ReportConfig()
@@ -81,12 +84,17 @@ def write_report(
         report["traces"] = write_regression_traces(
             out_dir / TRACES_FOLDER, report["comparison"], candidates, judgments, spec, progress
         )
+    if night_inputs is not None and report.get("nightly"):
+        from evaluation_pipeline.report.traces import write_night_traces
+
+        report["nightly"] = write_night_traces(out_dir / TRACES_FOLDER, report["nightly"],
+                                               report["headline_cutoff"], *night_inputs, spec)
     report["files"] = {
         "report": REPORT_FILE,
         "aggregates": AGGREGATES_FILE,
         "per_query": PER_QUERY_FILE,
         "html": HTML_FILE,
-        "traces": TRACES_FOLDER if report["traces"] else None,
+        "traces": TRACES_FOLDER if (out_dir / TRACES_FOLDER).is_dir() else None,
     }
     # Everything is computed before the first file is written.
     html = render_html(report, differences)

@@ -20,6 +20,7 @@ from evaluation_pipeline.nightly.verdicts import (
     NightComparison,
     night_comparison,
     night_pairs,
+    regressions,
 )
 from evaluation_pipeline.report.config import ReportConfig
 from evaluation_pipeline.report.format import interval, number
@@ -145,7 +146,11 @@ def build_report(
             differences[(pair["first"], pair["second"], pair["cutoff"])] = pair.pop("histogram")
             pair["sentence"] = comparison_sentence(pair, comparison)
     top_cutoff = max(spec.cutoffs)
-    headline = [r["sentence"] for r in results if r["cutoff"] == top_cutoff]
+    if nightly is not None:
+        nightly = with_query_text(nightly, queries)
+    # A night that regressed says so first: the reason to open its report from the alert.
+    headline = [regression_sentence(c, nightly) for c in regressions(nightly)]
+    headline += [r["sentence"] for r in results if r["cutoff"] == top_cutoff]
     if comparison:
         headline += [p["sentence"] for p in comparison["pairs"] if p["cutoff"] == top_cutoff]
     report = {
@@ -227,6 +232,35 @@ def interval_sentence(row: dict, spec: EvaluationSpec, lineage: Lineage) -> str:
     prefix = f"NDCG@{row['cutoff']} {number(row['macro_ndcg'], 3)} "
     bounds = interval([row["macro_ndcg_low"], row["macro_ndcg_high"]])
     return f"{prefix}{bounds} {sentence[len(prefix):]}"
+
+
+def with_query_text(nightly: dict, queries: pl.DataFrame | None) -> dict:
+    """The nightly section with each mover's query text from the queries table (null when the
+    table has no ``query_text`` or no row for the query)."""
+    texts = {}
+    if queries is not None and "query_text" in queries.columns:
+        wanted = sorted({m["query_id"] for c in nightly["comparisons"] for m in c.get("movers", ())})
+        found = queries.filter(pl.col("query_id").is_in(wanted)).select("query_id", "query_text")
+        texts = dict(found.iter_rows())
+    return nightly | {"comparisons": [
+        c | {"movers": [m | {"query_text": texts.get(m["query_id"])}
+                        for m in c.get("movers", ())]}
+        for c in nightly["comparisons"]]}
+
+
+def regression_sentence(c: dict, nightly: dict) -> str:
+    """One regression against the previous night: ranker, K, by how much, the interval, the
+    adjusted p and the candidate recall on both nights."""
+    against = ("the pinned baseline" if nightly["baseline_pinned"] else "the previous night")
+    bounds = interval([c["ci_low"], c["ci_high"]], signed=True)
+    return (
+        f"{c['ranker']} NDCG@{c['cutoff']} regressed against {nightly['previous_pool']} "
+        f"({against}, judgments {nightly['judgment_version']}): "
+        f"{number(c['mean_diff'], 3, signed=True)}{' ' + bounds if bounds else ''} over "
+        f"{c['paired']:,} paired queries, Holm-adjusted p = {number(c['p_adjusted'])}; "
+        f"candidate recall {number(c['candidate_recall_current'], 3)} tonight, "
+        f"{number(c['candidate_recall_previous'], 3)} the previous night."
+    )
 
 
 def comparison_sentence(pair: dict, comparison: dict) -> str:

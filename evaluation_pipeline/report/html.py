@@ -6,6 +6,7 @@ from html import escape
 
 from evaluation_pipeline.report import svg
 from evaluation_pipeline.report.format import interval, number
+from evaluation_pipeline.report.night_html import night_section, verdict_box
 from evaluation_pipeline.spec import FIELD_DOCS
 
 CSS = """
@@ -21,9 +22,6 @@ code{font-size:.85rem}.chart text{font-size:11px;fill:#333}dl{display:grid;
 grid-template-columns:max-content auto;gap:.2rem 1rem}dt{font-weight:600}dd{margin:0}
 """
 
-# Inline, so that pages without a nightly section keep their stylesheet byte for byte.
-VERDICT_STYLES = {"regressed": "color:#c0392b;font-weight:600", "improved": "color:#2e8b57"}
-
 STATUS_LABELS = (
     ("scored", "scored"), ("no_positive", "no positive"), ("incomplete", "incomplete"),
     ("not_judged", "not judged"), ("missing_from_run", "missing from run"),
@@ -31,22 +29,27 @@ STATUS_LABELS = (
 
 
 def render_html(report: dict, differences: dict) -> str:
+    """The page, its first screen first: the verdict against the previous night (pipeline
+    reports), tonight's numbers at the headline cutoff and the conventions in one line; then
+    the night over night, the tables per cutoff, the results in words, the charts, the ranker
+    comparison, the conventions in full and the lineage."""
     lineage = report["lineage"]
     title = f"NDCG report: {lineage['judgment_version']} x {lineage['candidate_pool']}"
-    body = [f"<h1>{escape(title)}</h1>", '<section class="headline" id="headline">']
-    body += [f'<p class="sentence">{escape(s)}</p>' for s in report["headline"]]
+    body = [f"<h1>{escape(title)}</h1>", *verdict_box(report), *_summary(report)]
     comparison = report.get("comparison")
+    if report.get("nightly"):
+        body += night_section(report)
+    for cutoff in report["spec"]["cutoffs"]:
+        body += _cutoff_table(report, cutoff)
+    body.append('<h2 id="in-words">In words</h2><section class="headline" id="headline">')
+    body += [f'<p class="sentence">{escape(s)}</p>' for s in report["headline"]]
     if comparison and comparison.get("note"):
         body.append(f'<p class="note">{escape(comparison["note"])}</p>')
     body.append("</section>")
-    body += _conventions(report)
-    for cutoff in report["spec"]["cutoffs"]:
-        body += _cutoff_table(report, cutoff)
     body += _charts(report, differences)
     if comparison:
         body += _comparison(report, comparison)
-    if report.get("nightly"):
-        body += _nightly(report["nightly"])
+    body += _conventions(report)
     body += _lineage(report)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -55,8 +58,27 @@ def render_html(report: dict, differences: dict) -> str:
     )
 
 
+def _summary(report: dict) -> list[str]:
+    """Tonight's macro NDCG per ranker at the headline cutoff, and the conventions in one line
+    with a link to them in full."""
+    cutoff = report["headline_cutoff"]
+    out = [f'<table class="summary"><tr><th>ranker</th><th>NDCG@{cutoff}</th><th>interval</th>'
+           "<th>queries with a number</th></tr>"]
+    for r in report["results"]:
+        if r["cutoff"] == cutoff:
+            out.append(f"<tr><td>{escape(r['ranker'])}</td><td>{number(r['macro_ndcg'])}</td>"
+                       f"<td>{interval(r['macro_ndcg_interval'], 4)}</td>"
+                       f"<td>{r['n_with_number']} of {r['n_queries']}</td></tr>")
+    out.append("</table>")
+    out.append(f'<p class="conventions">Spec <code>{escape(report["spec_id"])}</code>: '
+               f'{escape(report["conventions"])} (<a href="#conventions">the conventions in '
+               "full</a>).</p>")
+    return out
+
+
 def _conventions(report: dict) -> list[str]:
-    out = ["<h2>Declared conventions</h2>", f"<p>{escape(report['conventions'])}.</p>", "<dl>"]
+    out = ['<h2 id="conventions">Declared conventions</h2>',
+           f"<p>{escape(report['conventions'])}.</p>", "<dl>"]
     for name, value in report["spec"].items():
         out.append(f"<dt>{escape(name)} = <code>{escape(str(value))}</code></dt>"
                    f"<dd>{escape(FIELD_DOCS.get(name, ''))}</dd>")
@@ -154,52 +176,6 @@ def _comparison(report: dict, comparison: dict) -> list[str]:
                        f"<td>{number(r['ndcg_second'])}</td>"
                        f"<td>{number(r['difference'], signed=True)}</td>"
                        f"<td>{' '.join(links) or 'not written'}</td></tr>")
-        out.append("</table>")
-    return out
-
-
-def _nightly(nightly: dict) -> list[str]:
-    """The comparison with the previous night (or the pinned baseline) and its attribution."""
-    against = "the pinned baseline pool" if nightly["baseline_pinned"] else "the previous night"
-    out = [f'<h2 id="nightly">Against {against}</h2>']
-    if nightly["previous_pool"] is None:
-        return out + ["<p>The first night: there is no previous night to compare with.</p>"]
-    out.append(
-        f"<p>This pool minus {escape(nightly['previous_pool'])}, both under judgments "
-        f"{escape(nightly['judgment_version'])}: {escape(nightly['method'])}. A verdict is "
-        f"<i>regressed</i> (<i>improved</i>) when the adjusted p is below {nightly['alpha']:g} "
-        f"and the mean drops (rises) by at least {nightly['min_effect']:g}.</p>")
-    head = ("<tr><th>ranker</th><th>K</th><th>paired</th><th>previous</th><th>tonight</th>"
-            "<th>mean difference</th><th>interval</th><th>p</th><th>p (Holm)</th>"
-            "<th>verdict</th><th>cand. recall previous</th><th>cand. recall tonight</th></tr>")
-    out.append(f'<table class="nightly">{head}')
-    for c in nightly["comparisons"]:
-        out.append(
-            f"<tr><td>{escape(c['ranker'])}</td><td>{c['cutoff']}</td><td>{c['paired']}</td>"
-            f"<td>{number(c['mean_previous'])}</td><td>{number(c['mean_current'])}</td>"
-            f"<td>{number(c['mean_diff'], signed=True)}</td>"
-            f"<td>{interval([c['ci_low'], c['ci_high']], 4, signed=True)}</td>"
-            f"<td>{number(c['p'])}</td><td>{number(c['p_adjusted'])}</td>"
-            f'<td class="{escape(c["verdict"])}" style="{VERDICT_STYLES.get(c["verdict"], "")}">'
-            f'{escape(c["verdict"].replace("_", " "))}</td>'
-            f"<td>{number(c['candidate_recall_previous'], 3)}</td>"
-            f"<td>{number(c['candidate_recall_current'], 3)}</td></tr>")
-    out.append("</table>")
-    if nightly["attribution"]:
-        first = nightly["attribution"][0]["previous_judgment_version"]
-        out.append(
-            f"<h3>Attribution</h3><p>The previous night's headline was judged under "
-            f"{escape(first)}. The change of each mean splits into the part from judgments "
-            "(the previous pool under the new version minus under the old) and the part from "
-            "the pool (this pool minus the previous, both under the new version).</p>"
-            '<table class="attribution"><tr><th>ranker</th><th>K</th><th>total change</th>'
-            "<th>from judgments</th><th>from pool</th></tr>")
-        for a in nightly["attribution"]:
-            out.append(
-                f"<tr><td>{escape(a['ranker'])}</td><td>{a['cutoff']}</td>"
-                f"<td>{number(a['total_change'], signed=True)}</td>"
-                f"<td>{number(a['from_judgments'], signed=True)}</td>"
-                f"<td>{number(a['from_pool'], signed=True)}</td></tr>")
         out.append("</table>")
     return out
 

@@ -1,4 +1,6 @@
-"""Per-candidate traces of the most regressed queries, one small HTML page each (traces/)."""
+"""Per-candidate traces, one small HTML page each (traces/): of the most regressed queries of a
+ranker comparison, and of the queries that moved most between two nights (both nights on one
+page)."""
 
 from __future__ import annotations
 
@@ -56,6 +58,69 @@ def write_regression_traces(
         if progress is not None:
             progress("traces", i, len(wanted))
     return written
+
+
+def night_trace_file_name(ranker: str, query_id: str, cutoff: int) -> str:
+    return "night__" + trace_file_name(ranker, query_id, cutoff)
+
+
+def mover_queries(nightly: dict, top_cutoff: int) -> list[str]:
+    """The query ids whose night traces a report writes (``night_html.shown``'s movers)."""
+    from evaluation_pipeline.report.night_html import shown
+
+    return sorted({m["query_id"] for c in shown(nightly, top_cutoff) for m in c["movers"]})
+
+
+def write_night_traces(folder: Path, nightly: dict, top_cutoff: int, judgments: pl.DataFrame,
+                       current: pl.DataFrame, previous: pl.DataFrame, spec: EvaluationSpec
+                       ) -> dict:
+    """A page per mover listed on the report (``mover_queries``), with both nights' ranked
+    candidates and the ideal order under the one judgment version; returns ``nightly`` with
+    each listed mover's ``trace`` (its path under the report folder)."""
+    from evaluation_pipeline.report.night_html import shown
+
+    listed = {(c["ranker"], c["cutoff"]) for c in shown(nightly, top_cutoff)}
+    comparisons = []
+    for c in nightly["comparisons"]:
+        if (c["ranker"], c["cutoff"]) not in listed:
+            comparisons.append(c)
+            continue
+        movers = []
+        for m in c["movers"]:
+            nights = [explain(frame, judgments, spec, query_id=m["query_id"],
+                              ranker=c["ranker"], cutoff=c["cutoff"])
+                      for frame in (previous, current)]
+            name = night_trace_file_name(c["ranker"], m["query_id"], c["cutoff"])
+            write_text(render_night_trace_html(nightly, m, *nights, spec), folder / name)
+            movers.append(m | {"trace": f"{folder.name}/{name}"})
+        comparisons.append(c | {"movers": movers})
+    return nightly | {"comparisons": comparisons}
+
+
+def render_night_trace_html(nightly: dict, mover: dict, previous: Trace, current: Trace,
+                            spec: EvaluationSpec) -> str:
+    title = (f"Night over night: {current.ranker}, query {current.query_id}, "
+             f"NDCG@{current.cutoff}")
+    text = f" ({escape(mover['query_text'])})" if mover.get("query_text") else ""
+    parts = [f"<p>Query {escape(current.query_id)}{text}; judgments "
+             f"{escape(str(current.judgment_version))}; NDCG {number(previous.ndcg, 6)} on "
+             f"{escape(nightly['previous_pool'])}, {number(current.ndcg, 6)} tonight "
+             f"({number(mover['difference'], 6, signed=True)}).</p>",
+             f"<p>{escape(spec.describe())}. The top {current.cutoff} positions after the tie "
+             "rule, each night; the ideal order is the same for both when their candidates "
+             "hold the same graded documents.</p>"]
+    for label, trace in ((f"Previous night ({nightly['previous_pool']})", previous),
+                         ("Tonight", current)):
+        top = trace.candidates.filter(pl.col("position_first") <= trace.cutoff)
+        parts.append(f"<h2>{escape(label)}: status {escape(trace.status)}, DCG "
+                     f"{number(trace.dcg, 6)}, ideal DCG {number(trace.ideal_dcg, 6)}</h2>"
+                     f"{_table(top)}<h3>Ideal order</h3>"
+                     f"{_table(trace.ideal.filter(pl.col('ideal_position') <= trace.cutoff))}")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}'
+        f"</title><style>{CSS}</style></head><body><h1>{escape(title)}</h1>{''.join(parts)}"
+        f'<p><a href="../{HTML_FILE}#movers">back to the report</a></p></body></html>\n'
+    )
 
 
 def _cell(value) -> str:

@@ -30,6 +30,8 @@ def _copy_checkout(target: Path) -> None:
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO, check=True, capture_output=True).stdout.decode().split("\0")
     for name in filter(None, listed):
+        if name.split("/")[0] == ".venv":  # a .venv that is a symlink is no ignored folder
+            continue
         source = REPO / name
         if not (source.exists() or source.is_symlink()):
             continue  # deleted in the working tree

@@ -234,16 +234,84 @@ def test_the_nightly_regression_check_fails_with_error_on_the_night_it_regressed
         assert passed.passed is True, passed.description
 
 
-def test_the_report_materialization_carries_a_number_per_ranker_and_cutoff(week: Week):
+def test_the_headline_history_materialization_carries_a_number_per_ranker_and_cutoff(
+        week: Week):
     event = week.instance.get_latest_materialization_event(dg.AssetKey("evaluation_report"))
     metadata = event.asset_materialization.metadata
-    for ranker in week.gen.RANKERS:
-        for cutoff in (5, 10):
-            assert isinstance(metadata[f"ndcg@{cutoff}/{ranker}"].value, float)
+    # On the report, the versions of a night would alternate on one plotted axis: no numbers.
+    assert not [label for label in metadata if label.startswith("ndcg@")]
     assert metadata["alerted"].value is False  # the rerun
     history = week.instance.get_latest_materialization_event(
         dg.AssetKey("evaluation_history")).asset_materialization
     assert history.partition == evaluation_key(week.gen.REGRESSION_NIGHT,
                                                week.gen.JUDGMENT_VERSION_2)
+    assert history.metadata["headline_evaluation"].value is True
+    for ranker in week.gen.RANKERS:
+        for cutoff in (5, 10):
+            assert isinstance(history.metadata[f"ndcg@{cutoff}/{ranker}"].value, float)
     assert history.metadata["dagster/row_count"].value == week.history().height
     assert history.metadata["evaluations"].value == len(week.evaluations())
+
+
+def test_the_older_version_of_the_regressed_night_fails_with_warn(week: Week):
+    gen = week.gen
+    older = _check_evaluation(week, gen.REGRESSION_NIGHT, gen.JUDGMENT_VERSION_1)
+    assert older.passed is False
+    assert older.severity == dg.AssetCheckSeverity.WARN
+    assert older.metadata["headline"].value is False
+    assert older.metadata["headline_evaluation"].value == str(
+        evaluation_key(gen.REGRESSION_NIGHT, gen.JUDGMENT_VERSION_2))
+
+
+def test_the_regressed_report_leads_with_its_verdict_and_what_drove_it(week: Week):
+    gen = week.gen
+    report = week.report(gen.REGRESSION_NIGHT, gen.JUDGMENT_VERSION_2)
+    regressed = [c for c in report["nightly"]["comparisons"] if c["verdict"] == REGRESSED]
+    # the headline's first lines are the regressions, before any result sentence
+    for sentence, c in zip(report["headline"], regressed, strict=False):
+        assert sentence.startswith(f"{c['ranker']} NDCG@{c['cutoff']} regressed against "
+                                   f"{report['nightly']['previous_pool']}")
+        assert "Holm-adjusted p" in sentence and "candidate recall" in sentence
+    assert not any(" regressed against " in s for s in report["headline"][len(regressed):])
+    folder = week.storage / "reports" / gen.REGRESSION_NIGHT / gen.JUDGMENT_VERSION_2 / week.spec_id
+    for c in regressed:
+        assert c["movers"] and all(m["query_text"] for m in c["movers"])
+        for m in c["movers"]:  # the pipeline writes both nights' traces of each mover
+            page = (folder / m["trace"]).read_text()
+            assert m["query_id"] in page and report["nightly"]["previous_pool"] in page
+        assert {s["slice"] for s in c["slices"]} == set(report["slices"])
+    html = (folder / "report.html").read_text()
+    first_screen = html[:html.index('<h2 id="nightly">')]
+    assert "Regressed against" in first_screen and gen.REGRESSED_RANKER in first_screen
+    # the night over night comes before the ranker comparison
+    assert html.index('id="nightly"') < html.index("<h2>Ranker comparison</h2>")
+    assert html.index('id="movers"') < html.index('id="slices"') < html.index("Ranker comparison")
+
+
+def test_compare_and_the_night_drill_down_run_on_the_pipelines_folders(week: Week, capsys):
+    from evaluation_pipeline.cli.main import main
+
+    gen = week.gen
+    night = gen.REGRESSION_NIGHT
+    previous = gen.NIGHTLY_POOLS[gen.NIGHTLY_POOLS.index(night) - 1]
+    for kind in ("reports", "scores"):
+        folders = [str(week.storage / kind / pool / gen.JUDGMENT_VERSION_2 / week.spec_id)
+                   for pool in (previous, night)]
+        assert main(["compare", *folders]) == 0, kind
+        out = capsys.readouterr().out
+        assert f"{gen.REGRESSED_RANKER}: {night} vs {previous}" in out
+    assert main(["history", str(week.storage), "--night", night, "--ranker",
+                 gen.REGRESSED_RANKER]) == 0
+    out = capsys.readouterr().out
+    section = week.report(night, gen.JUDGMENT_VERSION_2)["nightly"]
+    c = next(c for c in section["comparisons"] if c["verdict"] == REGRESSED)
+    assert f"against {previous}" in out and "regressed" in out
+    assert c["movers"][0]["query_id"] in out and c["movers"][0]["query_text"] in out
+    assert "the change by slice" in out
+    assert str(week.storage / "reports" / night / gen.JUDGMENT_VERSION_2 / week.spec_id /
+               "report.html") in out
+    (payload,) = week.received_after_week
+    assert f"--night {night}" in payload["drill_down"]
+    assert payload["drill_down"] in payload["text"] and payload["report"] in payload["text"]
+    assert main(["history", str(week.storage), "--night", "pool-1999-01-01"]) == 2
+    assert "has no headline evaluation" in capsys.readouterr().err

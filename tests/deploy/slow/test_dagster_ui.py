@@ -1,0 +1,232 @@
+"""The regressed night as a user sees it in the Dagster UI, in Chromium.
+
+The example week runs through the main job (`make run`) on a temporary instance and storage;
+then `dagster dev` serves that instance on 127.0.0.1, and a headless Chromium (Debian's
+/usr/bin/chromium, driven by playwright) opens the asset graph, the checks, the partitions, the
+plots, the Jobs page, the Overview timeline and the regressed run. What a page draws as a
+colour is read back through the webserver's GraphQL, from the same browser session.
+
+``SAVE_UI_SCREENSHOTS=<folder>`` keeps the two screenshots the docs show there
+(ui-asset-checks.png, ui-partitions.png).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from evaluation_pipeline.main_job import INSTANCE_YAML
+from evaluation_pipeline.orchestration.checks import HEADLINE_REGRESSED, NIGHTLY_TAG
+from tests.support.paths import REPO
+from tests.support.ports import free_port
+
+playwright = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = Path("/usr/bin/chromium")
+STARTUP_SECONDS = 120
+REGRESSED, OLDER, HEADLINE = "pool-2026-12-05", "maint-v1", "maint-v2"
+NIGHTS = [f"pool-2026-12-0{day}" for day in range(1, 8)]
+# Each night's headline version: maint-v2 was published after the third night.
+HEADLINES = [(night, "maint-v1" if i < 3 else "maint-v2") for i, night in enumerate(NIGHTS)]
+SCREENSHOTS = os.environ.get("SAVE_UI_SCREENSHOTS")
+
+CHECK_EXECUTIONS = """
+query ($check: String!, $asset: [String!]!) {
+  assetCheckExecutions(assetKey: {path: $asset}, checkName: $check, limit: 100) {
+    partition status runId evaluation { success severity description
+      metadataEntries { label ... on TextMetadataEntry { text } } }
+  }
+}"""
+HISTORY_MATERIALIZATIONS = """
+{ assetOrError(assetKey: {path: ["evaluation_history"]}) { ... on Asset {
+    assetMaterializations(limit: 100) { partition timestamp
+      metadataEntries { label ... on FloatMetadataEntry { floatValue } } } } } }"""
+JOB_RUNS = """
+{ pipelineOrError(params: {repositoryLocationName: "evaluation_pipeline",
+    repositoryName: "__repository__", pipelineName: "evaluate"}) {
+  ... on Pipeline { runs(limit: 100) { id tags { key value } } } } }"""
+
+
+def _get(url: str, body: dict | None = None) -> dict | None:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())
+    except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError):
+        return None
+
+
+def _loaded(base: str) -> bool:
+    answer = _get(f"{base}/graphql", {"query": "{ workspaceOrError { ... on Workspace { "
+                                                "locationEntries { name loadStatus } } } }"})
+    entries = ((answer or {}).get("data") or {}).get("workspaceOrError", {}).get(
+        "locationEntries", [])
+    return any(e["name"] == "evaluation_pipeline" and e["loadStatus"] == "LOADED"
+               for e in entries)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """`make run` then `make ui`, on a temporary instance and storage: the base URL."""
+    if not CHROMIUM.is_file():
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)")
+    root = tmp_path_factory.mktemp("ui")
+    home, storage = root / "dagster_home", root / "storage"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(INSTANCE_YAML)
+    env = os.environ | {"DAGSTER_HOME": str(home), "NDCG_EVAL_STORAGE": str(storage),
+                        "NDCG_EVAL_DEV": "1"}
+    env.pop("NDCG_EVAL_LANDING", None)
+    week = subprocess.run([sys.executable, "-m", "evaluation_pipeline.main_job"], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=900, check=False)
+    assert week.returncode == 0, week.stdout[-3000:] + week.stderr[-3000:]
+    env |= {"NDCG_EVAL_LANDING": str(storage / "example-landing"),
+            "NDCG_EVAL_QUERIES": str(REPO / "examples" / "data" / "nightly" / "queries.csv")}
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    dagster = Path(sys.executable).parent / "dagster"
+    # Its own process group: `dagster dev` passes a signal to its children only that way.
+    process = subprocess.Popen(
+        [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        start_new_session=True)
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while not _loaded(base):
+            assert process.poll() is None, process.stderr.read().decode()[-3000:]
+            assert time.monotonic() < deadline, "the code location did not load"
+            time.sleep(0.5)
+        yield base
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    with playwright.sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=str(CHROMIUM),
+                                         args=["--no-sandbox"])
+        try:
+            tab = browser.new_page(viewport={"width": 1600, "height": 1000}, base_url=server)
+            yield tab
+        finally:
+            browser.close()
+
+
+def _open(page, path: str, text: str) -> str:
+    """Open ``path`` and wait until ``text`` shows; the page's text."""
+    page.goto(path)
+    page.get_by_text(text).first.wait_for(timeout=60_000)
+    skip = page.get_by_role("button", name="Skip")  # the first visit's newsletter dialog
+    if skip.count():
+        skip.first.click()
+    return page.inner_text("body")
+
+
+def _graphql(page, query: str, **variables) -> dict:
+    answer = page.request.post("/graphql", data={"query": query, "variables": variables})
+    assert answer.ok, answer.text()
+    body = answer.json()
+    assert "errors" not in body, body["errors"]
+    return body["data"]
+
+
+def _save(page, name: str) -> None:
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(SCREENSHOTS) / name))
+
+
+def test_the_asset_graph_shows_failed_checks_on_the_report_and_the_history(page):
+    text = _open(page, "/locations/evaluation_pipeline/asset-groups/evaluation", "2 / 2 Passed")
+    # query_scores passes both of its checks; the report's and the history's fail.
+    assert text.count("0 / 1 Passed") == 2, text
+    assert "2 / 2 Passed" in text
+
+
+def test_the_history_check_names_the_regressed_night_on_the_newest_night(page):
+    text = _open(page, "/assets/evaluation_history?view=checks", "headline_trend")
+    assert "Failed" in text
+    assert f"newest night {NIGHTS[-1]}" in text
+    assert f"dense-v2 NDCG@5 regressed on {REGRESSED} ({HEADLINE})" in text
+    _save(page, "ui-asset-checks.png")
+    (latest, *_) = _graphql(page, CHECK_EXECUTIONS, check="headline_trend",
+                            asset=["evaluation_history"])["assetCheckExecutions"]
+    assert latest["evaluation"]["success"] is False
+    assert latest["evaluation"]["severity"] == "ERROR"
+    labels = {e["label"]: e.get("text") for e in latest["evaluation"]["metadataEntries"]}
+    assert labels["regressed_evaluation"] == f"{REGRESSED}|{HEADLINE}"
+
+
+def test_the_headline_partition_fails_with_error_and_the_older_version_with_warn(page):
+    _open(page, "/assets/evaluation_report?view=checks", "nightly_regression")
+    page.get_by_text("Partitions", exact=True).last.click()
+    page.get_by_text("Failed (2)").wait_for(timeout=30_000)
+    for key in (REGRESSED, HEADLINE):  # the night, then its headline version
+        page.get_by_text(key, exact=True).filter(visible=True).last.click()
+    page.get_by_text("the night's headline evaluation: regressed").first.wait_for(
+        timeout=30_000)
+    _save(page, "ui-partitions.png")
+    executions = _graphql(page, CHECK_EXECUTIONS, check="nightly_regression",
+                          asset=["evaluation_report"])["assetCheckExecutions"]
+    by_partition = {e["partition"]: e["evaluation"] for e in executions}
+    assert len(by_partition) == 14
+    failed = {key: e["severity"] for key, e in by_partition.items() if not e["success"]}
+    assert failed == {f"{REGRESSED}|{HEADLINE}": "ERROR", f"{REGRESSED}|{OLDER}": "WARN"}
+    older = {e["label"]: e.get("text") for e in by_partition[f"{REGRESSED}|{OLDER}"][
+        "metadataEntries"]}
+    assert older["headline_evaluation"] == f"{REGRESSED}|{HEADLINE}"
+    assert "report_html" in older
+
+
+def test_the_plots_hold_one_point_per_night_of_the_headline_evaluations(page):
+    _open(page, "/assets/evaluation_history", "Plots")
+    page.get_by_text("Plots", exact=True).first.click()
+    page.get_by_text("ndcg@5/hybrid-v1").first.wait_for(timeout=30_000)
+    events = _graphql(page, HISTORY_MATERIALIZATIONS)["assetOrError"]["assetMaterializations"]
+    for ranker in ("bm25-v3", "dense-v2", "hybrid-v1"):
+        for cutoff in (5, 10):
+            label = f"ndcg@{cutoff}/{ranker}"
+            points = sorted((float(e["timestamp"]), e["partition"]) for e in events
+                            if any(m["label"] == label for m in e["metadataEntries"]))
+            assert [tuple(p.split("|")) for _, p in points] == HEADLINES, label
+
+
+def test_the_runs_are_listed_under_the_evaluate_job_and_on_the_timeline(page):
+    runs = _graphql(page, JOB_RUNS)["pipelineOrError"]["runs"]
+    assert len(runs) == 14
+    text = _open(page, "/locations/evaluation_pipeline/jobs/evaluate/runs", "evaluations_ready")
+    assert "No runs found" not in text
+    assert text.count("evaluations_ready") >= 14
+    # The bookkeeping of the executing process is hidden: no ndcg_eval/pid in the list.
+    assert "ndcg_eval/pid" not in text and "ndcg_eval/host" not in text
+    text = _open(page, "/overview/activity/timeline", "ingest_candidate_pool")
+    assert "No runs found" not in text and "evaluate" in text
+
+
+def test_the_regressed_run_carries_the_nightly_tag(page):
+    runs = _graphql(page, JOB_RUNS)["pipelineOrError"]["runs"]
+    tagged = {tag["value"]: run["id"] for run in runs for tag in run["tags"]
+              if tag["key"] == NIGHTLY_TAG}
+    assert set(tagged) == {HEADLINE_REGRESSED, "regressed, not headline"}
+    # The runs list filtered on the tag: the regressed headline run, and no other.
+    query = urllib.parse.quote(f"tag:{NIGHTLY_TAG}={HEADLINE_REGRESSED}")
+    text = _open(page, f"/runs?q%5B0%5D={query}", tagged[HEADLINE_REGRESSED][:8])
+    assert tagged["regressed, not headline"][:8] not in text
+    assert text.count("evaluations_ready") == 1, text[:3000]
