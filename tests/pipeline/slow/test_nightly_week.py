@@ -315,3 +315,40 @@ def test_compare_and_the_night_drill_down_run_on_the_pipelines_folders(week: Wee
     assert payload["drill_down"] in payload["text"] and payload["report"] in payload["text"]
     assert main(["history", str(week.storage), "--night", "pool-1999-01-01"]) == 2
     assert "has no headline evaluation" in capsys.readouterr().err
+
+
+def test_the_movers_and_the_slices_are_those_of_the_two_nights_per_query_files(week: Week):
+    """The regressed night's report against a plain recomputation from the two per-query
+    files the pipeline wrote and the queries table it published."""
+    gen = week.gen
+    night = gen.REGRESSION_NIGHT
+    previous = gen.NIGHTLY_POOLS[gen.NIGHTLY_POOLS.index(night) - 1]
+    version = gen.JUDGMENT_VERSION_2
+    report = week.report(night, version)
+
+    def scores(pool: str) -> pl.DataFrame:
+        return pl.read_parquet(week.storage / "scores" / pool / version / week.spec_id /
+                               "per_query.parquet").filter(pl.col("ndcg").is_not_null())
+
+    queries = pl.read_parquet(next((week.storage / "queries").rglob("*.parquet")))
+    joined = (scores(previous).select("ranker", "cutoff", "query_id", before="ndcg")
+              .join(scores(night).select("ranker", "cutoff", "query_id", after="ndcg"),
+                    on=["ranker", "cutoff", "query_id"])
+              .with_columns(difference=pl.col("after") - pl.col("before"))
+              .join(queries, on="query_id", how="left"))
+    for c in report["nightly"]["comparisons"]:
+        mine = joined.filter((pl.col("ranker") == c["ranker"]) & (pl.col("cutoff") == c["cutoff"]))
+        assert c["paired"] == mine.height
+        top = (mine.filter(pl.col("difference").abs() > 1e-12)
+               .sort(pl.col("difference").abs(), "query_id", descending=[True, False])
+               .head(len(c["movers"])))
+        assert [m["query_id"] for m in c["movers"]] == top["query_id"].to_list()
+        assert [m["query_text"] for m in c["movers"]] == top["query_text"].to_list()
+        assert [m["difference"] for m in c["movers"]] == pytest.approx(
+            top["difference"].to_list(), abs=1e-12)
+        total = mine["difference"].sum()
+        for s in c["slices"]:
+            part = mine.filter(pl.col(s["slice"]).fill_null("(none)") == s["value"])
+            assert s["paired"] == part.height
+            assert s["mean_diff"] == pytest.approx(part["difference"].mean(), abs=1e-12)
+            assert s["share"] == pytest.approx(part["difference"].sum() / total, abs=1e-12)
