@@ -12,12 +12,9 @@ colour is read back through the webserver's GraphQL, from the same browser sessi
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -28,7 +25,7 @@ import pytest
 from evaluation_pipeline.main_job import INSTANCE_YAML
 from evaluation_pipeline.orchestration.checks import HEADLINE_REGRESSED, NIGHTLY_TAG
 from tests.support.paths import REPO
-from tests.support.ports import free_port
+from tests.support.dagster_dev import dagster_dev, location_entry
 
 playwright = pytest.importorskip("playwright.sync_api")
 
@@ -57,25 +54,6 @@ JOB_RUNS = """
   ... on Pipeline { runs(limit: 100) { id tags { key value } } } } }"""
 
 
-def _get(url: str, body: dict | None = None) -> dict | None:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return json.loads(response.read())
-    except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError):
-        return None
-
-
-def _loaded(base: str) -> bool:
-    answer = _get(f"{base}/graphql", {"query": "{ workspaceOrError { ... on Workspace { "
-                                                "locationEntries { name loadStatus } } } }"})
-    entries = ((answer or {}).get("data") or {}).get("workspaceOrError", {}).get(
-        "locationEntries", [])
-    return any(e["name"] == "evaluation_pipeline" and e["loadStatus"] == "LOADED"
-               for e in entries)
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """`make run` then `make ui`, on a temporary instance and storage: the base URL."""
@@ -93,28 +71,9 @@ def server(tmp_path_factory):
     assert week.returncode == 0, week.stdout[-3000:] + week.stderr[-3000:]
     env |= {"NDCG_EVAL_LANDING": str(storage / "example-landing"),
             "NDCG_EVAL_QUERIES": str(REPO / "examples" / "data" / "nightly" / "queries.csv")}
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    dagster = Path(sys.executable).parent / "dagster"
-    # Its own process group: `dagster dev` passes a signal to its children only that way.
-    process = subprocess.Popen(
-        [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        start_new_session=True)
-    try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while not _loaded(base):
-            assert process.poll() is None, process.stderr.read().decode()[-3000:]
-            assert time.monotonic() < deadline, "the code location did not load"
-            time.sleep(0.5)
+    with dagster_dev(env, lambda base: location_entry(base) is not None,
+                     STARTUP_SECONDS) as base:
         yield base
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")
