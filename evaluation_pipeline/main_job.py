@@ -10,9 +10,10 @@ instead, and ends with the headline table of every report.
 One main job works on an instance at a time: it holds an exclusive lock on the instance folder
 from before the instance is opened (and its storage created or migrated) until it exits. A
 second one started meanwhile says that it waits, and gives up after $NDCG_EVAL_LOCK_TIMEOUT
-seconds. The exit status is 0 only when every expected output is whole: every published
-judgment version x evaluable pool has its scores and report, made from the inputs published
-now. Otherwise each missing evaluation is listed with the reason.
+seconds. The exit status is 0 only when every expected output is whole: every input the
+landing holds is published in this storage, and every published judgment version x evaluable
+pool has its scores and report, made from the inputs published now. Otherwise each missing
+input and evaluation is listed with the reason.
 """
 
 import os
@@ -107,6 +108,7 @@ def _run(home: Path) -> int:
     from evaluation_pipeline.orchestration.selection import (
         describe_reports,
         expected_evaluations,
+        unpublished_inputs,
     )
 
     spec = pipeline_spec()
@@ -137,7 +139,9 @@ def _run(home: Path) -> int:
         missing = [state for state in expected_evaluations(
             instance, resources["landing"], resources["storage"], resources["policy"], spec)
             if not state.whole]
-        if not outcomes and not runner.tick_errors and not missing:
+        # What the landing holds but this storage never published (nothing may claim done).
+        unpublished = unpublished_inputs(resources["landing"], resources["storage"])
+        if not outcomes and not runner.tick_errors and not missing and not unpublished:
             print("nothing new in the landing folder; the results below are current")
         root = resources["storage"].root()
         if week:
@@ -159,7 +163,13 @@ def _run(home: Path) -> int:
             print(f"\n{len(missing)} expected evaluation(s) are not whole:")
             for state in missing:
                 print(f"  {state.pool} x {state.version}: {state.missing}")
-    ok = all(o.success for o in outcomes) and not runner.tick_errors and not missing
+        if unpublished:
+            print(f"\n{len(unpublished)} landed input(s) are not published in "
+                  f"{resources['storage'].base}:")
+            for entry in unpublished:
+                print(f"  {entry}")
+    ok = (all(o.success for o in outcomes) and not runner.tick_errors and not missing
+          and not unpublished)
     return 0 if ok else 1
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from evaluation_pipeline.orchestration.selection import (
     evaluable_pools,
     evaluation_run_key,
     published_versions,
+    storage_key,
 )
 from evaluation_pipeline.spec import EvaluationSpec
 
@@ -47,7 +48,8 @@ def build_nightly_schedule(spec: EvaluationSpec, cron: str = DEFAULT_CRON,
         return [
             dg.RunRequest(
                 run_key=evaluation_run_key(f"nightly-{night}", pool, latest, manifest,
-                                           latest_manifest, queries_manifest, spec),
+                                           latest_manifest, queries_manifest, spec,
+                                           storage_key(storage)),
                 partition_key=evaluation_key(pool, latest),
             )
             for pool, manifest in pools.items()

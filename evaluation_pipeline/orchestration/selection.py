@@ -10,6 +10,7 @@ are immutable and the spec_id is in the path, so the queries table is what can m
 report.
 """
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -69,10 +70,19 @@ def published_versions(instance: dg.DagsterInstance, storage: EvaluationStorage)
     return versions
 
 
+def storage_key(storage: EvaluationStorage) -> str:
+    """A short name of the storage a run writes to, for run keys and cursors."""
+    return hashlib.sha256(str(storage.base).encode()).hexdigest()[:12]
+
+
 def evaluation_run_key(prefix: str, pool: str, version: str, pool_manifest: dict,
-                       version_manifest: dict, queries_manifest: dict, spec: EvaluationSpec) -> str:
-    return (f"{prefix}:{pool}:{version}:{version_manifest['sha256'][:16]}:"
-            f"{pool_manifest['sha256'][:16]}:{queries_manifest['sha256'][:12]}:{spec.spec_id}")
+                       version_manifest: dict, queries_manifest: dict, spec: EvaluationSpec,
+                       storage: str | None = None) -> str:
+    """The content key of an evaluation: its inputs' hashes, the spec and (``storage``) the
+    storage it writes to."""
+    key = (f"{prefix}:{pool}:{version}:{version_manifest['sha256'][:16]}:"
+           f"{pool_manifest['sha256'][:16]}:{queries_manifest['sha256'][:12]}:{spec.spec_id}")
+    return f"{key}@{storage}" if storage else key
 
 
 def stored_reports(storage: EvaluationStorage, spec: EvaluationSpec,
@@ -178,6 +188,20 @@ def expected_evaluations(instance: dg.DagsterInstance, landing: LandingZone,
     pools = evaluable_pools(instance, landing, storage, policy, log)
     return [evaluation_state(instance, storage, pool, version, queries_manifest, spec)
             for version in published_versions(instance, storage) for pool in pools]
+
+
+def unpublished_inputs(landing: LandingZone, storage: EvaluationStorage) -> list[str]:
+    """What the landing holds that the storage has not published: each judgment version and
+    ready pool without a manifest there, and the queries table; in landing order."""
+    missing = [f"judgments {item.name} ({landing.judgment_file(item.name)})"
+               for item in landing.judgment_files()[0]
+               if storage.manifest(*judgments_folder(item.name)) is None]
+    missing += [f"pool {item.name} ({landing.pool_folder(item.name)})"
+                for item in landing.pool_folders()[0]
+                if storage.manifest(*pool_folder(item.name)) is None]
+    if landing.queries_file().is_file() and storage.manifest(*QUERIES_FOLDER) is None:
+        missing.append(f"queries table ({landing.queries_file()})")
+    return missing
 
 
 def attempt_run_key(instance: dg.DagsterInstance, content_key: str) -> str:

@@ -1,8 +1,11 @@
 """Sensors: a judgment version or pool that lands becomes a partition and gets ingested; pairs
 whose inputs are published get evaluated.
 
-Run keys are built from content hashes: Dagster never launches a run key twice, so the same
-content is ingested once, and changed content (or a changed spec) gets a new key.
+Run keys are built from content hashes and the storage written to: Dagster never launches a
+run key twice, so the same content is ingested once into a storage, changed content (or a
+changed spec) gets a new key, and the same instance pointed at another storage publishes
+everything there again. The landing sensors' cursors name their storage too: a cursor of
+another storage counts nothing as seen.
 
 The landing sensors keep each file's size, mtime and hash in their cursor: a tick hashes only
 the files that changed since the last one, not every landed byte every 30 seconds.
@@ -40,6 +43,7 @@ from evaluation_pipeline.orchestration.selection import (
     evaluation_run_key,
     evaluation_state,
     published_versions,
+    storage_key,
 )
 from evaluation_pipeline.spec import EvaluationSpec
 
@@ -55,7 +59,8 @@ def _stamps_json(hashes: FileHashes) -> dict[str, list]:
     return {path: list(astuple(stamp)) for path, stamp in sorted(hashes.settled.items())}
 
 
-def _landed_cursor(cursor: str | None) -> tuple[dict[str, str], dict[str, FileStamp]]:
+def _landed_cursor(cursor: str | None, storage: str
+                   ) -> tuple[dict[str, str], dict[str, FileStamp]]:
     """The content hash per landed name and the file stamps that a landing sensor keeps.
 
     A cursor written before file stamps were kept is the name -> hash mapping alone: read that
@@ -64,24 +69,30 @@ def _landed_cursor(cursor: str | None) -> tuple[dict[str, str], dict[str, FileSt
     data = json.loads(cursor) if cursor else {}
     if not isinstance(data.get("files"), dict):
         return data, {}
-    return data["landed"], _stamps(data["files"])
+    # The file stamps hold for any storage (they are the landing's); what was seen does not.
+    seen = data["landed"] if data.get("storage", storage) == storage else {}
+    return seen, _stamps(data["files"])
 
 
-def _queries_cursor(cursor: str | None) -> tuple[str | None, dict[str, FileStamp]]:
-    """The content hash of the queries table last seen and its file stamp.
+def _queries_cursor(cursor: str | None, storage: str
+                    ) -> tuple[str | None, dict[str, FileStamp]]:
+    """The content hash of the queries table last seen in ``storage`` and its file stamp.
 
     A cursor written before file stamps were kept is the bare hash."""
     if not cursor or not cursor.startswith("{"):
         return cursor or None, {}
     data = json.loads(cursor)
-    return data["sha256"], _stamps(data["files"])
+    seen = data["sha256"] if data.get("storage", storage) == storage else None
+    return seen, _stamps(data["files"])
 
 
-def _landed_sensor_result(context, list_landed, partitions_def, job, kind):
-    """Register new names as partitions and request an ingest run for new or changed content.
+def _landed_sensor_result(context, list_landed, partitions_def, job, kind, storage):
+    """Register new names as partitions and request an ingest run for new or changed content
+    (new to ``storage``).
 
     ``list_landed(hashes)`` lists the landing folder, hashing through ``hashes``."""
-    seen, known = _landed_cursor(context.cursor)
+    where = storage_key(storage)
+    seen, known = _landed_cursor(context.cursor, where)
     hashes = FileHashes(known)
     items, skipped = list_landed(hashes)
     refused = [str(entry) for entry in skipped if entry.refused]
@@ -91,7 +102,7 @@ def _landed_sensor_result(context, list_landed, partitions_def, job, kind):
     new_names = [item.name for item in items if item.name not in registered]
     requests = [
         dg.RunRequest(
-            run_key=f"{kind}:{item.name}:{item.files_sha256}",
+            run_key=f"{kind}:{item.name}:{item.files_sha256}@{where}",
             job_name=job.name,
             partition_key=item.name,
             tags={SOURCE_TAG: item.files_sha256},
@@ -100,7 +111,7 @@ def _landed_sensor_result(context, list_landed, partitions_def, job, kind):
         if seen.get(item.name) != item.files_sha256
     ]
     cursor = json.dumps({"landed": seen | {item.name: item.files_sha256 for item in items},
-                         "files": _stamps_json(hashes)}, sort_keys=True)
+                         "files": _stamps_json(hashes), "storage": where}, sort_keys=True)
     if not requests and not new_names:
         if refused:
             # A failed tick is what Dagster shows as a problem. It fails only once the valid
@@ -129,9 +140,10 @@ def _landed_sensor_result(context, list_landed, partitions_def, job, kind):
     description="A file in <landing>/judgments/ becomes a judgment version partition and is "
     "ingested.",
 )
-def judgment_versions_sensor(context: dg.SensorEvaluationContext, landing: LandingZone):
+def judgment_versions_sensor(context: dg.SensorEvaluationContext, landing: LandingZone,
+                             storage: EvaluationStorage):
     return _landed_sensor_result(context, landing.judgment_files, judgment_version_partitions,
-                                 ingest_judgments_job, "judgments")
+                                 ingest_judgments_job, "judgments", storage)
 
 
 @dg.sensor(
@@ -142,9 +154,10 @@ def judgment_versions_sensor(context: dg.SensorEvaluationContext, landing: Landi
     description="A folder in <landing>/pools/ with a _READY marker becomes a candidate pool "
     "partition and is ingested.",
 )
-def candidate_pools_sensor(context: dg.SensorEvaluationContext, landing: LandingZone):
+def candidate_pools_sensor(context: dg.SensorEvaluationContext, landing: LandingZone,
+                           storage: EvaluationStorage):
     return _landed_sensor_result(context, landing.pool_folders, candidate_pool_partitions,
-                                 ingest_pool_job, "pool")
+                                 ingest_pool_job, "pool", storage)
 
 
 @dg.sensor(
@@ -154,18 +167,20 @@ def candidate_pools_sensor(context: dg.SensorEvaluationContext, landing: Landing
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="The queries table (weights, slices) is ingested when its content changes.",
 )
-def queries_sensor(context: dg.SensorEvaluationContext, landing: LandingZone):
+def queries_sensor(context: dg.SensorEvaluationContext, landing: LandingZone,
+                   storage: EvaluationStorage):
     source = landing.queries_file()
     if not source.is_file():
         return dg.SkipReason(f"no queries table at {source}")
-    previous, known = _queries_cursor(context.cursor)
+    where = storage_key(storage)
+    previous, known = _queries_cursor(context.cursor, where)
     hashes = FileHashes(known)
     sha = hashes.sha256(source)
-    context.update_cursor(json.dumps({"sha256": sha, "files": _stamps_json(hashes)},
-                                     sort_keys=True))
+    context.update_cursor(json.dumps({"sha256": sha, "files": _stamps_json(hashes),
+                                      "storage": where}, sort_keys=True))
     if previous == sha:
         return dg.SkipReason("queries table unchanged")
-    return dg.RunRequest(run_key=f"queries:{sha}", tags={SOURCE_TAG: sha})
+    return dg.RunRequest(run_key=f"queries:{sha}@{where}", tags={SOURCE_TAG: sha})
 
 
 def build_evaluation_sensor(spec: EvaluationSpec) -> dg.SensorDefinition:
@@ -206,7 +221,8 @@ def build_evaluation_sensor(spec: EvaluationSpec) -> dg.SensorDefinition:
                     context.log.error(f"{pool} x {version} not evaluated: {state.missing}")
                     continue
                 content_key = evaluation_run_key("evaluate", pool, version, pool_manifest,
-                                                 version_manifest, queries_manifest, spec)
+                                                 version_manifest, queries_manifest, spec,
+                                                 storage_key(storage))
                 requests.append(dg.RunRequest(
                     run_key=attempt_run_key(context.instance, content_key),
                     partition_key=key,

@@ -17,7 +17,7 @@ import pytest
 from evaluation_pipeline.definitions import build_definitions
 from evaluation_pipeline.orchestration.partitions import evaluation_key
 from evaluation_pipeline.orchestration.resources import QualityPolicy
-from evaluation_pipeline.orchestration.selection import evaluable_pools
+from evaluation_pipeline.orchestration.selection import evaluable_pools, storage_key
 from tests.support.temporary_pipeline import (
     LANDING,
     POOL_1,
@@ -125,8 +125,10 @@ def test_ingest_sensors_register_partitions_and_request_runs(tmp_path: Path):
         keys = {r.partition_key: r.run_key for r in result.run_requests}
         assert sorted(keys) == [VERSION_1, VERSION_2]
         assert all(r.job_name == "ingest_judgments" for r in result.run_requests)
-        assert keys[VERSION_1].startswith(f"judgments:{VERSION_1}:") and len(
-            keys[VERSION_1].split(":")[-1]) == 64
+        # judgments:<name>:<content sha256>@<the storage written to>
+        content, _, where = keys[VERSION_1].split(":")[-1].partition("@")
+        assert keys[VERSION_1].startswith(f"judgments:{VERSION_1}:") and len(content) == 64
+        assert where == storage_key(env.defs.resources["storage"])
         # The same landing again, with the cursor: nothing new.
         instance.add_dynamic_partitions("judgment_versions", [VERSION_1, VERSION_2])
         again = sensor(dg.build_sensor_context(instance=instance, cursor=result.cursor,
