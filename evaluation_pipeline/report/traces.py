@@ -17,6 +17,7 @@ from evaluation_pipeline.io.atomic import write_text
 from evaluation_pipeline.io.storage import HTML_FILE
 from evaluation_pipeline.report.format import number
 from evaluation_pipeline.report.html import CSS
+from evaluation_pipeline.report.night_html import shown
 from evaluation_pipeline.spec import EvaluationSpec
 
 
@@ -66,8 +67,6 @@ def night_trace_file_name(ranker: str, query_id: str, cutoff: int) -> str:
 
 def mover_queries(nightly: dict, top_cutoff: int) -> list[str]:
     """The query ids whose night traces a report writes (``night_html.shown``'s movers)."""
-    from evaluation_pipeline.report.night_html import shown
-
     return sorted({m["query_id"] for c in shown(nightly, top_cutoff) for m in c["movers"]})
 
 
@@ -77,8 +76,6 @@ def write_night_traces(folder: Path, nightly: dict, top_cutoff: int, judgments: 
     """A page per mover listed on the report (``mover_queries``), with both nights' ranked
     candidates and the ideal order under the one judgment version; returns ``nightly`` with
     each listed mover's ``trace`` (its path under the report folder)."""
-    from evaluation_pipeline.report.night_html import shown
-
     listed = {(c["ranker"], c["cutoff"]) for c in shown(nightly, top_cutoff)}
     comparisons = []
     for c in nightly["comparisons"]:
