@@ -9,7 +9,8 @@ rows with lineage and the same report numbers.
   their footers) fits the memory budget and that are small enough for it to be faster,
   ``streaming`` for other Parquet inputs, ``local`` for CSV and TREC (``engines.choice``).
 - ``local``: read and validate whole inputs in memory (any format the readers take).
-- ``streaming``: Parquet, batches of whole queries, memory bounded by the batch.
+- ``streaming``: Parquet runs, batches of whole queries, memory bounded by the batch
+  (judgments in another format are read whole first: a version is small).
 - ``spark``: PySpark, whole queries cogrouped with their judgments through ``applyInArrow``,
   over any URL Spark reads.
 
@@ -30,6 +31,7 @@ from evaluation_pipeline.evaluation import Lineage
 from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.io.locations import location
 from evaluation_pipeline.spec import EvaluationSpec
+from schemas.errors import InputError, violation
 
 ENGINES = (AUTO, "local", "streaming", "spark")
 # The streaming engine's batch, here so that the CLI's defaults do not load the engine: the
@@ -80,6 +82,11 @@ def score_files(
     also of the streaming engine's external sort of unsorted input (default ``Budget.of()``).
     ``spark``: ``spark_session`` if given, else the active session, else a new one at
     ``spark_master`` (``engines.spark.cogroup.spark_master``: a local one unless set or submitted)."""
+    if engine != "spark":  # Spark reads its URLs itself, and says so when one is missing
+        for given in (judgments_path, run_path):
+            if not location(given).exists():
+                raise InputError(str(given), [violation("(file)", "no such file or folder",
+                                                        [])])
     if engine == AUTO:
         engine = choose_engine(judgments_path, run_path, judgments_format=judgments_format,
                                run_format=run_format, budget=budget)

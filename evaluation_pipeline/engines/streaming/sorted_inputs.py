@@ -22,6 +22,7 @@ from evaluation_pipeline.ingest.external_sort import (
 )
 from evaluation_pipeline.io.datasets import is_data_file
 from evaluation_pipeline.io.locations import is_remote
+from evaluation_pipeline.io.readers import detect_format, read_judgments
 from evaluation_pipeline.metric.hashing import JUDGMENT_KEYS, POOL_KEYS
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
@@ -72,6 +73,18 @@ def run_files(run_path: Path | UPath) -> list[Path | UPath]:
             "(file)", "the streaming engine reads Parquet runs; use the local engine for "
             "CSV and TREC files", [])])
     return [run_path]
+
+
+def parquet_judgments(path: Path | UPath, names: Names, scratch: Path) -> Path | UPath:
+    """The judgments as a Parquet file the engine streams: ``path`` itself when it is one;
+    else (CSV, TREC qrels: a judgment version is small) read whole by the local engine's
+    reader, with its checks and messages, and written sorted by key into ``scratch``."""
+    if detect_format(path, None) == "parquet":
+        return path
+    frame = read_judgments(path, version=names.judgment_version)
+    target = scratch / "judgments.parquet"
+    frame.sort(list(SORT_KEYS["judgments"])).write_parquet(target)
+    return target
 
 
 def external_sort(which: str, paths: list[Path | UPath], names: Names, scratch: Path,

@@ -66,6 +66,7 @@ from evaluation_pipeline.engines.streaming.sorted_inputs import (
     Names,
     external_sort,
     input_columns,
+    parquet_judgments,
     run_files,
 )
 from evaluation_pipeline.evaluation import Lineage
@@ -138,7 +139,8 @@ def score_streaming(
                                     dir=out_path.parent if beside else None))
     held = leftovers.hold(scratch)
     try:
-        sources = {"judgments": [judgments_path], "run": files}
+        sources = {"judgments": [parquet_judgments(judgments_path, names, scratch)],
+                   "run": files}
         while True:
             try:
                 return _stream(_Pass(sources, names, spec, batch_rows), out_path, progress,

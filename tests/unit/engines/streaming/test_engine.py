@@ -227,3 +227,28 @@ def test_a_missing_column_is_named(inputs, tmp_path, which, column):
         score_files(judgments, pool, profile("default"), tmp_path / "out.parquet",
                     engine="streaming", batch_rows=50, progress=False)
     assert not (tmp_path / "out.parquet").exists()
+
+
+def test_csv_judgments_are_read_by_the_local_reader_and_streamed(tmp_path):
+    """A judgment version is small: the streaming engine reads a CSV or TREC one whole, with
+    the local engine's checks, and gives the local engine's rows to the bit."""
+    judgments = EXAMPLES / "landing" / "judgments" / "maint-v2.csv"
+    run = EXAMPLES / "landing" / "pools" / "pool-2026-11-28"
+    spec = profile("trec_eval")
+    streamed = score_files(judgments, run, spec, tmp_path / "s.parquet", engine="streaming",
+                           batch_rows=50, progress=False)
+    local = score_files(judgments, run, spec, tmp_path / "l.parquet", engine="local")
+    assert streamed.lineage == local.lineage
+    assert_frame_equal(pl.read_parquet(tmp_path / "s.parquet"), pl.read_parquet(tmp_path / "l.parquet"))
+
+
+@pytest.mark.parametrize("engine", ["auto", "local", "streaming"])
+def test_a_missing_input_is_named_as_missing(tmp_path, engine):
+    run = EXAMPLES / "landing" / "pools" / "pool-2026-11-28"
+    with pytest.raises(InputError, match="no such file or folder") as raised:
+        score_files(tmp_path / "v2.parquet", run, profile("default"), tmp_path / "o.parquet",
+                    engine=engine)
+    assert str(tmp_path / "v2.parquet") in str(raised.value)
+    with pytest.raises(InputError, match="no such file or folder"):
+        score_files(EXAMPLES / "landing" / "judgments" / "maint-v2.csv", tmp_path / "p28",
+                    profile("default"), tmp_path / "o.parquet", engine=engine)
