@@ -75,13 +75,14 @@ def run_files(run_path: Path | UPath) -> list[Path | UPath]:
     return [run_path]
 
 
-def parquet_judgments(path: Path | UPath, names: Names, scratch: Path) -> Path | UPath:
+def parquet_judgments(path: Path | UPath, version: str | None, scratch: Path) -> Path | UPath:
     """The judgments as a Parquet file the engine streams: ``path`` itself when it is one;
     else (CSV, TREC qrels: a judgment version is small) read whole by the local engine's
-    reader, with its checks and messages, and written sorted by key into ``scratch``."""
+    reader, with its checks and messages (``version``: the name asked for, if any), and
+    written sorted by key into ``scratch``."""
     if detect_format(path, None) == "parquet":
         return path
-    frame = read_judgments(path, version=names.judgment_version)
+    frame = read_judgments(path, version=version)
     target = scratch / "judgments.parquet"
     frame.sort(list(SORT_KEYS["judgments"])).write_parquet(target)
     return target

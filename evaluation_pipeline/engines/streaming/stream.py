@@ -139,7 +139,7 @@ def score_streaming(
                                     dir=out_path.parent if beside else None))
     held = leftovers.hold(scratch)
     try:
-        sources = {"judgments": [parquet_judgments(judgments_path, names, scratch)],
+        sources = {"judgments": [parquet_judgments(judgments_path, judgment_version, scratch)],
                    "run": files}
         while True:
             try:
