@@ -86,6 +86,11 @@ class Plan:
         return sum(len(names) for _, names in self.levels)
 
     @property
+    def offsets(self) -> np.ndarray:
+        """Each level's first group: a query's group in level l is offsets[l] + its code."""
+        return np.cumsum([0, *(len(names) for _, names in self.levels)])
+
+    @property
     def night_pairs(self) -> list[int]:
         """The pairs that compare the previous night's result with tonight's."""
         return [p for p, (first, second) in enumerate(self.pairs)
@@ -285,9 +290,8 @@ def _add_numbers(numbers, rows, order, r, q, value, has, weight, codes, plan) ->
             yield _SUM_WEIGHT, weight_with_number
             yield _SUM_WEIGHTED, value * weight_with_number
 
-    offsets = np.cumsum([0, *(len(names) for _, names in plan.levels)])
     bins = [r * groups + offset + level_codes[q]
-            for offset, level_codes in zip(offsets, codes, strict=False)]
+            for offset, level_codes in zip(plan.offsets, codes, strict=False)]
     size = n_results * groups
     for k, column in columns():
         for level_bins in bins:
@@ -331,7 +335,8 @@ def _add_resampled(out, keys, r, q, value, has, weight, codes, plan, n) -> None:
 def _add_pairs(out, index, keys, r, q, value, has, codes, plan, n) -> None:
     ids = index["query_id"]
     differences, paired = [], []
-    offsets = np.cumsum([0, *(len(names) for _, names in plan.levels)])
+    # Movers and the change by slice are read for the pairs of nights alone.
+    nights = set(plan.night_pairs)
     for p, (first, second) in enumerate(plan.pairs):
         a, b = np.full(n, np.nan), np.full(n, np.nan)
         mine = (r == first) & has
@@ -360,18 +365,8 @@ def _add_pairs(out, index, keys, r, q, value, has, codes, plan, n) -> None:
             names = ids.gather(chosen[top]).to_list()
             out.regressions[p] = [(float(dd[i]), name, float(fa[i]), float(fb[i]))
                                   for i, name in zip(top, names, strict=True)]
-        moved = np.flatnonzero(np.abs(dd) > TIE_TOLERANCE)
-        if moved.size:
-            order = np.lexsort((ids.gather(chosen[moved]).to_numpy(), -np.abs(dd[moved])))
-            top = moved[order[:plan.n_regressions]]
-            names = ids.gather(chosen[top]).to_list()
-            out.movers[p] = [(-abs(float(dd[i])), name, float(dd[i]), float(fa[i]),
-                              float(fb[i])) for i, name in zip(top, names, strict=True)]
-        for offset, level_codes in zip(offsets, codes, strict=False):
-            cells = offset + level_codes
-            out.pair_groups[p, :, 0] += np.bincount(cells, weights=paired[-1],
-                                                    minlength=plan.n_groups)
-            out.pair_groups[p, :, 1] += np.bincount(cells, weights=d, minlength=plan.n_groups)
+        if p in nights:
+            _add_movers_and_groups(out, p, ids, chosen, dd, fa, fb, d, paired[-1], codes, plan)
         out.small[p] = (list(zip(ids.gather(chosen).to_list(), dd.tolist(), strict=True))
                         if chosen.size <= EXACT_TEST_QUERIES else None)
     if plan.n_bootstrap == 0:
@@ -385,9 +380,8 @@ def _add_pairs(out, index, keys, r, q, value, has, codes, plan, n) -> None:
     # gets alone, so the pairs' own sums keep their bits.
     cells = None
     if plan.night_pairs and len(plan.levels) > 1:
-        offsets = np.cumsum([0, *(len(names) for _, names in plan.levels)])
-        cells = np.stack([offset + level_codes
-                          for offset, level_codes in zip(offsets, codes, strict=False)], axis=1)
+            cells = np.stack([offset + level_codes
+                          for offset, level_codes in zip(plan.offsets, codes, strict=False)], axis=1)
     sums, signed = resampled_sums(keys, plan.n_bootstrap, cells=cells,
                                   n_cells=1 if cells is None else plan.n_groups,
                                   counted=np.stack(distinct, axis=1),
@@ -400,6 +394,22 @@ def _add_pairs(out, index, keys, r, q, value, has, codes, plan, n) -> None:
         # The night's change by slice, each value with its interval; ``all`` is the pair's own.
         for i, p in enumerate(plan.night_pairs):
             out.night_groups[i] = by_cell[:, :, 2 * p:2 * p + 2].transpose(1, 0, 2)
+
+
+def _add_movers_and_groups(out, p, ids, chosen, dd, fa, fb, d, both, codes, plan) -> None:
+    """Pair ``p``'s largest changes either way, and its paired count and sum of differences
+    per group (slice value)."""
+    moved = np.flatnonzero(np.abs(dd) > TIE_TOLERANCE)
+    if moved.size:
+        order = np.lexsort((ids.gather(chosen[moved]).to_numpy(), -np.abs(dd[moved])))
+        top = moved[order[:plan.n_regressions]]
+        names = ids.gather(chosen[top]).to_list()
+        out.movers[p] = [(-abs(float(dd[i])), name, float(dd[i]), float(fa[i]), float(fb[i]))
+                         for i, name in zip(top, names, strict=True)]
+    for offset, level_codes in zip(plan.offsets, codes, strict=False):
+        cells = offset + level_codes
+        out.pair_groups[p, :, 0] += np.bincount(cells, weights=both, minlength=plan.n_groups)
+        out.pair_groups[p, :, 1] += np.bincount(cells, weights=d, minlength=plan.n_groups)
 
 
 def _add_differing(out: Partial, rows: pl.DataFrame, order: np.ndarray, q: np.ndarray,

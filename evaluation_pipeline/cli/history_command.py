@@ -131,7 +131,8 @@ def night_report(storage: Location, night: str, spec_id: str | None = None
         nights = ", ".join(dict.fromkeys(trend["candidate_pool"].to_list())) or "none"
         raise HistoryError(f"night {night!r} has no headline evaluation in the history of "
                            f"{storage} (nights: {nights})")
-    version, spec = rows.row(0, named=True)["judgment_version"], rows.row(0, named=True)["spec_id"]
+    first = rows.row(0, named=True)
+    version, spec = first["judgment_version"], first["spec_id"]
     where = storage.joinpath(*report_file(night, version, spec))
     if not where.exists():
         raise HistoryError(f"{where}: no report of the night's headline evaluation")
