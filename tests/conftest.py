@@ -29,3 +29,18 @@ def conformance_dir() -> Path:
     if not CONFORMANCE.is_dir():
         pytest.skip(f"trec_eval conformance data not found at {CONFORMANCE} (../shared is absent)")
     return CONFORMANCE
+
+
+@pytest.fixture(autouse=True)
+def _no_stale_dagster_instance():
+    """Dagster keeps the definitions-state storage of the instance last entered in a context
+    variable. Instances whose lifetimes overlap across fixtures (a module's and a test's) can
+    leave it holding the storage of one already disposed, and a later test that resolves
+    definitions then fails on a dead reference. Each test starts without one."""
+    from dagster._core.storage.defs_state import base
+
+    storage = base._current_storage.get()
+    if storage is not None and getattr(storage, "_instance_weakref", None) is not None and (
+            storage._instance_weakref() is None):
+        base._current_storage.set(None)
+    yield

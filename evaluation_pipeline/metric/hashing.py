@@ -5,13 +5,15 @@ The canonical content is one line per row, fields separated by a tab, rows sorte
 ``ranker, query_id, doc_id, score`` with the score written as the decimal integer of its IEEE-754
 bit pattern (exact, and independent of any float formatting). Optional columns do not count.
 
-Hash version 2 cuts the lines into ranges of whole blocks, so that ranges can be hashed apart
+Hash version 3 writes every string field after its byte length and a colon
+(``7:query-1``), so that no id, whatever bytes it holds (a tab, a newline), can make two
+contents one text; versions 1 and 2 wrote the fields bare. Hash versions 2 and 3 cut the lines into ranges of whole blocks, so that ranges can be hashed apart
 (on Spark's executors) and combined in order: a block (one (ranker, query_id) of a pool, one
 query_id of a version) belongs to range ``rows before it in canonical order // RANGE_ROWS``;
 each range's lines are hashed with SHA-256, and the content hash is the SHA-256 of
-``VERSION_TAG`` followed by the 32-byte digests of the ranges that hold rows, in range order.
-Version 1 (one SHA-256 of all lines) is kept (``sha256_of(..., version=1)``) to compare with what was
-published before (a manifest without ``hash_version`` holds it).
+the version's tag (``VERSION_TAGS``) followed by the 32-byte digests of the ranges that hold rows, in range order.
+Versions 1 (one SHA-256 of all lines) and 2 are kept (``sha256_of(..., version=...)``) to
+compare with what was published under them (a manifest without ``hash_version`` holds 1).
 
 The lines are written by compiled kernels (``metric.kernels.lines``) straight from the blocks the
 scorer uses (``metric.kernels.blocks``), some 64k lines at a time, and fed to hashlib as they come.
@@ -38,8 +40,10 @@ JUDGMENT_KEYS = list(columns.JUDGMENT_KEY[:-1])
 _CHUNK_ROWS = 65_536
 
 # The content hash's version (contract section 1), recorded beside every published hash.
-HASH_VERSION = 2
-VERSION_TAG = b"ndcg-eval content hash v2\n"
+HASH_VERSION = 3
+VERSIONS = (1, 2, 3)
+# What the combined hash of each ranged version starts with.
+VERSION_TAGS = {2: b"ndcg-eval content hash v2\n", 3: b"ndcg-eval content hash v3\n"}
 # Rows per range of hash version 2: part of the hash's definition, never tuned. Some 60 MB of
 # lines, a few SHA-256 calls of a chunk each, and few enough digests for the driver to combine.
 RANGE_ROWS = 1_048_576
@@ -87,44 +91,49 @@ def sha256_of(kind: str, frame: pl.DataFrame | Blocks, version: int = HASH_VERSI
     return digest.hexdigest()
 
 
-def range_digest(kind: str, frame: pl.DataFrame | Blocks) -> bytes:
+def range_digest(kind: str, frame: pl.DataFrame | Blocks, version: int = HASH_VERSION) -> bytes:
     """The 32-byte SHA-256 of one range's lines: ``frame`` holds its rows (whole blocks)."""
     blocks = frame if isinstance(frame, Blocks) else (
         pool_blocks(frame) if kind == "pool" else judgment_blocks(frame))
     digest = hashlib.sha256()
-    update_lines(digest, kind, blocks)
+    update_lines(digest, kind, blocks, version)
     return digest.digest()
 
 
-def combine(range_digests) -> str:
+def combine(range_digests, version: int = HASH_VERSION) -> str:
     """The content hash from the digests of the ranges that hold rows, in range order."""
-    digest = hashlib.sha256(VERSION_TAG)
+    digest = hashlib.sha256(VERSION_TAGS[version])
     for piece in range_digests:
         digest.update(piece)
     return digest.hexdigest()
 
 
-def update_lines(digest, kind: str, blocks: Blocks) -> None:
+def update_lines(digest, kind: str, blocks: Blocks, version: int = HASH_VERSION) -> None:
     """Feed ``blocks``' canonical lines, in canonical order, to ``digest``."""
     chunks = _chunks(blocks)
-    _feed(chunks, [0] * len(chunks), _writer(kind, blocks), lambda number: digest)
+    _feed(chunks, [0] * len(chunks), _writer(kind, blocks, version), lambda number: digest)
 
 
-def _writer(kind: str, blocks: Blocks):
-    """``write(chunk, buffer) -> (buffer, size)``: the canonical lines of a chunk's blocks."""
+def _writer(kind: str, blocks: Blocks, version: int = HASH_VERSION):
+    """``write(chunk, buffer) -> (buffer, size)``: the canonical lines of a chunk's blocks
+    (from version 3 on, each string field after its length: versions 1 and 2 wrote the
+    fields bare, so that a tab or newline inside an id could make two contents one line)."""
     # Here, not at the top: numba loads with the first kernel call (see metric.kernels.loading).
     from evaluation_pipeline.metric.kernels.lines import judgment_lines, pool_lines
 
+    prefixed = version >= 3
     queries = string_buffers(blocks.keys["query_id"])
     if kind == "pool":
         bits = blocks.numpy("score").view(np.int64)  # -0.0: see line_kernels.pool_lines
         rankers = string_buffers(blocks.keys["ranker"])
         return lambda chunk, out: pool_lines(
-            chunk, blocks.starts, blocks.order, *rankers, *queries, *blocks.docs, bits, out)
+            chunk, blocks.starts, blocks.order, *rankers, *queries, *blocks.docs, bits, out,
+            prefixed)
     graded = (blocks.frame["grade_status"] == columns.GRADED).to_numpy()
     grade = blocks.frame["grade"].fill_null(0).to_numpy()
     return lambda chunk, out: judgment_lines(
-        chunk, blocks.starts, blocks.order, *queries, *blocks.docs, grade, graded, out)
+        chunk, blocks.starts, blocks.order, *queries, *blocks.docs, grade, graded, out,
+        prefixed)
 
 
 def _feed(chunks: list, ranges: list, write, digest_for) -> None:
@@ -178,7 +187,7 @@ class StreamingDigest:
     def __init__(self, kind: str, version: int = HASH_VERSION) -> None:
         if kind not in ("pool", "judgments"):
             raise ValueError(f"kind must be 'pool' or 'judgments', not {kind!r}")
-        if version not in (1, 2):
+        if version not in VERSIONS:
             raise ValueError(f"unknown content hash version {version!r}")
         self._kind, self._version = kind, version
         self._rows = 0  # rows hashed so far
@@ -200,13 +209,14 @@ class StreamingDigest:
             ranges[0] = self._range
         chunks = _chunks(piece, order, ranges)
         firsts = np.cumsum([0] + [len(chunk) for chunk in chunks[:-1]])
-        _feed(chunks, ranges[firsts].tolist(), _writer(self._kind, piece), self._digest_for)
+        _feed(chunks, ranges[firsts].tolist(), _writer(self._kind, piece, self._version),
+              self._digest_for)
         self._rows += int(sizes.sum())
         self._last_key = piece.keys.row(int(order[-1]))
         return piece
 
     def _digest_for(self, number: int):
-        if number != self._range and (self._version == 2 or self._open is None):
+        if number != self._range and (self._version != 1 or self._open is None):
             if self._open is not None:
                 self._closed.append(self._open.digest())
             self._range, self._open = number, hashlib.sha256()
@@ -215,4 +225,5 @@ class StreamingDigest:
     def hexdigest(self) -> str:
         if self._version == 1:
             return (self._open or hashlib.sha256()).hexdigest()
-        return combine(self._closed + ([self._open.digest()] if self._open is not None else []))
+        return combine(self._closed + ([self._open.digest()] if self._open is not None else []),
+                       self._version)

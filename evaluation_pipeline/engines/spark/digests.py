@@ -1,4 +1,4 @@
-"""The content hash (hash version 2, ``metric.hashing``) of rows held by Spark, on the executors.
+"""The content hash (the current hash version, ``metric.hashing``) of rows held by Spark, on the executors.
 
 Each block's range is numbered on the executors from per-partition row counts (only the counts
 and the first key of each partition reach the driver); each range's digest is computed on the
@@ -33,7 +33,7 @@ def partition_count(n_rows: int) -> int:
 
 
 def content_hash_of(kind, rows, block_key: list[str], partitions: int) -> str:
-    """Hash version 2 of ``rows``: blocks numbered into ranges and ranges hashed on the
+    """The current hash version of ``rows``: blocks numbered into ranges and ranges hashed on the
     executors, the digests combined on the driver."""
     from pyspark.sql import functions as F
 

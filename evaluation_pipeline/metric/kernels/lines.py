@@ -83,6 +83,21 @@ def _put_str(out, at, data, off, i):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _put_field(out, at, data, off, i, prefixed):
+    """String i as a field: its bytes, after their length and a colon when ``prefixed`` (hash
+    version 3: a field then ends where its length says, whatever bytes it holds)."""
+    if prefixed:
+        at = put_int(out, at, off[i + 1] - off[i])
+        out[at] = 58  # ':'
+        at += 1
+    return _put_str(out, at, data, off, i)
+
+
+# Bytes a length prefix adds to a field at most: 20 digits and the colon.
+_PREFIX_BYTES = 21
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _line_buffer(out, blocks, starts, d_off, row_bytes):
     """``out``, or a new buffer when it is too small, for the lines of ``blocks``: an upper bound
     of ``row_bytes[j]`` plus its doc_id for each row of block ``blocks[j]``, so that one pass
@@ -96,24 +111,27 @@ def _line_buffer(out, blocks, starts, d_off, row_bytes):
 
 
 @njit(cache=True, nogil=True)
-def pool_lines(blocks, starts, order, r_off, r_data, q_off, q_data, d_off, d_data, bits, out):
+def pool_lines(blocks, starts, order, r_off, r_data, q_off, q_data, d_off, d_data, bits, out,
+               prefixed):
     r"""``ranker\tquery_id\tdoc_id\tscore_bits\n`` for the rows of ``blocks`` (in that order,
     each block's rows in ``order``), as bytes. ``bits``: the scores viewed as int64; -0.0 is
     written as +0.0 (equal scores hash equally). Ranker and query_id are per block. Written into
     ``out`` when it is large enough (one buffer reused chunk after chunk); returns the buffer
-    and the number of bytes written."""
-    # Per row: ranker, query_id, 4 separators and at most 20 characters of score.
+    and the number of bytes written. ``prefixed``: each string field after its length and a
+    colon (hash version 3)."""
+    # Per row: ranker, query_id, 4 separators, at most 20 characters of score, and the
+    # length prefixes of the three strings.
     keys = (r_off[blocks + 1] - r_off[blocks]) + (q_off[blocks + 1] - q_off[blocks])
-    out = _line_buffer(out, blocks, starts, d_off, keys + 24)
+    out = _line_buffer(out, blocks, starts, d_off, keys + 24 + 3 * _PREFIX_BYTES)
     at = 0
     for b in blocks:
         for t in range(starts[b], starts[b + 1]):
             i = order[t]
-            at = _put_str(out, at, r_data, r_off, b)
+            at = _put_field(out, at, r_data, r_off, b, prefixed)
             out[at] = 9
-            at = _put_str(out, at + 1, q_data, q_off, b)
+            at = _put_field(out, at + 1, q_data, q_off, b, prefixed)
             out[at] = 9
-            at = _put_str(out, at + 1, d_data, d_off, i)
+            at = _put_field(out, at + 1, d_data, d_off, i, prefixed)
             out[at] = 9
             value = bits[i]
             at = put_int(out, at + 1, 0 if value == _NEGATIVE_ZERO else value)
@@ -123,20 +141,23 @@ def pool_lines(blocks, starts, order, r_off, r_data, q_off, q_data, d_off, d_dat
 
 
 @njit(cache=True, nogil=True)
-def judgment_lines(blocks, starts, order, q_off, q_data, d_off, d_data, grade, graded, out):
+def judgment_lines(blocks, starts, order, q_off, q_data, d_off, d_data, grade, graded, out,
+                   prefixed):
     r"""``query_id\tdoc_id\tgrade\tgrade_status\n`` (grade empty when unknown) for the rows
     of ``blocks``, as bytes (in ``out`` when it is large enough), like :func:`pool_lines`.
     query_id is per block."""
-    # Per row: query_id, 4 separators, at most 20 characters of grade, and the status word.
-    row_bytes = (q_off[blocks + 1] - q_off[blocks]) + 24 + max(len(_GRADED), len(_UNKNOWN))
+    # Per row: query_id, 4 separators, at most 20 characters of grade, the status word, and
+    # the length prefixes of the two strings.
+    row_bytes = ((q_off[blocks + 1] - q_off[blocks]) + 24 + max(len(_GRADED), len(_UNKNOWN))
+                 + 2 * _PREFIX_BYTES)
     out = _line_buffer(out, blocks, starts, d_off, row_bytes)
     at = 0
     for b in blocks:
         for t in range(starts[b], starts[b + 1]):
             i = order[t]
-            at = _put_str(out, at, q_data, q_off, b)
+            at = _put_field(out, at, q_data, q_off, b, prefixed)
             out[at] = 9
-            at = _put_str(out, at + 1, d_data, d_off, i)
+            at = _put_field(out, at + 1, d_data, d_off, i, prefixed)
             out[at] = 9
             at += 1
             if graded[i]:

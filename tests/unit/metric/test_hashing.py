@@ -28,25 +28,34 @@ from evaluation_pipeline.metric.kernels.strings import key_order
 
 PREFIXES = ["", "d", "https://example.org/docs/", "0123456789abcdef", "0123456", "é"]
 ids = st.builds(lambda prefix, rest: prefix + rest, st.sampled_from(PREFIXES),
-                st.text("ab9é\u4e2d\x00", min_size=0, max_size=5)).filter(bool)
+                st.text("ab9é\u4e2d\x00\t\n:", min_size=0, max_size=5)).filter(bool)
 # Few queries, so that blocks hold many documents to order.
 queries = st.sampled_from(["q1", "q2", "https://example.org/q/1", "https://example.org/q/2"])
 scores = st.one_of(st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5]),
                    st.floats(allow_nan=False, allow_infinity=False))
 
 
-def reference_digest(lines, block_fields: int, range_rows: int | None = None) -> str:
-    """Hash version 2 of the sorted ``lines`` (tuples of fields): blocks share their first
-    ``block_fields`` fields; a block is in range (rows before it) // range_rows; the hash is
-    SHA-256 of the version tag and the ranges' SHA-256 digests in order."""
+def encode_line(line, strings: int, version: int) -> bytes:
+    """A canonical line: its fields joined by tabs, ended by a newline; from version 3 on, the
+    first ``strings`` fields (the ids) each after its byte length and a colon."""
+    fields = [b"%d:%s" % (len(f), f) if version >= 3 and k < strings else f
+              for k, f in enumerate(line)]
+    return b"\t".join(fields) + b"\n"
+
+
+def reference_digest(lines, block_fields: int, range_rows: int | None = None,
+                     version: int = 3) -> str:
+    """Hash version 2 or 3 of the sorted ``lines`` (tuples of fields): blocks share their
+    first ``block_fields`` fields; a block is in range (rows before it) // range_rows; the hash
+    is SHA-256 of the version tag and the ranges' SHA-256 digests in order."""
     range_rows = range_rows or hashing.RANGE_ROWS
     ranges: dict[int, bytes] = {}
     number, previous = 0, None
     for row, line in enumerate(lines):
         if line[:block_fields] != previous:
             number, previous = row // range_rows, line[:block_fields]
-        ranges[number] = ranges.get(number, b"") + b"\t".join(line) + b"\n"
-    return hashlib.sha256(b"ndcg-eval content hash v2\n" + b"".join(
+        ranges[number] = ranges.get(number, b"") + encode_line(line, block_fields + 1, version)
+    return hashlib.sha256(b"ndcg-eval content hash v%d\n" % version + b"".join(
         hashlib.sha256(ranges[n]).digest() for n in sorted(ranges))).hexdigest()
 
 
@@ -58,17 +67,17 @@ def reference_pool_lines(rows) -> list[tuple[bytes, ...]]:
     return sorted(lines, key=lambda line: line[:3])
 
 
-def reference_pool_sha256(rows, range_rows: int | None = None) -> str:
-    return reference_digest(reference_pool_lines(rows), 2, range_rows)
+def reference_pool_sha256(rows, range_rows: int | None = None, version: int = 3) -> str:
+    return reference_digest(reference_pool_lines(rows), 2, range_rows, version)
 
 
-def reference_judgments_sha256(rows, range_rows: int | None = None) -> str:
+def reference_judgments_sha256(rows, range_rows: int | None = None, version: int = 3) -> str:
     lines = []
     for query, doc, grade, status in rows:
         grade_text = b"" if grade is None else str(grade).encode()
         lines.append((query.encode(), doc.encode(), grade_text, status.encode()))
     lines.sort(key=lambda line: line[:2])
-    return reference_digest(lines, 1, range_rows)
+    return reference_digest(lines, 1, range_rows, version)
 
 
 def reference_pool_sha256_v1(rows) -> str:
@@ -148,9 +157,9 @@ def test_ranges_are_whole_blocks_and_a_long_block_is_a_range_of_its_own():
     # 0, the next ones start at rows 5, 6 and 7: ranges 2, 3 and 3.
     sizes = {"q1": 5, "q2": 1, "q3": 1, "q4": 2}
     rows = [(q, f"d{i}", 1, "graded") for q, n in sizes.items() for i in range(n)]
-    lines = [b"\t".join((q.encode(), d.encode(), b"1", b"graded")) + b"\n"
+    lines = [b"\t".join((b"2:" + q.encode(), b"2:" + d.encode(), b"1", b"graded")) + b"\n"
              for q, d, _, _ in rows]
-    expected = hashlib.sha256(b"ndcg-eval content hash v2\n" + b"".join(
+    expected = hashlib.sha256(b"ndcg-eval content hash v3\n" + b"".join(
         hashlib.sha256(b"".join(part)).digest()
         for part in (lines[:5], lines[5:6], lines[6:]))).hexdigest()
     frame = pl.DataFrame(rows[::-1], schema={"query_id": pl.String, "doc_id": pl.String,
@@ -171,6 +180,33 @@ def test_version_1_is_one_digest_of_all_lines(rows):
     frame = pl.DataFrame(rows, schema=["ranker", "query_id", "doc_id", "score"], orient="row")
     assert hashing.sha256_of("pool", frame, 1) == reference_pool_sha256_v1(rows)
     assert hashing.sha256_of("pool", frame) == pool_sha256(frame)
+
+
+@settings(max_examples=50, deadline=None)
+@given(pools(), versions())
+def test_version_2_is_kept_for_what_was_published_under_it(pool_rows, version_rows):
+    pool = pl.DataFrame(pool_rows, schema=["ranker", "query_id", "doc_id", "score"],
+                        orient="row")
+    version = pl.DataFrame(version_rows, schema={"query_id": pl.String, "doc_id": pl.String,
+                                                 "grade": pl.Int64, "grade_status": pl.String},
+                           orient="row")
+    assert hashing.sha256_of("pool", pool, 2) == reference_pool_sha256(pool_rows, version=2)
+    assert hashing.sha256_of("judgments", version, 2) == reference_judgments_sha256(
+        version_rows, version=2)
+
+
+def test_an_id_holding_a_tab_and_a_newline_no_longer_hashes_as_two_rows():
+    """Versions 1 and 2 wrote ids bare: one row whose doc_id spells a second line hashed as
+    the two rows it spells. Version 3 writes each id after its length."""
+    one = pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1\t3\tgraded\nq1\td2"], "grade": [1],
+                        "grade_status": ["graded"]})
+    two = pl.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "grade": [3, 1],
+                        "grade_status": ["graded", "graded"]})
+    for old in (1, 2):
+        assert hashing.sha256_of("judgments", one, old) == hashing.sha256_of(
+            "judgments", two, old)
+    assert judgments_sha256(one) != judgments_sha256(two)
+    assert hashing.HASH_VERSION == 3
 
 
 def test_duplicate_rows_are_found_on_the_way():

@@ -94,29 +94,52 @@ def test_storage_publishes_once_and_refuses_different_content(base: str, tmp_pat
     assert sorted(names) == ["judgments.parquet", "manifest.json"]  # no temporary left over
 
 
+@pytest.mark.parametrize("old_version", [1, 2])
 @pytest.mark.parametrize("base", ["local", "memory"])
-def test_a_version_published_under_hash_version_1_stays_comparable(base: str, tmp_path: Path):
-    """A manifest without ``hash_version`` holds the version-1 hash: landing the same content
-    again is a no-op, other content is refused, and the published-file check passes."""
+def test_a_version_published_under_an_earlier_hash_version_stays_comparable(
+        base: str, old_version: int, tmp_path: Path):
+    """A manifest without ``hash_version`` holds the version-1 hash, one with 2 the version-2
+    hash: landing the same content again is a no-op, other content is refused, and the
+    published-file check passes, each compared in the manifest's version."""
     storage = EvaluationStorage(base=str(tmp_path / "store") if base == "local"
-                                else f"memory://ndcg-test-v1-{os.getpid()}")
+                                else f"memory://ndcg-test-v{old_version}-{os.getpid()}")
     frame = pl.DataFrame({"query_id": ["q1", "q1", "q2"], "doc_id": ["a", "b", "a"],
                           "grade": [1, None, 0], "grade_status": ["graded", "unknown", "graded"],
                           "judgment_version": ["v1"] * 3})
-    old = sha256_of("judgments", frame, version=1)
+    old = sha256_of("judgments", frame, version=old_version)
     assert old != judgments_sha256(frame)
     place = ("judgments", "v1")
-    storage.publish(place, JUDGMENTS_FILE, frame, {"sha256": old}, "judgment version 'v1'")
+    recorded = {"sha256": old} if old_version == 1 else {"sha256": old, "hash_version": 2}
+    storage.publish(place, JUDGMENTS_FILE, frame, recorded, "judgment version 'v1'")
     assert _published_check(storage, (*place, JUDGMENTS_FILE), "judgments", "v1").passed
     current = {"sha256": judgments_sha256(frame), "hash_version": HASH_VERSION}
     assert storage.publish(place, JUDGMENTS_FILE, frame.reverse(), current, "v1") is False
     changed = frame.with_columns(grade=pl.Series([2, None, 0]))
     with pytest.raises(PublishConflict, match=f"content sha256 {old}; the landed input has "
-                       f"sha256 {sha256_of('judgments', changed, version=1)}"):
+                       f"sha256 {sha256_of('judgments', changed, version=old_version)}"):
         storage.publish(place, JUDGMENTS_FILE, changed, {
             "sha256": judgments_sha256(changed), "hash_version": HASH_VERSION}, "v1")
     storage.write_json({"sha256": old, "hash_version": HASH_VERSION}, *place, "manifest.json")
     assert not _published_check(storage, (*place, JUDGMENTS_FILE), "judgments", "v1").passed
+
+
+def test_a_landed_file_spelling_two_rows_in_one_id_is_not_the_published_version(
+        tmp_path: Path):
+    """Under hash version 2, one row whose doc_id holds a tab and a newline hashed as the two
+    rows it spells, so a version replaced by it was taken as unchanged. Now it is refused."""
+    storage = EvaluationStorage(base=str(tmp_path / "store"))
+    two = pl.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "grade": [3, 1],
+                        "grade_status": ["graded", "graded"], "judgment_version": ["B"] * 2})
+    one = pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1\t3\tgraded\nq1\td2"], "grade": [1],
+                        "grade_status": ["graded"], "judgment_version": ["B"]})
+    assert sha256_of("judgments", one, 2) == sha256_of("judgments", two, 2)
+    place = ("judgments", "B")
+    storage.publish(place, JUDGMENTS_FILE, two, {
+        "sha256": judgments_sha256(two), "hash_version": HASH_VERSION}, "judgment version 'B'")
+    with pytest.raises(PublishConflict, match="immutable"):
+        storage.publish(place, JUDGMENTS_FILE, one, {
+            "sha256": judgments_sha256(one), "hash_version": HASH_VERSION},
+            "judgment version 'B'")
 
 
 def test_published_check_proves_unchanged_bytes_without_reading_rows(tmp_path: Path,
@@ -218,8 +241,10 @@ def test_scoring_is_in_a_concurrency_pool_that_the_local_instance_limits(tmp_pat
     from evaluation_pipeline.orchestration.assets import SCORING_POOL
 
     defs = build_definitions(storage_base=str(tmp_path / "storage"))
-    assert defs.resolve_assets_def("query_scores").op.pool == SCORING_POOL
+    # Resolved inside the instance's context: Dagster reads its definitions state from the
+    # current instance, which an earlier test's instance must not stand in for.
     with dg.DagsterInstance.from_config(str(prepare_instance_home(tmp_path / "home"))) as instance:
+        assert defs.resolve_assets_def("query_scores").op.pool == SCORING_POOL
         config = instance.get_concurrency_config()
         assert config.pool_config.default_pool_limit == MAX_CONCURRENT_RUNS
         assert config.run_queue_config.max_concurrent_runs == MAX_CONCURRENT_RUNS

@@ -25,8 +25,8 @@ RESULTS = [
      "weighted_ndcg_interval": [None, None], "n_with_number": 0, "n_queries": 1,
      "status_counts": {**dict.fromkeys(COUNTS, 0), "not_judged": 1}},
 ]
-LINEAGE = {"judgment_version": "maint-v2", "judgments_sha256": "e40072fb3f17" + "0" * 52,
-           "candidate_pool": "pool-2026-11-28", "pool_sha256": "a90fc9859f79" + "0" * 52}
+LINEAGE = {"judgment_version": "maint-v2", "judgments_sha256": "19d07e57e337" + "0" * 52,
+           "candidate_pool": "pool-2026-11-28", "pool_sha256": "c86c9da5ccf8" + "0" * 52}
 
 
 def test_numbers_intervals_and_signs():
@@ -44,7 +44,7 @@ def test_summary_view_has_fixed_columns_that_a_long_name_overflows():
     summary = {"lineage": LINEAGE, "spec_id": "cf68d57384f1ab70", "conventions": "gain 2^g-1",
                "results": RESULTS}
     assert render_summary(summary).splitlines() == [
-        "judgments maint-v2 (sha256 e40072fb3f17), pool pool-2026-11-28 (sha256 a90fc9859f79), "
+        "judgments maint-v2 (sha256 19d07e57e337), pool pool-2026-11-28 (sha256 c86c9da5ccf8), "
         "spec cf68d57384f1ab70",
         "conventions: gain 2^g-1",
         "",
@@ -95,8 +95,8 @@ def test_pipeline_view_and_summary():
                           "/reports/report.html")
     assert describe_stored_reports(spec, [stored]).splitlines()[1:] == [
         "",
-        "== pool pool-2026-11-28 x judgments maint-v2 (sha256 e40072fb3f17, pool sha256 "
-        "a90fc9859f79)",
+        "== pool pool-2026-11-28 x judgments maint-v2 (sha256 19d07e57e337, pool sha256 "
+        "c86c9da5ccf8)",
         "   report: /reports/report.html",
         "   ranker           K  NDCG [CI]                  with number queries",
         "   bm25-v3          5  0.8083 [0.755, 0.860]               33      42",
