@@ -14,11 +14,15 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dagster as dg
 
 from evaluation_pipeline import settings
-from evaluation_pipeline.engines import AUTO
+from evaluation_pipeline.engines import AUTO, ENGINES
+from evaluation_pipeline.ingest.external_sort import parse_memory_limit
+from evaluation_pipeline.io import conditional
+from evaluation_pipeline.io.locations import storage_options
 from evaluation_pipeline.io.storage import (
     DEFAULT_LANDING,
     DEFAULT_QUERIES,
@@ -91,10 +95,39 @@ def setting(given: str | None, variable: settings.Setting, what: str,
 
 def nightly_watch() -> NightlyWatch:
     """The watch's thresholds from NDCG_EVAL_ALPHA and NDCG_EVAL_MIN_EFFECT, else defaults."""
-    thresholds = {field: float(variable.get()) for field, variable in
-                  (("alpha", settings.ALPHA), ("min_effect", settings.MIN_EFFECT))
+    thresholds = {field: value() for field, variable, value in
+                  (("alpha", settings.ALPHA, settings.alpha),
+                   ("min_effect", settings.MIN_EFFECT, settings.min_effect))
                   if variable.get()}
     return NightlyWatch(**thresholds)
+
+
+def nightly_schedule(spec: EvaluationSpec, cron: str | None, timezone: str | None):
+    """The nightly schedule; a cron string or time zone Dagster refuses is named here."""
+    cron = cron or settings.NIGHTLY_CRON.get() or DEFAULT_CRON
+    timezone = timezone or settings.NIGHTLY_TIMEZONE.get() or DEFAULT_TIMEZONE
+    try:
+        ZoneInfo(timezone)
+    except (ValueError, ZoneInfoNotFoundError):
+        raise EvaluationError(f"{settings.NIGHTLY_TIMEZONE.name}={timezone!r} is not a time "
+                              "zone (write e.g. UTC or Europe/Berlin)") from None
+    try:
+        return build_nightly_schedule(spec, cron, timezone)
+    except dg.DagsterInvalidDefinitionError:
+        raise EvaluationError(f"{settings.NIGHTLY_CRON.name}={cron!r} is not a cron string "
+                              "(write e.g. '0 2 * * *')") from None
+
+
+def check_settings(storage: EvaluationStorage, watch: NightlyWatch) -> None:
+    """Every setting the pipeline reads while it runs, checked before its first write: a
+    bad value is named here, with its variable, rather than as a traceback in a step."""
+    settings.lock_timeout()
+    parse_memory_limit(None)
+    storage_options()  # read for every URL, the storage's or an input's
+    root = storage.root()  # an unknown scheme, a missing filesystem
+    # The history and the record of alerts are files every evaluation changes.
+    conditional.require(root, "the history and the record of alerts")
+    watch.alert_settings().check()
 
 
 def build_definitions(
@@ -119,6 +152,12 @@ def build_definitions(
         queries_path=setting(queries_path, settings.QUERIES, "the queries table",
                              DEFAULT_QUERIES),
     )
+    watch = watch or nightly_watch()
+    check_settings(storage, watch)
+    engine = engine or settings.ENGINE.get() or AUTO
+    if engine not in ENGINES:
+        raise EvaluationError(f"{settings.ENGINE.name}={engine!r} is not an engine: choose one "
+                              f"of {', '.join(ENGINES)}")
     return dg.Definitions(
         assets=[judgments, candidate_pools, queries, *build_evaluation_assets(spec)],
         asset_checks=[*ingest_checks, *build_evaluation_checks(spec)],
@@ -134,11 +173,7 @@ def build_definitions(
             ),
         ],
         schedules=[
-            build_nightly_schedule(
-                spec,
-                nightly_cron or settings.NIGHTLY_CRON.get() or DEFAULT_CRON,
-                nightly_timezone or settings.NIGHTLY_TIMEZONE.get() or DEFAULT_TIMEZONE,
-            )
+            nightly_schedule(spec, nightly_cron, nightly_timezone),
         ],
         resources={
             "storage": storage,
@@ -146,9 +181,9 @@ def build_definitions(
             "policy": policy or QualityPolicy(),
             # The baseline pool and the webhook are read from the environment at run time
             # (NDCG_EVAL_BASELINE_POOL, NDCG_EVAL_ALERT_WEBHOOK) unless configured here.
-            "watch": watch or nightly_watch(),
+            "watch": watch,
             # auto streams Parquet (the published files are) past a small size.
-            "scoring": ScoringEngine(engine=engine or settings.ENGINE.get() or AUTO,
+            "scoring": ScoringEngine(engine=engine,
                                      spark_master=settings.SPARK_MASTER.get()),
             # Unset fields read NDCG_EVAL_MEMORY_LIMIT and NDCG_EVAL_SPILL_DIR when a step runs.
             "memory": MemoryBudget(),

@@ -28,7 +28,6 @@ from schemas.errors import EvaluationError
 
 DAGSTER_HOME = REPO / ".dagster_home"
 MAX_CONCURRENT_RUNS = 2
-LOCK_TIMEOUT_SECONDS = 1800.0
 
 _HEADER = "# The local Dagster instance of the evaluation pipeline (written by evaluation_pipeline.main_job)."
 INSTANCE_YAML = f"""\
@@ -77,8 +76,8 @@ def main() -> int:
     # and storage it uses the checkout's (definitions.setting).
     os.environ.setdefault(settings.DEV.name, "1")
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(DAGSTER_HOME)))
-    timeout = float(settings.LOCK_TIMEOUT.get() or LOCK_TIMEOUT_SECONDS)
     try:
+        timeout = settings.lock_timeout()
         with folder_lock(home, timeout, _waiting(home, timeout)):
             return _run(prepare_instance_home(home))
     except LockTimeout as exc:
@@ -116,7 +115,7 @@ def _run(home: Path) -> int:
     week = not settings.LANDING.get()
     if week:
         storage = build_definitions().resources["storage"]
-        landing, queries = week_folders(storage)
+        landing, queries = week_folders(storage, home)
         defs = build_definitions(landing_folder=str(landing), queries_path=str(queries))
     else:
         defs = build_definitions()

@@ -9,9 +9,12 @@ An empty value counts as unset, as a shell's ``VAR= command`` means.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from schemas.errors import EvaluationError
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,29 @@ class Setting:
     def get(self, environ: Mapping[str, str] | None = None) -> str | None:
         """The value, or None when unset or empty."""
         return (os.environ if environ is None else environ).get(self.name) or None
+
+    def number(self, *, low: float | None = None, high: float | None = None,
+               low_open: bool = False, environ: Mapping[str, str] | None = None) -> float | None:
+        """The value as a number in [``low``, ``high``] (``low_open``: above ``low``), else the
+        default's when it is one, else None; any other value is refused, naming the variable."""
+        text = self.get(environ)
+        if text is None:
+            try:
+                return float(self.default)
+            except ValueError:
+                return None
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        below = low is not None and (value <= low if low_open else value < low)
+        if not math.isfinite(value) or below or (high is not None and value > high):
+            bounds = " and ".join(part for part in (
+                low is not None and f"{'above' if low_open else 'at least'} {low:g}",
+                high is not None and f"at most {high:g}") if part)
+            raise EvaluationError(f"{self.name}={text!r} is not a number"
+                                  + (f" {bounds}" if bounds else ""))
+        return value
 
     def __str__(self) -> str:
         return self.name
@@ -78,12 +104,29 @@ ALERT_WEBHOOK = Setting(
     "the URL each alert is POSTed to as JSON")
 LOCK_TIMEOUT = Setting(
     "NDCG_EVAL_LOCK_TIMEOUT", "1800",
-    "seconds `make run` waits for another run on the same instance before it gives up")
+    "seconds a run waits for a lock another holds (`make run`: the instance; a bucket: the history) "
+    "before it gives up")
 # Tests only.
 FAIL_WRITE = Setting(
     "NDCG_EVAL_FAIL_WRITE", "unset",
     "fault injection for tests: PATTERN[:N] makes the storage's writes of matching files fail "
     "with ENOSPC (the first N times)")
+
+
+
+def lock_timeout() -> float:
+    """Seconds to wait for a lock another run holds (``NDCG_EVAL_LOCK_TIMEOUT``)."""
+    return LOCK_TIMEOUT.number(low=0, low_open=True)
+
+
+def alpha() -> float | None:
+    return ALPHA.number(low=0, high=1, low_open=True)
+
+
+def min_effect() -> float | None:
+    # A negative smallest drop would call an improvement a regression.
+    return MIN_EFFECT.number(low=0)
+
 
 SETTINGS: tuple[Setting, ...] = tuple(
     value for value in globals().values() if isinstance(value, Setting))

@@ -18,18 +18,16 @@ import shlex
 import polars as pl
 
 from evaluation_pipeline.cli.options import place
-from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.atomic import json_text
 from evaluation_pipeline.io.datasets import read_dataset
-from evaluation_pipeline.io.locations import Location, is_remote, location
+from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.io.storage import (
-    ALERTS_FILE,
     HTML_FILE,
     alerts_file,
     history_file,
     report_file,
 )
-from evaluation_pipeline.nightly.alerts import read_alerts
+from evaluation_pipeline.nightly.alerts import SENDING, read_alerts, state_of
 from evaluation_pipeline.nightly.history import headline_trend
 from evaluation_pipeline.report.format import interval, number
 from evaluation_pipeline.report.night_text import render_night
@@ -84,9 +82,10 @@ def render_trend_table(trend: pl.DataFrame, alerts: list[dict]) -> str:
     if not alerts:
         lines.append("alerts: none")
     for alert in alerts:
-        delivery = alert["delivery"]
-        state = ("delivered" if delivery["delivered"] else
-                 f"not delivered ({delivery['error']})")
+        delivery = alert.get("delivery") or {}
+        state = ("delivered" if delivery.get("delivered") else
+                 "being sent (a delivery that did not finish: the next run sends it again)"
+                 if state_of(alert) == SENDING else f"not delivered ({delivery.get('error')})")
         lines += [f"alert {alert['alerted_at']} for {alert['key']}, {state}:",
                   *(f"  {line}" for line in alert["payload"]["text"].splitlines())]
     return "\n".join(lines)
@@ -111,15 +110,8 @@ def render_regressions(trend: pl.DataFrame, storage: Location | str) -> str:
 
 
 def alerts_of(storage: Location) -> list[dict]:
-    """The alerts recorded in the storage; on object storage read from a local copy."""
-    alerts = storage.joinpath(*alerts_file())
-    if not is_remote(alerts):
-        return read_alerts(alerts)
-    with leftovers.scratch_folder("ndcg-eval-alerts-") as folder:
-        copy = folder / ALERTS_FILE
-        if alerts.exists():
-            alerts.fs.get_file(alerts.path, str(copy))
-        return read_alerts(copy)
+    """The alerts recorded in the storage, each in its latest state."""
+    return read_alerts(storage.joinpath(*alerts_file()))
 
 
 def night_report(storage: Location, night: str, spec_id: str | None = None

@@ -246,6 +246,24 @@ def main(argv: list[str] | None = None) -> int:
     except WriteFailed as exc:  # a full disk: the file that could not be written, no traceback
         print(f"ndcg-eval: error: {exc}", file=sys.stderr)
         return EXIT_WRITE_FAILED
+    except Exception as exc:
+        if not _from_object_storage(exc):
+            raise
+        # No credentials, an endpoint that does not answer: the storage's word, no traceback.
+        print(f"ndcg-eval: error: object storage: {type(exc).__name__}: {exc} (credentials "
+              "come from the provider chain: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ~/.aws, "
+              f"an instance role; the endpoint from {settings.STORAGE_OPTIONS.name} or "
+              "--storage-options)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _from_object_storage(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is an error of an object store's client library."""
+    while exc is not None:
+        if type(exc).__module__.split(".")[0] in ("botocore", "aiobotocore", "google", "azure"):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def run() -> None:

@@ -50,6 +50,8 @@ def load_results(
     The spec comes from --spec/--profile when the command has them, else from what the rows
     carry with them (``spec_of_rows``); either way its spec_id must equal the rows' spec_id.
     """
+    if not path.exists():  # named itself: not as a folder (its parent) without a marker
+        raise ResultsError(f"{path}: no such file or folder (expected ndcg-eval score output)")
     # A folder is a result folder, unless it is the per-query rows themselves (Spark's parts).
     rows_given = not path.is_dir() or path.name == PER_QUERY_FILE
     folder, name = (path.parent, path.name) if rows_given else (path, PER_QUERY_FILE)

@@ -98,6 +98,12 @@ def _score(args: argparse.Namespace, spec: EvaluationSpec, config: ReportConfig 
         write_json(summary, folder / SUMMARY_FILE)
     _print_summary(summary, args.out)
     if config is not None:
+        if result.candidates is None:
+            # Traces re-rank the pool's rows of each regressed query: an engine that streamed
+            # the pool kept none of them.
+            print(f"ndcg-eval: the {result.engine} engine holds no pool rows in memory, so the "
+                  "report has no traces of its regressions; `ndcg-eval explain` traces one "
+                  "query, and --engine local writes them all", file=sys.stderr)
         report = write_report(folder, per_query, spec, result.lineage, queries, config,
                               candidates=result.candidates, judgments=result.judgments,
                               progress=progress, queries_sha256=file_sha256(args.queries))

@@ -63,7 +63,10 @@ def parse_memory_limit(text: str | int | None) -> int:
     """Bytes of a budget written by a person: ``"2GB"``, ``"512MB"``, ``"1.5G"``, ``"4GiB"``,
     ``"1000000"``. KB, MB, GB, TB (and K, M, G, T) are powers of 1000; KiB, MiB, GiB, TiB of
     1024. ``None`` or ``""``: ``NDCG_EVAL_MEMORY_LIMIT``, else 2 GB."""
+    named = "memory limit"
     if text is None or (isinstance(text, str) and not text.strip()):
+        if settings.MEMORY_LIMIT.get():
+            named = settings.MEMORY_LIMIT.name
         text = settings.MEMORY_LIMIT.get() or DEFAULT_MEMORY_LIMIT
     if isinstance(text, int):
         value = text
@@ -71,11 +74,11 @@ def parse_memory_limit(text: str | int | None) -> int:
         match = _SIZE.match(text)
         unit = match.group(2).lower() if match else None
         if unit not in _UNITS:
-            raise EvaluationError(f"memory limit {text!r} is not a size: write e.g. 2GB, "
+            raise EvaluationError(f"{named} {text!r} is not a size: write e.g. 2GB, "
                                   "512MB, 1.5GB or 4GiB")
         value = int(float(match.group(1)) * _UNITS[unit])
     if value < _MIN_LIMIT:
-        raise EvaluationError(f"memory limit {text!r} is below {format_bytes(_MIN_LIMIT)}: "
+        raise EvaluationError(f"{named} {text!r} is below {format_bytes(_MIN_LIMIT)}: "
                               "too small for any step")
     return value
 

@@ -43,6 +43,7 @@ from evaluation_pipeline.io.storage import (
     RESULT_MARKER,
     SPARK_SUCCESS,
     SUMMARY_FILE,
+    scores_folder,
 )
 from schemas.errors import EvaluationError
 
@@ -126,7 +127,7 @@ def result_file(folder: Location, name: str) -> Location:
     if not is_remote(folder):
         return folder / name
     marker = read_marker(folder)
-    if marker is None and _written_by_spark(folder):
+    if marker is None and (_written_by_spark(folder) or _written_by_the_pipeline(folder, name)):
         return folder / name
     if marker is None:
         raise IncompleteResult(
@@ -145,6 +146,15 @@ def _written_by_spark(folder: UPath) -> bool:
     committer writes after every part, and the summary, written after that."""
     return ((folder / PER_QUERY_FILE / SPARK_SUCCESS).exists()
             and (folder / SUMMARY_FILE).exists())
+
+
+def _written_by_the_pipeline(folder: UPath, name: str) -> bool:
+    """Whether ``name`` in ``folder`` is the per-query rows of the pipeline's scores folder
+    (``scores/<pool>/<version>/<spec_id>/``, ``io.storage.scores_folder``): one object, which
+    the storage moves in whole, not a result of several files that needs the marker."""
+    place = scores_folder("pool", "version", "spec")
+    return (name == PER_QUERY_FILE and len(folder.parts) > len(place)
+            and folder.parts[-len(place)] == place[0] and (folder / name).exists())
 
 
 def _put_file(source: Path, target: UPath) -> None:

@@ -79,7 +79,7 @@ DEFAULT_STORAGE = REPO / ".storage"
 DEFAULT_LANDING = REPO / "examples" / "data" / "landing"
 DEFAULT_QUERIES = REPO / "examples" / "data" / "queries.csv"
 # `make run`'s week: generated once into DEFAULT_NIGHTLY, landed night by night into
-# EXAMPLE_LANDING_FOLDER under the (local) storage.
+# EXAMPLE_LANDING_FOLDER under a local storage (a bucket's: under the Dagster instance folder).
 DEFAULT_NIGHTLY = REPO / "examples" / "data" / "nightly"
 EXAMPLE_LANDING_FOLDER = "example-landing"
 

@@ -6,27 +6,39 @@ quiet. Only evaluations of the newest pool under its headline version alert; bac
 pools re-evaluated after a new judgment version lands) and cross evaluations of the newest pool
 under an older version repeat news already told, or tell old news, so they never alert.
 
-Delivery is retried with exponential backoff on network errors, 5xx and 429 (bounded by
-``attempts``), logged, and recorded beside the payload. Nothing here raises into scoring: a
-failure becomes a log line and a record. The body is Slack-compatible: Slack incoming webhooks
-read ``text`` and ignore the structured fields beside it.
+Delivery is at least once, with a stable id. The alert is recorded (``sending``, with its
+``alert_id``) before the first POST, and its outcome after the last, so a run killed in between
+leaves a record, and its rerun sends the same alert again under the same id. The id is in the
+body and in the ``Idempotency-Key`` header: a receiver drops a repeat by it. Each attempt has a
+deadline for the whole exchange (not per socket read: a server that answers a byte at a time
+is cut off), and all attempts together have one too. Delivery is retried with exponential
+backoff on network errors, 5xx and 429. Nothing here raises into scoring: a failure becomes a
+log line and a record. The body is Slack-compatible: Slack incoming webhooks read ``text`` and
+ignore the structured fields beside it.
+
+The record is a log of JSON lines (``io.append_log``): appended under a lock locally, by
+conditional writes on a bucket, so two evaluations that alert together both keep their line.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
-import os
+import socket
+import threading
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from pathlib import Path
+from urllib.parse import urlsplit
 
+from evaluation_pipeline.io import append_log
+from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.settings import ALERT_WEBHOOK
 from schemas.columns import REGRESSED
+from schemas.errors import EvaluationError
 
 REGRESSION_FIELDS = ("ranker", "cutoff", "mean_diff", "ci_low", "ci_high", "p_adjusted")
 LOG = logging.getLogger(__name__)
@@ -39,12 +51,36 @@ class AlertSettings:
     webhook: str | None = None
     attempts: int = 4
     backoff_seconds: float = 1.0  # before the second attempt; doubled before each further one
-    timeout_seconds: float = 10.0
+    timeout_seconds: float = 10.0  # one attempt, the whole exchange
+    deadline_seconds: float = 60.0  # every attempt and pause together
+
+    def check(self) -> AlertSettings:
+        """Refuse a webhook that is not an http(s) URL with a host, before anything runs:
+        a malformed one would lose every alert."""
+        if self.webhook is not None:
+            check_webhook(self.webhook)
+        return self
 
     @classmethod
     def from_env(cls, webhook: str | None = None, **fields) -> AlertSettings:
         """A configured webhook (resource field) wins over ``NDCG_EVAL_ALERT_WEBHOOK``."""
         return cls(webhook=webhook or ALERT_WEBHOOK.get() or None, **fields)
+
+
+def check_webhook(url: str) -> None:
+    parts = urlsplit(url)
+    problem = (
+        "it has whitespace in it" if any(c.isspace() for c in url) else
+        "it does not start with http:// or https://" if parts.scheme not in ("http", "https")
+        else "it names no host" if not parts.hostname else None)
+    if problem is None:
+        try:
+            parts.port  # noqa: B018 - raises on a port that is not a number
+        except ValueError:
+            problem = "its port is not a number"
+    if problem:
+        raise EvaluationError(f"alert webhook {url!r} ({ALERT_WEBHOOK.name} or the watch's "
+                              f"alert_webhook) is not a URL to POST to: {problem}")
 
 
 @dataclass(frozen=True)
@@ -100,62 +136,135 @@ def alert_text(body: Mapping) -> str:
 # --- delivery -----------------------------------------------------------------------------------
 
 
-def post_json(url: str, body: Mapping, settings: AlertSettings, *,
+class DeadlineExceeded(OSError):
+    pass
+
+
+def _post_once(url: str, data: bytes, headers: Mapping[str, str], seconds: float
+               ) -> tuple[int, str]:
+    """(status, reason) of one POST, cut off ``seconds`` after it starts, whatever the server
+    does: a watchdog shuts the socket down at the deadline."""
+    parts = urlsplit(url)
+    connection_class = (http.client.HTTPSConnection if parts.scheme == "https"
+                        else http.client.HTTPConnection)
+    connection = connection_class(parts.hostname, parts.port, timeout=seconds)
+    expired = threading.Event()
+
+    def cut_off() -> None:
+        expired.set()
+        sock = connection.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    watchdog = threading.Timer(seconds, cut_off)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        target = parts.path or "/"
+        if parts.query:
+            target += f"?{parts.query}"
+        connection.request("POST", target, body=data, headers=dict(headers))
+        response = connection.getresponse()
+        response.read()
+        if expired.is_set():  # the shut socket reads as the end of the answer: it is not one
+            raise DeadlineExceeded(f"no whole answer within {seconds:g} s")
+        return response.status, response.reason
+    except DeadlineExceeded:
+        raise
+    except OSError as exc:
+        if expired.is_set():
+            raise DeadlineExceeded(f"no whole answer within {seconds:g} s") from exc
+        raise
+    except http.client.HTTPException as exc:
+        if expired.is_set():
+            raise DeadlineExceeded(f"no whole answer within {seconds:g} s") from exc
+        raise OSError(f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        watchdog.cancel()
+        connection.close()
+
+
+def post_json(url: str, body: Mapping, settings: AlertSettings, *, alert_id: str | None = None,
               sleep: Callable[[float], None] = time.sleep, log=LOG) -> Delivery:
-    """POST ``body``; retry network errors, 5xx and 429 with backoff, at most ``attempts``."""
+    """POST ``body``; retry network errors, 5xx and 429 with backoff, at most ``attempts``,
+    within ``deadline_seconds`` in all."""
     data = json.dumps(body, allow_nan=False).encode("utf-8")
+    headers = {"Content-Type": "application/json"}
+    if alert_id:
+        headers["Idempotency-Key"] = alert_id
     status, error = None, None
     attempts = max(1, settings.attempts)
+    deadline = time.monotonic() + settings.deadline_seconds
     for attempt in range(1, attempts + 1):
-        request = urllib.request.Request(
-            url, data=data, method="POST", headers={"Content-Type": "application/json"})
+        seconds = min(settings.timeout_seconds, deadline - time.monotonic())
+        if seconds <= 0:
+            error = f"{error}; the delivery deadline of {settings.deadline_seconds:g} s passed"
+            attempt -= 1
+            break
         try:
-            with urllib.request.urlopen(request, timeout=settings.timeout_seconds) as response:
-                return Delivery(True, attempt, response.status)
-        except urllib.error.HTTPError as exc:
-            status, error = exc.code, f"HTTP {exc.code} {exc.reason}"
-            retry = exc.code >= 500 or exc.code == 429
-        except (urllib.error.URLError, OSError) as exc:
-            status, error = None, f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+            status, reason = _post_once(url, data, headers, seconds)
+            if 200 <= status < 300:
+                return Delivery(True, attempt, status)
+            error = f"HTTP {status} {reason}"
+            retry = status >= 500 or status == 429
+        except OSError as exc:
+            status, error = None, f"{type(exc).__name__}: {exc}"
             retry = True
         if not retry or attempt == attempts:
             break
         wait = settings.backoff_seconds * 2 ** (attempt - 1)
+        if time.monotonic() + wait >= deadline:
+            error = f"{error}; the delivery deadline of {settings.deadline_seconds:g} s passed"
+            break
         log.warning(f"alert delivery attempt {attempt}/{attempts} failed ({error}); "
                     f"retrying in {wait:g} s")
         sleep(wait)
-    log.error(f"alert delivery failed after {attempt} attempt(s): {error}")
-    return Delivery(False, attempt, status, error)
+    log.error(f"alert delivery failed after {max(attempt, 1)} attempt(s): {error}")
+    return Delivery(False, max(attempt, 1), status, error)
 
 
 # --- the record ---------------------------------------------------------------------------------
 
-
-def read_alerts(alerts_file: Path) -> list[dict]:
-    """Every recorded alert, oldest first (an absent file is no alert)."""
-    if not Path(alerts_file).exists():
-        return []
-    lines = Path(alerts_file).read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+SENDING, DELIVERED, FAILED, RECORDED = "sending", "delivered", "failed", "recorded"
 
 
-def alerted_keys(alerts_file: Path) -> set[str]:
+def state_of(record: Mapping) -> str:
+    """A record's state; a record written before states were recorded holds its outcome."""
+    if "state" in record:
+        return record["state"]
+    return DELIVERED if record.get("delivery", {}).get("delivered") else FAILED
+
+
+def latest_by_key(records: Sequence[Mapping]) -> dict[str, dict]:
+    """The last record of every alert, in the order the alerts were first recorded (lines
+    that are JSON but not an alert record are skipped)."""
+    latest: dict[str, dict] = {}
+    for record in records:
+        if isinstance(record.get("key"), str) and isinstance(record.get("payload"), dict):
+            latest[record["key"]] = {**latest.get(record["key"], {}), **record}
+    return latest
+
+
+def read_alerts(alerts_file: Location) -> list[dict]:
+    """Every recorded alert, its latest state, oldest first (an absent file is no alert)."""
+    return list(latest_by_key(append_log.read(alerts_file).records).values())
+
+
+def alerted_keys(alerts_file: Location) -> set[str]:
     return {record["key"] for record in read_alerts(alerts_file)}
 
 
-def append_alert(alerts_file: Path, record: Mapping) -> None:
-    """One line, appended and flushed to disk: concurrent runs each add whole lines."""
-    alerts_file = Path(alerts_file)
-    alerts_file.parent.mkdir(parents=True, exist_ok=True)
-    line = json.dumps(record, allow_nan=False, sort_keys=False) + "\n"
-    with open(alerts_file, "a", encoding="utf-8") as handle:
-        handle.write(line)
-        handle.flush()
-        os.fsync(handle.fileno())
+def _outcome(delivery: Delivery) -> str:
+    if delivery.delivered:
+        return DELIVERED
+    return FAILED if delivery.attempts else RECORDED
 
 
 def notify(
-    alerts_file: Path,
+    alerts_file: Location,
     nightly: Mapping | None,
     *,
     candidate_pool: str,
@@ -168,10 +277,12 @@ def notify(
     sleep: Callable[[float], None] = time.sleep,
     log=LOG,
 ) -> dict | None:
-    """Alert one evaluation if it is due; returns the record written, or None.
+    """Alert one evaluation if it is due; returns the outcome recorded, or None.
 
     Due means: an evaluation of the newest pool (``newest``) under its headline version
-    (``headline``), with at least one regression, not alerted before. Never raises.
+    (``headline``), with at least one regression, whose alert has no outcome recorded yet (a
+    ``sending`` record alone is a delivery that was cut short: it is sent again under its id).
+    Never raises.
     """
     try:
         if not (newest and headline and nightly and nightly["previous_pool"]):
@@ -181,21 +292,29 @@ def notify(
         if payload is None:
             return None
         key = evaluation_key(candidate_pool, nightly["judgment_version"], spec_id)
-        if key in alerted_keys(alerts_file):
+
+        def claim(records: Sequence[dict]) -> dict | None:
+            earlier = latest_by_key(records).get(key)
+            if earlier is not None and state_of(earlier) != SENDING:
+                return None
+            alert_id = earlier["alert_id"] if earlier else uuid.uuid4().hex
+            return {"key": key, "alert_id": alert_id, "state": SENDING,
+                    "alerted_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "payload": {**payload, "alert_id": alert_id}}
+
+        claimed = append_log.append(alerts_file, claim)
+        if claimed is None:
             log.info(f"evaluation {key} was already alerted; not alerting again")
             return None
+        body = claimed["payload"]
         if settings.webhook:
-            delivery = post_json(settings.webhook, payload, settings, sleep=sleep, log=log)
+            delivery = post_json(settings.webhook, body, settings,
+                                 alert_id=claimed["alert_id"], sleep=sleep, log=log)
         else:
             delivery = Delivery(False, 0, error=f"no webhook configured ({ALERT_WEBHOOK.name})")
-        record = {
-            "key": key,
-            "alerted_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "delivery": asdict(delivery),
-            "payload": payload,
-        }
-        append_alert(alerts_file, record)
-        log.warning(payload["text"])
+        record = {**claimed, "state": _outcome(delivery), "delivery": asdict(delivery)}
+        append_log.append(alerts_file, lambda _records: record)
+        log.warning(body["text"])
         return record
     except Exception as exc:  # an alert must never fail the scoring
         log.error(f"alert for {candidate_pool} not raised: {type(exc).__name__}: {exc}")

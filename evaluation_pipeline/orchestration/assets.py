@@ -12,7 +12,6 @@ by the same step), and a regression of the newest night into an alert.
 import shlex
 from collections.abc import Iterator
 from dataclasses import asdict
-from pathlib import Path
 
 import dagster as dg
 import polars as pl
@@ -185,12 +184,7 @@ def _night_inputs(storage: EvaluationStorage, section: dict, version: str, pool:
 def _alert(context: dg.AssetExecutionContext, storage: EvaluationStorage, watch: NightlyWatch,
            step, pool: str, spec: EvaluationSpec, report: str) -> dict | None:
     """Alert the evaluation when due (``nightly.alerts.notify``); never fails the run."""
-    if not storage.is_local():
-        # The record of alerted evaluations is what keeps a rerun quiet: without it, no alert.
-        context.log.warning(f"alerts need a local storage for {'/'.join(alerts_file())}; "
-                            "this evaluation was not considered for an alert")
-        return None
-    return notify(Path(storage.path(*alerts_file())), step.section, candidate_pool=pool,
+    return notify(storage.path(*alerts_file()), step.section, candidate_pool=pool,
                   spec_id=spec.spec_id, report=report, newest=step.newest,
                   headline=step.headline, settings=watch.alert_settings(), log=context.log,
                   drill_down=f"ndcg-eval history {shlex.quote(storage.base)} --night {pool}")

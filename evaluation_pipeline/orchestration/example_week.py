@@ -2,8 +2,8 @@
 pipeline runs until it is quiet, as the sensors would see a week go by.
 
 The week is written once by ``examples/generate_example_data.py --nightly`` into
-``examples/data/nightly/`` and lands in ``<storage>/example-landing/``: a landing of its own, so
-the bundled two-pool landing stays as it is. A second run lands nothing new and runs nothing.
+``examples/data/nightly/`` and lands in ``<storage>/example-landing/`` (a bucket's in the
+instance folder): a landing of its own, so the bundled two-pool landing stays as it is. A second run lands nothing new and runs nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from types import ModuleType
 from evaluation_pipeline.io.storage import DEFAULT_NIGHTLY, EXAMPLE_LANDING_FOLDER, REPO
 from evaluation_pipeline.orchestration.local_runner import LocalRunner, RunOutcome
 from evaluation_pipeline.orchestration.resources import EvaluationStorage
+from evaluation_pipeline.orchestration.selection import storage_key
 from schemas.errors import EvaluationError
 
 GENERATOR = REPO / "examples" / "generate_example_data.py"
@@ -33,21 +34,24 @@ def generator() -> ModuleType:
     return module
 
 
-def week_folders(storage: EvaluationStorage,
+def week_folders(storage: EvaluationStorage, instance_home: Path,
                  nightly_dir: Path = DEFAULT_NIGHTLY) -> tuple[Path, Path]:
     """(the week's landing folder, its queries table), writing the week first if it is not yet.
 
-    The landing lives under the storage, so it needs a local storage."""
-    if not storage.is_local():
-        raise EvaluationError(f"the example week lands under a local storage; "
-                              f"{storage.base} is not one")
+    The landing is a local folder the sensors watch: under a local storage, in it; under a
+    bucket, in the instance folder, one per bucket (each storage sees the week arrive night by
+    night, as its own run keys say)."""
+    if storage.is_local():
+        landing = Path(storage.path(EXAMPLE_LANDING_FOLDER))
+    else:
+        landing = instance_home / EXAMPLE_LANDING_FOLDER / storage_key(storage)
     gen = generator()
     if not (nightly_dir / gen.ARRIVALS_FILE).is_file():
         if nightly_dir.name != gen.NIGHTLY_DIR:
             raise EvaluationError(f"the generator writes the week into a folder named "
                                   f"{gen.NIGHTLY_DIR!r}, not {nightly_dir}")
         gen.generate_nightly(nightly_dir.parent)
-    return Path(storage.path(EXAMPLE_LANDING_FOLDER)), nightly_dir / QUERIES_NAME
+    return landing, nightly_dir / QUERIES_NAME
 
 
 def run_week(runner: LocalRunner, landing: Path, nightly_dir: Path = DEFAULT_NIGHTLY,

@@ -24,11 +24,18 @@ from upath import UPath
 from evaluation_pipeline import settings
 from evaluation_pipeline.evaluation import Lineage, read_lineage, read_with_lineage
 from evaluation_pipeline.ingest.verify import Verified, verify_published
-from evaluation_pipeline.io import integrity, landing, leftovers, result_set
+from evaluation_pipeline.io import (
+    conditional,
+    integrity,
+    landing,
+    leftovers,
+    result_set,
+)
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.datasets import read_dataset, scan_dataset
 from evaluation_pipeline.io.faults import check_write
 from evaluation_pipeline.io.locations import is_remote, location
+from evaluation_pipeline.io.object_lock import object_lock
 from evaluation_pipeline.io.result_folder import put_result
 from evaluation_pipeline.io.storage import (
     POOL_FILE,
@@ -148,15 +155,21 @@ class EvaluationStorage(dg.ConfigurableResource):
 
     @contextmanager
     def locked(self, *parts: str) -> Iterator[None]:
-        """Hold an exclusive lock on ``parts`` + ``.lock`` (local storage), so that concurrent
-        runs read, change and write a shared file one after the other. Object stores have no
-        lock: there, runs that share a file must not overlap."""
+        """Hold an exclusive lock on ``parts`` so that concurrent runs read, change and write a
+        shared file one after the other: a lock file's ``flock`` on a local storage, a lease
+        object created by a conditional write on a bucket (``io.object_lock``)."""
+        target = self.path(*parts)
+        if conditional.in_process(target):
+            with conditional.IN_PROCESS_LOCK:
+                yield
+            return
         if not self.is_local():
-            yield
+            conditional.require(target, "/".join(parts))
+            with object_lock(target, settings.lock_timeout()):
+                yield
             return
         import fcntl  # POSIX; the pipeline's local storage runs there
 
-        target = self.path(*parts)
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target.parent / f".{target.name}.lock", "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)

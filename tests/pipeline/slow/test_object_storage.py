@@ -122,6 +122,13 @@ def test_score_report_compare_with_urls_match_a_local_run(engine, inputs, tmp_pa
     assert summary["results"] == expected["results"]
     assert {"report.json", "report.html", "aggregates.parquet", RESULT_MARKER} <= {
         p.name for p in remote.iterdir()}
+    # The traces: the same pages, byte for byte, as the local run's (the streaming engine
+    # holds no pool rows, and says so: neither writes traces).
+    def traces(folder) -> dict[str, bytes]:
+        return ({p.name: p.read_bytes() for p in (folder / "traces").iterdir()}
+                if (folder / "traces").exists() else {})
+    assert traces(remote) == traces(local)
+    assert bool(traces(local)) == (engine == "local")
 
     # report: results and output on the bucket.
     rep = f"s3://{BUCKET}/cli/{engine}/rep"
@@ -237,3 +244,70 @@ def test_a_write_killed_midway_leaves_the_earlier_result(inputs, monkeypatch, ca
     capsys.readouterr()
     assert main(["report", fresh, *FAST]) == 2
     assert "no complete result" in capsys.readouterr().err
+
+
+# -- shared files on the bucket: the record of alerts and the history's lock -------------------
+
+
+def test_evaluations_alerting_together_on_a_bucket_each_keep_their_alert(endpoint):
+    """Conditional writes: of concurrent appends to alerts.jsonl, none is lost."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from evaluation_pipeline.nightly.alerts import AlertSettings, notify, read_alerts
+
+    alerts_file = location(f"s3://{BUCKET}/alerts-race/history/alerts.jsonl")
+    regression = {"ranker": "dense-v2", "cutoff": 10, "mean_diff": -0.08, "ci_low": -0.1,
+                  "ci_high": -0.05, "p_adjusted": 0.001, "verdict": "regressed"}
+
+    def alert(night: int) -> dict | None:
+        nightly = {"previous_pool": f"night-{night - 1}", "judgment_version": "v2",
+                   "comparisons": [regression]}
+        return notify(alerts_file, nightly, candidate_pool=f"night-{night}", spec_id="s",
+                      report="r", newest=True, headline=True, settings=AlertSettings())
+
+    with ThreadPoolExecutor(8) as pool:
+        records = list(pool.map(alert, range(1, 17)))
+    assert all(r is not None for r in records)
+    assert sorted(r["key"] for r in read_alerts(alerts_file)) == sorted(
+        f"night-{n}/v2/s" for n in range(1, 17))
+    # Each alert twice in the log (sending, then its outcome), nothing else and nothing lost.
+    lines = alerts_file.read_text().splitlines()
+    assert len(lines) == 32
+    assert list(map(alert, range(1, 17))) == [None] * 16  # reruns: quiet
+
+
+def test_the_history_lock_on_a_bucket_lets_one_run_at_a_time(endpoint):
+    """Runs that read, change and write a shared file under storage.locked() on a bucket
+    lose no change; a lease a killed run left is taken over once it is stale."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from evaluation_pipeline.io import conditional
+    from evaluation_pipeline.io.object_lock import lock_object, object_lock
+    from evaluation_pipeline.orchestration.resources import EvaluationStorage
+
+    storage = EvaluationStorage(base=f"s3://{BUCKET}/lock-race")
+    storage.write_text("0", "history", "counter")
+
+    def increment(_: int) -> None:
+        with storage.locked("history", "counter"):
+            value = int(storage.path("history", "counter").read_text())
+            storage.write_text(str(value + 1), "history", "counter")
+
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(increment, range(24)))
+    assert storage.path("history", "counter").read_text() == "24"
+    target = storage.path("history", "counter")
+    assert not lock_object(target).exists()  # released
+
+    # A killed holder's lease: waited for while fresh, taken over once stale.
+    conditional.put_if(lock_object(target), json.dumps(
+        {"owner": "gone|1|x", "since": "2000-01-01T00:00:00+00:00"}).encode(), None)
+    with object_lock(target, timeout=5):
+        pass
+    conditional.put_if(lock_object(target), json.dumps(
+        {"owner": "busy|2|y", "since": "2999-01-01T00:00:00+00:00"}).encode(), None)
+    from evaluation_pipeline.io.lock import LockTimeout
+
+    with pytest.raises(LockTimeout, match="busy"):
+        with object_lock(target, timeout=0.5):
+            pass

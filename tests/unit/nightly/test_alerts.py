@@ -158,11 +158,132 @@ def test_evaluations_that_never_alert(tmp_path, overrides):
     assert not (tmp_path / "history" / "alerts.jsonl").exists()
 
 
-def test_a_broken_record_is_logged_not_raised(tmp_path, caplog):
+def test_a_torn_last_line_and_a_foreign_line_never_stop_alerting(tmp_path, caplog):
+    """A full disk tears the last line; an edit leaves a line that is not a record. Both are
+    skipped (the foreign one named by number), and the alert after them is raised."""
     alerts_file = tmp_path / "history" / "alerts.jsonl"
     alerts_file.parent.mkdir(parents=True)
-    alerts_file.write_text("{not json\n", encoding="utf-8")
-    with caplog.at_level(logging.ERROR):
+    alerts_file.write_text('{not json\n["a list"]\n{"key": "x/y/z", "payl', encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
         record, _ = call(tmp_path, settings(None))
-    assert record is None
-    assert "alert for night-5 not raised" in caplog.text
+    assert record is not None and record["state"] == alerts.RECORDED
+    assert f"{alerts_file}: line 1 skipped: not JSON" in caplog.text
+    assert f"{alerts_file}: line 2 skipped: not a JSON object" in caplog.text
+    assert "line 3 skipped: a last line cut short" in caplog.text
+    assert [r["key"] for r in read_alerts(alerts_file)] == ["night-5/maint-v2/abc123"]
+    # The torn line was closed before the new ones: they parse, and the rerun stays quiet.
+    assert call(tmp_path, settings(None))[0] is None
+
+
+class Receiver:
+    """A webhook that answers as ``answer(handler)`` says; it records every request."""
+
+    def __init__(self, answer):
+        self.requests = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (http.server's naming)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                receiver.requests.append((dict(self.headers), body))
+                answer(self)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_server_that_answers_a_byte_at_a_time_is_cut_off_at_the_deadline(tmp_path):
+    """The timeout of a socket read restarts with every byte; the deadline does not."""
+    import time
+
+    def drip(handler):
+        handler.wfile.write(b"HTTP/1.1 200 OK\r\n")
+        for _ in range(40):
+            handler.wfile.write(b"X")
+            handler.wfile.flush()
+            time.sleep(0.1)
+
+    receiver = Receiver(drip)
+    try:
+        config = AlertSettings(webhook=receiver.url, attempts=2, backoff_seconds=0.01,
+                               timeout_seconds=0.5, deadline_seconds=1.5)
+        started = time.monotonic()
+        record, _ = call(tmp_path, config)
+        elapsed = time.monotonic() - started
+    finally:
+        receiver.close()
+    assert elapsed < 2.5, elapsed  # the drip alone would take 4 s per attempt
+    assert record["state"] == alerts.FAILED
+    assert "within 0.5 s" in record["delivery"]["error"]
+    assert len(receiver.requests) == 2
+
+
+def test_the_alert_id_is_in_the_body_and_the_idempotency_key_and_survives_a_cut_delivery(
+        tmp_path):
+    """The attempt is recorded before the POST: a run killed during delivery leaves a
+    ``sending`` record, and the rerun sends the same alert under the same id."""
+    def hang(handler):  # reads the body, never answers
+        import time
+        time.sleep(3)
+
+    hanging = Receiver(hang)
+    alerts_file = tmp_path / "history" / "alerts.jsonl"
+    seen = []
+
+    def killed_after_the_claim(records):  # what a kill -9 during the POST leaves
+        seen.extend(read_alerts(alerts_file))
+        raise KeyboardInterrupt
+
+    try:
+        config = AlertSettings(webhook=hanging.url, attempts=1, timeout_seconds=0.3)
+        original = alerts.post_json
+        alerts.post_json = lambda *a, **k: killed_after_the_claim(())
+        with pytest.raises(KeyboardInterrupt):
+            call(tmp_path, config)
+    finally:
+        alerts.post_json = original
+        hanging.close()
+    (pending,) = read_alerts(alerts_file)
+    assert seen == [pending] and pending["state"] == alerts.SENDING
+    with Webhook() as hook:
+        record, _ = call(tmp_path, settings(hook.url))
+        assert record["state"] == alerts.DELIVERED
+        assert record["alert_id"] == pending["alert_id"]
+        assert hook.bodies[-1]["alert_id"] == pending["alert_id"]
+        assert call(tmp_path, settings(hook.url))[0] is None  # delivered: quiet
+        assert len(hook.bodies) == 1
+    receiver = Receiver(lambda h: (h.send_response(200), h.end_headers()))
+    try:
+        call(tmp_path / "other", settings(receiver.url))
+    finally:
+        receiver.close()
+    ((headers, body),) = receiver.requests
+    assert headers["Idempotency-Key"] == body["alert_id"]
+
+
+@pytest.mark.parametrize("url, problem", [
+    ("hooks.example.com/T000/B000", "does not start with http"),
+    ("http//127.0.0.1:18500/hook", "does not start with http"),
+    ("http://127.0.0.1:18500/my hook", "whitespace"),
+    ("http:///hook", "names no host"),
+    ("http://127.0.0.1:port/hook", "port is not a number"),
+])
+def test_a_malformed_webhook_is_refused_before_anything_runs(url, problem, tmp_path):
+    from evaluation_pipeline.definitions import build_definitions
+    from evaluation_pipeline.orchestration.resources import NightlyWatch
+    from schemas.errors import EvaluationError
+
+    with pytest.raises(EvaluationError, match=problem):
+        AlertSettings(webhook=url).check()
+    with pytest.raises(EvaluationError, match=ALERT_WEBHOOK.name):
+        build_definitions(storage_base=str(tmp_path), watch=NightlyWatch(alert_webhook=url))
+    assert not any(tmp_path.iterdir())
