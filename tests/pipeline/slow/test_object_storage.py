@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -24,7 +21,7 @@ from evaluation_pipeline.io.atomic import write_parquet
 from evaluation_pipeline.io.locations import location
 from evaluation_pipeline.io.readers import read_judgments
 from evaluation_pipeline.io.storage import HISTORY_FOLDER, RESULT_MARKER
-from tests.support.paths import EXAMPLES, REPO
+from tests.support.paths import EXAMPLES
 from tests.support.s3_server import BUCKET
 
 pytest.importorskip("moto.server")
@@ -58,47 +55,6 @@ def keys(url: str) -> dict[str, str]:
     where = location(url)
     where.fs.invalidate_cache()
     return {k: info["ETag"] for k, info in where.fs.find(where.path, detail=True).items()}
-
-
-# -- the pipeline ----------------------------------------------------------------------------------
-
-
-def _pipeline(tmp_path, landing, storage: str):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "DAGSTER_HOME": str(tmp_path / "home"),
-           "NDCG_EVAL_STORAGE": storage, "NDCG_EVAL_LANDING": str(landing),
-           "NDCG_EVAL_ENGINE": "streaming"}
-    return subprocess.run([sys.executable, "-m", "evaluation_pipeline.main_job"], env=env,
-                          capture_output=True, text=True, timeout=900, cwd=tmp_path)
-
-
-def test_the_main_job_on_s3_reruns_as_a_no_op_and_refuses_a_republish(endpoint, tmp_path):
-    storage = f"s3://{BUCKET}/ndcg"
-    landing = tmp_path / "landing"
-    shutil.copytree(LANDING, landing)
-    first = _pipeline(tmp_path, landing, storage)
-    assert first.returncode == 0, first.stdout + first.stderr
-    assert "FAILED" not in first.stdout
-    written = keys(storage)
-    for folder in ("judgments/maint-v2", "pools/pool-2026-11-28", "scores", "reports"):
-        assert any(f"/ndcg/{folder}" in k for k in written), folder
-    assert any(k.endswith("/per_query.parquet") for k in written)
-    assert any(k.endswith(f"/{RESULT_MARKER}") for k in written)  # each report folder's marker
-    assert not (tmp_path / "s3:").exists()
-
-    again = _pipeline(tmp_path, landing, storage)
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert keys(storage) == written  # nothing new written, nothing rewritten
-
-    # A changed judgment version under a published name is refused; the published one stays.
-    changed = landing / "judgments" / "maint-v2.csv"
-    lines = changed.read_text().splitlines()
-    changed.write_text("\n".join([lines[0], *lines[2:]]) + "\n")
-    refused = _pipeline(tmp_path, landing, storage)
-    assert refused.returncode != 0
-    assert "immutable" in refused.stdout + refused.stderr
-    manifest = f"s3://{BUCKET}/ndcg/judgments/maint-v2/manifest.json"
-    assert keys(manifest) == {k: v for k, v in written.items() if k.endswith(
-        "judgments/maint-v2/manifest.json")}
 
 
 # -- the commands ----------------------------------------------------------------------------------

@@ -144,7 +144,8 @@ def test_a_write_that_fails_once_is_retried_within_the_run(tmp_path: Path, clean
 def test_two_main_jobs_started_at_once_both_exit_cleanly(tmp_path: Path, clean):
     import dagster as dg
 
-    trials = int(os.environ.get("NDCG_EVAL_CONCURRENCY_TRIALS", "6"))
+    # Three races of the two start-ups; more with NDCG_EVAL_CONCURRENCY_TRIALS when hunting.
+    trials = int(os.environ.get("NDCG_EVAL_CONCURRENCY_TRIALS", "3"))
     for trial in range(trials):
         root = _root(tmp_path / f"trial-{trial}")
         first, second = _start(root, "a.log"), _start(root, "b.log")
