@@ -339,6 +339,9 @@ def load_spec(path: str | Path) -> EvaluationSpec:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(f"{path}: cannot read spec file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{path}: a spec file is UTF-8 text; byte {exc.start} is not "
+                        f"(0x{exc.object[exc.start]:02x})") from None
     try:
         if path.suffix.lower() == ".toml":
             data = tomllib.loads(text)

@@ -19,7 +19,6 @@ import polars as pl
 
 from evaluation_pipeline.cli.options import place
 from evaluation_pipeline.io.atomic import json_text
-from evaluation_pipeline.io.datasets import read_dataset
 from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.io.storage import (
     HTML_FILE,
@@ -28,7 +27,7 @@ from evaluation_pipeline.io.storage import (
     report_file,
 )
 from evaluation_pipeline.nightly.alerts import SENDING, read_alerts, state_of
-from evaluation_pipeline.nightly.history import headline_trend
+from evaluation_pipeline.nightly.history import headline_trend, read_history
 from evaluation_pipeline.report.format import interval, number
 from evaluation_pipeline.report.night_text import render_night
 from evaluation_pipeline.report.tables import aligned
@@ -50,10 +49,10 @@ class HistoryError(EvaluationError):
 def trend_rows(storage: Location | str, rankers: list[str] | None = None,
                cutoffs: list[int] | None = None, spec_id: str | None = None) -> pl.DataFrame:
     path = location(storage).joinpath(*history_file())
-    if not path.exists():
+    history = read_history(path)
+    if history is None:
         raise HistoryError(f"no evaluation history at {path}: the pipeline writes it after "
                            "each evaluation")
-    history = read_dataset(path)
     trend = headline_trend(history, spec_id)
     if rankers:
         trend = trend.filter(pl.col("ranker").is_in(rankers))

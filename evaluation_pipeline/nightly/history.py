@@ -13,6 +13,8 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from evaluation_pipeline.io.datasets import read_dataset
+from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.nightly.verdicts import parse_time
 from schemas.columns import (
     EVALUATION_KEY,
@@ -22,6 +24,7 @@ from schemas.columns import (
     HISTORY_NIGHTLY,
     STATUS_COUNT_COLUMNS,
 )
+from schemas.errors import EvaluationError
 
 OVERALL = "all"  # the aggregates' slice_column of the pooled rows
 
@@ -203,3 +206,17 @@ def numeric_metadata(aggregates: pl.DataFrame) -> dict[str, float]:
         for (ranker, cutoff), value in sorted(aggregate_means(aggregates).items())
         if value is not None
     }
+
+
+def read_history(where: Location) -> pl.DataFrame | None:
+    """The history at ``where`` (None: none yet); a file that is not readable Parquet (cut
+    short by a full disk, changed by hand) is named with what to do, never read as empty."""
+    if not where.exists():
+        return None
+    try:
+        return read_dataset(where)
+    except Exception as exc:  # polars' and pyarrow's errors of a damaged file alike
+        raise EvaluationError(
+            f"{where}: the evaluation history is not a readable Parquet file ({exc}). Restore it "
+            "from a backup, or move it aside: the next evaluation starts a new history (every "
+            "evaluation's numbers stay in its report.json)") from None

@@ -40,7 +40,7 @@ from evaluation_pipeline.io.storage import (
 from evaluation_pipeline.metric.hashing import HASH_VERSION
 from evaluation_pipeline.nightly import verdicts as nightly
 from evaluation_pipeline.nightly.alerts import notify
-from evaluation_pipeline.nightly.history import numeric_metadata
+from evaluation_pipeline.nightly.history import numeric_metadata, read_history
 from evaluation_pipeline.nightly.watch import record_evaluation, watch_evaluation
 from evaluation_pipeline.orchestration.ingest_assets import (
     candidate_pools,
@@ -303,8 +303,7 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
                                             ci_level=settings.ci_level)
         # The history is read, extended and written by one evaluation at a time.
         with storage.locked(*history_file()):
-            history = (storage.read_parquet(*history_file())
-                       if storage.exists(*history_file()) else None)
+            history = read_history(storage.path(*history_file()))
             now = utc_now()
             step = watch_evaluation(
                 compared, candidate_pool=pool, judgment_version=version,

@@ -28,6 +28,7 @@ from evaluation_pipeline.io.storage import (
 )
 from evaluation_pipeline.nightly import verdicts as nightly
 from evaluation_pipeline.nightly.alerts import REGRESSION_FIELDS
+from evaluation_pipeline.nightly.history import read_history
 from evaluation_pipeline.orchestration.nightly_status import (
     describe_standing,
     headline_nights,
@@ -212,9 +213,8 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
                       "incomplete_share": _by_ranker_table(current, "incomplete_share")},
         )
 
-    def read_history(storage: EvaluationStorage):
-        return (storage.read_parquet(*history_file()) if storage.exists(*history_file())
-                else None)
+    def stored_history(storage: EvaluationStorage):
+        return read_history(storage.path(*history_file()))
 
     def report_html(storage: EvaluationStorage, pool: str, version: str) -> dg.MetadataValue:
         return dg.MetadataValue.path(
@@ -232,7 +232,7 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
         # Reports written before the watch existed have no nightly section: nothing regressed.
         section = storage.read_json(*report_file(pool, version, spec.spec_id)).get("nightly")
         regressed = nightly.regressions(section)
-        history = read_history(storage)
+        history = stored_history(storage)
         published = {name: manifest[nightly.PUBLISHED_AT] for name, manifest
                      in published_versions(context.instance, storage).items()}
         headline_version = night_headline(history, pool, spec.spec_id, published)
@@ -276,7 +276,7 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
                     "headline night improves it).")
     def headline_trend(context: dg.AssetCheckExecutionContext,
                        storage: EvaluationStorage) -> dg.AssetCheckResult:
-        history = read_history(storage)
+        history = stored_history(storage)
         nights = headline_nights(history, spec.spec_id) if history is not None else []
         if not nights:
             return dg.AssetCheckResult(passed=True, description="no headline evaluation yet")

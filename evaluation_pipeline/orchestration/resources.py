@@ -240,7 +240,15 @@ class EvaluationStorage(dg.ConfigurableResource):
         return read_lineage(self.path(*parts))
 
     def read_json(self, *parts: str) -> Any:
-        return json.loads(self.path(*parts).read_text(encoding="utf-8"))
+        where = self.path(*parts)
+        try:
+            return json.loads(where.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            # Written whole (atomically) by this project: a torn one was damaged since.
+            raise EvaluationError(
+                f"{where}: not a whole JSON file ({exc}); it was cut short or changed after it "
+                "was written. Restore it, or remove its folder for the pipeline to write it "
+                "again from the landing") from None
 
     # -- published inputs -----------------------------------------------------------------
     def manifest(self, *folder: str) -> dict | None:

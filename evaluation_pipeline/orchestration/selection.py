@@ -105,6 +105,8 @@ def describe_reports(storage: EvaluationStorage, spec: EvaluationSpec,
 # Every evaluation run the sensor requests carries its content key (the run key of its first
 # attempt) under this tag: a later run for the same content is told apart by its run key only.
 EVALUATION_TAG = "ndcg_eval/evaluation"
+# Likewise every ingest run, under this one.
+INGEST_TAG = "ndcg_eval/ingest"
 REPORT_FILES = (REPORT_FILE, HTML_FILE, AGGREGATES_FILE)
 
 
@@ -204,13 +206,15 @@ def unpublished_inputs(landing: LandingZone, storage: EvaluationStorage) -> list
     return missing
 
 
-def attempt_run_key(instance: dg.DagsterInstance, content_key: str) -> str:
+def attempt_run_key(instance: dg.DagsterInstance, content_key: str,
+                    content_tag: str = EVALUATION_TAG) -> str:
     """The run key of the next run for ``content_key``: the content key itself until a run of
     it succeeded, then one more per success (outputs that vanished after a success, e.g.
-    deleted reports, get a new run: Dagster never launches a run key twice)."""
+    deleted reports or a deleted manifest, get a new run: Dagster never launches a run key
+    twice). ``content_tag``: the tag the runs carry their content key under."""
     successes = max(
         instance.get_runs_count(filters=dg.RunsFilter(
             tags={tag: content_key}, statuses=[dg.DagsterRunStatus.SUCCESS]))
         # Runs of earlier releases carry the run key alone.
-        for tag in (EVALUATION_TAG, RUN_KEY_TAG))
+        for tag in (content_tag, RUN_KEY_TAG))
     return content_key if successes == 0 else f"{content_key}:redo-{successes}"

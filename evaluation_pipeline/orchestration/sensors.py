@@ -8,7 +8,9 @@ everything there again. The landing sensors' cursors name their storage too: a c
 another storage counts nothing as seen.
 
 The landing sensors keep each file's size, mtime and hash in their cursor: a tick hashes only
-the files that changed since the last one, not every landed byte every 30 seconds.
+the files that changed since the last one, not every landed byte every 30 seconds. What is
+expected comes from the landing, not the cursor alone: a landed input whose manifest is missing
+from the storage (deleted after it was published) is ingested again under a new run key.
 """
 
 import json
@@ -17,7 +19,7 @@ from dataclasses import astuple
 import dagster as dg
 
 from evaluation_pipeline.io.landing import FileHashes, FileStamp, LandingError
-from evaluation_pipeline.io.storage import QUERIES_FOLDER
+from evaluation_pipeline.io.storage import QUERIES_FOLDER, judgments_folder, pool_folder
 from evaluation_pipeline.orchestration.jobs import (
     evaluation_job,
     ingest_judgments_job,
@@ -38,6 +40,7 @@ from evaluation_pipeline.orchestration.resources import (
 )
 from evaluation_pipeline.orchestration.selection import (
     EVALUATION_TAG,
+    INGEST_TAG,
     attempt_run_key,
     evaluable_pools,
     evaluation_run_key,
@@ -86,7 +89,7 @@ def _queries_cursor(cursor: str | None, storage: str
     return seen, _stamps(data["files"])
 
 
-def _landed_sensor_result(context, list_landed, partitions_def, job, kind, storage):
+def _landed_sensor_result(context, list_landed, partitions_def, job, kind, storage, place):
     """Register new names as partitions and request an ingest run for new or changed content
     (new to ``storage``).
 
@@ -100,16 +103,19 @@ def _landed_sensor_result(context, list_landed, partitions_def, job, kind, stora
         context.log.warning(f"skipped: {entry}")
     registered = set(context.instance.get_dynamic_partitions(partitions_def.name))
     new_names = [item.name for item in items if item.name not in registered]
-    requests = [
-        dg.RunRequest(
-            run_key=f"{kind}:{item.name}:{item.files_sha256}@{where}",
+    def request(item) -> dg.RunRequest:
+        content_key = f"{kind}:{item.name}:{item.files_sha256}@{where}"
+        return dg.RunRequest(
+            run_key=attempt_run_key(context.instance, content_key, INGEST_TAG),
             job_name=job.name,
             partition_key=item.name,
-            tags={SOURCE_TAG: item.files_sha256},
+            tags={SOURCE_TAG: item.files_sha256, INGEST_TAG: content_key},
         )
-        for item in items
-        if seen.get(item.name) != item.files_sha256
-    ]
+
+    # New or changed content, and content seen before whose publication the storage lacks.
+    requests = [request(item) for item in items
+                if seen.get(item.name) != item.files_sha256
+                or storage.manifest(*place(item.name)) is None]
     cursor = json.dumps({"landed": seen | {item.name: item.files_sha256 for item in items},
                          "files": _stamps_json(hashes), "storage": where}, sort_keys=True)
     if not requests and not new_names:
@@ -143,7 +149,7 @@ def _landed_sensor_result(context, list_landed, partitions_def, job, kind, stora
 def judgment_versions_sensor(context: dg.SensorEvaluationContext, landing: LandingZone,
                              storage: EvaluationStorage):
     return _landed_sensor_result(context, landing.judgment_files, judgment_version_partitions,
-                                 ingest_judgments_job, "judgments", storage)
+                                 ingest_judgments_job, "judgments", storage, judgments_folder)
 
 
 @dg.sensor(
@@ -157,7 +163,7 @@ def judgment_versions_sensor(context: dg.SensorEvaluationContext, landing: Landi
 def candidate_pools_sensor(context: dg.SensorEvaluationContext, landing: LandingZone,
                            storage: EvaluationStorage):
     return _landed_sensor_result(context, landing.pool_folders, candidate_pool_partitions,
-                                 ingest_pool_job, "pool", storage)
+                                 ingest_pool_job, "pool", storage, pool_folder)
 
 
 @dg.sensor(
@@ -178,9 +184,11 @@ def queries_sensor(context: dg.SensorEvaluationContext, landing: LandingZone,
     sha = hashes.sha256(source)
     context.update_cursor(json.dumps({"sha256": sha, "files": _stamps_json(hashes),
                                       "storage": where}, sort_keys=True))
-    if previous == sha:
+    if previous == sha and storage.manifest(*QUERIES_FOLDER) is not None:
         return dg.SkipReason("queries table unchanged")
-    return dg.RunRequest(run_key=f"queries:{sha}@{where}", tags={SOURCE_TAG: sha})
+    content_key = f"queries:{sha}@{where}"
+    return dg.RunRequest(run_key=attempt_run_key(context.instance, content_key, INGEST_TAG),
+                         tags={SOURCE_TAG: sha, INGEST_TAG: content_key})
 
 
 def build_evaluation_sensor(spec: EvaluationSpec) -> dg.SensorDefinition:

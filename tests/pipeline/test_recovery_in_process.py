@@ -239,3 +239,37 @@ def test_a_second_holder_of_the_instance_lock_waits_then_times_out(tmp_path: Pat
     assert waited == [f"pid {os.getpid()}"]
     with folder_lock(tmp_path, timeout=0.3, on_wait=waited.append):
         assert len(waited) == 1  # free again: taken without waiting
+
+
+# -- a published input's manifest deleted or torn -------------------------------------------------
+
+
+@pytest.mark.parametrize("what", ["pool", "judgments", "queries"])
+def test_a_deleted_manifest_is_published_again_from_the_landing(pipeline, what):
+    """What is expected comes from the landing: an input whose manifest vanished after it was
+    published is ingested again (a new run key), and nothing is reported current meanwhile."""
+    from evaluation_pipeline.orchestration.selection import unpublished_inputs
+
+    assert all(o.success for o in pipeline.runner.run_until_quiet())
+    folder = {"pool": ("pools", POOL_1), "judgments": ("judgments", VERSION_1),
+              "queries": ("queries",)}[what]
+    manifest = pipeline.storage.joinpath(*folder, "manifest.json")
+    manifest.unlink()
+    resources = pipeline.defs.resources
+    assert len(unpublished_inputs(resources["landing"], resources["storage"])) == 1
+    again = pipeline.runner.run_until_quiet()
+    assert again and all(o.success for o in again), again
+    assert manifest.is_file()
+    assert unpublished_inputs(resources["landing"], resources["storage"]) == []
+    assert all(state.whole for state in _states(pipeline))
+    assert pipeline.runner.run_until_quiet() == []  # done again: nothing more
+
+
+def test_a_torn_manifest_is_named_not_a_traceback(pipeline):
+    from schemas.errors import EvaluationError
+
+    assert all(o.success for o in pipeline.runner.run_until_quiet())
+    manifest = pipeline.storage / "pools" / POOL_1 / "manifest.json"
+    manifest.write_text(manifest.read_text()[:20])
+    with pytest.raises(EvaluationError, match=f"{manifest}: not a whole JSON file"):
+        _states(pipeline)

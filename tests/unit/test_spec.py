@@ -84,3 +84,14 @@ def test_gain_map_must_cover_every_grade():
     candidates, judgments = one_query([0, 1, 2])
     with pytest.raises(ValueError, match="no gain for grade"):
         score(candidates, judgments, EvaluationSpec(gain={0: 0, 1: 1}))
+
+
+def test_a_spec_file_that_is_not_utf8_is_named_with_its_byte(tmp_path, capsys):
+    from evaluation_pipeline.cli.main import main
+
+    bad = tmp_path / "spec.yaml"
+    bad.write_bytes(b"gain: exponential\n# \xff\xfe\n")
+    with pytest.raises(SpecError, match=r"spec.yaml: a spec file is UTF-8 text; byte 20 is not"):
+        load_spec(bad)
+    assert main(["spec", "--spec", str(bad)]) == 2
+    assert "byte 20 is not (0xff)" in capsys.readouterr().err

@@ -135,14 +135,19 @@ def _remote_batches(path: UPath, columns: tuple[str, ...], fill: Fill, batch_row
 
 
 def _parquet_file(source, path) -> pq.ParquetFile:
-    """The file's metadata; a missing or unreadable file is bad input."""
+    """The file's metadata; a missing or unreadable file is bad input, and so is one without
+    rows (as the local engine refuses it: an empty ranker file would leave the ranker out, an
+    empty judgments file call every query not judged)."""
     try:
-        return pq.ParquetFile(source)
+        reader = pq.ParquetFile(source)
     except FileNotFoundError:
         raise InputError(str(path), [violation("(file)", "file not found", [])]) from None
     except Exception as exc:  # noqa: BLE001 - any unreadable file is bad input
         raise InputError(str(path), [violation(
             "(file)", f"not a readable Parquet file: {str(exc)[:200]}", [])]) from None
+    if reader.metadata.num_rows == 0:
+        raise InputError(str(path), [violation("(file)", "Parquet file has no rows", [])])
+    return reader
 
 
 def _present(reader: pq.ParquetFile, path, columns: tuple[str, ...], fill: Fill) -> list[str]:

@@ -64,3 +64,15 @@ def test_no_history_is_a_clear_error(tmp_path, capsys):
     assert cli.main(["history", str(tmp_path)]) == 2
     assert "no evaluation history at" in capsys.readouterr().err
     assert issubclass(history_command.HistoryError, cli.EvaluationError)
+
+
+def test_a_damaged_history_is_named_with_what_to_do(tmp_path, capsys):
+    from evaluation_pipeline.cli.main import main
+
+    history = tmp_path / "history" / "history.parquet"
+    history.parent.mkdir()
+    history.write_bytes(b"PAR1 cut short")
+    assert main(["history", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{history}: the evaluation history is not a readable Parquet file" in err
+    assert "move it aside" in err and "Traceback" not in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import threading
 
 import polars as pl
@@ -252,3 +253,27 @@ def test_a_missing_input_is_named_as_missing(tmp_path, engine):
     with pytest.raises(InputError, match="no such file or folder"):
         score_files(EXAMPLES / "landing" / "judgments" / "maint-v2.csv", tmp_path / "p28",
                     profile("default"), tmp_path / "o.parquet", engine=engine)
+
+
+@pytest.mark.parametrize("engine", ["local", "streaming"])
+@pytest.mark.parametrize("empty", ["ranker", "judgments"])
+def test_a_file_without_rows_is_refused_by_every_engine(tmp_path, engine, empty):
+    """The streaming engine left an empty ranker file's ranker out, and called every query
+    not judged under an empty judgments file; it refuses both, as the local engine does."""
+    from evaluation_pipeline.io.readers import read_judgments
+
+    pool = tmp_path / "pool-2026-11-28"
+    shutil.copytree(EXAMPLES / "landing" / "pools" / "pool-2026-11-28", pool)
+    judgments = tmp_path / "v2.parquet"
+    frame = read_judgments(EXAMPLES / "landing" / "judgments" / "maint-v2.csv").sort(
+        "query_id", "doc_id")
+    if empty == "judgments":
+        frame = frame.head(0)
+    frame.write_parquet(judgments)
+    bad = judgments
+    if empty == "ranker":
+        bad = sorted(pool.glob("*.parquet"))[0]
+        pl.read_parquet(bad).head(0).write_parquet(bad)
+    with pytest.raises(InputError, match="no rows") as raised:
+        score_files(judgments, pool, profile("default"), tmp_path / "o.parquet", engine=engine)
+    assert str(bad) in str(raised.value)
