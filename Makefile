@@ -29,7 +29,7 @@ ui: run
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 clean:
 	rm -rf .storage .dagster_home out

@@ -18,7 +18,9 @@ input and evaluation is listed with the reason.
 
 import os
 import shlex
+import signal
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from evaluation_pipeline import settings
@@ -71,6 +73,26 @@ def _waiting(home: Path, timeout: float):
     return say
 
 
+@contextmanager
+def stop_signals(runner):
+    """SIGTERM and SIGINT stop the job: the first one interrupts the run under way (as Ctrl-C
+    does) and tells the runner to start nothing more, retries included; later ones wait for
+    the interrupted run to be recorded."""
+    def stop(signum, frame) -> None:
+        if runner.stop.is_set():
+            return
+        runner.stop_signal = signum
+        runner.stop.set()
+        raise KeyboardInterrupt
+
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def main() -> int:
     # `make run` is the development entry point: without a configured landing, queries table
     # and storage it uses the checkout's (definitions.setting).
@@ -103,7 +125,10 @@ def _run(home: Path) -> int:
     from evaluation_pipeline.cli.history_command import render_regressions, trend_rows
     from evaluation_pipeline.definitions import build_definitions, pipeline_spec
     from evaluation_pipeline.orchestration.example_week import run_week, week_folders
-    from evaluation_pipeline.orchestration.local_runner import LocalRunner
+    from evaluation_pipeline.orchestration.local_runner import (
+        LocalRunner,
+        StopRequested,
+    )
     from evaluation_pipeline.orchestration.selection import (
         describe_reports,
         expected_evaluations,
@@ -127,7 +152,17 @@ def _run(home: Path) -> int:
     # Opened under the lock: a fresh home gets its storage tables here, once.
     with dg.DagsterInstance.get() as instance:
         runner = LocalRunner(defs, instance)
-        outcomes = run_week(runner, landing) if week else runner.run_until_quiet()
+        try:
+            with stop_signals(runner):
+                outcomes = run_week(runner, landing) if week else runner.run_until_quiet()
+        except (StopRequested, KeyboardInterrupt):
+            # During a run Dagster takes the signal (SIGTERM as SIGINT): which one is unknown.
+            name = (signal.Signals(runner.stop_signal).name if runner.stop_signal
+                    else "SIGINT or SIGTERM")
+            print(f"ndcg-eval: stopped on request ({name}); the run it interrupted is "
+                  "recorded as failed. Run again to resume: what is done stays done.",
+                  file=sys.stderr, flush=True)
+            return 128 + (runner.stop_signal or signal.SIGINT)
         for outcome in outcomes:
             state = "ok" if outcome.success else "FAILED"
             print(f"run {outcome.job:<22} {outcome.partition or '-':<36} {state}")

@@ -62,7 +62,8 @@ def run_week(runner: LocalRunner, landing: Path, nightly_dir: Path = DEFAULT_NIG
     gen = generator()
     landing.mkdir(parents=True, exist_ok=True)
     outcomes = runner.run_until_quiet()
-    while (arrival := gen.land_next(nightly_dir, landing)) is not None:
+    while runner.check_stop() is None and (
+            arrival := gen.land_next(nightly_dir, landing)) is not None:
         say(f"landed {arrival}")
         outcomes += runner.run_until_quiet()
     return outcomes

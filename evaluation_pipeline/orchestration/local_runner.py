@@ -19,6 +19,7 @@ runner (the next ``make run``) tries again. A failure caused by the input itself
 """
 
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -122,6 +123,10 @@ class RunOutcome:
     retriable: bool = True
 
 
+class StopRequested(Exception):
+    """A stop was asked for (SIGTERM, SIGINT): no further run or retry is started."""
+
+
 @dataclass
 class LocalRunner:
     defs: dg.Definitions
@@ -135,6 +140,15 @@ class LocalRunner:
     tick_errors: list[str] = field(default_factory=list)
     # Run keys that failed in this runner: not executed again until the next runner.
     failed_keys: set[str] = field(default_factory=set)
+    # Set by a stop signal's handler: the run it interrupted is not retried, and nothing
+    # more is started (``StopRequested``); a rerun resumes from what the instance records.
+    stop: threading.Event = field(default_factory=threading.Event)
+    # Which signal asked for it, when its handler saw it (Dagster takes it during a run).
+    stop_signal: int | None = None
+
+    def check_stop(self) -> None:
+        if self.stop.is_set():
+            raise StopRequested("stopped on request")
 
     def tick(self, sensor_name: str) -> list[RunOutcome]:
         """One evaluation of a sensor and the execution of the runs it requests."""
@@ -175,8 +189,10 @@ class LocalRunner:
                            sensor_name: str | None = None) -> RunOutcome:
         """Execute ``request`` until a run succeeds, at most ``max_attempts`` times."""
         for attempt in range(1, self.max_attempts + 1):
+            self.check_stop()
             outcome = self.execute(job_name, request, sensor_name)
             outcome.attempts = attempt
+            self.check_stop()  # an interrupted run is the stop's doing: never retried
             if outcome.success or not outcome.retriable:
                 return outcome
             if attempt < self.max_attempts:
@@ -203,6 +219,10 @@ class LocalRunner:
                               for step, failure in failures) or "run failed"
             retriable = not failures or not all(_caused_by_input(failure)
                                                 for _, failure in failures)
+            if _interrupted(result):
+                # Dagster took the stop signal itself (it interrupts the step under way): the
+                # run is the stop's doing, so nothing is retried and nothing more starts.
+                self.stop.set()
         return RunOutcome(sensor_name or "", job_name, request.partition_key, request.run_key,
                           result.success, result.run_id, error, retriable=retriable)
 
@@ -210,6 +230,7 @@ class LocalRunner:
         """Tick every driven sensor, round after round, until a round launches nothing."""
         outcomes: list[RunOutcome] = []
         for _ in range(max_rounds):
+            self.check_stop()
             launched = [o for name in DRIVEN_SENSORS for o in self.tick(name)]
             outcomes += launched
             if not launched:
@@ -241,6 +262,23 @@ def _root(error):
     while error.cause is not None:
         error = error.cause
     return error
+
+
+INTERRUPTIONS = ("DagsterExecutionInterruptedError", "KeyboardInterrupt")
+
+
+def _interrupted(result) -> bool:
+    """True when a stop signal (SIGINT, or SIGTERM, which Dagster maps to it) interrupted the
+    run: its failure, or a step's, is Dagster's interruption."""
+    for event in result.all_events:
+        error = (event.step_failure_data.error if event.is_step_failure
+                 else getattr(event.event_specific_data, "error", None)
+                 if event.is_run_failure else None)
+        while error is not None:
+            if error.cls_name in INTERRUPTIONS:
+                return True
+            error = error.cause
+    return False
 
 
 def _caused_by_input(error) -> bool:

@@ -120,7 +120,8 @@ def test_the_asset_graph_shows_failed_checks_on_the_report_and_the_history(page)
 
 
 def test_the_history_check_names_the_regressed_night_on_the_newest_night(page):
-    text = _open(page, "/assets/evaluation_history?view=checks", "headline_trend")
+    # Waited for the check's own text: the panel loads after the check's name.
+    text = _open(page, "/assets/evaluation_history?view=checks", f"newest night {NIGHTS[-1]}")
     assert "Failed" in text
     assert f"newest night {NIGHTS[-1]}" in text
     assert f"dense-v2 NDCG@5 regressed on {REGRESSED} ({HEADLINE})" in text

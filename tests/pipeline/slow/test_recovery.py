@@ -5,7 +5,7 @@ clean run gives the reference outputs; after a kill -9 at several points, a fail
 two main jobs started at once, the next run must exit 0 with the same bytes.
 
 Slow (each main job takes about a minute here): ``pytest tests/pipeline/slow/test_recovery.py``.
-NDCG_EVAL_CONCURRENCY_TRIALS sets the number of simultaneous starts (6 unless set: 12 s a
+NDCG_EVAL_CONCURRENCY_TRIALS sets the number of simultaneous starts (3 unless set: 12 s a
 trial, and the suite keeps under 15 minutes; set it higher to hunt a race).
 """
 
@@ -118,6 +118,28 @@ def test_kill_9_then_rerun_gives_a_clean_runs_outputs(tmp_path: Path, clean, poi
     # Once whole, the next run has nothing to do.
     code, output = _main(root, "again.log")
     assert code == 0 and "nothing new in the landing folder" in output, output
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_stops_the_job_and_a_rerun_resumes(tmp_path: Path, clean, stop):
+    """SIGTERM or SIGINT while scoring: the job stops (the interrupted run is not retried,
+    nothing more starts), exits 130 (Dagster takes either signal as SIGINT during a run) with
+    a message, no traceback; the rerun finishes with a clean run's outputs."""
+    root = _root(tmp_path)
+    process = _start(root, "stopped.log")
+    deadline = time.monotonic() + MAIN_TIMEOUT
+    while not (root / "storage" / "scores").exists():
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    process.send_signal(stop)
+    code, output = _finish(process, root, "stopped.log")
+    assert code == 128 + signal.SIGINT, output
+    assert "stopped on request (" in output and "Traceback" not in output
+    assert _outputs(root / "storage") != clean  # it did stop: the rest was never run
+    code, output = _main(root, "rerun.log")
+    assert code == 0, output
+    assert _outputs(root / "storage") == clean
+    assert _leftovers(root) == []
 
 
 def test_full_disk_fails_loudly_and_a_rerun_once_space_is_back_completes(tmp_path: Path, clean):
