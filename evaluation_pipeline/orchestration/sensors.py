@@ -89,6 +89,16 @@ def _queries_cursor(cursor: str | None, storage: str
     return seen, _stamps(data["files"])
 
 
+def _run_key(instance: dg.DagsterInstance, content_key: str, storage: EvaluationStorage,
+             folder: tuple[str, ...]) -> str:
+    """The content key while the storage holds the publication in ``folder``, or no run of it
+    succeeded yet (one requested and not run yet keeps its key); the next attempt's key once
+    a publication that a run made vanished."""
+    if storage.manifest(*folder) is not None:
+        return content_key
+    return attempt_run_key(instance, content_key, INGEST_TAG)
+
+
 def _landed_sensor_result(context, list_landed, partitions_def, job, kind, storage, place):
     """Register new names as partitions and request an ingest run for new or changed content
     (new to ``storage``).
@@ -103,19 +113,17 @@ def _landed_sensor_result(context, list_landed, partitions_def, job, kind, stora
         context.log.warning(f"skipped: {entry}")
     registered = set(context.instance.get_dynamic_partitions(partitions_def.name))
     new_names = [item.name for item in items if item.name not in registered]
-    def request(item) -> dg.RunRequest:
+    # New or changed content, and content seen before whose publication vanished from the
+    # storage after a run published it.
+    requests = []
+    for item in items:
         content_key = f"{kind}:{item.name}:{item.files_sha256}@{where}"
-        return dg.RunRequest(
-            run_key=attempt_run_key(context.instance, content_key, INGEST_TAG),
-            job_name=job.name,
-            partition_key=item.name,
-            tags={SOURCE_TAG: item.files_sha256, INGEST_TAG: content_key},
-        )
-
-    # New or changed content, and content seen before whose publication the storage lacks.
-    requests = [request(item) for item in items
-                if seen.get(item.name) != item.files_sha256
-                or storage.manifest(*place(item.name)) is None]
+        new = seen.get(item.name) != item.files_sha256
+        run_key = _run_key(context.instance, content_key, storage, place(item.name))
+        if new or run_key != content_key:
+            requests.append(dg.RunRequest(
+                run_key=run_key, job_name=job.name, partition_key=item.name,
+                tags={SOURCE_TAG: item.files_sha256, INGEST_TAG: content_key}))
     cursor = json.dumps({"landed": seen | {item.name: item.files_sha256 for item in items},
                          "files": _stamps_json(hashes), "storage": where}, sort_keys=True)
     if not requests and not new_names:
@@ -184,10 +192,11 @@ def queries_sensor(context: dg.SensorEvaluationContext, landing: LandingZone,
     sha = hashes.sha256(source)
     context.update_cursor(json.dumps({"sha256": sha, "files": _stamps_json(hashes),
                                       "storage": where}, sort_keys=True))
-    if previous == sha and storage.manifest(*QUERIES_FOLDER) is not None:
-        return dg.SkipReason("queries table unchanged")
     content_key = f"queries:{sha}@{where}"
-    return dg.RunRequest(run_key=attempt_run_key(context.instance, content_key, INGEST_TAG),
+    run_key = _run_key(context.instance, content_key, storage, QUERIES_FOLDER)
+    if previous == sha and run_key == content_key:
+        return dg.SkipReason("queries table unchanged")
+    return dg.RunRequest(run_key=run_key,
                          tags={SOURCE_TAG: sha, INGEST_TAG: content_key})
 
 

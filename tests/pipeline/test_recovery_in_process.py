@@ -273,3 +273,11 @@ def test_a_torn_manifest_is_named_not_a_traceback(pipeline):
     manifest.write_text(manifest.read_text()[:20])
     with pytest.raises(EvaluationError, match=f"{manifest}: not a whole JSON file"):
         _states(pipeline)
+
+
+def test_a_new_runner_on_a_whole_storage_runs_nothing(pipeline):
+    """A new process starts with no sensor cursor: what is published stays done."""
+    from evaluation_pipeline.orchestration.local_runner import LocalRunner
+
+    assert all(o.success for o in pipeline.runner.run_until_quiet())
+    assert LocalRunner(pipeline.defs, pipeline.instance).run_until_quiet() == []
