@@ -21,7 +21,7 @@ MAIN_TIMEOUT = 900
 EVALUATIONS = 4  # 2 judgment versions x 2 pools
 
 
-def main_job(root: Path, storage: Path) -> tuple[int, str]:
+def main_job(root: Path, storage, extra: dict[str, str] | None = None) -> tuple[int, str]:
     env = {key: value for key, value in os.environ.items()
            if not key.startswith("NDCG_EVAL_")} | {
         settings.LANDING.name: str(root / "landing"),
@@ -31,7 +31,7 @@ def main_job(root: Path, storage: Path) -> tuple[int, str]:
         settings.STORAGE_OPTIONS.name: settings.STORAGE_OPTIONS.get() or "",
         "DAGSTER_HOME": str(root / "home"),
         "PYTHONPATH": str(REPO),
-    }
+    } | (extra or {})
     done = subprocess.run([sys.executable, "-m", "evaluation_pipeline.main_job"], cwd=root,
                           env=env, capture_output=True, text=True, timeout=MAIN_TIMEOUT)
     return done.returncode, done.stdout + done.stderr
@@ -92,6 +92,8 @@ def test_switching_the_storage_of_one_instance_to_a_bucket_and_back(tmp_path: Pa
 
 
 def test_the_main_job_exits_1_naming_what_the_storage_lacks(tmp_path: Path):
+    """A published pool deleted from the storage is published again from the landing; while
+    that cannot be done (here its write fails), the job exits 1 naming the pool."""
     root = landed(tmp_path)
     storage = tmp_path / "storage"
     code, output = main_job(root, storage)
@@ -99,7 +101,10 @@ def test_the_main_job_exits_1_naming_what_the_storage_lacks(tmp_path: Path):
     # The instance remembers this pool as ingested into this storage; the storage lost it.
     (pool,) = [p for p in (storage / "pools").iterdir() if p.name.endswith("11-29")]
     shutil.rmtree(pool)
-    code, output = main_job(root, storage)
+    code, output = main_job(root, storage, {settings.FAIL_WRITE.name: "candidates.parquet"})
     assert code == 1, output
     assert "landed input(s) are not published in" in output
     assert f"pool {pool.name} ({root / 'landing' / 'pools' / pool.name})" in output
+    code, output = main_job(root, storage)  # the write works again: published anew
+    assert code == 0, output
+    assert (pool / "manifest.json").is_file()
