@@ -148,7 +148,8 @@ def _run(home: Path) -> int:
     # Under the lock, before any run: what a killed run left in the storage is put back (a
     # result folder caught between its two renames) or removed (temporary files, staging and
     # scratch folders); a live writer's are held and kept.
-    resources["storage"].clean_leftovers()
+    storage = resources["storage"]
+    storage.clean_leftovers(resources["memory"].budget(storage).spill_dir)
     # Opened under the lock: a fresh home gets its storage tables here, once.
     with dg.DagsterInstance.get() as instance:
         runner = LocalRunner(defs, instance)

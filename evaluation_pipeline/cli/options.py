@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 from evaluation_pipeline.ingest.external_sort import Budget
+from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.report import ReportConfig
 from evaluation_pipeline.spec import EvaluationSpec, load_spec, profile
@@ -55,4 +56,6 @@ def memory_budget(args: argparse.Namespace) -> Budget:
     refused here, before anything is read or written."""
     budget = Budget.of(args.memory_limit, args.spill_dir)
     budget.check_spill_dir()
+    # What a killed run's sort left there (a held folder is a live run's, and is kept).
+    leftovers.sweep_scratch(budget.spill_dir)
     return budget

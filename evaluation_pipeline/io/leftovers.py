@@ -147,10 +147,12 @@ def sweep(folders: Iterable[Path], recursive: bool = False) -> list[Path]:
     return removed
 
 
-def sweep_scratch() -> list[Path]:
-    """Remove the abandoned scratch folders of this project in the system's temporary folder
-    (those of writes to object storage, whose staging cannot be beside their target)."""
-    root = Path(tempfile.gettempdir())
+def sweep_scratch(root: Path | None = None) -> list[Path]:
+    """Remove the abandoned scratch folders of this project in ``root``: the system's
+    temporary folder unless given (where writes to object storage stage, since their staging
+    cannot be beside their target), or a spill folder (a sort's scratch, named without a
+    leading dot, which the storage's sweep of hidden names does not see)."""
+    root = Path(root) if root is not None else Path(tempfile.gettempdir())
     try:
         entries = sorted(p for p in root.iterdir()
                          if p.name.startswith(SCRATCH_PREFIXES) and p.is_dir())

@@ -11,6 +11,7 @@ import errno
 import json
 import os
 import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -205,11 +206,15 @@ class EvaluationStorage(dg.ConfigurableResource):
         with leftovers.scratch_folder(prefix, parent) as folder:
             yield folder
 
-    def clean_leftovers(self) -> list[Path]:
+    def clean_leftovers(self, spill_dir: Path | None = None) -> list[Path]:
         """Finish or remove what killed writers left: a result folder whose swap was killed
         is put back, and abandoned temporary files and staging and scratch folders are
-        removed (io.leftovers: never one a live process holds). Returns what was removed."""
+        removed, in the storage, the system's temporary folder and ``spill_dir`` (the steps'
+        spill folder, wherever it is configured; io.leftovers: never one a live process
+        holds). Returns what was removed."""
         removed = leftovers.sweep_scratch()
+        if spill_dir is not None and Path(spill_dir) != Path(tempfile.gettempdir()):
+            removed += leftovers.sweep_scratch(Path(spill_dir))
         if self.is_local():
             result_set.recover_tree(Path(self.root()))
             removed += leftovers.sweep([Path(self.root())], recursive=True)
