@@ -36,6 +36,7 @@ from evaluation_pipeline.cli import report_command as report
 from evaluation_pipeline.cli import score_command as score
 from evaluation_pipeline.cli import spec_command as spec
 from evaluation_pipeline.engines import AUTO, DEFAULT_BATCH_ROWS, ENGINES
+from evaluation_pipeline.ingest.external_sort import SpillFolderFull
 from evaluation_pipeline.io.atomic import WriteFailed
 from evaluation_pipeline.io.locations import argument
 from evaluation_pipeline.io.readers import FORMATS
@@ -237,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
+    except SpillFolderFull as exc:  # a full disk, as a write's: not the input's fault
+        print(f"ndcg-eval: error: {exc}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
     except EvaluationError as exc:
         print(f"ndcg-eval: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -14,8 +14,10 @@ interpreter and for the caller's batches. A sort that cannot finish within it ra
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -57,6 +59,22 @@ class MemoryBudgetError(EvaluationError):
             f"{step}: cannot finish within the memory budget of {format_bytes(limit)} "
             f"({detail}). Raise it with --memory-limit or {settings.MEMORY_LIMIT.name} (e.g. 4GB), or "
             f"point {settings.SPILL_DIR.name} at a folder with more free disk.")
+
+
+class SpillFolderFull(MemoryBudgetError):
+    """A sort that spilled until its spill folder's disk (or its cap) was full."""
+
+    def __init__(self, step: str, limit: int, folder: Path, detail: str) -> None:
+        self.step, self.limit, self.folder = step, limit, folder
+        try:
+            free = f"{format_bytes(shutil.disk_usage(folder).free)} free now"
+        except OSError:
+            free = "its free space unknown"
+        EvaluationError.__init__(
+            self, f"{step}: the spill folder {str(folder)!r} is full ({free}; {detail}). Point "
+            f"--spill-dir or {settings.SPILL_DIR.name} at a folder with more free disk, free "
+            f"some there, or raise --memory-limit or {settings.MEMORY_LIMIT.name} so that "
+            "less spills.")
 
 
 def parse_memory_limit(text: str | int | None) -> int:
@@ -170,6 +188,8 @@ def sort_parquet(
     or taken from the input's ``constants``; ``dtypes`` casts them (String, Float64, Int64).
     ``budget``: default ``Budget.of()``. The file appears atomically (a temporary name beside
     ``target``, then a rename)."""
+    import duckdb
+
     target = Path(target)
     inputs = [i if isinstance(i, SortInput) else SortInput(Path(i)) for i in inputs]
     with spilling(budget or Budget.of(), step, sort_rows=_row_count(inputs)) as connection:
@@ -181,8 +201,16 @@ def sort_parquet(
         query = _sorted_query(inputs, keys, columns, dtypes)
 
         def write(tmp: Path) -> None:
-            connection.execute(f"COPY ({query}) TO {sql_text(tmp)} "
-                               "(FORMAT parquet, COMPRESSION zstd)")
+            try:
+                connection.execute(f"COPY ({query}) TO {sql_text(tmp)} "
+                                   "(FORMAT parquet, COMPRESSION zstd)")
+            except duckdb.IOException as exc:
+                # The sorted copy's own file, not the spill (which names DuckDB's temporary
+                # files): an OSError, which atomic_write reports naming the target.
+                whole = str(exc)
+                if tmp.name not in whole or "space" not in whole.lower():  # DuckDB: tmp_<name>
+                    raise
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp)) from None
 
         return atomic_write(target, write)
 
@@ -264,17 +292,27 @@ def spilling(budget: Budget, step: str, sort_rows: int | None = None):
         except (duckdb.OutOfMemoryException, duckdb.IOException, pa.ArrowException) as exc:
             # A streamed result's errors come through Arrow's reader, as Arrow's errors.
             text = _first_line(exc)
-            if isinstance(exc, duckdb.OutOfMemoryException) or text.startswith(_OUT_OF_MEMORY):
+            oom = isinstance(exc, duckdb.OutOfMemoryException) or text.startswith(_OUT_OF_MEMORY)
+            # DuckDB says "failed to offload" when it may not (or cannot) write its spill.
+            if oom and (_OFFLOAD not in text or budget.max_spill == 0):
                 raise MemoryBudgetError(step, limit, text) from None
-            if "space" not in text.lower():
+            if not oom and "space" not in str(exc).lower():  # (the first line may be cut)
                 raise
-            raise MemoryBudgetError(step, limit, f"the spill folder {tmp} is full: "
-                                    f"{text}") from None
+            raise SpillFolderFull(step, limit, _users_folder(Path(tmp)), text) from None
         finally:
             connection.close()
 
 
 _OUT_OF_MEMORY = "Out of Memory Error"  # how DuckDB's message of one starts
+_OFFLOAD = "failed to offload"
+
+
+def _users_folder(scratch: Path) -> Path:
+    """The spill folder as configured, above this project's scratch folders in it."""
+    folder = scratch.parent
+    while folder.name.startswith(leftovers.SCRATCH_PREFIXES) and folder.parent != folder:
+        folder = folder.parent
+    return folder
 
 
 def duckdb_share(limit: int, sort_rows: int | None = None) -> int:

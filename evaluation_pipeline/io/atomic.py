@@ -56,7 +56,7 @@ def atomic_write(path: str | Path | UPath, write: Callable[[Path], None]) -> Pat
     os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))  # mode: the umask's
     held = leftovers.hold(tmp)
     try:
-        with _naming(path):
+        with naming(path):
             check_write(path)
             write(tmp)
             with open(tmp, "rb+") as handle:
@@ -73,7 +73,7 @@ def atomic_write(path: str | Path | UPath, write: Callable[[Path], None]) -> Pat
 def _put(target: UPath, write: Callable[[Path], None]) -> UPath:
     with leftovers.scratch_folder("ndcg-eval-put-") as folder:
         tmp = Path(folder) / target.name
-        with _naming(target):
+        with naming(target):
             check_write(target)
             write(tmp)
         target.fs.put_file(str(tmp), target.path)
@@ -81,7 +81,7 @@ def _put(target: UPath, write: Callable[[Path], None]) -> UPath:
 
 
 @contextmanager
-def _naming(path: Path | UPath) -> Iterator[None]:
+def naming(path: Path | UPath) -> Iterator[None]:
     """Raise an OSError (or a writer's I/O error) as ``WriteFailed`` naming ``path``: a full
     disk otherwise shows as ``Invalid thrift: transport error`` or a temporary file's name."""
     try:
@@ -89,12 +89,37 @@ def _naming(path: Path | UPath) -> Iterator[None]:
     except WriteFailed:
         raise
     except OSError as error:
+        plain = (error.strerror or "").lower().startswith(_NO_SPACE)
+        if not plain and (error.errno == errno.ENOSPC or _NO_SPACE in str(error).lower()):
+            # A writer's wrapping ("Error writing bytes to file. Detail: [errno 28] ...").
+            raise WriteFailed(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from error
         raise WriteFailed(error.errno or errno.EIO, error.strerror or str(error),
                           str(path)) from error
     except pl.exceptions.PolarsError as error:
         if not _is_io(error):
             raise
+        if _NO_SPACE in str(error).lower():  # the writer's own words around the errno's
+            raise WriteFailed(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from error
         raise WriteFailed(errno.EIO, f"{type(error).__name__}: {error}", str(path)) from error
+
+
+@contextmanager
+def named_in(scratch: Path, place: Path | UPath) -> Iterator[None]:
+    """A write that fails under the scratch folder ``scratch`` names its file's place under
+    ``place``, where the user will look (the step's error, not a scratch name they never see);
+    a full disk that surfaces as a bare OSError names ``place`` itself."""
+    try:
+        yield
+    except WriteFailed as exc:
+        raise exc.moved(Path(scratch), place) from exc
+    except OSError as exc:
+        if exc.errno not in _FULL:
+            raise
+        raise WriteFailed(exc.errno, exc.strerror, str(place)) from exc
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)  # a full disk, an exceeded quota
+_NO_SPACE = "no space left on device"
 
 
 def _is_io(error: Exception) -> bool:

@@ -19,6 +19,7 @@ import polars as pl
 from evaluation_pipeline import __version__
 from evaluation_pipeline.engines import EngineResult
 from evaluation_pipeline.ingest.external_sort import Budget
+from evaluation_pipeline.io.atomic import named_in
 from evaluation_pipeline.io.datasets import read_queries_rows
 from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.io.storage import (
@@ -309,7 +310,8 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
                 compared, candidate_pool=pool, judgment_version=version,
                 spec_id=spec.spec_id, ready_at=ready, published_at=published, history=history,
                 now=now, settings=settings)
-            with storage.staging() as staged:
+            report_place = storage.path(*report_folder(pool, version, spec.spec_id))
+            with storage.staging() as staged, named_in(staged, report_place):
                 report = write_report(staged, None, spec, lineage, weights, config,
                                       nightly=step.section,
                                       queries_sha256=queries_manifest["sha256"],

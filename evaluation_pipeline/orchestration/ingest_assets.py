@@ -12,6 +12,7 @@ import polars as pl
 
 from evaluation_pipeline.analysis import quality
 from evaluation_pipeline.ingest.verify import candidate_set_disagreements
+from evaluation_pipeline.io.atomic import named_in
 from evaluation_pipeline.io.readers import read_queries
 from evaluation_pipeline.io.storage import (
     JUDGMENTS_FILE,
@@ -73,7 +74,8 @@ def judgments(
     version = check_safe_name(context.partition_key, "judgment version")
     source = landing.judgment_file(version)
     budget = memory.budget(storage)
-    with budget.scratch("ndcg-eval-publish-") as tmp:
+    with (budget.scratch("ndcg-eval-publish-") as tmp,
+          named_in(Path(tmp), storage.path(*judgments_folder(version)))):
         # Validated, sorted into key order (the streaming engine then reads it without sorting
         # it first) and hashed in bounded memory, then moved into the storage.
         published = scoring.publish_judgments(source, Path(tmp) / JUDGMENTS_FILE,
@@ -122,7 +124,8 @@ def candidate_pools(
     pool = check_safe_name(context.partition_key, "candidate pool")
     folder = landing.pool_folder(pool)
     budget = memory.budget(storage)
-    with budget.scratch("ndcg-eval-publish-") as tmp:
+    with (budget.scratch("ndcg-eval-publish-") as tmp,
+          named_in(Path(tmp), storage.path(*pool_folder(pool)))):
         # Every ranker file validated, sorted by (ranker, query_id, doc_id) and hashed in
         # bounded memory; the candidate sets compared out of core; then moved into the storage.
         published = scoring.publish_pool(folder, Path(tmp) / POOL_FILE, pool=pool,

@@ -258,8 +258,10 @@ def _unpack(result, cursor):
 
 
 def _root(error):
-    """The error that caused a step failure, not Dagster's wrapper around it."""
-    while error.cause is not None:
+    """The error that caused a step failure, not Dagster's wrappers around it: the first error
+    of the project's (or a library's) in the chain. Not the deepest: "could not write
+    <file>" is the message, the OSError behind it only its cause."""
+    while error.cause is not None and error.cls_name.startswith("Dagster"):
         error = error.cause
     return error
 

@@ -21,6 +21,7 @@ from evaluation_pipeline.aggregation.sums import Numbers
 from evaluation_pipeline.engines import AUTO, DEFAULT_BATCH_ROWS, ENGINES, EngineResult
 from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.ingest.publish import Published
+from evaluation_pipeline.io.atomic import named_in
 from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.io.storage import Place
 from evaluation_pipeline.orchestration.resources import EvaluationStorage
@@ -93,7 +94,8 @@ def score_published(storage: EvaluationStorage, scoring: ScoringEngine, budget: 
     if storage.is_local() or scoring.reads_urls():
         return scoring.score(str(storage.path(*judgments)), str(storage.path(*pool)), spec,
                              str(storage.path(*scores)), budget=budget)
-    with budget.scratch("ndcg-eval-score-") as tmp:
+    with (budget.scratch("ndcg-eval-score-") as tmp,
+          named_in(Path(tmp), storage.path(*scores[:-1]))):
         local = [Path(tmp) / place[-1] for place in (judgments, pool)]
         for place, copy in zip((judgments, pool), local):
             with storage.path(*place).open("rb") as source, open(copy, "wb") as target:

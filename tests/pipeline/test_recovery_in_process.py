@@ -126,6 +126,22 @@ def test_a_failing_write_is_retried_and_an_input_error_is_not(pipeline, monkeypa
     assert not refused.success and refused.attempts == 1
 
 
+@pytest.mark.parametrize("written", ["judgments.parquet", "report.json"])
+def test_a_full_disk_names_the_file_where_the_storage_keeps_it(pipeline, monkeypatch, written):
+    """The step's error, not the OSError behind it, and the published or reported file's
+    place, not the scratch or staging folder it was being written in."""
+    pipeline.runner.max_attempts = 1
+    monkeypatch.setenv(settings.FAIL_WRITE.name, written)
+    outcomes = pipeline.runner.run_until_quiet()
+    (failed,) = [o for o in outcomes if not o.success][:1]
+    storage = Path(pipeline.defs.resources["storage"].root())
+    expected = (storage / "judgments" / VERSION_1 / written if written == "judgments.parquet"
+                else storage / "reports" / POOL_1 / VERSION_1)
+    assert f"could not write {expected}" in failed.error, failed.error
+    assert "OSError" not in failed.error and "ndcg-eval-" not in failed.error
+    assert ".staging" not in failed.error
+
+
 # -- what a report is made of ---------------------------------------------------------------------
 
 

@@ -37,6 +37,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,7 +75,7 @@ from evaluation_pipeline.ingest.external_sort import (
     Budget,
 )
 from evaluation_pipeline.io import leftovers
-from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.io.atomic import WriteFailed, atomic_write, naming
 from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.metric.hashing import JUDGMENT_KEYS, POOL_KEYS, StreamingDigest
 from evaluation_pipeline.metric.kernels import loading as kernel
@@ -155,11 +156,26 @@ def score_streaming(
                         "Parquet file first (an external sort), then streaming")
                 notes.append(note)
                 print(f"ndcg-eval: {note}", file=sys.stderr)
-                sources[which] = external_sort(which, sources[which], names, scratch,
-                                                input_columns(which, spec), budget or Budget.of())
+                with _sorted_copy_named(which, scratch, out_path):
+                    sources[which] = external_sort(which, sources[which], names, scratch,
+                                                   input_columns(which, spec),
+                                                   budget or Budget.of())
     finally:
         os.close(held)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextmanager
+def _sorted_copy_named(which: str, scratch: Path, out_path: Path | UPath) -> Iterator[None]:
+    """A sorted copy that cannot be written (it is in the scratch folder, on the output's disk)
+    names the output and says what was being written, not a scratch file's name."""
+    try:
+        yield
+    except WriteFailed as exc:
+        if scratch not in Path(exc.filename).parents:
+            raise
+        raise WriteFailed(exc.errno, f"{exc.strerror} (while writing the {which} input's "
+                          "sorted copy in a scratch folder beside it)", str(out_path)) from exc
 
 
 # -- the steps of a pass, in output order ------------------------------------------------------
@@ -306,20 +322,26 @@ _JUDGMENT_VALUES = {c: t for c, t in JUDGMENT_DTYPES.items() if c != "judgment_v
 
 
 class _ResultFile:
-    """The per-query rows as they are scored, without lineage (the hashes come at the end)."""
+    """The per-query rows as they are scored, without lineage (the hashes come at the end),
+    in the scratch folder beside the output: a write that fails there (a full disk) names the
+    output, the file the user asked for."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, output: Path | UPath) -> None:
+        self.path, self.output = path, output
         self.rows = 0
-        self._writer = pq.ParquetWriter(path, pl.DataFrame(schema=RESULT_SCHEMA).to_arrow().schema)
+        with naming(output):
+            self._writer = pq.ParquetWriter(
+                path, pl.DataFrame(schema=RESULT_SCHEMA).to_arrow().schema)
 
     def write(self, frame: pl.DataFrame) -> None:
         if frame.height:
-            self._writer.write_table(frame.to_arrow())
+            with naming(self.output):
+                self._writer.write_table(frame.to_arrow())
             self.rows += frame.height
 
     def close(self) -> None:
-        self._writer.close()
+        with naming(self.output):
+            self._writer.close()
 
 
 class _Progress:
@@ -348,7 +370,7 @@ def _stream(one: _Pass, out_path: Path | UPath, progress: bool, notes: list[str]
     # flight cost 0.1 to 0.15 GB and 0.4 s at 10M rows.
     run_batches = read_ahead(one.run_batches())
     hasher = ThreadPoolExecutor(max_workers=1)
-    body = _ResultFile(scratch / "per_query.body.parquet")
+    body = _ResultFile(scratch / "per_query.body.parquet", out_path)
     meter = _Progress(progress)
     stream = read_ahead(one.steps(run_batches, hasher))
     try:

@@ -1,0 +1,3 @@
+from tests.support.slow import mark_folder_slow
+
+pytest_collection_modifyitems = mark_folder_slow(__file__)
