@@ -78,6 +78,35 @@ def is_run_file(path: Path) -> bool:
     return True
 
 
+# -- the landed bytes, pinned -----------------------------------------------------------------
+
+
+class LandingChanged(RuntimeError):
+    """A landed file replaced or rewritten while it was ingested: the rows screened may not be
+    the rows sorted, so nothing is published. Not the input's fault: the next attempt reads
+    the file as it is then (and refuses it if it breaks a rule)."""
+
+
+def identity(path: Path) -> tuple[int, int, int, int]:
+    """What changes when a file is replaced (a new inode) or rewritten (size, mtime)."""
+    stat = path.stat()
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+def check_unchanged(pins: dict[Path, tuple[int, int, int, int]], what: str) -> None:
+    """Refuse to publish when a landed file read twice (screened, then sorted from the
+    landing by DuckDB) is not the file it was when screened."""
+    for path, pinned in pins.items():
+        try:
+            now = identity(path)
+        except FileNotFoundError:
+            now = None
+        if now != pinned:
+            raise LandingChanged(
+                f"{what}: the landed file {str(path)!r} was replaced or rewritten while it was "
+                "being ingested; nothing was published (the next attempt reads it again)")
+
+
 # -- pass 1: row rules, file by file ----------------------------------------------------------
 
 

@@ -51,6 +51,8 @@ from evaluation_pipeline.ingest.inputs import (
     POOL,
     Kind,
     Prepared,
+    check_unchanged,
+    identity,
     prepare,
     refuse,
     run_files,
@@ -130,10 +132,13 @@ def _publish(kind: Kind, files: list[Path], label: str, target: Path, name: str 
     lap = stopwatch(log or (lambda line: None))
     with budget.scratch("ndcg-eval-ingest-") as scratch:
         scratch = Path(scratch)
-        prepared = []
+        prepared, pins = [], {}
         for number, path in enumerate(files):
+            pinned = identity(path)
             prepared.append(prepare(kind, path, fmt, name, scratch / f"in-{number}.parquet"))
             name = prepared[-1].name
+            if prepared[-1].input.path == path:  # sorted from the landing: read a second time
+                pins[path] = pinned
         # The first file's columns are published; a later file lacking an extra one (a
         # judgment's rubric, say) gives it as null.
         columns = prepared[0].columns
@@ -154,9 +159,15 @@ def _publish(kind: Kind, files: list[Path], label: str, target: Path, name: str 
 
         facts: dict = {}
         signatures = scratch / "candidate-sets.parquet"
+
+        def write(tmp: Path) -> None:
+            facts.update(_hash_and_write(kind, rows, tmp, files, inputs, label, fmt, name,
+                                         signatures))
+            # Before the target appears: what was sorted must be what was screened.
+            check_unchanged(pins, f"{kind.what} {name!r}")
+
         with closing(sorted_rows()) as rows:
-            atomic_write(target, lambda tmp: facts.update(
-                _hash_and_write(kind, rows, tmp, files, inputs, label, fmt, name, signatures)))
+            atomic_write(target, write)
         lap(f"sorted by {', '.join(kind.key)} within {format_bytes(budget.memory_limit)}"
             + (f" ({len(groups)} rankers sorted apart)" if len(groups) > 1 else "")
             + f", hashed {facts['rows']:,} rows and wrote {target}")

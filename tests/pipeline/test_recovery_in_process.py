@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 
 import dagster as dg
+import polars as pl
 import pytest
 
 from evaluation_pipeline import settings
@@ -140,6 +141,47 @@ def test_a_full_disk_names_the_file_where_the_storage_keeps_it(pipeline, monkeyp
     assert f"could not write {expected}" in failed.error, failed.error
     assert "OSError" not in failed.error and "ndcg-eval-" not in failed.error
     assert ".staging" not in failed.error
+
+
+def test_a_pool_file_replaced_during_ingest_is_not_published_and_a_restore_recovers(
+        pipeline, monkeypatch):
+    from evaluation_pipeline.ingest import inputs
+
+    run = sorted((pipeline.landing / "pools" / POOL_1).glob("*.parquet"))[0]
+    original = run.read_bytes()
+    screen = inputs.screen_batches
+
+    def screened_then_replaced(*args, **kwargs):
+        result = screen(*args, **kwargs)
+        broken = pl.read_parquet(run).with_columns(pl.lit(float("nan")).alias("score"))
+        fresh = run.with_name(".incoming")
+        broken.write_parquet(fresh)
+        os.replace(fresh, run)
+        return result
+
+    monkeypatch.setattr(inputs, "screen_batches", screened_then_replaced)
+    outcomes = pipeline.runner.run_until_quiet()
+    monkeypatch.undo()
+    # The attempt that screened the old bytes published nothing; the retry read the new ones
+    # and refused them by the rules (as does the run the new bytes' own key asks for).
+    failed = [o for o in outcomes if not o.success]
+    assert failed[0].attempts == 2 and {o.job for o in failed} == {"ingest_candidate_pool"}
+    assert all("NaN" in o.error for o in failed), failed
+    storage = Path(pipeline.defs.resources["storage"].root())
+    assert not (storage / "pools" / POOL_1 / "manifest.json").exists()
+    # Restored: the next run (a new process, as make run is) publishes it and evaluates it.
+    from evaluation_pipeline.orchestration.local_runner import LocalRunner
+
+    fresh = run.with_name(".restored")
+    fresh.write_bytes(original)
+    os.replace(fresh, run)
+    runner = LocalRunner(pipeline.defs, pipeline.instance)
+    runner.backoff_seconds = 0.0
+    outcomes = runner.run_until_quiet()
+    assert outcomes and all(o.success for o in outcomes), [o.error for o in outcomes]
+    assert (storage / "pools" / POOL_1 / "manifest.json").exists()
+    states = _states(pipeline)
+    assert states and all(state.whole for state in states)
 
 
 # -- what a report is made of ---------------------------------------------------------------------
