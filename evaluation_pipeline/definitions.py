@@ -122,6 +122,7 @@ def check_settings(storage: EvaluationStorage, watch: NightlyWatch) -> None:
     """Every setting the pipeline reads while it runs, checked before its first write: a
     bad value is named here, with its variable, rather than as a traceback in a step."""
     settings.lock_timeout()
+    settings.database_timeout()
     parse_memory_limit(None)
     storage_options()  # read for every URL, the storage's or an input's
     root = storage.root()  # an unknown scheme, a missing filesystem

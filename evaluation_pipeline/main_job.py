@@ -101,7 +101,7 @@ def main() -> int:
     try:
         timeout = settings.lock_timeout()
         with folder_lock(home, timeout, _waiting(home, timeout)):
-            return _run(prepare_instance_home(home))
+            return _watched(prepare_instance_home(home))
     except LockTimeout as exc:
         print(f"ndcg-eval: {exc}: another main job still works on it; nothing was run. Run "
               f"again when it has finished, or raise ${settings.LOCK_TIMEOUT.name}.", file=sys.stderr)
@@ -109,6 +109,36 @@ def main() -> int:
     except EvaluationError as exc:  # configuration a user can fix: a missing variable or extra
         print(f"ndcg-eval: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        if not exc.filename or home not in (Path(exc.filename), *Path(exc.filename).parents):
+            raise
+        # The instance folder itself: read-only, or a lock file of another user's.
+        print(f"ndcg-eval: error: cannot use the Dagster instance folder {home}: "
+              f"{exc.strerror}: {exc.filename}. DAGSTER_HOME must be a folder this user can "
+              "write (its lock file and dagster.yaml, and with SQLite the run history, are "
+              "there): fix its owner or permissions, or point DAGSTER_HOME at another folder.",
+              file=sys.stderr)
+        return 2
+
+
+def _watched(home: Path) -> int:
+    """The run, with every wait on the instance's database bounded, and a database that fails
+    named with what to do instead of a traceback (orchestration.liveness)."""
+    from evaluation_pipeline.orchestration.liveness import (
+        DatabaseWatch,
+        database_failure,
+        failure_message,
+    )
+
+    with DatabaseWatch(settings.database_timeout()) as watch:
+        try:
+            return _run(home)
+        except Exception as exc:
+            words = database_failure(exc)
+            if words is None:
+                raise
+            print(failure_message(words, watch.url, home), file=sys.stderr)
+            return 1
 
 
 def _run(home: Path) -> int:

@@ -106,6 +106,10 @@ LOCK_TIMEOUT = Setting(
     "NDCG_EVAL_LOCK_TIMEOUT", "1800",
     "seconds a run waits for a lock another holds (`make run`: the instance; a bucket: the history) "
     "before it gives up")
+DATABASE_TIMEOUT = Setting(
+    "NDCG_EVAL_DATABASE_TIMEOUT", "60",
+    "seconds `make run` waits for one answer of the Dagster instance's database (a statement, a "
+    "connection) before it names the database and exits 1")
 # Tests only.
 FAIL_WRITE = Setting(
     "NDCG_EVAL_FAIL_WRITE", "unset",
@@ -117,6 +121,11 @@ FAIL_WRITE = Setting(
 def lock_timeout() -> float:
     """Seconds to wait for a lock another run holds (``NDCG_EVAL_LOCK_TIMEOUT``)."""
     return LOCK_TIMEOUT.number(low=0, low_open=True)
+
+
+def database_timeout() -> float:
+    """Seconds to wait for one answer of the instance's database (``NDCG_EVAL_DATABASE_TIMEOUT``)."""
+    return DATABASE_TIMEOUT.number(low=0, low_open=True)
 
 
 def alpha() -> float | None:

@@ -1,6 +1,7 @@
-"""Which process executes a run, and whether it still lives.
+"""Whether what a run depends on still lives: the process that executes it, and the Dagster
+instance's database.
 
-A run executed in process (``LocalRunner``, ``make run``) carries the pid, host and start time
+**The process.** A run executed in process (``LocalRunner``, ``make run``) carries the pid, host and start time
 of its process as tags. When that process is killed, Dagster never hears of it: the run stays
 STARTED for ever, and anything that waits for it (the evaluation sensor's "in flight" test, the
 runner's "already launched" test) waits for ever. ``fail_dead_runs`` reports such runs as failed
@@ -13,15 +14,31 @@ The tags are bookkeeping, not something to read in a runs list: their names star
 hidden prefix ``.dagster/``, which the UI leaves out of the tags it shows. Runs recorded before
 they were hidden carry ``ndcg_eval/pid``, ``ndcg_eval/host`` and ``ndcg_eval/process_start``;
 those are read too.
+
+**The database.** Every wait of `make run` on it is bounded, and named (``DatabaseWatch``). A
+database that stops answering without closing its connections (a PostgreSQL server frozen by
+SIGSTOP, a stalled network file system under SQLite) leaves a statement waiting for ever: the
+operating system still acknowledges the packets, so no socket timeout fires, and the main job
+would hold the instance lock while it waits. The watch times every statement and connection
+of every SQLAlchemy engine in the process (Dagster's run, event-log and schedule storages are
+engines), and when one has waited longer than the timeout it says which database did not
+answer and ends the process at once. That is a kill, which the pipeline recovers from: the
+lock goes with the process, and the next run fails the run left in flight and redoes it.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
 from functools import cache
 
 import dagster as dg
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
 
 HIDDEN_PREFIX = ".dagster/"  # Dagster's prefix of the tags its UI does not show
 PID_TAG = f"{HIDDEN_PREFIX}ndcg_eval/pid"
@@ -97,3 +114,122 @@ def fail_dead_runs(instance: dg.DagsterInstance) -> list[dg.DagsterRun]:
             run, f"the process that executed this run (pid {tags[PID_TAG]} on "
                  f"{tags[HOST_TAG]}) is gone: it was killed or crashed mid-run")
     return dead
+
+
+# -- the database --------------------------------------------------------------------------
+
+EXIT_NO_ANSWER = 1
+_CHECK_SECONDS = 0.5
+
+
+class DatabaseWatch:
+    """A context in which any one wait on a database longer than ``timeout`` seconds ends the
+    process with EXIT_NO_ANSWER, after a message naming the database (its URL, no password)."""
+
+    def __init__(self, timeout: float, exit: Callable[[int], None] = os._exit) -> None:
+        self.timeout = timeout
+        self.url: str | None = None  # the last database asked: named in errors too
+        self._exit = exit
+        self._waits: dict[int, tuple[float, str, str]] = {}  # thread: (since, what, database)
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._listeners = [
+            ("before_cursor_execute", self._before_statement),
+            ("after_cursor_execute", self._after),
+            ("handle_error", self._after),
+            ("do_connect", self._connect),
+        ]
+
+    def __enter__(self) -> DatabaseWatch:
+        for name, listener in self._listeners:
+            event.listen(Engine, name, listener)
+        threading.Thread(target=self._watch, name="database-watch", daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        for name, listener in self._listeners:
+            event.remove(Engine, name, listener)
+
+    # -- the listeners ---------------------------------------------------------------------
+    def _before_statement(self, conn, cursor, statement, parameters, context, executemany):
+        self._start("a statement", _named(conn.engine.url))
+
+    def _after(self, *args, **kwargs) -> None:
+        with self._lock:
+            self._waits.pop(threading.get_ident(), None)
+
+    def _connect(self, dialect, connection_record, cargs, cparams):
+        # Connected here, so that a connection that fails ends its wait as one that succeeds.
+        self._start("a connection", _named_params(dialect.name, cparams, cargs))
+        try:
+            return dialect.connect(*cargs, **cparams)
+        finally:
+            self._after()
+
+    def _start(self, what: str, database: str) -> None:
+        with self._lock:
+            self.url = database
+            self._waits[threading.get_ident()] = (time.monotonic(), what, database)
+
+    # -- the watch -------------------------------------------------------------------------
+    def _watch(self) -> None:
+        while not self._done.wait(_CHECK_SECONDS):
+            with self._lock:
+                oldest = min(self._waits.values(), default=None)
+            if oldest is None:
+                continue
+            since, what, database = oldest
+            waited = time.monotonic() - since
+            if waited > self.timeout and not self._done.is_set():
+                print(f"ndcg-eval: error: the Dagster instance's database {database} has not "
+                      f"answered {what} for {waited:.0f} s (NDCG_EVAL_DATABASE_TIMEOUT="
+                      f"{self.timeout:g}); stopping. Check that the server runs and answers, "
+                      "then run again: what is done stays done, and the run in flight is "
+                      "failed and redone.", file=sys.stderr, flush=True)
+                self._exit(EXIT_NO_ANSWER)
+                return
+
+
+def _named(url) -> str:
+    return url.render_as_string(hide_password=True)
+
+
+def _named_params(dialect: str, cparams: dict, cargs) -> str:
+    """A connection's database from its arguments: host, port and name, or the file."""
+    if dialect == "sqlite":
+        return f"sqlite:///{cargs[0] if cargs else cparams.get('database', '')}"
+    host, port = cparams.get("host", "localhost"), cparams.get("port")
+    name = cparams.get("dbname") or cparams.get("database") or ""
+    return f"{dialect}://{host}{f':{port}' if port else ''}/{name}"
+
+
+# What a database that fails says, through SQLAlchemy, sqlite3 or dagster-postgres (which
+# gives up after its retries with "too many retries").
+_DATABASE_ERRORS = ("DagsterPostgresException", "OperationalError", "DatabaseError",
+                    "InterfaceError")
+
+
+def database_failure(exc: BaseException) -> str | None:
+    """The first line of the database's own words when ``exc`` comes from the instance's
+    database (a server down, a damaged file), else None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if type(exc).__name__ in _DATABASE_ERRORS:
+            return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def failure_message(words: str, database: str | None, home) -> str:
+    """What `make run` says when the instance's database fails, and what to do."""
+    named = database or f"of the instance in {home}"
+    if "not a database" in words or "malformed" in words:
+        advice = (f"The file is damaged: move it aside (with SQLite, the folder {home}/history) "
+                  "and run again. A new run history is started; the results in the storage "
+                  "stay where they are.")
+    else:
+        advice = ("Check that the server runs and that dagster.yaml (DAGSTER_PG_*) names it, "
+                  "then run again: what is done stays done.")
+    return f"ndcg-eval: error: the Dagster instance's database {named} failed: {words}. {advice}"

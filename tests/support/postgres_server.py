@@ -74,15 +74,19 @@ class PostgresServer:
                   f"--pwfile={password_file}", "--auth=scram-sha-256", "-E", "UTF8",
                   "--no-locale")
         password_file.unlink()
-        # TCP on the loopback address only; the socket in our own folder, not /run/postgresql.
+        self.restart()
+
+    def stop(self) -> None:
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def restart(self) -> None:
+        """Start the cluster (again, after ``stop``: its data kept). TCP on the loopback
+        address only; the socket in our own folder, not /run/postgresql."""
         options = (f"-c listen_addresses={self.host} -p {self.port} "
                    f"-c unix_socket_directories={self.folder} -c fsync=off")
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l",
                   str(self.folder / "server.log"), "-o", options, "-w", "-t",
                   str(START_SECONDS), "start")
-
-    def stop(self) -> None:
-        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def create_database(self, name: str) -> dict[str, str]:
         """A new, empty database; returns the DAGSTER_PG_* variables deploy/dagster.yaml reads."""

@@ -178,3 +178,65 @@ def test_a_main_job_killed_while_scoring_on_postgres_is_failed_and_rerun_to_comp
                                                     dg.DagsterRunStatus.STARTING)]
         assert any(r.status == dg.DagsterRunStatus.FAILURE for r in runs)
     assert NOTHING_NEW in finished(main_job(env))
+
+
+def _server_processes(postgres_server) -> list[int]:
+    """The postmaster and every backend and helper it forked."""
+    postmaster = int((postgres_server.data / "postmaster.pid").read_text().split()[0])
+    children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True,
+                              text=True).stdout.split()
+    return [postmaster, *map(int, children)]
+
+
+def _when_scoring(job, env) -> None:
+    scores = Path(env["NDCG_EVAL_STORAGE"]) / "scores"
+    deadline = time.monotonic() + RUN_SECONDS
+    while not scores.exists():
+        assert job.poll() is None, job.log.read_text()[-4000:]
+        assert time.monotonic() < deadline, "no scores folder appeared"
+        time.sleep(0.05)
+
+
+def test_a_frozen_postgres_is_named_within_the_timeout_and_a_rerun_completes(
+        postgres_server, sqlite_results, tmp_path):
+    """SIGSTOP on the server: the kernel still acknowledges its packets, so only the watch's
+    timeout ends the wait; the main job names the database and exits 1 within it."""
+    env = deployment(tmp_path, postgres_server.create_database("frozen"))
+    env["NDCG_EVAL_DATABASE_TIMEOUT"] = "5"
+    job = main_job(env)
+    _when_scoring(job, env)
+    frozen = _server_processes(postgres_server)
+    for pid in frozen:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        stopped_at = time.monotonic()
+        job.wait(timeout=120)
+        waited = time.monotonic() - stopped_at
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+    output = job.log.read_text()
+    assert job.returncode == 1, output[-4000:]
+    assert (f"the Dagster instance's database postgresql://{postgres_server.host}:"
+            f"{postgres_server.port}/frozen has not answered") in output, output[-4000:]
+    assert "NDCG_EVAL_DATABASE_TIMEOUT=5" in output and waited < 60
+    finished(main_job(env))
+    assert results(env) == sqlite_results
+
+
+def test_a_stopped_postgres_is_named_and_a_rerun_after_its_restart_completes(
+        postgres_server, sqlite_results, tmp_path):
+    env = deployment(tmp_path, postgres_server.create_database("stopped"))
+    job = main_job(env)
+    _when_scoring(job, env)
+    postgres_server.stop()
+    try:
+        job.wait(timeout=300)
+    finally:
+        postgres_server.restart()
+    output = job.log.read_text()
+    assert job.returncode == 1, output[-4000:]
+    assert "the Dagster instance's database postgresql://" in output, output[-4000:]
+    assert "Check that the server runs" in output and "Traceback" not in output
+    finished(main_job(env))
+    assert results(env) == sqlite_results
