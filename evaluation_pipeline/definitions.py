@@ -123,6 +123,7 @@ def check_settings(storage: EvaluationStorage, watch: NightlyWatch) -> None:
     bad value is named here, with its variable, rather than as a traceback in a step."""
     settings.lock_timeout()
     settings.database_timeout()
+    settings.backfill_nights()
     parse_memory_limit(None)
     storage_options()  # read for every URL, the storage's or an input's
     root = storage.root()  # an unknown scheme, a missing filesystem

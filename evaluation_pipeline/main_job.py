@@ -160,6 +160,7 @@ def _run(home: Path) -> int:
         StopRequested,
     )
     from evaluation_pipeline.orchestration.selection import (
+        describe_outside_window,
         describe_reports,
         expected_evaluations,
         unpublished_inputs,
@@ -233,6 +234,8 @@ def _run(home: Path) -> int:
                   f"{resources['storage'].base}:")
             for entry in unpublished:
                 print(f"  {entry}")
+        print(describe_outside_window(instance, resources["landing"], resources["storage"],
+                                      resources["policy"]), end="")
     ok = (all(o.success for o in outcomes) and not runner.tick_errors and not missing
           and not unpublished)
     return 0 if ok else 1

@@ -106,6 +106,10 @@ LOCK_TIMEOUT = Setting(
     "NDCG_EVAL_LOCK_TIMEOUT", "1800",
     "seconds a run waits for a lock another holds (`make run`: the instance; a bucket: the history) "
     "before it gives up")
+BACKFILL_NIGHTS = Setting(
+    "NDCG_EVAL_BACKFILL_NIGHTS", "14",
+    "a new judgment version is scored against the newest this many nights already landed (and "
+    "every night after it); 0: every night")
 DATABASE_TIMEOUT = Setting(
     "NDCG_EVAL_DATABASE_TIMEOUT", "60",
     "seconds `make run` waits for one answer of the Dagster instance's database (a statement, a "
@@ -121,6 +125,16 @@ FAIL_WRITE = Setting(
 def lock_timeout() -> float:
     """Seconds to wait for a lock another run holds (``NDCG_EVAL_LOCK_TIMEOUT``)."""
     return LOCK_TIMEOUT.number(low=0, low_open=True)
+
+
+def backfill_nights() -> int:
+    """Nights already landed that a new version is scored against (``NDCG_EVAL_BACKFILL_NIGHTS``;
+    0: all of them)."""
+    value = BACKFILL_NIGHTS.number(low=0)
+    if value != int(value):
+        raise EvaluationError(f"{BACKFILL_NIGHTS.name}={BACKFILL_NIGHTS.get()!r} is not a whole "
+                              "number of nights")
+    return int(value)
 
 
 def database_timeout() -> float:

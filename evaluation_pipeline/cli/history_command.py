@@ -24,8 +24,12 @@ from evaluation_pipeline.io.storage import (
     HTML_FILE,
     alerts_file,
     history_file,
+    judgments_folder,
+    manifest_file,
+    pool_folder,
     report_file,
 )
+from evaluation_pipeline.nightly import verdicts as nightly
 from evaluation_pipeline.nightly.alerts import SENDING, read_alerts, state_of
 from evaluation_pipeline.nightly.history import headline_trend, read_history
 from evaluation_pipeline.report.format import interval, number
@@ -108,6 +112,46 @@ def render_regressions(trend: pl.DataFrame, storage: Location | str) -> str:
     return "\n".join(lines)
 
 
+def not_evaluated(storage: Location, spec_id: str | None = None) -> dict[str, list[str]]:
+    """Per published judgment version, the published pools its history has no evaluation of
+    (older than its backfill window, or not evaluated yet), in night order."""
+    history = read_history(storage.joinpath(*history_file()))
+    if history is None:
+        return {}
+    if spec_id:
+        history = history.filter(pl.col("spec_id") == spec_id)
+    done = set(history.select("judgment_version", "candidate_pool").unique().iter_rows())
+    pools = {pool: nightly.ready_at_of(manifest)
+             for pool, manifest in _manifests(storage, pool_folder).items()}
+    order = nightly.night_order(pools)
+    left = {version: [pool for pool in order if (version, pool) not in done]
+            for version in _manifests(storage, judgments_folder)}
+    return {version: pools for version, pools in left.items() if pools}
+
+
+def _manifests(storage: Location, folder_of) -> dict[str, dict]:
+    """The manifests of the published inputs of one kind, by name."""
+    parent = storage.joinpath(*folder_of("")[:-1])
+    if not parent.exists():
+        return {}
+    found = {}
+    for folder in sorted(parent.iterdir(), key=lambda p: p.name):
+        manifest = folder.joinpath(*manifest_file(()))
+        if manifest.exists():
+            found[folder.name] = json.loads(manifest.read_text(encoding="utf-8"))
+    return found
+
+
+def render_not_evaluated(left: dict[str, list[str]]) -> str:
+    if not left:
+        return ""
+    lines = ["", "NOT EVALUATED (published, with no evaluation in the history: older than the "
+             "version's backfill window, NDCG_EVAL_BACKFILL_NIGHTS, or still to come):"]
+    lines += [f"  {version}: {len(pools)} pool(s): {', '.join(pools)}"
+              for version, pools in left.items()]
+    return "\n".join(lines)
+
+
 def alerts_of(storage: Location) -> list[dict]:
     """The alerts recorded in the storage, each in its latest state."""
     return read_alerts(storage.joinpath(*alerts_file()))
@@ -150,7 +194,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         rows = [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in row.items()}
                 for row in trend.to_dicts()]
-        print(json_text({"trend": rows, "alerts": alerts}), end="")
+        print(json_text({"trend": rows, "alerts": alerts,
+                         "not_evaluated": not_evaluated(storage, args.spec_id)}), end="")
     else:
-        print(render_trend_table(trend, alerts))
+        print(render_trend_table(trend, alerts)
+              + render_not_evaluated(not_evaluated(storage, args.spec_id)))
     return 0

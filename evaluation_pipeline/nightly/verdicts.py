@@ -73,6 +73,18 @@ def night_order(ready_at: Mapping[str, str]) -> list[str]:
     return sorted(ready_at, key=lambda pool: (parse_time(ready_at[pool]), pool))
 
 
+def backfill_window(ready_at: Mapping[str, str], published_at: str, nights: int) -> set[str]:
+    """The pools a judgment version published at ``published_at`` is scored against: the
+    newest ``nights`` of those ready by then, and every pool ready after (0: every pool). A
+    new version then costs a bounded number of scorings, however long the history."""
+    order = night_order(ready_at)
+    if nights <= 0:
+        return set(order)
+    published = parse_time(published_at)
+    before = [pool for pool in order if parse_time(ready_at[pool]) <= published]
+    return set(before[-nights:]) | set(order[len(before):])
+
+
 def previous_night(pool: str, ready_at: Mapping[str, str],
                    baseline_pool: str | None = None) -> str | None:
     """The pool ``pool`` is compared with: the pinned baseline, else the night before it.

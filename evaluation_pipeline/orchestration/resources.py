@@ -364,7 +364,8 @@ class LandingZone(dg.ConfigurableResource):
 
 
 class QualityPolicy(dg.ConfigurableResource):
-    """Thresholds of the asset checks."""
+    """Thresholds of the asset checks, and which pools a new judgment version is scored
+    against."""
 
     # A pool whose rankers rank different candidate sets is not a pure reranker comparison:
     # True blocks scoring, False only warns.
@@ -374,6 +375,18 @@ class QualityPolicy(dg.ConfigurableResource):
     # Warn when the share of incomplete queries rises by more than this against the previous
     # judgment version of the same pool.
     max_incomplete_share_increase: float = 0.0
+    # A new judgment version is scored against the newest this many nights already landed,
+    # and every night after it (0: every night); None: NDCG_EVAL_BACKFILL_NIGHTS, else 14.
+    backfill_nights: int | None = None
+
+    def backfill(self) -> int:
+        """The backfill window in nights (0: every night)."""
+        if self.backfill_nights is not None:
+            if self.backfill_nights < 0:
+                raise EvaluationError(f"QualityPolicy.backfill_nights={self.backfill_nights} "
+                                      "is below 0")
+            return self.backfill_nights
+        return settings.backfill_nights()
 
 
 class NightlyWatch(dg.ConfigurableResource):

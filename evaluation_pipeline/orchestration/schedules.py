@@ -11,6 +11,7 @@ from evaluation_pipeline.orchestration.resources import (
     QualityPolicy,
 )
 from evaluation_pipeline.orchestration.selection import (
+    due_pairs,
     evaluable_pools,
     evaluation_run_key,
     published_versions,
@@ -31,7 +32,7 @@ def build_nightly_schedule(spec: EvaluationSpec, cron: str = DEFAULT_CRON,
         execution_timezone=timezone,
         default_status=dg.DefaultScheduleStatus.RUNNING,
         description="Evaluate the latest judgment version (the last to land) against every "
-        "active candidate pool.",
+        "active candidate pool within its backfill window.",
     )
     def nightly_evaluation(context: dg.ScheduleEvaluationContext, landing: LandingZone,
                            storage: EvaluationStorage, policy: QualityPolicy):
@@ -41,6 +42,8 @@ def build_nightly_schedule(spec: EvaluationSpec, cron: str = DEFAULT_CRON,
             return dg.SkipReason("no published judgment version or queries table yet")
         latest, latest_manifest = list(versions.items())[-1]
         pools = evaluable_pools(context.instance, landing, storage, policy, context.log)
+        pools = {pool: manifest for _, _, pool, manifest in due_pairs(
+            {latest: latest_manifest}, pools, policy.backfill())}
         if not pools:
             return dg.SkipReason("no active published candidate pool")
         # One run per pool and night: the key repeats only if the same night is evaluated twice.

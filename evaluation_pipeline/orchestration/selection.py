@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import dagster as dg
 
+from evaluation_pipeline import settings
 from evaluation_pipeline.io.storage import (
     AGGREGATES_FILE,
     HTML_FILE,
@@ -26,6 +27,7 @@ from evaluation_pipeline.io.storage import (
     report_folder,
     scores_file,
 )
+from evaluation_pipeline.nightly import verdicts as nightly
 from evaluation_pipeline.orchestration.local_runner import RUN_KEY_TAG
 from evaluation_pipeline.orchestration.partitions import (
     candidate_pool_partitions,
@@ -68,6 +70,49 @@ def published_versions(instance: dg.DagsterInstance, storage: EvaluationStorage)
         if manifest is not None:
             versions[version] = manifest
     return versions
+
+
+def due_pairs(versions: dict[str, dict], pools: dict[str, dict], nights: int
+              ) -> Iterator[tuple[str, dict, str, dict]]:
+    """(version, its manifest, pool, its manifest) of every pair within the backfill window:
+    each version against the newest ``nights`` pools landed by its publication and every pool
+    after (``nightly.backfill_window``); versions in landing order, pools in theirs."""
+    ready = {pool: nightly.ready_at_of(manifest) for pool, manifest in pools.items()}
+    for version, version_manifest in versions.items():
+        window = nightly.backfill_window(ready, version_manifest[nightly.PUBLISHED_AT], nights)
+        for pool, pool_manifest in pools.items():
+            if pool in window:
+                yield version, version_manifest, pool, pool_manifest
+
+
+def outside_window(versions: dict[str, dict], pools: dict[str, dict], nights: int
+                   ) -> dict[str, list[str]]:
+    """Per version, the evaluable pools it is not scored against (older than its window), in
+    night order: scored on demand, by a backfill of their partitions or with the window
+    widened (NDCG_EVAL_BACKFILL_NIGHTS=0)."""
+    due = {(version, pool) for version, _, pool, _ in due_pairs(versions, pools, nights)}
+    order = nightly.night_order({pool: nightly.ready_at_of(m) for pool, m in pools.items()})
+    left = {version: [pool for pool in order if (version, pool) not in due]
+            for version in versions}
+    return {version: pools for version, pools in left.items() if pools}
+
+
+def describe_outside_window(instance: dg.DagsterInstance, landing: LandingZone,
+                            storage: EvaluationStorage, policy: QualityPolicy) -> str:
+    """The end of `make run`'s account: the pools each version was not scored against, and
+    how to score them (empty when there are none)."""
+    nights = policy.backfill()
+    left = outside_window(published_versions(instance, storage),
+                          evaluable_pools(instance, landing, storage, policy), nights)
+    if not left:
+        return ""
+    lines = [f"\nNot scored: older than the backfill window of {nights} nights "
+             f"({settings.BACKFILL_NIGHTS.name}; a Dagster backfill of evaluation_report's "
+             f"partitions, or {settings.BACKFILL_NIGHTS.name}=0 with the same command, scores "
+             "them):"]
+    lines += [f"  {version}: {len(pools)} pool(s): {', '.join(pools)}"
+              for version, pools in left.items()]
+    return "\n".join(lines) + "\n"
 
 
 def storage_key(storage: EvaluationStorage) -> str:
@@ -183,13 +228,15 @@ def evaluation_state(instance: dg.DagsterInstance, storage: EvaluationStorage, p
 def expected_evaluations(instance: dg.DagsterInstance, landing: LandingZone,
                          storage: EvaluationStorage, policy: QualityPolicy, spec: EvaluationSpec,
                          log=None) -> list[EvaluationState]:
-    """The state of every published version x evaluable pool (none before queries land)."""
+    """The state of every published version x evaluable pool within the version's backfill
+    window (none before queries land)."""
     queries_manifest = storage.manifest(*QUERIES_FOLDER)
     if queries_manifest is None:
         return []
     pools = evaluable_pools(instance, landing, storage, policy, log)
     return [evaluation_state(instance, storage, pool, version, queries_manifest, spec)
-            for version in published_versions(instance, storage) for pool in pools]
+            for version, _, pool, _ in due_pairs(published_versions(instance, storage), pools,
+                                                 policy.backfill())]
 
 
 def unpublished_inputs(landing: LandingZone, storage: EvaluationStorage) -> list[str]:

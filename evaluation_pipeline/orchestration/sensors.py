@@ -42,6 +42,7 @@ from evaluation_pipeline.orchestration.selection import (
     EVALUATION_TAG,
     INGEST_TAG,
     attempt_run_key,
+    due_pairs,
     evaluable_pools,
     evaluation_run_key,
     evaluation_state,
@@ -206,8 +207,9 @@ def build_evaluation_sensor(spec: EvaluationSpec) -> dg.SensorDefinition:
         job=evaluation_job,
         minimum_interval_seconds=INTERVAL_SECONDS,
         default_status=dg.DefaultSensorStatus.RUNNING,
-        description="Every published judgment version x active pool without a whole, current "
-        "report under the current spec is evaluated (again, after a failed or killed run).",
+        description="Every published judgment version x active pool within the version's "
+        "backfill window without a whole, current report under the current spec is evaluated "
+        "(again, after a failed or killed run).",
     )
     def evaluation_sensor(context: dg.SensorEvaluationContext, landing: LandingZone,
                           storage: EvaluationStorage, policy: QualityPolicy):
@@ -224,27 +226,27 @@ def build_evaluation_sensor(spec: EvaluationSpec) -> dg.SensorDefinition:
             for run in context.instance.get_runs(filters=dg.RunsFilter(statuses=IN_FLIGHT))
         }
         requests = []
-        for version, version_manifest in versions.items():
-            for pool, pool_manifest in pools.items():
-                key = evaluation_key(pool, version)
-                if key in in_flight:
-                    continue
-                state = evaluation_state(context.instance, storage, pool, version,
-                                         queries_manifest, spec)
-                if state.whole:
-                    continue
-                if state.altered:
-                    # Scoring would refuse the altered input anyway: say so, do not retry.
-                    context.log.error(f"{pool} x {version} not evaluated: {state.missing}")
-                    continue
-                content_key = evaluation_run_key("evaluate", pool, version, pool_manifest,
-                                                 version_manifest, queries_manifest, spec,
-                                                 storage_key(storage))
-                requests.append(dg.RunRequest(
-                    run_key=attempt_run_key(context.instance, content_key),
-                    partition_key=key,
-                    tags={EVALUATION_TAG: content_key},
-                ))
+        for version, version_manifest, pool, pool_manifest in due_pairs(versions, pools,
+                                                                         policy.backfill()):
+            key = evaluation_key(pool, version)
+            if key in in_flight:
+                continue
+            state = evaluation_state(context.instance, storage, pool, version,
+                                     queries_manifest, spec)
+            if state.whole:
+                continue
+            if state.altered:
+                # Scoring would refuse the altered input anyway: say so, do not retry.
+                context.log.error(f"{pool} x {version} not evaluated: {state.missing}")
+                continue
+            content_key = evaluation_run_key("evaluate", pool, version, pool_manifest,
+                                             version_manifest, queries_manifest, spec,
+                                             storage_key(storage))
+            requests.append(dg.RunRequest(
+                run_key=attempt_run_key(context.instance, content_key),
+                partition_key=key,
+                tags={EVALUATION_TAG: content_key},
+            ))
         return requests or dg.SkipReason("every published pair has a whole report under spec "
                                          f"{spec.spec_id}")
 
