@@ -124,6 +124,7 @@ def check_settings(storage: EvaluationStorage, watch: NightlyWatch) -> None:
     settings.lock_timeout()
     settings.database_timeout()
     settings.backfill_nights()
+    settings.incremental()
     parse_memory_limit(None)
     storage_options()  # read for every URL, the storage's or an input's
     root = storage.root()  # an unknown scheme, a missing filesystem
@@ -186,7 +187,8 @@ def build_definitions(
             "watch": watch,
             # auto streams Parquet (the published files are) past a small size.
             "scoring": ScoringEngine(engine=engine,
-                                     spark_master=settings.SPARK_MASTER.get()),
+                                     spark_master=settings.SPARK_MASTER.get(),
+                                     incremental=settings.incremental()),
             # Unset fields read NDCG_EVAL_MEMORY_LIMIT and NDCG_EVAL_SPILL_DIR when a step runs.
             "memory": MemoryBudget(),
         },

@@ -110,6 +110,10 @@ BACKFILL_NIGHTS = Setting(
     "NDCG_EVAL_BACKFILL_NIGHTS", "14",
     "a new judgment version is scored against the newest this many nights already landed (and "
     "every night after it); 0: every night")
+INCREMENTAL = Setting(
+    "NDCG_EVAL_INCREMENTAL", "1",
+    "1: a new judgment version's scores of a pool reuse an earlier version's rows for the "
+    "queries whose grades did not change (the same bytes as a full scoring); 0: score in full")
 DATABASE_TIMEOUT = Setting(
     "NDCG_EVAL_DATABASE_TIMEOUT", "60",
     "seconds `make run` waits for one answer of the Dagster instance's database (a statement, a "
@@ -135,6 +139,14 @@ def backfill_nights() -> int:
         raise EvaluationError(f"{BACKFILL_NIGHTS.name}={BACKFILL_NIGHTS.get()!r} is not a whole "
                               "number of nights")
     return int(value)
+
+
+def incremental() -> bool:
+    """Whether scores are built from an earlier version's (``NDCG_EVAL_INCREMENTAL``)."""
+    value = INCREMENTAL.get() or INCREMENTAL.default
+    if value not in ("0", "1"):
+        raise EvaluationError(f"{INCREMENTAL.name}={value!r} is not 0 or 1")
+    return value == "1"
 
 
 def database_timeout() -> float:

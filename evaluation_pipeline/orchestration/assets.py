@@ -12,12 +12,14 @@ by the same step), and a regression of the newest night into an alert.
 import shlex
 from collections.abc import Iterator
 from dataclasses import asdict
+from pathlib import Path
 
 import dagster as dg
 import polars as pl
 
 from evaluation_pipeline import __version__
 from evaluation_pipeline.engines import EngineResult
+from evaluation_pipeline.engines.incremental import score_increment
 from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.io.atomic import named_in
 from evaluation_pipeline.io.datasets import read_queries_rows
@@ -94,6 +96,45 @@ def _published_manifest(storage: EvaluationStorage, folder: Place, what: str) ->
     return manifest
 
 
+def _incremental(storage: EvaluationStorage, scoring: ScoringEngine, pool: str, version: str,
+                 spec: EvaluationSpec, pool_manifest: dict) -> EngineResult | None:
+    """``version``'s scores of ``pool`` from the newest earlier version's scores of it, with
+    only the queries whose grades changed scored again (``engines.incremental``); None when
+    there is none to start from, or it does not apply (a storage not on this machine, hashes
+    of an earlier hash version), and the caller scores in full."""
+    if not scoring.incremental or not storage.is_local() or (
+            hash_version(pool_manifest) != HASH_VERSION):
+        return None
+    # The storage's published versions, by publication (a local storage: listed directly).
+    folder = Path(storage.root()) / judgments_folder("")[0]
+    published = {}
+    for entry in folder.iterdir() if folder.is_dir() else ():
+        manifest = storage.manifest(*judgments_folder(entry.name))
+        if manifest is not None:
+            published[entry.name] = manifest
+    order = sorted(published, key=lambda name: (published[name][nightly.PUBLISHED_AT], name))
+    if version not in order:
+        return None
+    for earlier in reversed(order[:order.index(version)]):
+        manifest = published[earlier]
+        scores = scores_file(pool, earlier, spec.spec_id)
+        if hash_version(manifest) != HASH_VERSION or not storage.exists(*scores):
+            continue
+        increment = score_increment(
+            storage.path(*scores), storage.path(*judgments_file(earlier)),
+            storage.path(*judgments_file(version)), storage.path(*pool_file(pool)), spec,
+            storage.path(*scores_file(pool, version, spec.spec_id)),
+            pool_sha256=pool_manifest["sha256"], previous_judgments_sha256=manifest["sha256"])
+        if increment is None:
+            continue
+        return EngineResult(
+            increment.lineage, increment.per_query_path, increment.rows,
+            notes=[f"from {earlier}'s scores: {increment.rescored_queries} queries whose "
+                   f"grades changed scored again, {increment.kept_queries} kept"],
+            engine="incremental")
+    return None
+
+
 def _read_published(storage: EvaluationStorage, place: Place,
                     what: str) -> tuple[pl.DataFrame, dict]:
     """A published file and the manifest beside it."""
@@ -113,9 +154,9 @@ def score_evaluation(storage: EvaluationStorage, scoring: ScoringEngine, pool: s
     grades_manifest = _published_manifest(
         storage, judgments_folder(version), f"judgment version {version!r}")
     pool_manifest = _published_manifest(storage, pool_folder(pool), f"candidate pool {pool!r}")
-    result = score_published(storage, scoring, budget or MemoryBudget().budget(storage),
-                             judgments_file(version), pool_file(pool),
-                             scores_file(pool, version, spec.spec_id), spec)
+    result = _incremental(storage, scoring, pool, version, spec, pool_manifest) or score_published(
+        storage, scoring, budget or MemoryBudget().budget(storage), judgments_file(version),
+        pool_file(pool), scores_file(pool, version, spec.spec_id), spec)
     for name, computed, manifest, place in (
         ("judgments", result.lineage.judgments_sha256, grades_manifest, judgments_file(version)),
         ("pool", result.lineage.pool_sha256, pool_manifest, pool_file(pool)),

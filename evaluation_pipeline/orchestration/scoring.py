@@ -46,6 +46,9 @@ class ScoringEngine(dg.ConfigurableResource):
     spark_master: str | None = None
     # For URL paths, as EvaluationStorage.storage_options (Spark reads with its own settings).
     storage_options: dict[str, Any] = {}
+    # A new version's scores of a pool from an earlier version's, rescoring only the queries
+    # whose grades changed (engines.incremental: the full scoring's bytes); a local storage.
+    incremental: bool = True
 
     def reads_urls(self) -> bool:
         """True when the engine reads and writes the storage's URLs itself (Spark)."""

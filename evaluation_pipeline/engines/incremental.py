@@ -1,0 +1,137 @@
+"""A judgment version scored from an earlier version's scores of the same pool.
+
+A query's per-query rows depend only on that query's candidates and its judgment rows, so when
+version B regrades a few queries of version A, the other queries' rows under B are A's rows with
+B's lineage. Only the queries whose judgment rows differ (changed, added or removed, an
+``unknown`` graded) are scored again, from their candidates alone: the published pool is sorted
+by (ranker, query_id, doc_id), so a filter on query_id reads only the row groups that hold them.
+The rows are then put in the one row order and written as the full scoring writes them, so the
+file is the full scoring's byte for byte (tested against every engine's).
+
+It applies only where the earlier rows are known to be the same evaluation: the same pool
+content and spec, hashes of the current version, and the earlier version's own published
+judgments. Otherwise the caller scores in full.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from evaluation_pipeline.engines import PER_QUERY_ROW_GROUP_ROWS
+from evaluation_pipeline.evaluation import Lineage, with_lineage
+from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.io.locations import Location
+from evaluation_pipeline.io.readers import read_judgments
+from evaluation_pipeline.metric.hashing import (
+    judgment_blocks,
+    judgments_sha256,
+    pool_blocks,
+)
+from evaluation_pipeline.metric.ndcg import (
+    RESULT_SCHEMA,
+    index_judgments,
+    missing_from_run,
+    score_candidates,
+    sort_results,
+)
+from evaluation_pipeline.spec import EvaluationSpec
+from schemas import validate
+
+# Judgment columns that name the version, not a grade: equal rows differ in them only.
+_NOT_GRADES = ("judgment_version",)
+
+
+@dataclass(frozen=True)
+class Increment:
+    """What an incremental scoring wrote: its lineage, its rows, and the queries scored again
+    out of the ones the version judges or the pool holds."""
+
+    lineage: Lineage
+    per_query_path: str
+    rows: int
+    rescored_queries: int
+    kept_queries: int
+
+
+def changed_queries(previous: pl.DataFrame, current: pl.DataFrame) -> pl.Series:
+    """The query_ids whose judgment rows differ between two versions: a row of one that the
+    other lacks in any grade column (a regrade, an added or removed document or query, an
+    ``unknown`` graded), in byte order."""
+    columns = [c for c in current.columns if c in previous.columns and c not in _NOT_GRADES]
+    if set(previous.columns) - set(_NOT_GRADES) != set(current.columns) - set(_NOT_GRADES):
+        # A column one version has and the other lacks may carry grades (raters): all changed.
+        return pl.concat([previous["query_id"], current["query_id"]]).unique().sort()
+    a, b = previous.select(columns), current.select(columns)
+    differ = pl.concat([
+        a.join(b, on=columns, how="anti", nulls_equal=True).select("query_id"),
+        b.join(a, on=columns, how="anti", nulls_equal=True).select("query_id"),
+    ])
+    return differ["query_id"].unique().sort()
+
+
+def score_increment(previous_scores: Location, previous_judgments: Location,
+                    judgments: Location, pool: Location, spec: EvaluationSpec,
+                    out_path: Location, *, pool_sha256: str, previous_judgments_sha256: str
+                    ) -> Increment | None:
+    """``judgments`` x ``pool`` under ``spec`` at ``out_path``, from the rows at
+    ``previous_scores`` (the same pool under ``previous_judgments``) and a scoring of the
+    queries that changed; None, writing nothing, when those rows are not known to be the same
+    evaluation (``pool_sha256``, ``previous_judgments_sha256``: the published hashes, of the
+    current hash version)."""
+    earlier = pl.read_parquet(previous_scores)
+    try:
+        lineage = Lineage.from_rows(earlier, str(previous_scores))
+    except Exception:
+        return None
+    if (lineage.spec_id != spec.spec_id or lineage.pool_sha256 != pool_sha256
+            or lineage.judgments_sha256 != previous_judgments_sha256):
+        return None
+    before = read_judgments(previous_judgments)
+    grades = read_judgments(judgments)
+    if judgments_sha256(before) != previous_judgments_sha256:
+        return None  # the earlier version's stored file is not the one its rows were scored on
+    changed = changed_queries(before, grades)
+    blocks = judgment_blocks(grades)
+    now = Lineage(judgment_version=_single(grades, "judgment_version"),
+                  judgments_sha256=judgments_sha256(blocks), candidate_pool=lineage.candidate_pool,
+                  pool_sha256=pool_sha256, spec_id=spec.spec_id)
+    rescored = _rescored(grades, pool, changed, spec, earlier)
+    kept = earlier.filter(~pl.col("query_id").is_in(changed.implode())).select(
+        list(RESULT_SCHEMA)).cast(RESULT_SCHEMA)
+    per_query = with_lineage(sort_results(pl.concat([kept, rescored])), now)
+    per_query = validate("PerQueryResults", per_query, "per-query results")
+    atomic_write(out_path, lambda tmp: per_query.write_parquet(
+        tmp, compression="zstd", statistics=True, row_group_size=PER_QUERY_ROW_GROUP_ROWS))
+    return Increment(now, str(out_path), per_query.height, changed.len(),
+                     kept["query_id"].n_unique())
+
+
+def _rescored(grades: pl.DataFrame, pool: Location, changed: pl.Series, spec: EvaluationSpec,
+              earlier: pl.DataFrame) -> pl.DataFrame:
+    """The per-query rows of the changed queries alone, as a full scoring gives them: their
+    candidates scored, and a ranker that lacks one of them counted as missing it."""
+    wanted = pl.col("query_id").is_in(changed.implode())
+    candidates = pl.scan_parquet(pool).filter(wanted).collect()
+    index = index_judgments(grades.filter(wanted), spec)
+    # Every ranker of the pool, also one that returned none of these queries.
+    rankers = sorted(set(earlier["ranker"].unique().to_list())
+                     | set(candidates["ranker"].unique().to_list()))
+    if candidates.height:
+        blocks = pool_blocks(candidates)
+        scored = score_candidates(blocks, index, spec)
+        returned = blocks.keys
+    else:
+        scored = pl.DataFrame(schema=RESULT_SCHEMA)
+        returned = pl.DataFrame(schema={"ranker": pl.String, "query_id": pl.String})
+    return pl.concat([scored, missing_from_run(index, returned, rankers, spec)]).select(
+        list(RESULT_SCHEMA)).cast(RESULT_SCHEMA)
+
+
+def _single(frame: pl.DataFrame, column: str) -> str:
+    values = frame[column].unique().to_list()
+    if len(values) != 1:
+        raise ValueError(f"expected one {column}, found {values[:5]}")
+    return str(values[0])
+

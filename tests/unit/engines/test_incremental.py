@@ -1,0 +1,139 @@
+"""An increment is the full scoring, byte for byte: a version that regrades, adds and removes
+queries and documents, and grades unknown rows, scored from the earlier version's rows and its
+changed queries alone, against the full scoring of the local and streaming engines."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from evaluation_pipeline.engines import score_files
+from evaluation_pipeline.engines.incremental import changed_queries, score_increment
+from evaluation_pipeline.ingest.publish import publish_judgments, publish_pool
+from evaluation_pipeline.spec import profile
+
+QUERIES, CANDIDATES, RANKERS = 60, 12, ("bm25", "dense", "hybrid")
+
+
+def _pool(rng) -> pl.DataFrame:
+    rows = []
+    for ranker in RANKERS:
+        # Each ranker leaves some queries out, so that missing_from_run rows arise.
+        for q in rng.choice(QUERIES, size=QUERIES - 6, replace=False):
+            docs = rng.choice(CANDIDATES * 2, size=CANDIDATES, replace=False)
+            scores = np.round(rng.normal(size=CANDIDATES), 1)  # ties, on purpose
+            rows += [(ranker, f"q{q:03d}", f"d{d:03d}", float(s)) for d, s in zip(docs, scores)]
+    return pl.DataFrame(rows, schema=["ranker", "query_id", "doc_id", "score"], orient="row")
+
+
+def _judgments(rng, pool: pl.DataFrame) -> pl.DataFrame:
+    judged = pool.select("query_id", "doc_id").unique().sample(fraction=0.6, seed=int(
+        rng.integers(1 << 30))).sort("query_id", "doc_id")
+    grades = rng.integers(0, 4, size=judged.height)
+    unknown = rng.random(judged.height) < 0.1
+    return judged.with_columns(
+        pl.when(pl.Series(unknown)).then(None).otherwise(pl.Series(grades)).alias("grade"),
+        pl.Series("grade_status", np.where(unknown, "unknown", "graded")))
+
+
+def _next_version(rng, before: pl.DataFrame, pool: pl.DataFrame) -> pl.DataFrame:
+    """Regrades, graded unknowns, removed documents and queries, added documents and queries."""
+    queries = before["query_id"].unique().sort().to_list()
+    regraded = set(rng.choice(queries, size=4, replace=False))
+    removed = set(rng.choice(sorted(set(queries) - regraded), size=2, replace=False))
+    after = before.filter(~pl.col("query_id").is_in(list(removed))).with_columns(
+        pl.when(pl.col("query_id").is_in(list(regraded)))
+        .then((pl.col("grade").fill_null(0) + 1) % 4).otherwise(pl.col("grade")).alias("grade"))
+    after = after.with_columns(pl.when(pl.col("grade").is_null()).then(pl.lit("unknown"))
+                               .otherwise(pl.lit("graded")).alias("grade_status"))
+    # One query's unknown rows graded, nothing else of it changed.
+    unknowns = after.filter(pl.col("grade_status") == "unknown")
+    if unknowns.height:
+        q = unknowns["query_id"][0]
+        after = after.with_columns(
+            pl.when((pl.col("query_id") == q) & pl.col("grade").is_null()).then(2)
+            .otherwise(pl.col("grade")).alias("grade"),
+            pl.when(pl.col("query_id") == q).then(pl.lit("graded"))
+            .otherwise(pl.col("grade_status")).alias("grade_status"))
+    # New grades: documents of judged queries, and whole queries the version did not judge.
+    unjudged = pool.select("query_id", "doc_id").unique().join(
+        after.select("query_id", "doc_id"), on=["query_id", "doc_id"], how="anti").sort(
+        "query_id", "doc_id")
+    added = unjudged.sample(n=min(15, unjudged.height), seed=3).with_columns(
+        pl.lit(3, dtype=pl.Int64).alias("grade"), pl.lit("graded").alias("grade_status"))
+    return pl.concat([after, added.select(after.columns)]).sort("query_id", "doc_id")
+
+
+def _published(tmp_path, rng):
+    landing = tmp_path / "landing"
+    (landing / "pool-a").mkdir(parents=True)
+    pool = _pool(rng)
+    for ranker in RANKERS:
+        pool.filter(pl.col("ranker") == ranker).write_parquet(landing / "pool-a" / f"{ranker}.parquet")
+    a = _judgments(rng, pool)
+    b = _next_version(rng, a, pool)
+    paths = {}
+    for name, frame in (("v1", a), ("v2", b)):
+        source = landing / f"{name}.parquet"
+        frame.write_parquet(source)
+        paths[name] = publish_judgments(source, tmp_path / "published" / f"{name}.parquet",
+                                        version=name)
+    paths["pool"] = publish_pool(landing / "pool-a", tmp_path / "published" / "pool.parquet")
+    return paths
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("engine", ["local", "streaming"])
+@pytest.mark.parametrize("spec_name", ["default", "trec_eval"])
+def test_an_increment_is_the_full_scoring_byte_for_byte(tmp_path, seed, engine, spec_name):
+    rng = np.random.default_rng(seed)
+    published = _published(tmp_path, rng)
+    spec = profile(spec_name)
+    pool, v1, v2 = published["pool"], published["v1"], published["v2"]
+    earlier = tmp_path / "scores-v1.parquet"
+    score_files(v1.path, pool.path, spec, earlier, engine=engine, progress=False)
+    full = tmp_path / "scores-v2-full.parquet"
+    score_files(v2.path, pool.path, spec, full, engine=engine, progress=False)
+    out = tmp_path / "scores-v2-increment.parquet"
+    increment = score_increment(earlier, v1.path, v2.path, pool.path, spec, out,
+                                pool_sha256=pool.sha256, previous_judgments_sha256=v1.sha256)
+    assert increment is not None
+    assert out.read_bytes() == full.read_bytes()
+    before, after = pl.read_parquet(v1.path), pl.read_parquet(v2.path)
+    changed = changed_queries(before, after)
+    assert increment.rescored_queries == changed.len() > 0
+    assert increment.kept_queries > changed.len()  # most of the work was not redone
+
+
+def test_the_changed_queries_are_exactly_those_whose_rows_differ():
+    a = pl.DataFrame({"query_id": ["q1", "q1", "q2", "q3", "q4"],
+                      "doc_id": ["d1", "d2", "d1", "d1", "d1"],
+                      "grade": [1, 2, None, 3, 0],
+                      "grade_status": ["graded", "graded", "unknown", "graded", "graded"],
+                      "judgment_version": "v1"})
+    b = pl.DataFrame({"query_id": ["q1", "q1", "q2", "q4", "q5"],
+                      "doc_id": ["d1", "d2", "d1", "d1", "d1"],
+                      "grade": [1, 2, 2, 1, 0],
+                      "grade_status": ["graded", "graded", "graded", "graded", "graded"],
+                      "judgment_version": "v2"})
+    # q1 the same (only the version's name differs); q2 graded; q3 removed; q4 regraded; q5 new.
+    assert changed_queries(a, b).to_list() == ["q2", "q3", "q4", "q5"]
+
+
+def test_rows_of_another_evaluation_are_not_used(tmp_path):
+    rng = np.random.default_rng(7)
+    published = _published(tmp_path, rng)
+    spec = profile("default")
+    earlier = tmp_path / "scores-v1.parquet"
+    score_files(published["v1"].path, published["pool"].path, spec, earlier, engine="local",
+                progress=False)
+    out = tmp_path / "out.parquet"
+    for pool_sha, judged_sha, other_spec in (("0" * 64, published["v1"].sha256, spec),
+                                             (published["pool"].sha256, "0" * 64, spec),
+                                             (published["pool"].sha256, published["v1"].sha256,
+                                              profile("trec_eval"))):
+        assert score_increment(earlier, published["v1"].path, published["v2"].path,
+                               published["pool"].path, other_spec, out, pool_sha256=pool_sha,
+                               previous_judgments_sha256=judged_sha) is None
+        assert not out.exists()
