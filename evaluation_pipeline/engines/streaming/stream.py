@@ -66,7 +66,9 @@ from evaluation_pipeline.engines.streaming.sorted_inputs import (
     Names,
     external_sort,
     input_columns,
+    has_raters,
     parquet_judgments,
+    rater_ids,
     run_files,
 )
 from evaluation_pipeline.evaluation import Lineage
@@ -77,6 +79,7 @@ from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.metric.hashing import JUDGMENT_KEYS, POOL_KEYS, StreamingDigest
+from evaluation_pipeline.metric.raters import check_rule
 from evaluation_pipeline.metric.kernels import loading as kernel
 from evaluation_pipeline.metric.kernels.blocks import Blocks
 from evaluation_pipeline.metric.ndcg import (
@@ -90,7 +93,6 @@ from evaluation_pipeline.metric.ndcg import (
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
 from schemas.columns import (
-    JUDGMENT_COLUMNS,
     JUDGMENT_DTYPES,
 )
 from schemas.errors import violation
@@ -141,6 +143,9 @@ def score_streaming(
     try:
         sources = {"judgments": [parquet_judgments(judgments_path, judgment_version, scratch)],
                    "run": files}
+        raters = rater_ids(sources["judgments"][0])
+        rated = raters is not None
+        check_rule(spec, rated, raters, str(judgments_path))  # before a row is scored
         while True:
             try:
                 return _stream(_Pass(sources, names, spec, batch_rows), out_path, progress,
@@ -156,7 +161,8 @@ def score_streaming(
                 notes.append(note)
                 print(f"ndcg-eval: {note}", file=sys.stderr)
                 sources[which] = external_sort(which, sources[which], names, scratch,
-                                                input_columns(which, spec), budget or Budget.of())
+                                                input_columns(which, spec, rated),
+                                                budget or Budget.of())
     finally:
         os.close(held)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -214,6 +220,7 @@ class _Pass:
         self.pool_digest = StreamingDigest("pool")
         self.seen_names: dict = {}  # each input's one name, as its first batch holds it
         self.judgments_checked = False
+        self.rated = has_raters(sources["judgments"][0])
         self.windows: JudgmentWindows | None = None  # the current ranker's judgments
         self.ranker: str | None = None
 
@@ -269,7 +276,8 @@ class _Pass:
     def _start_ranker(self, ranker: str) -> Iterator[_Missing]:
         if self.windows is not None:
             yield from self._finish_ranker()
-        batches_ = batches(self.sources["judgments"], JUDGMENT_COLUMNS,
+        batches_ = batches(self.sources["judgments"],
+                           input_columns("judgments", self.spec, self.rated),
                            self.names.fill("judgments"), self.batch_rows)
         self.windows = JudgmentWindows(whole_groups(batches_, JUDGMENT_KEYS, "judgments"),
                                        self._judgment_rows)
