@@ -36,8 +36,8 @@ from schemas.columns import PER_QUERY_KEY, RANK
 from schemas.errors import EvaluationError
 from schemas.ranks import rank_violations
 
-# Every field but cutoffs, in the spec's own order: the default order of the walk.
-# The conventions a sweep tries; a rule for raters is a choice of grades, not of the metric.
+# Every field but cutoffs and raters (a choice of grades, not of the metric), in the spec's
+# own order: the default order of the walk.
 FIELDS = tuple(name for name in FIELD_DOCS if name not in ("cutoffs", "raters"))
 
 # Shapley scores 2^n specs over every candidate row; past this many row scorings (2^8 specs
