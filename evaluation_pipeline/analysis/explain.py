@@ -18,7 +18,7 @@ import polars as pl
 
 from evaluation_pipeline.metric.gains import gains_for_grades
 from evaluation_pipeline.metric.ndcg import score
-from evaluation_pipeline.metric.raters import combine_ratings
+from evaluation_pipeline.metric.raters import combine_ratings, is_rated
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas.columns import RANK
 
@@ -63,7 +63,7 @@ def explain(
 ) -> Trace:
     """The per-candidate trace of one per-query number (see the module docstring). A version
     with raters is traced in the grades of the spec's rule."""
-    judgments = combine_ratings(judgments, spec)
+    judgments = combine_ratings(judgments, spec) if is_rated(judgments) else judgments
     listed = candidates.filter(
         (pl.col("ranker").cast(pl.String) == ranker)
         & (pl.col("query_id").cast(pl.String) == query_id)

@@ -80,6 +80,7 @@ class Published:
     rankers: list[dict] = field(default_factory=list)
     grade_distribution: dict[str, int] = field(default_factory=dict)
     candidate_sets: tuple[int, list[str]] | None = None
+    raters: list[str] = field(default_factory=list)  # a version with raters: its raters
 
 
 def publish_pool(
@@ -197,6 +198,7 @@ def _hash_and_write(kind: Kind, rows_in_order: Iterable[pl.DataFrame], tmp: Path
     digest = StreamingDigest(kind.digest)
     rankers: dict[str, list[int]] = {}
     grades: Counter = Counter()
+    raters: set[str] = set()
     rows = 0
     with _ParquetAppender(tmp) as out, _ParquetAppender(signatures) as sets:
         for frame in whole_blocks(rows_in_order, list(kind.key[:-1])):
@@ -219,12 +221,15 @@ def _hash_and_write(kind: Kind, rows_in_order: Iterable[pl.DataFrame], tmp: Path
                                                 .then(pl.lit(cols.UNKNOWN))
                                                 .otherwise(pl.col("grade").cast(pl.String)))
                                    .to_series().value_counts().iter_rows()))
+                if cols.RATER in frame.columns:
+                    raters.update(frame[cols.RATER].unique().to_list())
             out.append(frame)
     return {
         "sha256": digest.hexdigest(), "rows": rows,
         "rankers": [{"ranker": r, "n_queries": q, "n_candidates": n}
                     for r, (q, n) in sorted(rankers.items())],
         "grade_distribution": dict(sorted(grades.items())),
+        "raters": sorted(raters),
     }
 
 

@@ -27,7 +27,7 @@ import polars as pl
 from evaluation_pipeline.metric.gains import gains_for_grades
 from evaluation_pipeline.metric.hashing import judgment_blocks, pool_blocks
 from evaluation_pipeline.metric.kernels.blocks import RATED_DOC, Blocks
-from evaluation_pipeline.metric.raters import combine_ratings
+from evaluation_pipeline.metric.raters import combine_ratings, is_rated
 from evaluation_pipeline.metric.kernels.codes import (
     GRADED,
     TIES_AVERAGE,
@@ -79,8 +79,8 @@ def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec) -> J
         judgments = judgments.frame.select(  # a version with raters: its ratings again
             "query_id", pl.col(RATED_DOC).alias("doc_id"), columns.RATER, "grade",
             "grade_status")
-    if isinstance(judgments, pl.DataFrame):  # the spec's rule first: one grade per document
-        judgments = combine_ratings(judgments, spec)
+    if isinstance(judgments, pl.DataFrame) and is_rated(judgments):
+        judgments = combine_ratings(judgments, spec)  # the spec's rule: one grade per document
     blocks = judgments if isinstance(judgments, Blocks) else judgment_blocks(judgments)
     # Each query's rows, and their order by doc_id: the order the kernel merges candidates with.
     rows, starts = blocks.frame, blocks.starts
