@@ -70,6 +70,14 @@ def test_each_night_is_scored_on_the_rules_grades(pipeline: Pipeline, tmp_path):
             alone.drop(LINEAGE_COLUMNS).sort(PER_QUERY_KEY))
     second = json.loads(pipeline.report(POOL_2, VERSION).read_text())
     assert second["nightly"]["previous_pool"] == POOL_1
+    # The history holds both nights under the rule, the second compared with the first.
+    history = pl.read_parquet(pipeline.storage / "history" / "history.parquet").filter(
+        pl.col("slice").is_null())
+    assert set(history["judgment_version"]) == {VERSION}
+    assert set(history["spec_id"]) == {spec.spec_id}
+    night = history.filter(pl.col("candidate_pool") == POOL_2)
+    assert night["previous_pool"].to_list() == [POOL_1] * night.height
+    assert night["verdict"].is_not_null().all() and night["mean_diff"].is_not_null().all()
     assert second["lineage"]["judgments_sha256"] == judgments_sha256(read_judgments(RATED))
 
 
