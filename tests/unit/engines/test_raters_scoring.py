@@ -50,11 +50,13 @@ def test_one_raters_grades_score_as_that_raters_own_version(inputs, engine, rate
 
 
 @pytest.mark.parametrize("rule", ["mean:half_up", "majority:higher", "prefer:h2,llm"])
-def test_both_engines_score_a_rule_alike(inputs, rule):
-    folder, _ = inputs
+@pytest.mark.parametrize("suffix", ["parquet", "csv"])
+def test_both_engines_score_a_rule_alike(inputs, rule, suffix):
+    folder, version = inputs
+    version.write_csv(folder / "rated-v1.csv")
     spec = SPEC.replace(raters=rule)
     for engine in ("local", "streaming"):
-        score_files(folder / "rated-v1.parquet", folder / "run.parquet", spec,
+        score_files(folder / f"rated-v1.{suffix}", folder / "run.parquet", spec,
                     folder / f"{engine}.parquet", engine=engine, progress=False)
     local, streamed = (pl.read_parquet(folder / f"{e}.parquet").sort(PER_QUERY_KEY)
                        for e in ("local", "streaming"))
