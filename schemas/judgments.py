@@ -8,7 +8,7 @@ import pandera.polars as pa
 import polars as pl
 from pandera.api.polars.types import PolarsData
 
-from schemas.columns import RATED_JUDGMENT_KEY
+from schemas.columns import RATED_JUDGMENT_KEY, RATER, RATER_KIND
 from schemas.errors import UNKNOWN_HINT
 from schemas.names import NAME_LIMITS_RULE, SAFE_NAME_PATTERN, name_within_limits
 
@@ -58,3 +58,9 @@ class RatedJudgments(Judgments):
     class Config:
         strict = False
         unique = list(RATED_JUDGMENT_KEY)
+
+    @pa.dataframe_check(error="[rater_kind] one rater_kind per rater: a rater has several")
+    def one_kind_per_rater(cls, data: PolarsData) -> pl.LazyFrame:
+        if RATER_KIND not in data.lazyframe.collect_schema().names():
+            return data.lazyframe.select(pl.lit(True))
+        return data.lazyframe.select(pl.col(RATER_KIND).n_unique().over(RATER) == 1)

@@ -109,7 +109,9 @@ def _judgments(frame: pl.DataFrame, check_keys: bool, rated: bool = False) -> bo
     status, grade = pl.col("grade_status"), pl.col("grade")
     rows_ok = (((status == "graded") & grade.is_not_null() & (grade >= 0))
                | ((status == "unknown") & grade.is_null())).all()
-    if frame.height and not _holds(frame, _non_empty(*ids, *kind) & rows_ok):
+    one_kind = [(pl.col(RATER_KIND).n_unique().over(RATER) == 1).all()] if kind else []
+    if frame.height and not _holds(frame, pl.all_horizontal(
+            _non_empty(*ids, *kind) & rows_ok, *one_kind)):
         return False
     return _one_safe_name(frame, "judgment_version") and (
         not check_keys or _keys_unique(frame, list(RATED_JUDGMENT_KEY if rated

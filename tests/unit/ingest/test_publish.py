@@ -251,3 +251,19 @@ def test_a_rating_repeated_under_its_rater_is_refused_on_publishing(tmp_path):
         publish_judgments(source, tmp_path / "out.parquet",
                           budget=dataclasses.replace(BUDGET, spill_dir=tmp_path))
     assert not (tmp_path / "out.parquet").exists()
+
+
+def test_a_rater_with_two_kinds_in_different_batches_is_refused(tmp_path, monkeypatch):
+    from evaluation_pipeline.ingest import inputs, publish
+
+    frame = rated_version(np.random.default_rng(5)).sort("query_id", "doc_id")
+    last = frame["query_id"].max()
+    frame = frame.with_columns(pl.when((pl.col("rater") == "h1") & (pl.col("query_id") == last))
+                               .then(pl.lit("llm")).otherwise("rater_kind").alias("rater_kind"))
+    frame.write_parquet(tmp_path / "rated-v1.parquet")
+    for module in (inputs, publish):  # batches of a few rows: each alone is consistent
+        monkeypatch.setattr(module, "BATCH_ROWS", 7)
+    with pytest.raises(InputError, match="rater 'h1' is both 'human' and 'llm'"):
+        publish_judgments(tmp_path / "rated-v1.parquet", tmp_path / "out.parquet",
+                          budget=dataclasses.replace(BUDGET, spill_dir=tmp_path))
+    assert not (tmp_path / "out.parquet").exists()

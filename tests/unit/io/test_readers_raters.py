@@ -55,3 +55,9 @@ def test_without_a_rater_column_a_document_is_graded_once(tmp_path):
     text = "query_id,doc_id,grade,grade_status\nq1,d1,2,graded\nq1,d1,3,graded\n"
     with pytest.raises(InputError, match=r"\(query_id, doc_id\) must be unique"):
         read_judgments(write(tmp_path, text, "plain.csv"))
+
+
+def test_a_rater_has_one_kind(tmp_path):
+    text = RATED.replace("q1,d2,0,graded,alice,human", "q1,d2,0,graded,alice,llm")
+    with pytest.raises(InputError, match="one rater_kind per rater"):
+        read_judgments(write(tmp_path, text))
