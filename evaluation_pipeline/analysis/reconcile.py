@@ -94,6 +94,12 @@ def plan(
             f"the two specs have different cutoffs ({_ks(source)} and {_ks(target)}): a mean is "
             "compared at the same K on both sides; give the cutoffs to compare at with --cutoff"
         )
+    if target is not None and source.raters != target.raters:
+        raise ReconcileError(
+            f"the two specs combine raters differently ({source.raters}, {target.raters}): "
+            "they score other grades, not other conventions; `ndcg-eval agreement` compares "
+            "the raters, and the NDCG under each"
+        )
     named = tuple(order or ())
     unknown = [name for name in named if name not in FIELDS]
     if unknown:

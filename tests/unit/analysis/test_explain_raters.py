@@ -25,3 +25,4 @@ def test_a_trace_under_one_rater_is_that_raters_own_trace():
     h2, pooled = (explain(pool, version, spec.replace(raters=rule), query_id="q01",
                           ranker="dense", cutoff=5).to_dict() for rule in ("rater:h2", "max"))
     assert h2["ndcg"] != pooled["ndcg"]
+
