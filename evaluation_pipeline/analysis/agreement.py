@@ -23,8 +23,16 @@ import polars as pl
 from evaluation_pipeline.metric.ndcg import score
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import columns
+from schemas.errors import EvaluationError
 
 RULE = "rule"  # the rater name of the numbers under the spec's own rule
+# Grades are categories here, every one from the lowest to the highest (confusion matrices
+# and coincidences are that square): a span past this is not a rating scale.
+MAX_GRADES = 1024
+
+
+class AgreementError(EvaluationError):
+    """Grades that no agreement statistic reads as a rating scale."""
 
 
 def graded_matrix(ratings: pl.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -38,6 +46,10 @@ def graded_matrix(ratings: pl.DataFrame) -> tuple[list[str], np.ndarray, np.ndar
                               else np.full(wide.height, np.nan) for r in raters]) if raters else (
         np.empty((0, 0)))
     grades = graded["grade"]
+    if grades.len() and grades.max() - grades.min() >= MAX_GRADES:
+        raise AgreementError(f"agreement reads grades as categories, at most {MAX_GRADES:,} "
+                             f"from the lowest to the highest; these span {grades.min()} to "
+                             f"{grades.max()}")
     values = (np.arange(grades.min(), grades.max() + 1) if grades.len()
               else np.empty(0, np.int64))
     return raters, values, matrix.astype(np.float64)
@@ -45,11 +57,13 @@ def graded_matrix(ratings: pl.DataFrame) -> tuple[list[str], np.ndarray, np.ndar
 
 def confusion(a: np.ndarray, b: np.ndarray, grades: np.ndarray) -> np.ndarray:
     """Counts of (grade of a, grade of b) over the documents both graded."""
-    both = ~np.isnan(a) & ~np.isnan(b)
     k = len(grades)
+    if k == 0:  # no rater gave a grade
+        return np.zeros((0, 0), np.int64)
+    both = ~np.isnan(a) & ~np.isnan(b)
     i = (a[both] - grades[0]).astype(np.int64)
     j = (b[both] - grades[0]).astype(np.int64)
-    return np.bincount(i * k + j, minlength=k * k).reshape(k, k) if k else np.zeros((0, 0))
+    return np.bincount(i * k + j, minlength=k * k).reshape(k, k)
 
 
 def cohen_kappa(table: np.ndarray, grades: np.ndarray, quadratic: bool = False) -> float | None:
@@ -101,9 +115,8 @@ def krippendorff_alpha(matrix: np.ndarray, grades: np.ndarray, level: str) -> fl
 
 def fleiss_kappa(matrix: np.ndarray, grades: np.ndarray) -> tuple[float | None, int]:
     """(Fleiss' kappa, documents) over the documents every rater graded."""
-    full = matrix[~np.isnan(matrix).any(axis=1)] if matrix.size else matrix
-    n_docs, n_raters = full.shape if full.size else (0, matrix.shape[1] if matrix.ndim == 2
-                                                      else 0)
+    full = matrix[~np.isnan(matrix).any(axis=1)]
+    n_docs, n_raters = full.shape
     if n_docs == 0 or n_raters < 2:
         return None, int(n_docs)
     counts = np.zeros((n_docs, len(grades)))

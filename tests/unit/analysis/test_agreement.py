@@ -117,3 +117,28 @@ def test_unknown_ratings_count_as_no_rating():
     assert pair["overlap"] == 2
     assert pair["mean_difference"] == pytest.approx(-0.5)
     assert ag.agreement(version, EvaluationSpec())["fleiss_documents"] == 2
+
+
+def ratings(rows):
+    return pl.DataFrame(rows, schema=["query_id", "doc_id", "rater", "grade", "grade_status"],
+                        orient="row", schema_overrides={"grade": pl.Int64})
+
+
+@pytest.mark.filterwarnings("ignore")  # scikit-learn warns as it returns its nan
+def test_statistics_without_a_number_are_null():
+    unknown = ag.agreement(ratings([("q", "a", "h1", None, "unknown"),
+                                    ("q", "a", "h2", None, "unknown")]), EvaluationSpec())
+    pair, = unknown["pairs"]
+    assert pair["overlap"] == 0 and pair["cohen_kappa"] is None
+    assert pair["confusion"] == {"grades": [], "counts": []}
+    assert unknown["krippendorff_alpha_ordinal"] is None and unknown["fleiss_documents"] == 0
+    same = ag.agreement(ratings([("q", "a", "h1", 1, "graded"), ("q", "a", "h2", 1, "graded")]),
+                        EvaluationSpec())
+    assert same["pairs"][0]["cohen_kappa"] is None  # one category: 0/0, as scikit-learn's nan
+    assert np.isnan(cohen_kappa_score([1], [1]))
+
+
+def test_a_grade_span_past_a_rating_scale_is_refused():
+    with pytest.raises(ag.AgreementError, match="at most 1,024"):
+        ag.agreement(ratings([("q", "a", "h1", 0, "graded"), ("q", "a", "h2", 5000, "graded")]),
+                     EvaluationSpec())
