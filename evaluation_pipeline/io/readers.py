@@ -33,8 +33,8 @@ from schemas.columns import (
     JUDGMENT_KEY,
     JUDGMENT_NAME_COLUMNS,
     POOL_KEY,
-    RATER_COLUMNS,
     RANK,
+    RATER_COLUMNS,
     RUN_COLUMNS,
     RUN_NAME_COLUMNS,
 )

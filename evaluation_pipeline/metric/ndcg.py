@@ -27,7 +27,6 @@ import polars as pl
 from evaluation_pipeline.metric.gains import gains_for_grades
 from evaluation_pipeline.metric.hashing import judgment_blocks, pool_blocks
 from evaluation_pipeline.metric.kernels.blocks import RATED_DOC, Blocks
-from evaluation_pipeline.metric.raters import combine_ratings, is_rated
 from evaluation_pipeline.metric.kernels.codes import (
     GRADED,
     TIES_AVERAGE,
@@ -37,6 +36,7 @@ from evaluation_pipeline.metric.kernels.codes import (
     UNJUDGED,
     UNKNOWN,
 )
+from evaluation_pipeline.metric.raters import combine_ratings, is_rated
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError, columns
 from schemas.columns import STATUSES

@@ -38,11 +38,11 @@ from schemas import InputError
 from schemas.columns import (
     JUDGMENT_COLUMNS,
     JUDGMENT_KEY,
-    RATER,
     JUDGMENT_NAME_COLUMNS,
     PER_QUERY_KEY,
     POOL_KEY,
     RANK,
+    RATER,
     RUN_COLUMNS,
     RUN_DTYPES,
 )

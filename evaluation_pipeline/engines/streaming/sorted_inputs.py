@@ -29,9 +29,9 @@ from schemas import InputError
 from schemas.columns import (
     JUDGMENT_COLUMNS,
     JUDGMENT_KEY,
-    RATER,
     POOL_KEY,
     RANK,
+    RATER,
     RUN_COLUMNS,
 )
 from schemas.errors import violation

@@ -65,8 +65,8 @@ from evaluation_pipeline.engines.streaming.sorted_inputs import (
     KEYS,
     Names,
     external_sort,
-    input_columns,
     has_raters,
+    input_columns,
     parquet_judgments,
     rater_ids,
     run_files,
@@ -79,7 +79,6 @@ from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.metric.hashing import JUDGMENT_KEYS, POOL_KEYS, StreamingDigest
-from evaluation_pipeline.metric.raters import check_rule
 from evaluation_pipeline.metric.kernels import loading as kernel
 from evaluation_pipeline.metric.kernels.blocks import Blocks
 from evaluation_pipeline.metric.ndcg import (
@@ -90,6 +89,7 @@ from evaluation_pipeline.metric.ndcg import (
     score_candidates,
     sort_results,
 )
+from evaluation_pipeline.metric.raters import check_rule
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
 from schemas.columns import (

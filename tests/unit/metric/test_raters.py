@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-import pandas as pd
 import polars as pl
 import pytest
 
