@@ -52,12 +52,24 @@ FIELD_DOCS: dict[str, str] = {
     "no_positive",
     "missing_from_run": "a judged query with a positive grade that the ranker did not return: "
     "counted apart (exclude) or scored 0 (zero, as trec_eval -c)",
+    "raters": "a version with raters: how a document's ratings become its one grade (contract "
+    "section 1, Several raters); unknown ratings are skipped, a document rated only unknown "
+    "stays unknown; in spec_id only when set",
 }
+
+# The rules of `raters`: the pooled ones read every rater's grade of a document; ``rater:`` and
+# ``prefer:`` name raters. A grade is an integer, so a mean declares its rounding, a majority
+# its tie-break and a median of an even count which middle grade it takes.
+MEAN_ROUNDINGS = ("half_up", "half_down", "floor", "ceil")
+RATER_RULES = (*(f"mean:{r}" for r in MEAN_ROUNDINGS), "median", "median:higher",
+               "majority:lower", "majority:higher", "max", "min")
+RATER_NAMED_RULES = ("rater:<id>", "prefer:<id>,<id>,...")
 
 # The values a field takes besides its choices' names, in docs/CONTRACT.md's table.
 _OTHER_VALUES = {
     "cutoffs": "any list of integers `>= 1`",
     "gain": "a map `{grade: gain}` with integer grades `>= 0` and gains finite and `>= 0`",
+    "raters": ", ".join(f"`{rule}`" for rule in (*RATER_RULES, *RATER_NAMED_RULES)),
 }
 
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -79,7 +91,7 @@ def fields_table() -> str:
     choices = {**_CHOICES, "gain": GAINS}
     rows = ["| field | default | other choices | meaning |", "|---|---|---|---|"]
     for name, meaning in FIELD_DOCS.items():
-        default = json.dumps(defaults[name], separators=(", ", ": ")).strip('"')
+        default = json.dumps(defaults.get(name), separators=(", ", ": ")).strip('"')
         others = [", ".join(f"`{choice}`" for choice in choices.get(name, ())
                             if choice != defaults[name]), _OTHER_VALUES.get(name, "")]
         others = "; or ".join(part for part in others if part) or "(none)"
@@ -114,10 +126,12 @@ class EvaluationSpec:
     unjudged: str = "exclude"
     no_positive: str = "exclude"
     missing_from_run: str = "exclude"
+    raters: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cutoffs", _validate_cutoffs(self.cutoffs))
         object.__setattr__(self, "gain", _validate_gain(self.gain))
+        object.__setattr__(self, "raters", _validate_raters(self.raters))
         for name, choices in _CHOICES.items():
             value = getattr(self, name)
             if value not in choices:
@@ -142,6 +156,8 @@ class EvaluationSpec:
             "unjudged": self.unjudged,
             "no_positive": self.no_positive,
             "missing_from_run": self.missing_from_run,
+            # Only when set: the spec_id of every spec without a rule stays what it was.
+            **({"raters": self.raters} if self.raters is not None else {}),
         }
 
     def canonical_json(self) -> str:
@@ -192,7 +208,17 @@ class EvaluationSpec:
             "queries missing from the run "
             + ("counted apart" if self.missing_from_run == "exclude" else "scored 0")
         )
+        if self.raters is not None:
+            parts.append(f"raters combined by {self.raters}")
         return ", ".join(parts)
+
+    def rater_rule(self) -> tuple[str, tuple[str, ...]]:
+        """(rule, its raters or its option): ``("mean", ("half_up",))``, ``("prefer", ("h1",
+        "llm"))``, ``("max", ())``; the spec must declare one."""
+        if self.raters is None:
+            raise SpecError("spec field 'raters' is not set")
+        name, _, rest = self.raters.partition(":")
+        return name, tuple(rest.split(",")) if rest else ()
 
 
 def _policy_words(policy: str) -> str:
@@ -245,6 +271,29 @@ def _validate_gain(gain: Any) -> str | GainMap:
     if not pairs:
         raise SpecError("spec field 'gain': an explicit gain map needs at least one grade")
     return tuple(sorted(pairs.items()))
+
+
+def _validate_raters(rule: Any) -> str | None:
+    if rule is None:
+        return None
+    choices = ", ".join((*RATER_RULES, *RATER_NAMED_RULES))
+    if not isinstance(rule, str):
+        raise SpecError(f"spec field 'raters': {rule!r} is not one of {choices}")
+    rule = rule.strip()
+    name, colon, rest = rule.partition(":")
+    if name in ("rater", "prefer") and colon:
+        ids = [part.strip() for part in rest.split(",")]
+        if not all(ids) or (name == "rater" and len(ids) != 1) or len(set(ids)) < len(ids):
+            raise SpecError(f"spec field 'raters': {rule!r} must name "
+                            + ("one rater" if name == "rater" else
+                               "raters, each once, separated by commas"))
+        return f"{name}:{','.join(ids)}"
+    if rule not in RATER_RULES:
+        hint = {"mean": "; a grade is an integer, so declare the rounding",
+                "majority": "; declare the tie-break", "median:lower": "; that is `median`"}
+        raise SpecError(f"spec field 'raters': {rule!r} is not one of {choices}"
+                        f"{hint.get(rule, '')} ({FIELD_DOCS['raters']})")
+    return rule
 
 
 def _as_grade(grade: Any) -> int:

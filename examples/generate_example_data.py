@@ -23,6 +23,12 @@ Written under ``examples/data/`` (paths relative to this file):
     comparison. The second pool adds freshly created work orders that neither judgment version
     has seen, and brings back a few judged documents that the first pool missed, so comparing
     the two pools is not a pure reranker comparison.
+``raters/maint-raters.csv``
+    A version with three raters (columns of a version plus rater, rater_kind): two humans,
+    ``h1`` and ``h2``, who regrade what ``maint-v2`` judged and disagree on some documents,
+    and an LLM judge, ``llm-judge``, that grades every candidate of the first pool. It sits
+    beside the landing folder, not in it: it is landed on purpose (docs/spec.md, "Several
+    raters"; the pipeline's test of raters).
 ``queries.csv``
     query_id, query_text, weight (traffic count, skewed, integer-valued, >= 0) and the slice
     columns equipment_class, doc_age_band and permission_group.
@@ -593,6 +599,57 @@ def write_outputs(
         marker.write_bytes(b"")
 
     queries_frame(queries).write_csv(out_dir / "queries.csv")
+    # Beside the landing, not in it: the pipeline's tests land the bundled folder whole.
+    raters_dir = out_dir / "raters"
+    raters_dir.mkdir(parents=True, exist_ok=True)
+    build_rated_version(queries, judgments[JUDGMENT_VERSION_2]).write_csv(
+        raters_dir / f"{RATED_VERSION}.csv")
+
+
+# --- a version with several raters (raters/maint-raters.csv) -----------------------------------
+# Two human raters regrade what maint-v2 judged: h1 as maint-v2 did, h2 one grade apart on some
+# documents, each skipping a few; an LLM judge grades every candidate of the first pool, and
+# maint-v2's documents outside it, from the careful grade with some mistakes. Its own generator,
+# so that every earlier draw, and so every other file, stays as it was.
+RATED_VERSION = "maint-raters"
+RATED_SEED = 20261233
+HUMAN_RATERS = ("h1", "h2")
+LLM_RATER = "llm-judge"
+
+
+def build_rated_version(queries: list[Query], judgments_v2: pl.DataFrame) -> pl.DataFrame:
+    rng = np.random.default_rng(RATED_SEED)
+    v2 = {(q, d): (g, st) for q, d, g, st in judgments_v2.select(
+        "query_id", "doc_id", "grade", "grade_status").iter_rows()}
+    rows = []
+
+    def rate(query_id, doc_id, rater, kind, grade):
+        rows.append((query_id, doc_id, grade, "unknown" if grade is None else "graded", rater,
+                     kind))
+
+    for (query_id, doc_id), (grade, status) in sorted(v2.items()):
+        for rater in HUMAN_RATERS:
+            if rng.random() < 0.08:
+                continue  # this rater did not get to the document
+            given = None if status == "unknown" else grade
+            if rater == "h2" and given is not None and rng.random() < 0.2:
+                given = int(np.clip(given + rng.choice([-1, 1]), 0, 3))
+            rate(query_id, doc_id, rater, "human", given)
+    for query in queries:
+        docs = sorted(set(query.candidates) | {d for q, d in v2 if q == query.query_id})
+        for doc_id in docs:
+            careful = query.relevance.get(doc_id)
+            if careful is None:
+                careful = v2[(query.query_id, doc_id)][0] or 0
+            if rng.random() < 0.25:
+                careful = int(np.clip(careful + rng.choice([-1, 1]), 0, 3))
+            rate(query.query_id, doc_id, LLM_RATER, "llm", int(careful))
+    frame = pl.DataFrame(rows, schema={"query_id": pl.String, "doc_id": pl.String,
+                                       "grade": pl.Int64, "grade_status": pl.String,
+                                       "rater": pl.String, "rater_kind": pl.String},
+                         orient="row")
+    return frame.with_columns(judgment_version=pl.lit(RATED_VERSION)).sort(
+        "query_id", "doc_id", "rater")
 
 
 def queries_frame(queries: list[Query]) -> pl.DataFrame:

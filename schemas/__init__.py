@@ -21,6 +21,7 @@ _MODELS = {
     "Judgments": "schemas.judgments",
     "PerQueryResults": "schemas.per_query_results",
     "Queries": "schemas.queries",
+    "RatedJudgments": "schemas.judgments",
 }
 
 
@@ -37,6 +38,7 @@ __all__ = [
     "Judgments",
     "PerQueryResults",
     "Queries",
+    "RatedJudgments",
     "RuleViolation",
     "check_safe_name",
     "validate",

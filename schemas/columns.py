@@ -24,6 +24,13 @@ UNKNOWN = "unknown"
 GRADE_STATUSES = (GRADED, UNKNOWN)
 # A file may leave out the column that names its version: the reader fills it in (flag or stem).
 JUDGMENT_NAME_COLUMNS = ("judgment_version",)
+# Optional: who gave each rating (several raters per document), and what kind of rater that is
+# (``human``, ``llm`` or free text). With ``rater`` the key is RATED_JUDGMENT_KEY.
+RATER = "rater"
+RATER_KIND = "rater_kind"
+RATER_COLUMNS = (RATER, RATER_KIND)
+RATER_KINDS = ("human", "llm")  # the usual kinds; any non-empty text is accepted
+RATED_JUDGMENT_KEY = (*JUDGMENT_KEY, RATER)
 
 # --- candidate pools (contract section 1) -----------------------------------------------------
 POOL_KEY = ("ranker", "query_id", "doc_id")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import pandera.polars as pa
 import polars as pl
 from pandera.api.polars.types import PolarsData
 
+from schemas.columns import RATED_JUDGMENT_KEY, RATER, RATER_KIND
 from schemas.errors import UNKNOWN_HINT
 from schemas.names import NAME_LIMITS_RULE, SAFE_NAME_PATTERN, name_within_limits
 
@@ -44,3 +47,20 @@ class Judgments(pa.DataFrameModel):
         return data.lazyframe.select(
             pl.col("judgment_version") == pl.col("judgment_version").first()
         )
+
+
+class RatedJudgments(Judgments):
+    """A version with several raters per document: one rating per (query_id, doc_id, rater)."""
+
+    rater: str = pa.Field(str_length={"min_value": 1})
+    rater_kind: Optional[str] = pa.Field(str_length={"min_value": 1})  # human, llm or free text
+
+    class Config:
+        strict = False
+        unique = list(RATED_JUDGMENT_KEY)
+
+    @pa.dataframe_check(error="[rater_kind] one rater_kind per rater: a rater has several")
+    def one_kind_per_rater(cls, data: PolarsData) -> pl.LazyFrame:
+        if RATER_KIND not in data.lazyframe.collect_schema().names():
+            return data.lazyframe.select(pl.lit(True))
+        return data.lazyframe.select(pl.col(RATER_KIND).n_unique().over(RATER) == 1)

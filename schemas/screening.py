@@ -16,7 +16,7 @@ import importlib
 
 import polars as pl
 
-from schemas.columns import STATUSES
+from schemas.columns import JUDGMENT_KEY, RATED_JUDGMENT_KEY, RATER, RATER_KIND, STATUSES
 from schemas.keys import unique_rows
 from schemas.names import is_safe_name
 
@@ -32,21 +32,25 @@ def validate(
 ) -> pl.DataFrame:
     """``frame`` if it keeps every rule of ``model`` (a model class or its name); otherwise raise
     :class:`schemas.errors.InputError` listing every failure (``schemas.validation.validate``)."""
-    name = model if isinstance(model, str) else model.__name__
+    name = rated_model(model if isinstance(model, str) else model.__name__, frame)
     if screen(name, frame, check_keys=check_keys):
         return frame
     from schemas import validation
 
-    model_class = getattr(importlib.import_module("schemas"), name) if isinstance(
-        model, str) else model
+    model_class = getattr(importlib.import_module("schemas"), name)
     return validation.validate(model_class, frame, source, line_numbers=line_numbers,
                                row_label=row_label)
+
+
+def rated_model(name: str, frame: pl.DataFrame) -> str:
+    """A judgment version with a ``rater`` column is held to the model of rated versions."""
+    return "RatedJudgments" if name == "Judgments" and RATER in frame.columns else name
 
 
 def screen(name: str, frame: pl.DataFrame, *, check_keys: bool = True) -> bool:
     """True if the model called ``name`` accepts ``frame``; False if it may not (or has no
     screen)."""
-    rules = _SCREENS.get(name)
+    rules = _SCREENS.get(rated_model(name, frame))
     return rules is not None and rules(frame, check_keys)
 
 
@@ -94,18 +98,28 @@ def _candidate_pool(frame: pl.DataFrame, check_keys: bool) -> bool:
         not check_keys or _keys_unique(frame, ["ranker", "query_id", "doc_id"]))
 
 
-def _judgments(frame: pl.DataFrame, check_keys: bool) -> bool:
-    strings = ("query_id", "doc_id", "grade_status", "judgment_version")
+def _judgments(frame: pl.DataFrame, check_keys: bool, rated: bool = False) -> bool:
+    ids = ("query_id", "doc_id", *((RATER,) if rated else ()))
+    strings = (*ids, "grade_status", "judgment_version")
     required = {c: pl.String for c in strings} | {"grade": pl.Int64}
-    if not _types(frame, required, {}) or not _no_nulls(frame, strings):
+    kind = (RATER_KIND,) if rated and RATER_KIND in frame.columns else ()
+    if not _types(frame, required, dict.fromkeys(kind, pl.String)) or not _no_nulls(
+            frame, (*strings, *kind)):
         return False
     status, grade = pl.col("grade_status"), pl.col("grade")
     rows_ok = (((status == "graded") & grade.is_not_null() & (grade >= 0))
                | ((status == "unknown") & grade.is_null())).all()
-    if frame.height and not _holds(frame, _non_empty("query_id", "doc_id") & rows_ok):
+    one_kind = [(pl.col(RATER_KIND).n_unique().over(RATER) == 1).all()] if kind else []
+    if frame.height and not _holds(frame, pl.all_horizontal(
+            _non_empty(*ids, *kind) & rows_ok, *one_kind)):
         return False
     return _one_safe_name(frame, "judgment_version") and (
-        not check_keys or _keys_unique(frame, ["query_id", "doc_id"]))
+        not check_keys or _keys_unique(frame, list(RATED_JUDGMENT_KEY if rated
+                                                   else JUDGMENT_KEY)))
+
+
+def _rated_judgments(frame: pl.DataFrame, check_keys: bool) -> bool:
+    return _judgments(frame, check_keys, rated=True)
 
 
 _RESULT_STRINGS = ("ranker", "query_id", "status", "judgment_version", "judgments_sha256",
@@ -146,4 +160,5 @@ def _per_query_results(frame: pl.DataFrame, check_keys: bool) -> bool:
 
 
 _SCREENS = {"CandidatePool": _candidate_pool, "Judgments": _judgments,
+            "RatedJudgments": _rated_judgments,
             "PerQueryResults": _per_query_results}

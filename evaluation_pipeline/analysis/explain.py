@@ -18,6 +18,7 @@ import polars as pl
 
 from evaluation_pipeline.metric.gains import gains_for_grades
 from evaluation_pipeline.metric.ndcg import score
+from evaluation_pipeline.metric.raters import combine_ratings, is_rated
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas.columns import RANK
 
@@ -60,7 +61,9 @@ def explain(
     ranker: str,
     cutoff: int,
 ) -> Trace:
-    """The per-candidate trace of one per-query number (see the module docstring)."""
+    """The per-candidate trace of one per-query number (see the module docstring). A version
+    with raters is traced in the grades of the spec's rule."""
+    judgments = combine_ratings(judgments, spec) if is_rated(judgments) else judgments
     listed = candidates.filter(
         (pl.col("ranker").cast(pl.String) == ranker)
         & (pl.col("query_id").cast(pl.String) == query_id)

@@ -36,8 +36,9 @@ from schemas.columns import PER_QUERY_KEY, RANK
 from schemas.errors import EvaluationError
 from schemas.ranks import rank_violations
 
-# Every field but cutoffs, in the spec's own order: the default order of the walk.
-FIELDS = tuple(name for name in FIELD_DOCS if name != "cutoffs")
+# Every field but cutoffs and raters (a choice of grades, not of the metric), in the spec's
+# own order: the default order of the walk.
+FIELDS = tuple(name for name in FIELD_DOCS if name not in ("cutoffs", "raters"))
 
 # Shapley scores 2^n specs over every candidate row; past this many row scorings (2^8 specs
 # of 10M rows, some minutes of kernel time) it is refused rather than left running.
@@ -92,6 +93,12 @@ def plan(
         raise ReconcileError(
             f"the two specs have different cutoffs ({_ks(source)} and {_ks(target)}): a mean is "
             "compared at the same K on both sides; give the cutoffs to compare at with --cutoff"
+        )
+    if target is not None and source.raters != target.raters:
+        raise ReconcileError(
+            f"the two specs combine raters differently ({source.raters}, {target.raters}): "
+            "they score other grades, not other conventions; `ndcg-eval agreement` compares "
+            "the raters, and the NDCG under each"
         )
     named = tuple(order or ())
     unknown = [name for name in named if name not in FIELDS]

@@ -15,6 +15,7 @@ from evaluation_pipeline.analysis.diff import judgment_version_diff, pool_diff
 from evaluation_pipeline.cli.options import place, report_config
 from evaluation_pipeline.cli.results import ResultsError, load_results
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
+from evaluation_pipeline.metric.raters import combine_ratings, is_rated
 from evaluation_pipeline.report.terminal import (
     render_comparison,
     render_judgment_diff,
@@ -48,7 +49,10 @@ def run(args: argparse.Namespace) -> int:
     same_pool = old.pool_sha256 == new.pool_sha256
     same_version = old.judgments_sha256 == new.judgments_sha256
     if same_pool and not same_version:
-        grades = [read_judgments(place(args, p), args.format) for p in args.judgments or ()]
+        # A version with raters is listed in the grades of the results' rule.
+        grades = [combine_ratings(g, spec_a) if is_rated(g) else g
+                  for g in (read_judgments(place(args, p), args.format)
+                            for p in args.judgments or ())]
         diff = judgment_version_diff(*(grades or (NO_JUDGMENTS, NO_JUDGMENTS)), *frames)
         print(render_judgment_diff(diff, grades_given=bool(grades)))
         return 0

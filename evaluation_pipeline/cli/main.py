@@ -8,6 +8,7 @@
     ndcg-eval explain --judgments FILE --run FILE|DIR --query ID --ranker NAME --cutoff K
     ndcg-eval reconcile --judgments FILE --run FILE|DIR --from SPEC --to SPEC [--shapley] ...
     ndcg-eval history STORAGE [--ranker R] [--cutoff K] [--night POOL] [--json]
+    ndcg-eval agreement --judgments FILE [--run FILE|DIR] [--spec FILE] [--json]
 
 RESULTS is the output folder of ``ndcg-eval score`` or its per_query.parquet.
 
@@ -28,6 +29,7 @@ import polars as pl
 
 from evaluation_pipeline import __version__, settings
 from evaluation_pipeline.analysis.reconcile import MAX_ROW_SCORINGS
+from evaluation_pipeline.cli import agreement_command as agreement
 from evaluation_pipeline.cli import compare_command as compare
 from evaluation_pipeline.cli import explain_command as explain
 from evaluation_pipeline.cli import history_command as history
@@ -49,7 +51,8 @@ EXIT_BAD_INPUT = 2
 EXIT_WRITE_FAILED = 1
 
 COMMANDS = {"score": score.run, "spec": spec.run, "report": report.run, "compare": compare.run,
-            "explain": explain.run, "reconcile": reconcile.run, "history": history.run}
+            "explain": explain.run, "reconcile": reconcile.run, "history": history.run,
+            "agreement": agreement.run}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -143,6 +146,21 @@ def build_parser() -> argparse.ArgumentParser:
     explain_cmd.add_argument("--json", action="store_true", help="print the trace as JSON")
     _spec_arguments(explain_cmd)
     _storage_arguments(explain_cmd)
+
+    agreement_cmd = commands.add_parser(
+        "agreement", help="a version's raters: their agreement, and whether they rank the "
+        "rankers alike")
+    agreement_cmd.add_argument("--judgments", required=True, type=_location,
+                               help="a judgment version with a rater column")
+    agreement_cmd.add_argument("--run", type=_location, help="run file or pool folder: NDCG "
+                               "per ranker under each rater, and Kendall's tau between them")
+    agreement_cmd.add_argument("--format", choices=FORMATS, help="format of every input file")
+    agreement_cmd.add_argument("--judgment-version",
+                               help="version name when the file carries none")
+    agreement_cmd.add_argument("--pool", help="candidate pool name when the file carries none")
+    agreement_cmd.add_argument("--json", action="store_true", help="print it as JSON")
+    _spec_arguments(agreement_cmd)
+    _storage_arguments(agreement_cmd)
 
     spec = commands.add_parser("spec", help="print a spec, its spec_id and what each field means")
     _spec_arguments(spec)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
+from evaluation_pipeline.analysis.agreement import agreement
 from evaluation_pipeline.cli.options import (
     file_sha256,
     memory_budget,
@@ -35,6 +36,7 @@ from evaluation_pipeline.io.readers import read_queries
 from evaluation_pipeline.io.result_folder import writing
 from evaluation_pipeline.io.storage import PER_QUERY_FILE, SUMMARY_FILE
 from evaluation_pipeline.metric.ndcg import sort_results
+from evaluation_pipeline.metric.raters import is_rated
 from evaluation_pipeline.report import ReportConfig, check_options, write_report
 from evaluation_pipeline.report.terminal import progress, render_report, render_summary
 from evaluation_pipeline.spec import EvaluationSpec
@@ -104,9 +106,12 @@ def _score(args: argparse.Namespace, spec: EvaluationSpec, config: ReportConfig 
             print(f"ndcg-eval: the {result.engine} engine holds no pool rows in memory, so the "
                   "report has no traces of its regressions; `ndcg-eval explain` traces one "
                   "query, and --engine local writes them all", file=sys.stderr)
+        rated = result.judgments is not None and is_rated(result.judgments)
         report = write_report(folder, per_query, spec, result.lineage, queries, config,
                               candidates=result.candidates, judgments=result.judgments,
-                              progress=progress, queries_sha256=file_sha256(args.queries))
+                              progress=progress, queries_sha256=file_sha256(args.queries),
+                              agreement=agreement(result.judgments, spec, result.candidates)
+                              if rated else None)
         print()
         print(render_report(report, args.out))
     return 0

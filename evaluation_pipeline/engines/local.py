@@ -21,8 +21,10 @@ from evaluation_pipeline.metric.hashing import (
 from evaluation_pipeline.metric.kernels import loading as kernel
 from evaluation_pipeline.metric.kernels.blocks import Blocks
 from evaluation_pipeline.metric.ndcg import JudgmentIndex, index_judgments
+from evaluation_pipeline.metric.raters import check_rule, is_rated
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError, validate
+from schemas.columns import RATER
 from schemas.errors import violation
 
 
@@ -67,6 +69,8 @@ def read_and_evaluate(
 
 def _read_judgments(path, fmt, version, spec) -> tuple[pl.DataFrame, JudgmentIndex, str]:
     judgments = read_judgments(path, fmt, version=version, check_keys=False)
+    rated = is_rated(judgments)
+    check_rule(spec, rated, judgments[RATER].unique().to_list() if rated else None, str(path))
     blocks = judgment_blocks(judgments)  # one cut for the index and the hash
     _refuse_repeats(blocks, path, lambda: read_judgments(path, fmt, version=version))
     return judgments, index_judgments(blocks, spec), judgments_sha256(blocks)

@@ -129,7 +129,8 @@ def prepare(kind: Kind, path: Path, fmt: str | None, name: str | None, spilled: 
     if schema is not None and contract_typed(kind, schema):
         constants = missing_columns(kind, path, schema, name)
         name = constants.get(kind.name_column, name)
-        screened = screen_batches(kind, path, fmt, name, constants)
+        screened = screen_batches(kind, path, fmt, name, constants,
+                                  [c for c in cols.RATER_COLUMNS if c in schema])
         if screened is not None:
             columns = [*schema, *(c for c in constants if c not in schema)]
             name, rankers = screened
@@ -182,15 +183,18 @@ def contract_typed(kind: Kind, schema: dict) -> bool:
     if any(schema.get(c, None if c in kind.optional else False) not in (t, None)
            for c, t in kind.dtypes.items()):
         return False
+    if kind is JUDGMENTS and any(schema.get(c, pl.String) != pl.String
+                                 for c in cols.RATER_COLUMNS):
+        return False
     return schema.get(cols.RANK, pl.Int64) == pl.Int64
 
 
-def screen_batches(kind: Kind, path: Path, fmt, name: str | None, constants: dict
-                    ) -> tuple[str, frozenset[str]] | None:
+def screen_batches(kind: Kind, path: Path, fmt, name: str | None, constants: dict,
+                   raters: list[str] = ()) -> tuple[str, frozenset[str]] | None:
     """Screen the file a batch at a time: (its name, the rankers it holds), or None when a batch
     needs the reader's own conversion (a judgment's grade_status with padding); a refused batch
-    raises the reader's message for the whole file."""
-    needed = [c for c in kind.dtypes if c not in constants]
+    raises the reader's message for the whole file. ``raters``: a version's rater columns."""
+    needed = [c for c in kind.dtypes if c not in constants] + list(raters)
     expected = name
     rankers: set[str] = set()
     for frame in batches(path, needed):

@@ -82,6 +82,7 @@ class Published:
     rankers: list[dict] = field(default_factory=list)
     grade_distribution: dict[str, int] = field(default_factory=dict)
     candidate_sets: tuple[int, list[str]] | None = None
+    raters: list[str] = field(default_factory=list)  # a version with raters: its raters
 
 
 def publish_pool(
@@ -208,6 +209,8 @@ def _hash_and_write(kind: Kind, rows_in_order: Iterable[pl.DataFrame], tmp: Path
     digest = StreamingDigest(kind.digest)
     rankers: dict[str, list[int]] = {}
     grades: Counter = Counter()
+    raters: set[str] = set()
+    kinds: dict[str, str] = {}  # each rater's one kind, across the batches
     rows = 0
     with _ParquetAppender(tmp) as out, _ParquetAppender(signatures) as sets:
         for frame in whole_blocks(rows_in_order, list(kind.key[:-1])):
@@ -230,13 +233,27 @@ def _hash_and_write(kind: Kind, rows_in_order: Iterable[pl.DataFrame], tmp: Path
                                                 .then(pl.lit(cols.UNKNOWN))
                                                 .otherwise(pl.col("grade").cast(pl.String)))
                                    .to_series().value_counts().iter_rows()))
+                if cols.RATER in frame.columns:
+                    raters.update(frame[cols.RATER].unique().to_list())
+                    if cols.RATER_KIND in frame.columns:
+                        _same_kinds(kinds, frame, label)
             out.append(frame)
     return {
         "sha256": digest.hexdigest(), "rows": rows,
         "rankers": [{"ranker": r, "n_queries": q, "n_candidates": n}
                     for r, (q, n) in sorted(rankers.items())],
         "grade_distribution": dict(sorted(grades.items())),
+        "raters": sorted(raters),
     }
+
+
+def _same_kinds(kinds: dict[str, str], frame: pl.DataFrame, label: str) -> None:
+    """A rater keeps one rater_kind across batches (each batch's own rows were screened)."""
+    for rater, kind in frame.select(cols.RATER, cols.RATER_KIND).unique().iter_rows():
+        if kinds.setdefault(rater, kind) != kind:
+            raise InputError(label, [violation(cols.RATER_KIND, (
+                f"one rater_kind per rater: rater {rater!r} is both {kinds[rater]!r} and "
+                f"{kind!r}"), [])])
 
 
 def _set_signatures(blocks) -> pl.DataFrame:

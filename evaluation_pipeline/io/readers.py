@@ -34,6 +34,7 @@ from schemas.columns import (
     JUDGMENT_NAME_COLUMNS,
     POOL_KEY,
     RANK,
+    RATER_COLUMNS,
     RUN_COLUMNS,
     RUN_NAME_COLUMNS,
 )
@@ -75,6 +76,7 @@ def read_judgments(path: str | Path, fmt: str | None = None, version: str | None
                    check_keys: bool = True) -> pl.DataFrame:
     """A judgment version. Without a ``judgment_version`` column the name is ``version`` or the
     file's stem. TREC qrels map ``rel < 0`` ("in pool, not judged") to ``grade_status=unknown``.
+    A ``rater`` column (and ``rater_kind``) makes the key (query_id, doc_id, rater).
 
     ``check_keys=False`` leaves the uniqueness of (query_id, doc_id) to the caller, as for
     ``read_run``."""
@@ -92,7 +94,7 @@ def read_judgments(path: str | Path, fmt: str | None = None, version: str | None
                                    pl.col("grade_status").cast(pl.String).str.strip_chars())
     frame = with_name_column(frame, "judgment_version", version, path, lines, "judgment version",
                              default=path.stem)
-    frame = string_ids(frame, JUDGMENT_KEY)
+    frame = string_ids(frame, (*JUDGMENT_KEY, *RATER_COLUMNS))
     return validate("Judgments", frame, str(path), line_numbers=lines, check_keys=check_keys)
 
 

@@ -26,7 +26,7 @@ import hashlib
 import numpy as np
 import polars as pl
 
-from evaluation_pipeline.metric.kernels.blocks import Blocks, group_rows
+from evaluation_pipeline.metric.kernels.blocks import RATED_DOC, Blocks, group_rows
 from evaluation_pipeline.metric.kernels.buffers import string_buffers
 from evaluation_pipeline.metric.kernels.threads import helper
 from schemas import columns
@@ -60,8 +60,23 @@ def pool_blocks(pool: pl.DataFrame, starts: np.ndarray | None = None) -> Blocks:
 
 
 def judgment_blocks(judgments: pl.DataFrame) -> Blocks:
-    """A version's rows as query_id blocks."""
-    return group_rows(_typed(judgments, _JUDGMENT_FIELDS), JUDGMENT_KEYS)
+    """A version's rows as query_id blocks. In a version with raters each row is one rating:
+    its line's doc_id field is ``rating_field`` (doc_id and rater), which is also what a
+    repeated key repeats; ``RATED_DOC`` and ``rater`` keep the rating's own columns."""
+    if columns.RATER not in judgments.columns:
+        return group_rows(_typed(judgments, _JUDGMENT_FIELDS), JUDGMENT_KEYS)
+    rated = _typed(judgments, {**_JUDGMENT_FIELDS, columns.RATER: pl.String})
+    return group_rows(rated.with_columns(
+        pl.col("doc_id").alias(RATED_DOC), rating_field("doc_id", columns.RATER).alias("doc_id")),
+        JUDGMENT_KEYS)
+
+
+def rating_field(doc_id: str, rater: str) -> pl.Expr:
+    """A rating's doc_id field (contract section 1): its doc_id and its rater, each after its
+    byte length and a colon, joined by a tab, so that no two (doc_id, rater) give one field."""
+    return pl.concat_str(pl.col(doc_id).str.len_bytes().cast(pl.String), pl.lit(":"),
+                         pl.col(doc_id), pl.lit("\t"), pl.col(rater).str.len_bytes().cast(
+                             pl.String), pl.lit(":"), pl.col(rater))
 
 
 # The fields of each kind's canonical lines, with the types the lines are written from: every

@@ -26,7 +26,7 @@ import polars as pl
 
 from evaluation_pipeline.metric.gains import gains_for_grades
 from evaluation_pipeline.metric.hashing import judgment_blocks, pool_blocks
-from evaluation_pipeline.metric.kernels.blocks import Blocks
+from evaluation_pipeline.metric.kernels.blocks import RATED_DOC, Blocks
 from evaluation_pipeline.metric.kernels.codes import (
     GRADED,
     TIES_AVERAGE,
@@ -36,6 +36,7 @@ from evaluation_pipeline.metric.kernels.codes import (
     UNJUDGED,
     UNKNOWN,
 )
+from evaluation_pipeline.metric.raters import combine_ratings, is_rated
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError, columns
 from schemas.columns import STATUSES
@@ -74,6 +75,12 @@ def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec) -> J
 
     ``judgments``: a version, or the blocks :func:`metric.hashing.judgment_blocks` made of it
     (the same blocks serve the content hash)."""
+    if isinstance(judgments, Blocks) and RATED_DOC in judgments.frame.columns:
+        judgments = judgments.frame.select(  # a version with raters: its ratings again
+            "query_id", pl.col(RATED_DOC).alias("doc_id"), columns.RATER, "grade",
+            "grade_status")
+    if isinstance(judgments, pl.DataFrame) and is_rated(judgments):
+        judgments = combine_ratings(judgments, spec)  # the spec's rule: one grade per document
     blocks = judgments if isinstance(judgments, Blocks) else judgment_blocks(judgments)
     # Each query's rows, and their order by doc_id: the order the kernel merges candidates with.
     rows, starts = blocks.frame, blocks.starts

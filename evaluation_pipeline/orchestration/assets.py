@@ -18,6 +18,7 @@ import dagster as dg
 import polars as pl
 
 from evaluation_pipeline import __version__
+from evaluation_pipeline.analysis.agreement import agreement
 from evaluation_pipeline.engines import EngineResult
 from evaluation_pipeline.engines.incremental import score_increment
 from evaluation_pipeline.ingest.external_sort import Budget
@@ -223,6 +224,17 @@ def _night_inputs(storage: EvaluationStorage, section: dict, version: str, pool:
             rows(pool_file(section["previous_pool"])))
 
 
+def _raters_agreement(storage: EvaluationStorage, pool: str, version: str,
+                      spec: EvaluationSpec) -> dict | None:
+    """A version with raters (its manifest names them): their agreement and the NDCG under
+    each, over tonight's pool (``analysis.agreement``); None for a version without raters."""
+    manifest = storage.manifest(*judgments_folder(version)) or {}
+    if not manifest.get("raters"):
+        return None
+    return agreement(storage.read_parquet(*judgments_file(version)), spec,
+                     storage.read_parquet(*pool_file(pool)))
+
+
 def _alert(context: dg.AssetExecutionContext, storage: EvaluationStorage, watch: NightlyWatch,
            step, pool: str, spec: EvaluationSpec, report: str) -> dict | None:
     """Alert the evaluation when due (``nightly.alerts.notify``); never fails the run."""
@@ -340,6 +352,7 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
         # report from the file.
         planned, numbers = scoring.report_numbers(storage.path(*scores), previous_scores,
                                                   weights, config)
+        raters = _raters_agreement(storage, pool, version, spec)  # before the history's lock
         compared = planned.night_comparison(numbers, alpha=settings.alpha,
                                             min_effect=settings.min_effect,
                                             ci_level=settings.ci_level)
@@ -359,7 +372,8 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
                                       per_query_source=storage.path(*scores),
                                       numbers=(planned, numbers),
                                       night_inputs=_night_inputs(storage, step.section,
-                                                                 version, pool, spec))
+                                                                 version, pool, spec),
+                                      agreement=raters)
                 aggregates = pl.read_parquet(staged / AGGREGATES_FILE)
                 written = storage.put_tree(staged, *report_folder(pool, version, spec.spec_id))
             history = record_evaluation(history, aggregates, step, evaluated_at=now)

@@ -91,6 +91,8 @@ def judgments(
             "grade_distribution": distribution,
             "source": str(source),
             "published_at": utc_now(),
+            # A version with raters names them: its reports add the raters' agreement.
+            **({"raters": published.raters} if published.raters else {}),
         }
         written = storage.publish(judgments_folder(version), JUDGMENTS_FILE, published.path,
                                   manifest, f"judgment version {version!r}")

@@ -54,6 +54,7 @@ def write_report(
     per_query_source: Location | None = None,
     numbers: tuple[ReportPlan, Numbers] | None = None,
     night_inputs: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame] | None = None,
+    agreement: dict | None = None,
 ) -> dict:
     """Write the report files into ``out_dir`` (each atomically) and return report.json's dict.
 
@@ -68,7 +69,9 @@ def write_report(
     report's plan and numbers, summed on a cluster or from both nights at once:
     ``report.build.local_numbers``) are given. ``night_inputs``: (judgments, tonight's
     candidates, the previous night's), at least of the queries ``traces.mover_queries`` names:
-    the movers' traces of both nights are written and linked.
+    the movers' traces of both nights are written and linked. ``agreement``: a version with
+    raters, its ``analysis.agreement`` document (report.json's ``agreement``, a section of
+    the page).
     """
     out_dir = Path(out_dir)
     config = config or ReportConfig()
@@ -89,6 +92,8 @@ def write_report(
 
         report["nightly"] = write_night_traces(out_dir / TRACES_FOLDER, report["nightly"],
                                                report["headline_cutoff"], *night_inputs, spec)
+    if agreement is not None:
+        report["agreement"] = agreement
     report["files"] = {
         "report": REPORT_FILE,
         "aggregates": AGGREGATES_FILE,

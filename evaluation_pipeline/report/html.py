@@ -49,6 +49,8 @@ def render_html(report: dict, differences: dict) -> str:
     body += _charts(report, differences)
     if comparison:
         body += _comparison(report, comparison)
+    if report.get("agreement"):
+        body += _agreement(report["agreement"])
     body += _conventions(report)
     body += _lineage(report)
     return (
@@ -176,6 +178,41 @@ def _comparison(report: dict, comparison: dict) -> list[str]:
                        f"<td>{number(r['ndcg_second'])}</td>"
                        f"<td>{number(r['difference'], signed=True)}</td>"
                        f"<td>{' '.join(links) or 'not written'}</td></tr>")
+        out.append("</table>")
+    return out
+
+
+def _agreement(agreement: dict) -> list[str]:
+    """The raters' agreement (report.json's ``agreement``, as ``ndcg-eval agreement`` prints
+    it): the pairs, the overall statistics, NDCG under each rater and Kendall's tau."""
+    rule = agreement["rule"]
+    out = ['<h2 id="agreement">Raters and their agreement</h2>',
+           f"<p>{len(agreement['raters'])} raters; the grades scored above are combined by "
+           f"<code>{escape(str(rule))}</code>. Only grades count here: an unknown rating is no "
+           "rating.</p>",
+           '<table class="agreement-pairs"><tr><th>rater a</th><th>rater b</th><th>overlap</th>'
+           "<th>Cohen's kappa</th><th>quadratic</th><th>mean a &minus; b</th></tr>"]
+    for p in agreement["pairs"]:
+        out.append(f"<tr><td>{escape(p['rater_a'])}</td><td>{escape(p['rater_b'])}</td>"
+                   f"<td>{p['overlap']}</td><td>{number(p['cohen_kappa'])}</td>"
+                   f"<td>{number(p['cohen_kappa_quadratic'])}</td>"
+                   f"<td>{number(p['mean_difference'])}</td></tr>")
+    out.append("</table>")
+    out.append(f"<p>Krippendorff's alpha: ordinal {number(agreement['krippendorff_alpha_ordinal'])}"
+               f", interval {number(agreement['krippendorff_alpha_interval'])} (every rating). "
+               f"Fleiss' kappa: {number(agreement['fleiss_kappa'])} over the "
+               f"{agreement['fleiss_documents']} documents every rater graded.</p>")
+    if agreement.get("ndcg"):
+        out.append('<table class="agreement-ndcg"><tr><th>rater</th><th>ranker</th><th>K</th>'
+                   "<th>NDCG</th></tr>")
+        out += [f"<tr><td>{escape(n['rater'])}</td><td>{escape(n['ranker'])}</td>"
+                f"<td>{n['cutoff']}</td><td>{number(n['mean'])}</td></tr>"
+                for n in agreement["ndcg"]]
+        out.append('</table><table class="agreement-tau"><tr><th>rater a</th><th>rater b</th>'
+                   "<th>K</th><th>Kendall's tau-b of the rankers' orders</th></tr>")
+        out += [f"<tr><td>{escape(t['rater_a'])}</td><td>{escape(t['rater_b'])}</td>"
+                f"<td>{t['cutoff']}</td><td>{number(t['tau'])}</td></tr>"
+                for t in agreement["kendall_tau"]]
         out.append("</table>")
     return out
 

@@ -32,6 +32,7 @@ from evaluation_pipeline.metric.ndcg import (
     missing_from_run,
     score_candidates,
 )
+from evaluation_pipeline.metric.raters import RatersError
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
 from schemas.columns import (
@@ -41,6 +42,7 @@ from schemas.columns import (
     PER_QUERY_KEY,
     POOL_KEY,
     RANK,
+    RATER,
     RUN_COLUMNS,
     RUN_DTYPES,
 )
@@ -152,7 +154,12 @@ def score_spark(
 
     spark = spark or spark_session(master)
     judgments = _named(spark.read.parquet(judgments_url), "judgment_version",
-                       judgment_version or _stem(judgments_url)).select(*JUDGMENT_COLUMNS)
+                       judgment_version or _stem(judgments_url))
+    if spec.raters is not None or RATER in judgments.columns:
+        raise RatersError(f"{judgments_url}: the Spark engine does not combine raters (spec "
+                          f"field 'raters': {spec.raters}); score a version with raters with "
+                          "the local or streaming engine")
+    judgments = judgments.select(*JUDGMENT_COLUMNS)
     run = spark.read.parquet(run_url)
     # Names as the local readers give them: a pool (a folder of run files, or a pattern that
     # picks them) is named by its folder and each file by its stem; one run (a file, or a

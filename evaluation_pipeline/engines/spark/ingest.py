@@ -41,6 +41,7 @@ from evaluation_pipeline.io.readers import detect_format
 from evaluation_pipeline.metric import hashing
 from schemas import columns as cols
 from schemas import screening
+from schemas.errors import InputError, violation
 
 
 def publish_pool(source: str | Path | Sequence[str | Path], target: str | Path, *,
@@ -74,6 +75,11 @@ def _publish(kind, files: list[Path], label: str, target: Path, name: str | None
             read.append(_read(kind, path, fmt, name, scratch / f"in-{number}.parquet", spark))
             name = read[-1][2]
         columns = read[0][3]
+        # By the kind's digest: the name ``inputs`` is a local list further down.
+        if kind.digest == "judgments" and cols.RATER in columns:
+            raise InputError(label, [violation(cols.RATER, (
+                "the Spark engine does not publish a version with raters (its key is "
+                "query_id, doc_id, rater); publish it with the local or streaming engine"), [])])
         rows = read[0][0].select(*columns)
         for frame, _, _, _ in read[1:]:
             rows = rows.unionByName(frame, allowMissingColumns=True).select(*columns)

@@ -31,6 +31,7 @@ from schemas.columns import (
     JUDGMENT_KEY,
     POOL_KEY,
     RANK,
+    RATER,
     RUN_COLUMNS,
 )
 from schemas.errors import violation
@@ -41,9 +42,25 @@ KEYS = {"run": POOL_KEYS, "judgments": JUDGMENT_KEYS}
 SORT_KEYS = {"run": POOL_KEY, "judgments": JUDGMENT_KEY}
 
 
-def input_columns(which: str, spec: EvaluationSpec) -> tuple[str, ...]:
-    """The columns read of an input: a run's rank too when the spec orders ties by it."""
-    return (*COLUMNS[which], RANK) if which == "run" and spec.needs_rank else COLUMNS[which]
+def input_columns(which: str, spec: EvaluationSpec, rated: bool = False) -> tuple[str, ...]:
+    """The columns read of an input: a run's rank too when the spec orders ties by it, a
+    version's rater when it has raters."""
+    if which == "judgments":
+        return (*COLUMNS[which], RATER) if rated else COLUMNS[which]
+    return (*COLUMNS[which], RANK) if spec.needs_rank else COLUMNS[which]
+
+
+def has_raters(path: Path | UPath) -> bool:
+    """The judgments file has a rater column (its schema read, no rows)."""
+    return rater_ids(path, distinct=False) is not None
+
+
+def rater_ids(path: Path | UPath, distinct: bool = True) -> list[str] | None:
+    """The judgments file's raters (one column read), or None without a rater column."""
+    frame = scan(path) if is_remote(path) else pl.scan_parquet(path, glob=False)
+    if RATER not in frame.collect_schema().names():
+        return None
+    return frame.select(pl.col(RATER).unique()).collect()[RATER].to_list() if distinct else []
 
 
 @dataclass(frozen=True)

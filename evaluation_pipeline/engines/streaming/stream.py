@@ -37,8 +37,8 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,8 +66,10 @@ from evaluation_pipeline.engines.streaming.sorted_inputs import (
     KEYS,
     Names,
     external_sort,
+    has_raters,
     input_columns,
     parquet_judgments,
+    rater_ids,
     run_files,
 )
 from evaluation_pipeline.evaluation import Lineage
@@ -88,10 +90,10 @@ from evaluation_pipeline.metric.ndcg import (
     score_candidates,
     sort_results,
 )
+from evaluation_pipeline.metric.raters import check_rule
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
 from schemas.columns import (
-    JUDGMENT_COLUMNS,
     JUDGMENT_DTYPES,
 )
 from schemas.errors import violation
@@ -142,6 +144,9 @@ def score_streaming(
     try:
         sources = {"judgments": [parquet_judgments(judgments_path, judgment_version, scratch)],
                    "run": files}
+        raters = rater_ids(sources["judgments"][0])
+        rated = raters is not None
+        check_rule(spec, rated, raters, str(judgments_path))  # before a row is scored
         while True:
             try:
                 return _stream(_Pass(sources, names, spec, batch_rows), out_path, progress,
@@ -158,7 +163,7 @@ def score_streaming(
                 print(f"ndcg-eval: {note}", file=sys.stderr)
                 with _sorted_copy_named(which, scratch, out_path):
                     sources[which] = external_sort(which, sources[which], names, scratch,
-                                                   input_columns(which, spec),
+                                                   input_columns(which, spec, rated),
                                                    budget or Budget.of())
     finally:
         os.close(held)
@@ -230,6 +235,7 @@ class _Pass:
         self.pool_digest = StreamingDigest("pool")
         self.seen_names: dict = {}  # each input's one name, as its first batch holds it
         self.judgments_checked = False
+        self.rated = has_raters(sources["judgments"][0])
         self.windows: JudgmentWindows | None = None  # the current ranker's judgments
         self.ranker: str | None = None
 
@@ -285,7 +291,8 @@ class _Pass:
     def _start_ranker(self, ranker: str) -> Iterator[_Missing]:
         if self.windows is not None:
             yield from self._finish_ranker()
-        batches_ = batches(self.sources["judgments"], JUDGMENT_COLUMNS,
+        batches_ = batches(self.sources["judgments"],
+                           input_columns("judgments", self.spec, self.rated),
                            self.names.fill("judgments"), self.batch_rows)
         self.windows = JudgmentWindows(whole_groups(batches_, JUDGMENT_KEYS, "judgments"),
                                        self._judgment_rows)

@@ -16,6 +16,9 @@ import polars as pl
 from evaluation_pipeline.metric.kernels.buffers import string_buffers
 from evaluation_pipeline.metric.kernels.threads import helper
 
+# A version with raters: the rating's own doc_id, beside the doc_id field its line is keyed by
+# (``metric.hashing.judgment_blocks``).
+RATED_DOC = "rated_doc_id"
 
 @dataclass(frozen=True)
 class Blocks:
@@ -58,6 +61,9 @@ class Blocks:
         """The keys and doc_id of a repeated row, for an error message."""
         if self.duplicate < 0:
             return None
+        if RATED_DOC in self.frame.columns:  # a rating: its own doc_id, and its rater
+            return self.frame.select(*self.keys.columns, pl.col(RATED_DOC).alias("doc_id"),
+                                     "rater").row(self.duplicate, named=True)
         return self.frame.select(*self.keys.columns, "doc_id").row(self.duplicate, named=True)
 
 

@@ -208,3 +208,62 @@ def test_a_large_sort_gets_at_least_what_it_needs(monkeypatch):
     assert external_sort.duckdb_share(2 * 1000**3, 10**10) == 1000 * 1000**2  # at most half
     # The tests' budget of 64 MB: a sort of 150k rows needs more than a quarter, gets half.
     assert external_sort.duckdb_share(64 * 1000**2, 150_000) == 32 * 1000**2
+
+
+def rated_version(rng: np.random.Generator, n_queries: int = 30) -> pl.DataFrame:
+    """Three raters over shuffled documents, some ratings unknown, some documents unrated."""
+    rows = []
+    for q in range(n_queries):
+        for d in range(int(rng.integers(1, 8))):
+            for rater in ("h1", "h2", "llm"):
+                if rng.random() < 0.7:
+                    grade = None if rng.random() < 0.1 else int(rng.integers(0, 4))
+                    rows.append((f"q{q}", f"d{d}", rater, "llm" if rater == "llm" else "human",
+                                 grade, "unknown" if grade is None else "graded"))
+    frame = pl.DataFrame(rows, schema={"query_id": pl.String, "doc_id": pl.String,
+                                       "rater": pl.String, "rater_kind": pl.String,
+                                       "grade": pl.Int64, "grade_status": pl.String},
+                         orient="row")
+    return frame.sample(fraction=1.0, shuffle=True, seed=7).with_columns(
+        judgment_version=pl.lit("rated-v1"))
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "csv"])
+def test_a_version_with_raters_publishes_every_rating_under_its_hash(tmp_path, suffix):
+    frame = rated_version(np.random.default_rng(3))
+    source = tmp_path / f"rated-v1.{suffix}"
+    getattr(frame, f"write_{suffix}")(source)
+    published = publish_judgments(source, tmp_path / "out.parquet",
+                                  budget=dataclasses.replace(BUDGET, spill_dir=tmp_path))
+    written = pl.read_parquet(tmp_path / "out.parquet")
+    assert published.rows == frame.height == written.height
+    assert published.sha256 == judgments_sha256(frame) == judgments_sha256(written)
+    assert set(written.columns) >= {"rater", "rater_kind"}
+    key = ["query_id", "doc_id", "rater"]
+    assert written.sort(key).select(frame.columns).equals(frame.sort(key))
+
+
+def test_a_rating_repeated_under_its_rater_is_refused_on_publishing(tmp_path):
+    frame = rated_version(np.random.default_rng(4))
+    source = tmp_path / "rated-v1.parquet"
+    pl.concat([frame, frame.head(1)]).write_parquet(source)
+    with pytest.raises(InputError, match=r"\(query_id, doc_id, rater\) must be unique"):
+        publish_judgments(source, tmp_path / "out.parquet",
+                          budget=dataclasses.replace(BUDGET, spill_dir=tmp_path))
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_a_rater_with_two_kinds_in_different_batches_is_refused(tmp_path, monkeypatch):
+    from evaluation_pipeline.ingest import inputs, publish
+
+    frame = rated_version(np.random.default_rng(5)).sort("query_id", "doc_id")
+    last = frame["query_id"].max()
+    frame = frame.with_columns(pl.when((pl.col("rater") == "h1") & (pl.col("query_id") == last))
+                               .then(pl.lit("llm")).otherwise("rater_kind").alias("rater_kind"))
+    frame.write_parquet(tmp_path / "rated-v1.parquet")
+    for module in (inputs, publish):  # batches of a few rows: each alone is consistent
+        monkeypatch.setattr(module, "BATCH_ROWS", 7)
+    with pytest.raises(InputError, match="rater 'h1' is both 'human' and 'llm'"):
+        publish_judgments(tmp_path / "rated-v1.parquet", tmp_path / "out.parquet",
+                          budget=dataclasses.replace(BUDGET, spill_dir=tmp_path))
+    assert not (tmp_path / "out.parquet").exists()

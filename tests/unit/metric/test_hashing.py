@@ -357,3 +357,64 @@ def test_string_buffers_copy_every_view(pieces, skip_head, skip_tail):
     assert [bytes(data[a:z]).decode() for a, z in zip(offsets[:-1], offsets[1:])] == \
         column.to_list()
     assert not offsets.flags.writeable and not data.flags.writeable
+
+
+@st.composite
+def rated_versions(draw):
+    """Ratings keyed (query_id, doc_id, rater), raters drawn from ids as odd as the docs'."""
+    keys = draw(st.lists(st.tuples(queries, ids, st.sampled_from(["h1", "h2", "llm", "a\tb"])),
+                         min_size=1, max_size=60, unique=True))
+    rows = []
+    for q, d, r in keys:
+        grade = draw(st.one_of(st.none(), st.integers(0, 4)))
+        rows.append((q, d, r, grade, "unknown" if grade is None else "graded"))
+    return draw(st.permutations(rows))
+
+
+def reference_rated_sha256(rows) -> str:
+    """A rating's line: its doc_id field is doc_id and rater, each length-prefixed, joined by a
+    tab; the lines sorted by (query_id, that field) byte-wise."""
+    lines = []
+    for query, doc, rater, grade, status in rows:
+        field = b"%d:%s\t%d:%s" % (len(doc.encode()), doc.encode(), len(rater.encode()),
+                                   rater.encode())
+        lines.append((query.encode(), field, b"" if grade is None else str(grade).encode(),
+                      status.encode()))
+    lines.sort(key=lambda line: line[:2])
+    return reference_digest(lines, 1)
+
+
+RATED_SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "rater": pl.String,
+                "grade": pl.Int64, "grade_status": pl.String}
+
+
+@settings(max_examples=150, deadline=None)
+@given(rated_versions())
+def test_a_version_with_raters_hashes_every_rating(rows):
+    frame = pl.DataFrame(rows, schema=RATED_SCHEMA, orient="row")
+    assert judgments_sha256(frame) == reference_rated_sha256(rows)
+    assert judgments_sha256(frame.reverse()) == judgments_sha256(frame)
+    digest = StreamingDigest("judgments")  # whole queries in key order, as ingest feeds them
+    for _, part in frame.sort("query_id").group_by("query_id", maintain_order=True):
+        digest.update(part)
+    assert digest.hexdigest() == judgments_sha256(frame)
+
+
+def test_a_rating_changed_or_moved_to_another_rater_changes_the_hash():
+    frame = pl.DataFrame([("q", "d", "h1", 2, "graded"), ("q", "d", "h2", 1, "graded")],
+                         schema=RATED_SCHEMA, orient="row")
+    regraded = frame.with_columns(grade=pl.Series([2, 2]))
+    swapped = frame.with_columns(rater=pl.Series(["h2", "h1"]))
+    without = frame.drop("rater").head(1)
+    hashes = {judgments_sha256(f) for f in (frame, regraded, swapped, without)}
+    assert len(hashes) == 4
+    # The rater-less hash is the one it always was.
+    assert judgments_sha256(without) == reference_judgments_sha256([("q", "d", 2, "graded")])
+
+
+def test_a_repeated_rating_is_flagged_with_its_rater():
+    frame = pl.DataFrame([("q", "d", "h1", 2, "graded"), ("q", "d", "h1", 1, "graded"),
+                          ("q", "d", "h2", 1, "graded")], schema=RATED_SCHEMA, orient="row")
+    blocks = hashing.judgment_blocks(frame)
+    assert blocks.duplicate_key() == {"query_id": "q", "doc_id": "d", "rater": "h1"}
+    assert hashing.judgment_blocks(frame.tail(2)).duplicate < 0

@@ -141,3 +141,26 @@ def test_results_screen_never_accepts_what_the_model_refuses(per_query, data):
 
 def test_results_screen_accepts_real_output(per_query):
     assert screen("PerQueryResults", per_query)
+
+
+RATED = JUDGMENTS.with_columns(rater=pl.Series(["h1", "h2", "h1", "llm"]),
+                               rater_kind=pl.Series(["human", "human", "human", "llm"]))
+RATED = pl.concat([RATED, RATED.head(1).with_columns(rater=pl.lit("llm"),
+                                                     rater_kind=pl.lit("llm"))])
+RATED_EDITS = [*JUDGMENT_EDITS, ("rater", [None, "", "h1", "h2", "llm"]),
+               ("rater_kind", [None, "", "llm"])]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_rated_judgments_screen_agrees_with_the_model(data):
+    frame = _edited(RATED, RATED_EDITS, data.draw)
+    assert screen("RatedJudgments", frame) == _accepts("RatedJudgments", frame), frame
+    if "rater" in frame.columns:  # the name a reader asks for picks the rated model
+        assert screen("Judgments", frame) == screen("RatedJudgments", frame)
+
+
+def test_a_document_rated_by_two_raters_is_no_repeat_but_one_rater_twice_is():
+    assert screen("Judgments", RATED) and _accepts("RatedJudgments", RATED)
+    twice = _set(RATED, "rater", 4, "h1")
+    assert not screen("Judgments", twice) and not _accepts("RatedJudgments", twice)
