@@ -36,8 +36,10 @@ from evaluation_pipeline.metric.ndcg import (
     score_candidates,
     sort_results,
 )
+from evaluation_pipeline.metric.raters import check_rule, is_rated
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import validate
+from schemas.columns import RATER
 
 # Judgment columns that name the version, not a grade: equal rows differ in them only.
 _NOT_GRADES = ("judgment_version",)
@@ -92,6 +94,8 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     grades = read_judgments(judgments)
     if judgments_sha256(before) != previous_judgments_sha256:
         return None  # the earlier version's stored file is not the one its rows were scored on
+    rated = is_rated(grades)  # the rule is refused here as a full scoring refuses it
+    check_rule(spec, rated, grades[RATER].unique().to_list() if rated else None, str(judgments))
     changed = changed_queries(before, grades)
     blocks = judgment_blocks(grades)
     now = Lineage(judgment_version=_single(grades, "judgment_version"),
