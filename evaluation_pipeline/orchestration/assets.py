@@ -281,6 +281,8 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
                                   memory.budget(storage))
         lineage, path = result.lineage, result.per_query_path
         context.log.info(f"scored {pool} x {version} with the {result.engine} engine")
+        for note in result.notes:
+            context.log.info(note)
         # Only what the metadata counts: the rows stay on disk, as the engine left them.
         per_query = storage.read_parquet(*scores_file(pool, version, spec.spec_id),
                                            columns=["status"])
