@@ -18,7 +18,8 @@ this list:
 12. ``cli``, ``orchestration``: the ``ndcg-eval`` commands; the Dagster assets and resources.
 13. ``api``: the Python API, the commands as functions (``evaluate``, ``explain``, ``reconcile``).
 14. ``definitions``: the Dagster code location, assembled from the resources and settings.
-15. ``main_job``, ``__main__``: the entry points of `make run` and of ``ndcg-eval``.
+15. ``main_job``, ``dev_ui``, ``__main__``: the entry points of `make run`, `make ui` and
+    ``ndcg-eval``.
 
 ``metric``, ``stats`` and ``aggregation`` are pure: no I/O, no Dagster. Only ``orchestration``
 and the entry points above it import Dagster.
