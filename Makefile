@@ -25,7 +25,7 @@ $(sort $(call stamp,$(EXTRAS)) $(call stamp,$(TEST_EXTRAS))): pyproject.toml
 	echo "make: installing ndcg-eval and its runtime dependencies$${extras:+, with the extras [$$extras],} into $(VENV) (the first time only)"; \
 	$(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet --upgrade pip || exit 1; \
 	{ $(BIN)/pip install --progress-bar off -e ".$${extras:+[$$extras]}" 2>&1; echo $$? > $(VENV)/.pip-status; } \
-		| grep -E '^(Collecting|ERROR|error)' | sed 's/^Collecting /  /'; \
+		| grep -E '^(Collecting|ERROR|error)' | sed 's/^Collecting \([^ ]*\).*/  \1/'; \
 	status=$$(cat $(VENV)/.pip-status); rm -f $(VENV)/.pip-status; [ "$$status" = 0 ] || exit "$$status"; \
 	touch $@; echo "make: installed; $(VENV) holds $$(du -sh $(VENV) | cut -f1)"
 
