@@ -28,6 +28,7 @@ DOC_ORDER = (
     "docs/object-storage.md",
     "docs/spark.md",
     "docs/deployment.md",
+    "docs/dagster.md",
     "docs/configuration.md",
     "docs/CONTRACT.md",
 )
