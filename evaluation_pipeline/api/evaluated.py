@@ -12,8 +12,8 @@ from typing import Any
 import polars as pl
 
 from evaluation_pipeline.aggregation.comparison import compare_pools, compare_rankers
-from evaluation_pipeline.api.in_memory import read_queries_input
 from evaluation_pipeline.analysis.diff import judgment_version_diff
+from evaluation_pipeline.api.in_memory import read_queries_input
 from evaluation_pipeline.cli.compare_command import NO_JUDGMENTS
 from evaluation_pipeline.cli.results import ResultsError
 from evaluation_pipeline.evaluation import Lineage, summarize

@@ -14,7 +14,6 @@ import pytest
 import yaml
 
 from evaluation_pipeline import settings
-from evaluation_pipeline.report import ReportConfig
 from evaluation_pipeline.definitions import (
     MissingSetting,
     NdcgEvaluation,
@@ -22,6 +21,7 @@ from evaluation_pipeline.definitions import (
     defs,
     defs_yaml,
 )
+from evaluation_pipeline.report import ReportConfig
 from schemas.errors import EvaluationError
 from tests.support.paths import REPO
 

@@ -18,7 +18,6 @@ import tomllib
 from pathlib import Path
 
 import dagster as dg
-import pytest
 import yaml
 
 from evaluation_pipeline.orchestration.local_runner import LocalRunner
