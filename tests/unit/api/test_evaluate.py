@@ -190,3 +190,10 @@ def test_to_pandas_holds_the_rows():
     frame = result.to_pandas()
     assert list(frame.columns) == list(PER_QUERY_COLUMNS)
     assert len(frame) == result.per_query.height
+
+
+def test_the_streaming_engine_gives_the_same_rows_from_memory(tmp_path):
+    cli, _ = cli_score(tmp_path, V2, P28)
+    result = evaluate(grades_frame(), pool_frame(), engine="streaming")
+    assert result.engine == "streaming" and result.candidates is None
+    assert_same_rows(result, cli, tmp_path)
