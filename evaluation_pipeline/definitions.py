@@ -11,8 +11,8 @@ default to the source checkout's example data and ``.storage/``.
 
 ``NdcgEvaluation`` is the same code location as a Dagster component (docs/dagster.md): each
 attribute a ``defs.yaml`` leaves out is read from its environment variable, as here. This
-module's ``defs`` is one use of it, built when Dagster loads it: importing the module (as
-``dg list components`` does) reads no setting.
+module's ``defs`` is one use of it, built when first asked for (by Dagster, or an import of
+``defs``): importing the module (as ``dg list components`` does) reads no setting.
 """
 
 from __future__ import annotations
@@ -283,7 +283,22 @@ class NdcgEvaluation(dg.Component, dg.Resolvable, dg.Model):
             memory=MemoryBudget(memory_limit=self.memory_limit, spill_dir=self.spill_dir))
 
 
+# The code location once built: Dagster builds it once per process, and so does ``defs``.
+_built: dict[str, dg.Definitions] = {}
+
+
 @dg.definitions
-def defs() -> dg.Definitions:
-    """The project's own code location: the component configured from the environment alone."""
-    return NdcgEvaluation().build_defs()
+def code_location() -> dg.Definitions:
+    """The project's own code location: the component configured from the environment alone
+    (``dagster ... -m evaluation_pipeline.definitions`` finds it)."""
+    if "defs" not in _built:
+        _built["defs"] = NdcgEvaluation().build_defs()
+    return _built["defs"]
+
+
+def __getattr__(name: str):
+    # ``defs`` (workspace.yaml's attribute) is built on first use: importing this module, as
+    # `dg list components` does, reads no setting.
+    if name == "defs":
+        return code_location()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

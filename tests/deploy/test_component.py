@@ -14,11 +14,11 @@ import pytest
 import yaml
 
 from evaluation_pipeline import settings
+from evaluation_pipeline import definitions
 from evaluation_pipeline.definitions import (
     MissingSetting,
     NdcgEvaluation,
     build_definitions,
-    defs,
     defs_yaml,
 )
 from evaluation_pipeline.report import ReportConfig
@@ -65,7 +65,10 @@ def test_attributes_configure_what_the_variables_do(deployment, tmp_path):
     late = {"memory": {"memory_limit": "1GB", "spill_dir": str(tmp_path / "spill")}}
     from_environment["watch"]["baseline_pool"] = "pool-1"
     assert component == from_environment | late
-    assert dumped(defs()) == dumped(build_definitions())  # the project's own location
+    deployment.setattr(definitions, "_built", {})  # built again, from these variables
+    assert dumped(definitions.defs) == dumped(build_definitions())  # the project's own location
+    assert definitions.defs is definitions.code_location()
+    assert definitions.defs.get_schedule_def("nightly_evaluation").cron_schedule == "0 3 * * *"
     assert component["watch"]["alpha"] == 0.01
 
 
@@ -130,7 +133,7 @@ def test_importing_the_component_reads_no_setting():
     ran = subprocess.run(
         [sys.executable, "-c", "import evaluation_pipeline.definitions as d\n"
          "print(d.NdcgEvaluation.__name__)\n"
-         "try:\n    d.defs()\nexcept d.MissingSetting as e:\n    print('refused', e)"],
+         "try:\n    d.defs\nexcept d.MissingSetting as e:\n    print('refused', e)"],
         env={**env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.startswith("NdcgEvaluation\nrefused NDCG_EVAL_STORAGE is not set")
