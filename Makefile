@@ -1,34 +1,49 @@
 # Two set-up commands: `make run` (the main job on the bundled example data) and `make test`.
 # Both create or reuse a local virtual environment in .venv; nothing else needs installing first.
+# `make run` installs the package and its runtime dependencies alone; `make test` adds the
+# `test` extra (the oracles, servers and browser the tests drive).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 comma := ,
-# Optional extras for the environment: CI adds `spark`; `make bench` adds `bench`.
-EXTRAS ?= test
-STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+space := $(subst ,, )
+# Optional extras for the environment: CI adds `spark` and `postgres`; `make bench` adds `bench`.
+EXTRAS ?=
+# `make test`'s extras: `test` and any EXTRAS, each once.
+TEST_EXTRAS := $(subst $(space),$(comma),$(sort test $(subst $(comma),$(space),$(EXTRAS))))
+# One install stamp per set of extras: .venv/.installed (none), .venv/.installed-test, ...
+stamp = $(VENV)/.installed$(if $(1),-$(subst $(comma),-,$(1)))
 
 .PHONY: run test ui clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[$(EXTRAS)]'
-	touch $(STAMP)
+# The UI's port on 127.0.0.1.
+UI_PORT ?= 3000
+
+# Says what it installs, then each package as pip collects it (pip's own status is kept).
+$(sort $(call stamp,$(EXTRAS)) $(call stamp,$(TEST_EXTRAS))): pyproject.toml
+	@extras="$$(echo '$(notdir $@)' | sed -e 's/^\.installed-*//' -e 's/-/,/g')"; \
+	echo "make: installing ndcg-eval and its runtime dependencies$${extras:+, with the extras [$$extras],} into $(VENV) (the first time only)"; \
+	$(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet --upgrade pip || exit 1; \
+	{ $(BIN)/pip install --progress-bar off -e ".$${extras:+[$$extras]}" 2>&1; echo $$? > $(VENV)/.pip-status; } \
+		| grep -E '^(Collecting|ERROR|error)' | sed 's/^Collecting \([^ ]*\).*/  \1/'; \
+	status=$$(cat $(VENV)/.pip-status); rm -f $(VENV)/.pip-status; [ "$$status" = 0 ] || exit "$$status"; \
+	touch $@; echo "make: installed; $(VENV) holds $$(du -sh $(VENV) | cut -f1)"
 
 # NDCG_EVAL_DEV=1: the landing folder, queries table and storage default to the checkout's
 # example data and .storage/ (a deployment names them instead; README "Deployment").
-run: $(STAMP)
+run: $(call stamp,$(EXTRAS))
 	NDCG_EVAL_DEV=1 $(BIN)/python -m evaluation_pipeline.main_job
 
 # The Dagster UI on the instance `make run` fills, bound to 127.0.0.1; its sensors watch the
-# landing folder of `make run`'s week.
+# landing folder of `make run`'s week. `dagster dev` and its children stop with make: on
+# Ctrl-C, SIGTERM, or when make itself is killed (evaluation_pipeline/dev_ui.py, exec'd by the
+# recipe's shell so that make is its parent).
 ui: run
 	NDCG_EVAL_DEV=1 DAGSTER_HOME=$(CURDIR)/.dagster_home NDCG_EVAL_LANDING=$(CURDIR)/.storage/example-landing \
 	NDCG_EVAL_QUERIES=$(CURDIR)/examples/data/nightly/queries.csv \
-	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+	exec $(BIN)/python -m evaluation_pipeline.dev_ui -w workspace.yaml -h 127.0.0.1 -p $(UI_PORT)
 
-test: $(STAMP)
+test: $(call stamp,$(TEST_EXTRAS))
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 clean:

@@ -16,13 +16,31 @@ this list:
 10. ``report``: report.json, report.html and report.md, traces, the trend.
 11. ``engines``: the choice of engine and the local, streaming and Spark engines.
 12. ``cli``, ``orchestration``: the ``ndcg-eval`` commands; the Dagster assets and resources.
-13. ``definitions``: the Dagster code location, assembled from the resources and settings.
-14. ``main_job``, ``__main__``: the entry points of `make run` and of ``ndcg-eval``.
+13. ``api``: the Python API, the commands as functions (``evaluate``, ``explain``, ``reconcile``).
+14. ``definitions``: the Dagster code location, assembled from the resources and settings.
+15. ``main_job``, ``dev_ui``, ``__main__``: the entry points of `make run`, `make ui` and
+    ``ndcg-eval``.
 
 ``metric``, ``stats`` and ``aggregation`` are pure: no I/O, no Dagster. Only ``orchestration``
 and the entry points above it import Dagster.
+
+The package face re-exports the Python API (``from evaluation_pipeline import evaluate``),
+loaded on first use: ``import evaluation_pipeline`` itself loads nothing (the version, the
+layers' own imports of ``settings``).
 
 Docstrings that cite "contract section N" mean the evaluation contract in ``docs/CONTRACT.md``.
 """
 
 __version__ = "0.1.0"
+
+# The Python API's names, each loaded from ``api`` when first asked for.
+API = ("evaluate", "explain", "reconcile", "Evaluation", "Report")
+__all__ = ["__version__", *API]
+
+
+def __getattr__(name: str):
+    if name in API:
+        from evaluation_pipeline import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,12 +8,18 @@ The landing folder, the queries table and the storage have no default in a deplo
 installed package has no repository beside it, so a missing one is an error naming its variable.
 Only under the development switch (NDCG_EVAL_DEV=1: `make run`, `make ui`, the tests) do they
 default to the source checkout's example data and ``.storage/``.
+
+``NdcgEvaluation`` is the same code location as a Dagster component (docs/dagster.md): each
+attribute a ``defs.yaml`` leaves out is read from its environment variable, as here. This
+module's ``defs`` is one use of it, built when first asked for (by Dagster, or an import of
+``defs``): importing the module (as ``dg list components`` does) reads no setting.
 """
 
 from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dagster as dg
@@ -144,11 +150,14 @@ def build_definitions(
     nightly_timezone: str | None = None,
     engine: str | None = None,
     watch: NightlyWatch | None = None,
+    storage_options: dict[str, Any] | None = None,
+    memory: MemoryBudget | None = None,
+    spark_master: str | None = None,
 ) -> dg.Definitions:
     spec = pipeline_spec(spec_path)
     storage = EvaluationStorage(base=setting(
         storage_base, settings.STORAGE, "the storage (a folder or an fsspec URL)",
-        DEFAULT_STORAGE))
+        DEFAULT_STORAGE), storage_options=storage_options or {})
     landing = LandingZone(
         folder=setting(landing_folder, settings.LANDING, "the landing folder",
                        DEFAULT_LANDING),
@@ -187,12 +196,113 @@ def build_definitions(
             "watch": watch,
             # auto streams Parquet (the published files are) past a small size.
             "scoring": ScoringEngine(engine=engine,
-                                     spark_master=settings.SPARK_MASTER.get(),
+                                     spark_master=spark_master or settings.SPARK_MASTER.get(),
                                      incremental=settings.incremental()),
             # Unset fields read NDCG_EVAL_MEMORY_LIMIT and NDCG_EVAL_SPILL_DIR when a step runs.
-            "memory": MemoryBudget(),
+            "memory": memory or MemoryBudget(),
         },
     )
 
 
-defs = build_definitions()
+# attribute: (its variable, an example value); the meaning and default come from settings.
+ATTRIBUTES = (
+    ("storage", settings.STORAGE, "/data/ndcg-eval/storage"),
+    ("storage_options", settings.STORAGE_OPTIONS, '{endpoint_url: "http://127.0.0.1:9000"}'),
+    ("landing", settings.LANDING, "/data/ndcg-eval/landing"),
+    ("queries", settings.QUERIES, "/data/ndcg-eval/queries.csv"),
+    ("spec", settings.SPEC, "/data/ndcg-eval/evaluation_spec.yaml"),
+    ("engine", settings.ENGINE, "auto"),
+    ("spark_master", settings.SPARK_MASTER, "spark://spark-master:7077"),
+    ("memory_limit", settings.MEMORY_LIMIT, "4GB"),
+    ("spill_dir", settings.SPILL_DIR, "/scratch/ndcg-eval"),
+    ("nightly_cron", settings.NIGHTLY_CRON, '"0 2 * * *"'),
+    ("nightly_timezone", settings.NIGHTLY_TIMEZONE, "UTC"),
+    ("alpha", settings.ALPHA, "0.05"),
+    ("min_effect", settings.MIN_EFFECT, "0.01"),
+    ("baseline_pool", settings.BASELINE_POOL, "pool-2026-12-01"),
+    ("alert_webhook", settings.ALERT_WEBHOOK, "https://hooks.example.org/ndcg-eval"),
+)
+# A deployment names these; every other attribute has a default.
+REQUIRED = ("storage", "landing", "queries")
+
+
+def defs_yaml(type_name: str) -> str:
+    """The scaffolded defs.yaml: the locations a deployment must name, uncommented; the rest
+    commented out (the variable's value, else its default, applies)."""
+    lines = [f"type: {type_name}", "",
+             "# An attribute left out is read from its environment variable (docs/dagster.md).",
+             "attributes:"]
+    for name, variable, example in ATTRIBUTES:
+        lines.append(f"  # {variable.meaning}")
+        lines.append(f"  # (left out: {variable.name}, else {variable.default})")
+        lines.append(f"  {'' if name in REQUIRED else '# '}{name}: {example}")
+    return "\n".join(lines) + "\n"
+
+
+class DefsYamlScaffolder(dg.Scaffolder):
+    """`dg scaffold defs evaluation_pipeline.definitions.NdcgEvaluation FOLDER`: a commented
+    defs.yaml."""
+
+    def scaffold(self, request: dg.ScaffoldRequest) -> None:
+        request.target_path.mkdir(parents=True, exist_ok=True)
+        (request.target_path / "defs.yaml").write_text(defs_yaml(request.type_name))
+
+
+@dg.scaffold_with(DefsYamlScaffolder)
+class NdcgEvaluation(dg.Component, dg.Resolvable, dg.Model):
+    """The NDCG evaluation pipeline: judgment versions and candidate pools ingested from a
+    landing folder, every pool scored against every version with its checks and report, the
+    nightly watch, its sensors, schedule, jobs and resources. An attribute left out is read
+    from its NDCG_EVAL_* variable when the definitions are built (docs/configuration.md)."""
+
+    storage: str | None = None  # a folder or an fsspec URL (NDCG_EVAL_STORAGE)
+    storage_options: dict[str, Any] | None = None  # fsspec options, over NDCG_EVAL_STORAGE_OPTIONS
+    landing: str | None = None  # the landing folder the sensors watch (NDCG_EVAL_LANDING)
+    queries: str | None = None  # the queries table (NDCG_EVAL_QUERIES)
+    spec: str | None = None  # the spec file (NDCG_EVAL_SPEC, else the packaged one)
+    engine: str | None = None  # auto, local, streaming or spark (NDCG_EVAL_ENGINE)
+    spark_master: str | None = None  # the spark engine's master (NDCG_EVAL_SPARK_MASTER)
+    memory_limit: str | None = None  # e.g. 4GB (NDCG_EVAL_MEMORY_LIMIT)
+    spill_dir: str | None = None  # where sorts spill (NDCG_EVAL_SPILL_DIR)
+    nightly_cron: str | None = None  # NDCG_EVAL_NIGHTLY_CRON
+    nightly_timezone: str | None = None  # NDCG_EVAL_NIGHTLY_TIMEZONE
+    alpha: float | None = None  # the watch's significance level (NDCG_EVAL_ALPHA)
+    min_effect: float | None = None  # the smallest drop called a regression (NDCG_EVAL_MIN_EFFECT)
+    baseline_pool: str | None = None  # one pool every night is compared with (NDCG_EVAL_BASELINE_POOL)
+    alert_webhook: str | None = None  # where alerts are POSTed (NDCG_EVAL_ALERT_WEBHOOK)
+
+    def build_defs(self, context: dg.ComponentLoadContext | None = None) -> dg.Definitions:
+        if self.memory_limit is not None:
+            parse_memory_limit(self.memory_limit)  # a size that is none is named here
+        watch = nightly_watch()
+        given = {name: getattr(self, name) for name in
+                 ("alpha", "min_effect", "baseline_pool", "alert_webhook")
+                 if getattr(self, name) is not None}
+        return build_definitions(
+            spec_path=self.spec, storage_base=self.storage, landing_folder=self.landing,
+            queries_path=self.queries, nightly_cron=self.nightly_cron,
+            nightly_timezone=self.nightly_timezone, engine=self.engine,
+            watch=NightlyWatch(**{**watch.model_dump(), **given}) if given else watch,
+            storage_options=self.storage_options, spark_master=self.spark_master,
+            memory=MemoryBudget(memory_limit=self.memory_limit, spill_dir=self.spill_dir))
+
+
+# The code location once built: Dagster builds it once per process, and so does ``defs``.
+_built: dict[str, dg.Definitions] = {}
+
+
+@dg.definitions
+def code_location() -> dg.Definitions:
+    """The project's own code location: the component configured from the environment alone
+    (``dagster ... -m evaluation_pipeline.definitions`` finds it)."""
+    if "defs" not in _built:
+        _built["defs"] = NdcgEvaluation().build_defs()
+    return _built["defs"]
+
+
+def __getattr__(name: str):
+    # ``defs`` (workspace.yaml's attribute) is built on first use: importing this module, as
+    # `dg list components` does, reads no setting.
+    if name == "defs":
+        return code_location()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

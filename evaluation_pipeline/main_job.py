@@ -214,9 +214,10 @@ def _run(home: Path) -> int:
             ui = " ".join(f"{setting.name}={shlex.quote(str(value))}" for setting, value in (
                 (settings.STORAGE, root), (settings.LANDING, landing),
                 (settings.QUERIES, queries)))
-            print(f"\nDagster instance: {home}; browse it with (`make ui` does, for the "
-                  f"checkout's instance)\n  DAGSTER_HOME={shlex.quote(str(home))} {ui} "
-                  "dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
+            print(f"\nDagster instance: {home}; browse it with `make ui` "
+                  f"(http://127.0.0.1:3000), or from any folder with\n  DAGSTER_HOME="
+                  f"{shlex.quote(str(home))} {ui} dagster dev -w "
+                  f"{shlex.quote(str(REPO / 'workspace.yaml'))} -h 127.0.0.1 -p 3000")
             print(f"\n{render_regressions(trend_rows(root), root)}")
             print(f"\nThe week night by night (ndcg-eval history {root}):")
             cli.main(["history", str(root)])

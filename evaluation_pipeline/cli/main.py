@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 import polars as pl
@@ -32,6 +33,7 @@ from evaluation_pipeline.analysis.reconcile import MAX_ROW_SCORINGS
 from evaluation_pipeline.cli import agreement_command as agreement
 from evaluation_pipeline.cli import compare_command as compare
 from evaluation_pipeline.cli import explain_command as explain
+from evaluation_pipeline.cli import help_text
 from evaluation_pipeline.cli import history_command as history
 from evaluation_pipeline.cli import reconcile_command as reconcile
 from evaluation_pipeline.cli import report_command as report
@@ -49,6 +51,7 @@ from schemas.errors import EvaluationError
 
 EXIT_BAD_INPUT = 2
 EXIT_WRITE_FAILED = 1
+HELP_WIDTH = 88
 
 COMMANDS = {"score": score.run, "spec": spec.run, "report": report.run, "compare": compare.run,
             "explain": explain.run, "reconcile": reconcile.run, "history": history.run,
@@ -63,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ndcg-eval {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    score = commands.add_parser("score", help="score a run against a judgment version")
+    score = _command(commands, "score", "score a run against a judgment version")
     score.add_argument("--judgments", required=True, type=_location,
                        help="judgment version file, or a URL (s3://bucket/key; with --engine "
                        "spark: any URL Spark reads)")
@@ -73,8 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--out", required=True, type=_location,
                        help="output folder, or a URL (with --engine spark: any URL Spark writes)")
     score.add_argument("--format", choices=FORMATS, help="format of every input file")
-    score.add_argument("--judgments-format", choices=FORMATS)
-    score.add_argument("--run-format", choices=FORMATS)
+    score.add_argument("--judgments-format", choices=FORMATS,
+                       help="format of the judgments file (default: from its extension, or --format)")
+    score.add_argument("--run-format", choices=FORMATS,
+                       help="format of the run files (default: from their extension, or --format)")
     score.add_argument("--judgment-version", help="version name when the file carries none")
     score.add_argument("--pool", help="candidate pool name when the file carries none")
     score.add_argument("--ranker", help="ranker name for a run file without one")
@@ -100,9 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     _report_arguments(score)
     _storage_arguments(score)
 
-    report = commands.add_parser(
-        "report", help="aggregates with intervals, ranker comparison and report.html"
-    )
+    report = _command(commands, "report",
+                      "aggregates with intervals, ranker comparison and report.html")
     report.add_argument("results", type=_location,
                         help="ndcg-eval score output folder or per_query.parquet")
     report.add_argument("--queries", type=_location, help="query weights and slice columns")
@@ -115,10 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     _report_arguments(report)
     _storage_arguments(report)
 
-    compare = commands.add_parser(
-        "compare",
-        help="rankers within one result; or two results (other pool, or other judgment version)",
-    )
+    compare = _command(
+        commands, "compare",
+        "rankers within one result; or two results (other pool, or other judgment version)")
     compare.add_argument("results", type=_location, nargs="+", metavar="RESULTS",
                          help="one or two ndcg-eval score output folders, the pipeline's "
                          "score or report folders, or per_query.parquet files")
@@ -132,14 +135,14 @@ def build_parser() -> argparse.ArgumentParser:
     _report_arguments(compare)
     _storage_arguments(compare)
 
-    explain_cmd = commands.add_parser(
-        "explain", help="per-candidate trace of one number: gain, discount, contribution"
-    )
-    explain_cmd.add_argument("--judgments", required=True, type=_location)
+    explain_cmd = _command(commands, "explain",
+                           "per-candidate trace of one number: gain, discount, contribution")
+    explain_cmd.add_argument("--judgments", required=True, type=_location,
+                             help="judgment version file")
     explain_cmd.add_argument("--run", required=True, type=_location,
                              help="run file or pool folder")
     explain_cmd.add_argument("--query", required=True, help="query_id")
-    explain_cmd.add_argument("--ranker", required=True)
+    explain_cmd.add_argument("--ranker", required=True, help="the ranker whose number it is")
     explain_cmd.add_argument("--format", choices=FORMATS, help="format of every input file")
     explain_cmd.add_argument("--judgment-version", help="version name when the file carries none")
     explain_cmd.add_argument("--pool", help="candidate pool name when the file carries none")
@@ -147,8 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     _spec_arguments(explain_cmd)
     _storage_arguments(explain_cmd)
 
-    agreement_cmd = commands.add_parser(
-        "agreement", help="a version's raters: their agreement, and whether they rank the "
+    agreement_cmd = _command(
+        commands, "agreement", "a version's raters: their agreement, and whether they rank the "
         "rankers alike")
     agreement_cmd.add_argument("--judgments", required=True, type=_location,
                                help="a judgment version with a rater column")
@@ -162,11 +165,20 @@ def build_parser() -> argparse.ArgumentParser:
     _spec_arguments(agreement_cmd)
     _storage_arguments(agreement_cmd)
 
-    spec = commands.add_parser("spec", help="print a spec, its spec_id and what each field means")
+    spec = _command(commands, "spec", "print a spec, its spec_id and what each field means")
     _spec_arguments(spec)
     _reconcile_parser(commands)
     _history_parser(commands)
     return parser
+
+
+def _command(commands: argparse._SubParsersAction, name: str, summary: str
+             ) -> argparse.ArgumentParser:
+    """A subcommand: its line in ``ndcg-eval --help``, its description and an example."""
+    description = textwrap.fill(help_text.COMMANDS[name][0], HELP_WIDTH)
+    return commands.add_parser(name, help=summary, description=description,
+                               epilog=help_text.epilog(name),
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 # Every path argument: a local Path, or a URL kept as written (a Path would fold its "//");
@@ -194,18 +206,20 @@ def _report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", help="compare each ranker with this one (default: every pair)")
     parser.add_argument("--slice", action="append", metavar="COLUMN", dest="slices",
                         help="query-table slice column; repeat (default: every string column)")
-    parser.add_argument("--ci-level", type=float, default=defaults.ci_level)
+    parser.add_argument("--ci-level", type=float, default=defaults.ci_level, metavar="LEVEL",
+                        help=f"level of the bootstrap intervals, in (0, 1) (default {defaults.ci_level})")
     parser.add_argument("--bootstrap", type=int, default=defaults.n_bootstrap,
                         help="bootstrap and randomization resamples")
-    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--seed", type=int, default=defaults.seed,
+                        help="seed every resample derives from, recorded in report.json "
+                        f"(default {defaults.seed})")
     parser.add_argument("--regressions", type=int, default=defaults.n_regressions,
                         help="most regressed queries listed per pair")
 
 def _reconcile_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(
-        "reconcile",
-        help="walk from one spec to another field by field: what each convention does to the mean",
-    )
+    parser = _command(
+        subparsers, "reconcile",
+        "walk from one spec to another field by field: what each convention does to the mean")
     parser.add_argument("--judgments", required=True, type=_location,
                         help="judgment version file")
     parser.add_argument("--run", required=True, type=_location,
@@ -237,8 +251,8 @@ def _reconcile_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
 
 
 def _history_parser(subparsers) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser(
-        "history", help="the nightly trend: NDCG per night, verdicts, attributions, alerts")
+    parser = _command(subparsers, "history",
+                      "the nightly trend: NDCG per night, verdicts, attributions, alerts")
     parser.add_argument("storage", type=_location, metavar="STORAGE",
                         help=f"the pipeline's storage (it holds {HISTORY_FOLDER}/{HISTORY_FILE})")
     parser.add_argument("--ranker", action="append", help="only this ranker (repeatable)")
@@ -295,9 +309,16 @@ def run() -> None:
     frames and the compiler's state would only add to the run's time (benchmarks/README.md,
     "The CLI's exit").
     """
-    code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader closed the pipe (`ndcg-eval spec | head -2`): it had what it wanted.
+        code = 0
+    try:
+        sys.stderr.flush()
+    except BrokenPipeError:
+        pass
     os._exit(code)
 
 

@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 DOC_ORDER = (
     "README.md",
     "docs/cli.md",
+    "docs/python.md",
     "docs/spec.md",
     "docs/reconcile.md",
     "docs/pipeline.md",
@@ -27,6 +28,7 @@ DOC_ORDER = (
     "docs/object-storage.md",
     "docs/spark.md",
     "docs/deployment.md",
+    "docs/dagster.md",
     "docs/configuration.md",
     "docs/CONTRACT.md",
 )

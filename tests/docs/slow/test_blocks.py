@@ -47,12 +47,13 @@ def _copy_checkout(target: Path) -> None:
 def _install_stamp(copy: Path) -> str:
     """The EXTRAS whose stamp exists in the shared .venv, with the copy's pyproject.toml dated
     no later than that stamp, so that make skips its install recipe."""
-    stamps = sorted((REPO / ".venv").glob(".installed-*"))
+    # .installed: `make run`'s (no extras); .installed-test: `make test`'s; and so on.
+    stamps = sorted((REPO / ".venv").glob(".installed*"))
     if not stamps:
         pytest.skip("no install stamp in .venv: run `make run` in the checkout first")
     default = REPO / ".venv" / ".installed-test"
     stamp = default if default in stamps else stamps[0]
-    extras = stamp.name.removeprefix(".installed-").replace("-", ",")
+    extras = stamp.name.removeprefix(".installed").removeprefix("-").replace("-", ",")
     pyproject = copy / "pyproject.toml"
     stamped = stamp.stat().st_mtime
     if pyproject.stat().st_mtime > stamped:

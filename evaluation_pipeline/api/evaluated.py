@@ -1,0 +1,157 @@
+"""What ``evaluate()`` returns: the per-query rows with their lineage, the summary, reports
+and comparisons, each computed by the code of the command that writes it."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from evaluation_pipeline.aggregation.comparison import compare_pools, compare_rankers
+from evaluation_pipeline.analysis.diff import judgment_version_diff
+from evaluation_pipeline.api.in_memory import read_queries_input
+from evaluation_pipeline.cli.compare_command import NO_JUDGMENTS
+from evaluation_pipeline.cli.results import ResultsError
+from evaluation_pipeline.evaluation import Lineage, summarize
+from evaluation_pipeline.io.atomic import write_text
+from evaluation_pipeline.io.locations import location
+from evaluation_pipeline.io.result_folder import files_of, writing
+from evaluation_pipeline.io.storage import AGGREGATES_FILE, HTML_FILE, REPORT_FILE
+from evaluation_pipeline.metric.ndcg import sort_results
+from evaluation_pipeline.report import ReportConfig, check_options, write_report
+from evaluation_pipeline.spec import EvaluationSpec
+from schemas.columns import STATUSES
+
+
+class Report:
+    """One evaluation's report, as ``ndcg-eval report`` writes it: built once, in a folder of
+    its own that lives as long as this object; ``write`` puts it where asked, whole."""
+
+    def __init__(self, evaluation: Evaluation, config: ReportConfig,
+                 queries: pl.DataFrame | None, queries_sha256: str | None) -> None:
+        self._folder = tempfile.TemporaryDirectory(prefix="ndcg-eval-report-")
+        where = Path(self._folder.name)
+        self.record: dict = write_report(
+            where, sort_results(evaluation.per_query), evaluation.spec, evaluation.lineage,
+            queries, config, candidates=evaluation.candidates, judgments=evaluation.judgments,
+            queries_sha256=queries_sha256)
+        self.aggregates = pl.read_parquet(where / AGGREGATES_FILE)
+
+    @property
+    def headline(self) -> list[str]:
+        return self.record["headline"]
+
+    def to_json(self) -> str:
+        """report.json's text, byte for byte."""
+        return (Path(self._folder.name) / REPORT_FILE).read_text(encoding="utf-8")
+
+    def to_html(self, path: str | Path) -> Path:
+        """report.html written to ``path`` (atomically); its links to traces/ need ``write``."""
+        return write_text((Path(self._folder.name) / HTML_FILE).read_text(encoding="utf-8"),
+                          location(path))
+
+    def write(self, folder: str | Path) -> Path:
+        """The report's files (report.json, report.html, aggregates.parquet, per_query.parquet,
+        traces/) into ``folder``, a local folder or a URL, replaced whole as the CLI does."""
+        out = location(folder)
+        with writing(out) as staging:
+            for name, source in files_of(Path(self._folder.name)).items():
+                (staging / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, staging / name)
+        return out
+
+
+@dataclass
+class Evaluation:
+    """A judgment version x a candidate pool under a spec: ``per_query`` holds exactly the
+    columns, rows and lineage of the per_query.parquet ``ndcg-eval score`` writes."""
+
+    per_query: pl.DataFrame
+    spec: EvaluationSpec
+    lineage: Lineage
+    engine: str
+    queries: pl.DataFrame | None = None
+    queries_sha256: str | None = None
+    # The validated inputs (the in-memory engine keeps them): traces and judgment diffs.
+    judgments: pl.DataFrame | None = field(default=None, repr=False)
+    candidates: pl.DataFrame | None = field(default=None, repr=False)
+    notes: list[str] = field(default_factory=list)
+
+    def summary_record(self) -> dict:
+        """summary.json's document, as ``ndcg-eval score`` writes it."""
+        return {**summarize(self.per_query, self.spec, self.lineage, self.queries),
+                "engine": self.engine}
+
+    @property
+    def summary(self) -> pl.DataFrame:
+        """summary.json's results, one row per (ranker, cutoff); status counts as n_<status>."""
+        results = self.summary_record()["results"]
+        means = ("macro_ndcg", "weighted_ndcg", "mean_judged_at_k", "mean_candidate_recall")
+        return pl.DataFrame(results, schema_overrides=dict.fromkeys(means, pl.Float64)).unnest(
+            "status_counts").rename(
+            {status: f"n_{status}" for status in STATUSES})
+
+    def report(self, queries: Any = None, baseline: str | None = None, *,
+               slices: list[str] | None = None, ci_level: float | None = None,
+               n_bootstrap: int | None = None, seed: int | None = None,
+               n_regressions: int | None = None) -> Report:
+        """The report (intervals, ranker comparison, report.html) with the options of
+        ``ndcg-eval report``; ``queries`` (as ``evaluate`` takes them) else those of the
+        evaluation give the weights and slices. Every option is checked first."""
+        defaults = ReportConfig()
+        config = ReportConfig(
+            slices=tuple(slices) if slices else None,
+            ci_level=defaults.ci_level if ci_level is None else ci_level,
+            n_bootstrap=defaults.n_bootstrap if n_bootstrap is None else n_bootstrap,
+            seed=defaults.seed if seed is None else seed, baseline=baseline,
+            n_regressions=defaults.n_regressions if n_regressions is None else n_regressions)
+        table, digest = (self.queries, self.queries_sha256) if queries is None else (
+            read_queries_input(queries))
+        check_options(self.rankers, table, config)
+        return Report(self, config, table, digest)
+
+    @property
+    def rankers(self) -> list[str]:
+        return sorted(self.per_query["ranker"].unique().to_list())
+
+    def compare(self, other: Evaluation | None = None, *, baseline: str | None = None,
+                ci_level: float | None = None, n_bootstrap: int | None = None,
+                seed: int | None = None, n_regressions: int | None = None) -> dict:
+        """As ``ndcg-eval compare``: without ``other`` the rankers of this evaluation, paired;
+        with it, the two evaluations: over the same pool, a judgment-version diff (the
+        documents added, removed and regraded, the statuses and NDCG that moved), else the
+        paired comparison of the pools."""
+        defaults = ReportConfig()
+        config = ReportConfig(
+            ci_level=defaults.ci_level if ci_level is None else ci_level,
+            n_bootstrap=defaults.n_bootstrap if n_bootstrap is None else n_bootstrap,
+            seed=defaults.seed if seed is None else seed, baseline=baseline,
+            n_regressions=defaults.n_regressions if n_regressions is None else n_regressions)
+        options = dict(ci_level=config.ci_level, n_bootstrap=config.n_bootstrap,
+                       seed=config.seed, n_regressions=config.n_regressions)
+        if other is None:
+            config.check_baseline(self.rankers)
+            return compare_rankers(self.per_query, baseline=config.baseline, **options)
+        if self.spec.spec_id != other.spec.spec_id:
+            raise ResultsError(
+                f"the two evaluations use different specs ({self.spec.spec_id}, "
+                f"{other.spec.spec_id}): their numbers do not measure the same thing")
+        old, new = self.lineage, other.lineage
+        if old.pool_sha256 == new.pool_sha256 and old.judgments_sha256 != new.judgments_sha256:
+            grades = [NO_JUDGMENTS if e.judgments is None else e.judgments for e in (self, other)]
+            return judgment_version_diff(*grades, self.per_query, other.per_query)
+        return compare_pools(self.per_query, other.per_query, **options)
+
+    def to_pandas(self):
+        """``per_query`` as a pandas DataFrame (needs pandas)."""
+        return self.per_query.to_pandas()
+
+    def __repr__(self) -> str:
+        return (f"Evaluation(judgments {self.lineage.judgment_version} (sha256 "
+                f"{self.lineage.judgments_sha256[:12]}), pool {self.lineage.candidate_pool} "
+                f"(sha256 {self.lineage.pool_sha256[:12]}), spec {self.spec.spec_id}, "
+                f"{self.per_query.height} rows, engine {self.engine})")

@@ -1,0 +1,170 @@
+"""``evaluate``, ``explain`` and ``reconcile``: the commands ``ndcg-eval score``, ``explain``
+and ``reconcile`` as functions, on files or on inputs held in memory (``api.in_memory``).
+
+Each runs the command's own code: the spec as --spec/--profile/--cutoff resolve it, the
+engines' ``score_files`` and the readers, with every option checked before any input is read.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from evaluation_pipeline.analysis.explain import Trace
+from evaluation_pipeline.analysis.explain import explain as trace_of
+from evaluation_pipeline.analysis.reconcile import ReconcileError, Scorer, plan
+from evaluation_pipeline.analysis.reconcile import reconcile as reconciled
+from evaluation_pipeline.api.evaluated import Evaluation
+from evaluation_pipeline.api.in_memory import Staging, is_path, read_queries_input
+from evaluation_pipeline.cli.reconcile_command import spec_named
+from evaluation_pipeline.engines import AUTO, ENGINES, score_files
+from evaluation_pipeline.engines.local import read_and_evaluate
+from evaluation_pipeline.evaluation import read_with_lineage
+from evaluation_pipeline.ingest.external_sort import Budget
+from evaluation_pipeline.io.readers import read_candidates, read_judgments
+from evaluation_pipeline.io.storage import PER_QUERY_FILE
+from evaluation_pipeline.spec import EvaluationSpec, SpecError, profile
+from schemas.errors import EvaluationError
+
+SpecLike = EvaluationSpec | str | Path | None
+
+
+class ApiOptionError(EvaluationError):
+    """An option of the Python API that cannot apply (an engine that is none of them)."""
+
+
+def resolve_spec(spec: SpecLike = None, cutoffs: Sequence[int] | None = None) -> EvaluationSpec:
+    """The spec as the CLI resolves --spec, --profile and --cutoff: None is the default
+    profile, a string a profile name or a spec file, a path a spec file."""
+    if spec is None:
+        chosen = profile("default")
+    elif isinstance(spec, EvaluationSpec):
+        chosen = spec
+    elif isinstance(spec, str | Path):
+        chosen = spec_named(str(spec))
+    else:
+        raise SpecError(f"spec must be a profile name, a spec file or an EvaluationSpec, "
+                        f"not {type(spec).__name__}")
+    if cutoffs:
+        chosen = chosen.replace(cutoffs=tuple(int(k) for k in cutoffs))
+    return chosen
+
+
+def evaluate(
+    judgments: Any,
+    run: Any,
+    *,
+    spec: SpecLike = None,
+    cutoffs: Sequence[int] | None = None,
+    queries: Any = None,
+    engine: str = AUTO,
+    judgment_version: str | None = None,
+    pool: str | None = None,
+    ranker: str | None = None,
+    memory_limit: str | int | None = None,
+) -> Evaluation:
+    """NDCG@K of ``run`` against ``judgments``, as ``ndcg-eval score`` computes it.
+
+    ``judgments`` and ``run``: a path or URL (a run file, or a pool folder with one run file
+    per ranker), a polars or pandas DataFrame or pyarrow Table with the contract's columns, or
+    a nested dict (``{query_id: {doc_id: grade}}``; ``{query_id: {doc_id: score}}`` for one
+    ranker, ``{ranker: {query_id: {doc_id: score}}}`` for several). ``judgment_version``,
+    ``pool`` and ``ranker`` name inputs that carry no such column, as --judgment-version,
+    --pool and --ranker do (an in-memory input otherwise reads as ``judgments.parquet`` and
+    ``pool/run.parquet``: version ``judgments``, pool ``pool``, ranker ``run``). ``spec``: a
+    profile name, a spec file or an ``EvaluationSpec``; ``cutoffs`` replace its own.
+    ``queries``: weights and slice columns (a path or a table). ``engine``: as --engine."""
+    chosen = resolve_spec(spec, cutoffs)
+    if engine not in ENGINES:
+        raise ApiOptionError(f"engine {engine!r} is none of {', '.join(ENGINES)}")
+    budget = Budget.of(memory_limit)
+    budget.check_spill_dir()
+    table, digest = read_queries_input(queries) if queries is not None else (None, None)
+    with tempfile.TemporaryDirectory(prefix="ndcg-eval-") as folder:
+        staging = Staging(Path(folder))
+        with staging.naming():
+            judged, candidates = staging.place(judgments, "judgments"), staging.place(run, "run")
+            target = Path(folder) / "result" / PER_QUERY_FILE
+            target.parent.mkdir()
+            result = score_files(judged, candidates, chosen, target, engine=engine,
+                                 budget=budget, judgment_version=judgment_version, pool=pool,
+                                 ranker=ranker, progress=False)
+            per_query, lineage = read_with_lineage(target)
+    return Evaluation(per_query, chosen, lineage, result.engine, table, digest,
+                      result.judgments, result.candidates, result.notes)
+
+
+def explain(
+    judgments: Any,
+    run: Any,
+    *,
+    query: str,
+    ranker: str,
+    cutoff: int | None = None,
+    spec: SpecLike = None,
+    judgment_version: str | None = None,
+    pool: str | None = None,
+) -> Trace | list[Trace]:
+    """As ``ndcg-eval explain``: the per-candidate trace (gain, discount, contribution) of
+    ``ranker``'s NDCG@``cutoff`` on ``query``; without ``cutoff`` one trace per cutoff of the
+    spec. A one-ranker run in memory is that ranker's."""
+    chosen = resolve_spec(spec, [cutoff] if cutoff else None)
+    with tempfile.TemporaryDirectory(prefix="ndcg-eval-") as folder:
+        staging = Staging(Path(folder))
+        with staging.naming():
+            grades = read_judgments(staging.place(judgments, "judgments"),
+                                    version=judgment_version)
+            # A file names its rankers; an in-memory run without a ranker column is this one.
+            candidates = read_candidates(staging.place(run, "run"), pool=pool,
+                                         ranker=None if is_path(run) else ranker)
+    traces = [trace_of(candidates, grades, chosen, query_id=str(query), ranker=ranker,
+                       cutoff=k) for k in chosen.cutoffs]
+    return traces[0] if cutoff else traces
+
+
+def reconcile(
+    judgments: Any,
+    run: Any,
+    source: SpecLike,
+    target: SpecLike = None,
+    *,
+    cutoffs: Sequence[int] | None = None,
+    queries: Any = None,
+    order: Sequence[str] | None = None,
+    shapley: bool = False,
+    sensitivity: bool = False,
+    judgment_version: str | None = None,
+    pool: str | None = None,
+    ranker: str | None = None,
+) -> dict:
+    """As ``ndcg-eval reconcile --json``: the walk from spec ``source`` to ``target`` field by
+    field, what each convention does to the mean (with ``shapley``, each field's mean
+    contribution over all orders; with ``sensitivity``, each field of ``source`` set to each
+    alternative). Specs are profile names, spec files or ``EvaluationSpec``s."""
+    if target is None and not sensitivity:
+        raise ReconcileError("give a target spec to walk to, or sensitivity=True to vary the "
+                             "source alone")
+    start = resolve_spec(source)
+    end = None if target is None else resolve_spec(target)
+    the_plan = plan(start, end, cutoffs=list(cutoffs) if cutoffs else None,
+                    order=list(order) if order else None, source_label=_label(source),
+                    target_label="" if target is None else _label(target))
+    needs_rank = the_plan.source.needs_rank or (end is not None and end.needs_rank)
+    table = read_queries_input(queries)[0] if queries is not None else None
+    with tempfile.TemporaryDirectory(prefix="ndcg-eval-") as folder:
+        staging = Staging(Path(folder))
+        with staging.naming():
+            grades, candidates, rows, lineage = read_and_evaluate(
+                staging.place(judgments, "judgments"), staging.place(run, "run"),
+                the_plan.source, judgment_version=judgment_version, pool=pool, ranker=ranker,
+                ranks=needs_rank, display=sensitivity)
+    scorer = Scorer(grades, candidates, table, lineage)
+    scorer.add(the_plan.source, rows)
+    return reconciled(scorer, the_plan, shapley=shapley, sensitivity=sensitivity)
+
+
+def _label(spec: SpecLike) -> str:
+    """A spec as the reconciliation names it: the profile or file as given, else its id."""
+    return spec.spec_id if isinstance(spec, EvaluationSpec) else str(spec or "default")

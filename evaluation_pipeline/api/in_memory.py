@@ -1,0 +1,187 @@
+"""In-memory inputs of the Python API, read as the files the CLI reads.
+
+A DataFrame (polars or pandas), an Arrow table or a nested dict is written once to a Parquet
+file in a temporary folder, named as the CLI's files are (``judgments.parquet``,
+``pool/run.parquet``, ``queries.parquet``), then read by the CLI's own readers: the same
+validation and errors, the same default names (a file's stem, its folder's name) and the same
+content hashes, which are of the rows (contract section 1), never of a file's bytes. A refusal
+names the input as the caller gave it (``judgments (dict)``), not the temporary file.
+
+Nested dicts are those of pytrec_eval and ir_measures: ``{query_id: {doc_id: grade}}`` (a
+qrels file: a grade below 0 is "in the pool, not judged", ``unknown``), and
+``{query_id: {doc_id: score}}`` for one ranker or ``{ranker: {query_id: {doc_id: score}}}``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from evaluation_pipeline.analysis.quality import queries_sha256
+from evaluation_pipeline.cli.options import file_sha256
+from evaluation_pipeline.io.locations import Location, location
+from evaluation_pipeline.io.readers import read_queries
+from schemas.columns import GRADED, UNKNOWN
+from schemas.errors import EvaluationError, InputError, violation
+
+# The names an in-memory input gets when the call names none: those of files named so.
+JUDGMENTS_STEM = "judgments"
+POOL_FOLDER = "pool"
+RUN_STEM = "run"
+QUERIES_STEM = "queries"
+KINDS = ("judgments", "run", "queries")
+ACCEPTED = ("a path or URL, a polars or pandas DataFrame, a pyarrow Table or a nested dict "
+            "({query_id: {doc_id: value}})")
+
+
+def is_path(value: Any) -> bool:
+    return isinstance(value, str | os.PathLike)
+
+
+def describe(value: Any) -> str:
+    """What the caller gave, as a refusal names it: ``dict``, ``polars DataFrame``, ..."""
+    if isinstance(value, Mapping):
+        return "dict"
+    return f"{type(value).__module__.split('.')[0]} {type(value).__name__}"
+
+
+class Staging:
+    """Where the in-memory inputs of one call are written, and what each is called."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.labels: dict[str, str] = {}  # a staged file's path: the input as the caller named it
+
+    def place(self, value: Any, kind: str) -> Location | None:
+        """``value`` as a location the readers take: a path or URL as given (with the storage
+        options of NDCG_EVAL_STORAGE_OPTIONS), else the Parquet file it is staged as."""
+        if value is None or is_path(value):
+            return None if value is None else location(value)
+        label = f"{kind} ({describe(value)})"
+        table = _table(value, kind, label)
+        if kind == "run":
+            target = self.folder / POOL_FOLDER / f"{RUN_STEM}.parquet"
+            self.labels[str(target.parent)] = label
+        else:
+            target = self.folder / f"{JUDGMENTS_STEM if kind == 'judgments' else QUERIES_STEM}.parquet"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, target)
+        self.labels[str(target)] = label
+        return target
+
+    @contextmanager
+    def naming(self) -> Iterator[None]:
+        """A refusal of a staged file names the input the caller gave instead."""
+        try:
+            yield
+        except InputError as exc:
+            label = self.labels.get(exc.source)
+            if label is None:
+                raise
+            raise dataclasses.replace(exc, source=label) from None
+        except EvaluationError as exc:
+            text = str(exc)
+            for path, label in sorted(self.labels.items(), key=lambda item: -len(item[0])):
+                text = text.replace(path, label)
+            if text != str(exc) and len(exc.args) == 1:
+                exc.args = (text,)
+            raise
+
+
+def _table(value: Any, kind: str, label: str) -> pa.Table:
+    """The columns of an in-memory input, as an Arrow table."""
+    try:
+        if isinstance(value, pa.Table):
+            return value
+        if isinstance(value, pa.RecordBatch):
+            return pa.Table.from_batches([value])
+        if isinstance(value, pl.LazyFrame):
+            return value.collect().to_arrow()
+        if isinstance(value, pl.DataFrame):
+            return value.to_arrow()
+        if type(value).__module__.split(".")[0] == "pandas" and hasattr(value, "columns"):
+            return pa.Table.from_pandas(value, preserve_index=False)
+        if isinstance(value, Mapping) and kind != "queries":
+            return _judgment_table(value, label) if kind == "judgments" else _run_table(value,
+                                                                                        label)
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        if isinstance(exc, EvaluationError):
+            raise
+        raise InputError(label, [violation("(input)", f"cannot be read as a table: {exc}",
+                                           [])]) from None
+    accepted = ACCEPTED if kind != "queries" else "a path or URL, a DataFrame or a pyarrow Table"
+    raise InputError(label, [violation("(input)", f"expected {accepted}", [])])
+
+
+def _nested(value: Mapping, label: str, what: str) -> None:
+    """Refuse a dict whose values are not dicts ({query_id: {doc_id: value}})."""
+    if not value:
+        raise InputError(label, [violation("(input)", "the dict has no queries", [])])
+    flat = [str(key) for key, inner in value.items() if not isinstance(inner, Mapping)]
+    if flat:
+        raise InputError(label, [violation(
+            "(input)", f"expected {{query_id: {{doc_id: {what}}}}}: these keys do not map to "
+            "a dict", range(1, len(flat) + 1), flat)])
+
+
+def _pairs(value: Mapping) -> dict[str, list]:
+    """The query_id, doc_id and value columns of ``{query_id: {doc_id: value}}``."""
+    return {
+        "query_id": [str(q) for q, docs in value.items() for _ in docs],
+        "doc_id": [str(d) for docs in value.values() for d in docs],
+        "value": [v for docs in value.values() for v in docs.values()],
+    }
+
+
+def _judgment_table(value: Mapping, label: str) -> pa.Table:
+    """A qrels dict as a judgment version's columns (rel < 0 is ``unknown``, as in qrels)."""
+    _nested(value, label, "grade")
+    columns = _pairs(value)
+    rel = pa.array(columns.pop("value"))
+    if pa.types.is_integer(rel.type):
+        judged = pc.greater_equal(rel, 0)
+        grade = pc.if_else(judged, rel, pa.scalar(None, rel.type))
+        status = pc.if_else(judged, GRADED, UNKNOWN)
+    else:  # refused by the reader, naming the rows, as a file holding them would be
+        grade, status = rel, pa.array([GRADED] * len(rel))
+    return pa.table({**columns, "grade": grade, "grade_status": status})
+
+
+def _run_table(value: Mapping, label: str) -> pa.Table:
+    """A run dict of one ranker, or ``{ranker: run}``, as a pool's columns."""
+    _nested(value, label, "score")
+    first = next(iter(value.values()))
+    if first and isinstance(next(iter(first.values())), Mapping):
+        for name, run in value.items():
+            _nested(run, f"{label}[{name!r}]", "score")
+        parts = {name: _pairs(run) for name, run in value.items()}
+        columns = {
+            "ranker": [str(name) for name, part in parts.items() for _ in part["query_id"]],
+            **{c: [x for part in parts.values() for x in part[c]]
+               for c in ("query_id", "doc_id", "value")},
+        }
+    else:
+        columns = _pairs(value)
+    columns["score"] = columns.pop("value")
+    return pa.table(columns)
+
+
+def read_queries_input(queries: Any) -> tuple[pl.DataFrame, str]:
+    """The validated queries table and its hash: a file's bytes' SHA-256, as the CLI records
+    it, or for a table in memory the SHA-256 of its rows (``analysis.quality.queries_sha256``)."""
+    with tempfile.TemporaryDirectory(prefix="ndcg-eval-") as folder:
+        staging = Staging(Path(folder))
+        with staging.naming():
+            where = staging.place(queries, "queries")
+            table = read_queries(where)
+    return table, file_sha256(where) if is_path(queries) else queries_sha256(table)

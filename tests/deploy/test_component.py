@@ -1,0 +1,139 @@
+"""The NdcgEvaluation component: its attributes are the deployment's settings, each left out
+read from its variable; the project's code location is the component configured from the
+environment; the scaffolded defs.yaml loads as it is and names every attribute; the package
+registers the component for `dg list components`, and importing its module reads no setting."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+
+import pytest
+import yaml
+
+from evaluation_pipeline import settings
+from evaluation_pipeline import definitions
+from evaluation_pipeline.definitions import (
+    MissingSetting,
+    NdcgEvaluation,
+    build_definitions,
+    defs_yaml,
+)
+from evaluation_pipeline.report import ReportConfig
+from schemas.errors import EvaluationError
+from tests.support.paths import REPO
+
+TYPE = "evaluation_pipeline.definitions.NdcgEvaluation"
+
+
+@pytest.fixture
+def deployment(monkeypatch):
+    """No NDCG_EVAL_* variable at all, as in a project that configures the component."""
+    for setting in settings.SETTINGS:
+        monkeypatch.delenv(setting.name, raising=False)
+    return monkeypatch
+
+
+def dumped(definitions) -> dict:
+    return {key: resource.model_dump() for key, resource in definitions.resources.items()}
+
+
+def test_attributes_configure_what_the_variables_do(deployment, tmp_path):
+    attributes = dict(storage=str(tmp_path / "storage"), landing=str(tmp_path / "landing"),
+                      queries=str(tmp_path / "queries.csv"), engine="local",
+                      memory_limit="1GB", spill_dir=str(tmp_path / "spill"), alpha=0.01,
+                      min_effect=0.02, baseline_pool="pool-1", nightly_cron="0 3 * * *",
+                      nightly_timezone="Europe/Berlin", spark_master="local[2]")
+    component = dumped(NdcgEvaluation(**attributes).build_defs())
+    for name, variable in (("storage", settings.STORAGE), ("landing", settings.LANDING),
+                           ("queries", settings.QUERIES), ("engine", settings.ENGINE),
+                           ("memory_limit", settings.MEMORY_LIMIT),
+                           ("spill_dir", settings.SPILL_DIR), ("alpha", settings.ALPHA),
+                           ("min_effect", settings.MIN_EFFECT),
+                           ("baseline_pool", settings.BASELINE_POOL),
+                           ("nightly_cron", settings.NIGHTLY_CRON),
+                           ("nightly_timezone", settings.NIGHTLY_TIMEZONE),
+                           ("spark_master", settings.SPARK_MASTER)):
+        deployment.setenv(variable.name, str(attributes[name]))
+    # The variables' resources leave these to be read when a step runs: the same values then.
+    assert effective(NdcgEvaluation(**attributes).build_defs()) == effective(build_definitions())
+    from_environment = dumped(build_definitions())
+    assert from_environment["memory"] == {"memory_limit": None, "spill_dir": None}
+    assert from_environment["watch"]["baseline_pool"] is None
+    late = {"memory": {"memory_limit": "1GB", "spill_dir": str(tmp_path / "spill")}}
+    from_environment["watch"]["baseline_pool"] = "pool-1"
+    assert component == from_environment | late
+    deployment.setattr(definitions, "_built", {})  # built again, from these variables
+    assert dumped(definitions.defs) == dumped(build_definitions())  # the project's own location
+    assert definitions.defs is definitions.code_location()
+    assert definitions.defs.get_schedule_def("nightly_evaluation").cron_schedule == "0 3 * * *"
+    assert component["watch"]["alpha"] == 0.01
+
+
+def effective(definitions) -> tuple:
+    """What the memory and watch resources apply when a step runs."""
+    resources = definitions.resources
+    budget = resources["memory"].budget(resources["storage"])
+    watch = resources["watch"].settings(ReportConfig())
+    return budget.memory_limit, str(budget.spill_dir), watch
+
+
+def test_left_out_attributes_come_from_the_variables(deployment, tmp_path):
+    deployment.setenv(settings.LANDING.name, str(tmp_path / "landing"))
+    deployment.setenv(settings.QUERIES.name, str(tmp_path / "queries.csv"))
+    deployment.setenv(settings.ALPHA.name, "0.2")
+    built = NdcgEvaluation(storage=str(tmp_path / "storage"), min_effect=0.5).build_defs()
+    assert built.resources["landing"].folder == str(tmp_path / "landing")
+    assert (built.resources["watch"].alpha, built.resources["watch"].min_effect) == (0.2, 0.5)
+    deployment.delenv(settings.LANDING.name)
+    with pytest.raises(MissingSetting, match=settings.LANDING.name):
+        NdcgEvaluation(storage=str(tmp_path / "storage")).build_defs()
+
+
+def test_bad_attributes_are_named(deployment, tmp_path):
+    where = dict(storage=str(tmp_path / "s"), landing=str(tmp_path / "l"),
+                 queries=str(tmp_path / "q.csv"))
+    with pytest.raises(EvaluationError, match="1 lightyear"):
+        NdcgEvaluation(**where, memory_limit="1 lightyear").build_defs()
+    with pytest.raises(EvaluationError, match="not an engine"):
+        NdcgEvaluation(**where, engine="warp").build_defs()
+    with pytest.raises(EvaluationError, match="not a time zone"):
+        NdcgEvaluation(**where, nightly_timezone="Mars/Olympus").build_defs()
+
+
+def test_the_scaffolded_defs_yaml_loads_and_names_every_attribute(deployment, tmp_path):
+    text = defs_yaml(TYPE)
+    document = yaml.safe_load(text)
+    assert document["type"] == TYPE
+    assert set(document["attributes"]) == {"storage", "landing", "queries"}
+    lines = {line.strip().removeprefix("# ") for line in text.splitlines()}
+    named = {name for name in NdcgEvaluation.model_fields
+             if any(line.startswith(f"{name}: ") for line in lines)}
+    assert named == set(NdcgEvaluation.model_fields)
+    # Every commented attribute, uncommented, is a valid value of it.
+    uncommented = yaml.safe_load("\n".join(
+        line.replace("  # ", "  ", 1) if line.strip()[2:].split(":")[0] in
+        NdcgEvaluation.model_fields else line for line in text.splitlines()))
+    component = NdcgEvaluation.resolve_from_dict(uncommented["attributes"])
+    assert component.memory_limit == "4GB" and component.storage_options == {
+        "endpoint_url": "http://127.0.0.1:9000"}
+
+
+def test_the_package_registers_the_component_module():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    modules = project["entry-points"]["dagster_dg_cli.registry_modules"]
+    assert list(modules.values()) == ["evaluation_pipeline.definitions"]
+    assert any("dagster-dg-cli==" in d for d in project["optional-dependencies"]["test"])
+
+
+def test_importing_the_component_reads_no_setting():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NDCG_EVAL_")}
+    ran = subprocess.run(
+        [sys.executable, "-c", "import evaluation_pipeline.definitions as d\n"
+         "print(d.NdcgEvaluation.__name__)\n"
+         "try:\n    d.defs\nexcept d.MissingSetting as e:\n    print('refused', e)"],
+        env={**env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith("NdcgEvaluation\nrefused NDCG_EVAL_STORAGE is not set")
