@@ -23,7 +23,6 @@ from evaluation_pipeline.engines import PER_QUERY_ROW_GROUP_ROWS
 from evaluation_pipeline.evaluation import Lineage, with_lineage
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.locations import Location
-from evaluation_pipeline.io.readers import read_judgments
 from evaluation_pipeline.metric.hashing import (
     judgment_blocks,
     judgments_sha256,
@@ -65,23 +64,28 @@ def changed_queries(previous: pl.DataFrame, current: pl.DataFrame) -> pl.Series:
     if set(previous.columns) - set(_NOT_GRADES) != set(current.columns) - set(_NOT_GRADES):
         # A column one version has and the other lacks may carry grades (raters): all changed.
         return pl.concat([previous["query_id"], current["query_id"]]).unique().sort()
-    a, b = previous.select(columns), current.select(columns)
-    differ = pl.concat([
-        a.join(b, on=columns, how="anti", nulls_equal=True).select("query_id"),
-        b.join(a, on=columns, how="anti", nulls_equal=True).select("query_id"),
-    ])
-    return differ["query_id"].unique().sort()
+    # One join on the key: a row of one version only, or a value that differs (null included).
+    key = [c for c in ("query_id", "doc_id", RATER) if c in columns]
+    values = [c for c in columns if c not in key]
+    joined = previous.select(columns).with_columns(pl.lit(True).alias("_a")).join(
+        current.select(columns).with_columns(pl.lit(True).alias("_b")), on=key, how="full",
+        coalesce=True, suffix="_now")
+    differ = pl.col("_a").is_null() | pl.col("_b").is_null()
+    for column in values:
+        differ = differ | pl.col(column).ne_missing(pl.col(f"{column}_now"))
+    return joined.filter(differ)["query_id"].unique().sort()
 
 
 def score_increment(previous_scores: Location, previous_judgments: Location,
                     judgments: Location, pool: Location, spec: EvaluationSpec,
-                    out_path: Location, *, pool_sha256: str, previous_judgments_sha256: str
-                    ) -> Increment | None:
+                    out_path: Location, *, pool_sha256: str, previous_judgments_sha256: str,
+                    judgments_sha256_now: str | None = None) -> Increment | None:
     """``judgments`` x ``pool`` under ``spec`` at ``out_path``, from the rows at
     ``previous_scores`` (the same pool under ``previous_judgments``) and a scoring of the
     queries that changed; None, writing nothing, when those rows are not known to be the same
     evaluation (``pool_sha256``, ``previous_judgments_sha256``: the published hashes, of the
-    current hash version)."""
+    current hash version; ``judgments_sha256_now``: the published hash of ``judgments``, else
+    it is computed). The inputs are published files, validated when they were published."""
     earlier = pl.read_parquet(previous_scores)
     try:
         lineage = Lineage.from_rows(earlier, str(previous_scores))
@@ -90,16 +94,14 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     if (lineage.spec_id != spec.spec_id or lineage.pool_sha256 != pool_sha256
             or lineage.judgments_sha256 != previous_judgments_sha256):
         return None
-    before = read_judgments(previous_judgments)
-    grades = read_judgments(judgments)
-    if judgments_sha256(before) != previous_judgments_sha256:
-        return None  # the earlier version's stored file is not the one its rows were scored on
+    before = pl.read_parquet(previous_judgments)
+    grades = pl.read_parquet(judgments)
     rated = is_rated(grades)  # the rule is refused here as a full scoring refuses it
     check_rule(spec, rated, grades[RATER].unique().to_list() if rated else None, str(judgments))
     changed = changed_queries(before, grades)
-    blocks = judgment_blocks(grades)
+    digest = judgments_sha256_now or judgments_sha256(judgment_blocks(grades))
     now = Lineage(judgment_version=_single(grades, "judgment_version"),
-                  judgments_sha256=judgments_sha256(blocks), candidate_pool=lineage.candidate_pool,
+                  judgments_sha256=digest, candidate_pool=lineage.candidate_pool,
                   pool_sha256=pool_sha256, spec_id=spec.spec_id)
     rescored = _rescored(grades, pool, changed, spec, earlier)
     kept = earlier.filter(~pl.col("query_id").is_in(changed.implode())).select(

@@ -125,7 +125,9 @@ def _incremental(storage: EvaluationStorage, scoring: ScoringEngine, pool: str, 
             storage.path(*scores), storage.path(*judgments_file(earlier)),
             storage.path(*judgments_file(version)), storage.path(*pool_file(pool)), spec,
             storage.path(*scores_file(pool, version, spec.spec_id)),
-            pool_sha256=pool_manifest["sha256"], previous_judgments_sha256=manifest["sha256"])
+            pool_sha256=pool_manifest["sha256"], previous_judgments_sha256=manifest["sha256"],
+            judgments_sha256_now=published[version]["sha256"]
+            if hash_version(published[version]) == HASH_VERSION else None)
         if increment is None:
             continue
         return EngineResult(

@@ -1,0 +1,130 @@
+"""The cost of a new judgment version that regrades a few queries: its scores of a pool from
+the earlier version's (``engines.incremental``) against a full scoring of that pool.
+
+    python benchmarks/increment.py [--rows 10_000_000] [--regrade 0.02] [--add 0.01]
+
+The data is ``benchmarks/generate.py``'s (one ranker, sorted by query). Version 2 regrades the
+graded rows of ``--regrade`` of the queries (grade + 1, mod 4) and grades the unknown rows of
+another ``--add`` of them. Each scoring runs in a process of its own, which reports its wall
+time, CPU time and peak memory; the two outputs must be the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.generate import CANDIDATES, DATA, SEED, data_paths, generate  # noqa: E402
+
+
+def second_version(first: Path, target: Path, regrade: float, add: float) -> None:
+    """Version 2: a share of queries regraded, another share's unknown rows graded."""
+    bucket = pl.col("query_id").hash(seed=11) % 10_000
+    regraded = bucket < int(regrade * 10_000)
+    graded = (bucket >= int(regrade * 10_000)) & (bucket < int((regrade + add) * 10_000))
+    (pl.scan_parquet(first)
+     .with_columns(
+         pl.when(regraded & (pl.col("grade_status") == "graded"))
+         .then((pl.col("grade") + 1) % 4)
+         .when(graded & (pl.col("grade_status") == "unknown")).then(1)
+         .otherwise(pl.col("grade")).alias("grade"),
+         pl.when(graded).then(pl.lit("graded")).otherwise(pl.col("grade_status"))
+         .alias("grade_status"),
+         pl.lit("bench-v2").alias("judgment_version"))
+     .sink_parquet(target))
+
+
+def child(kind: str, folder: Path, judgments: Path, run: Path) -> None:
+    from evaluation_pipeline.engines import score_files
+    from evaluation_pipeline.engines.incremental import score_increment
+    from evaluation_pipeline.evaluation import read_lineage
+    from evaluation_pipeline.spec import profile
+
+    spec = profile("default")
+    out = folder / f"{kind}.parquet"
+    started = time.perf_counter()
+    if kind == "full":
+        score_files(judgments, run, spec, out, progress=False)
+    else:
+        earlier = folder / "v1.parquet"
+        lineage = read_lineage(earlier)
+        done = score_increment(earlier, data_paths_first(judgments), judgments, run, spec, out,
+                               pool_sha256=lineage.pool_sha256,
+                               previous_judgments_sha256=lineage.judgments_sha256)
+        assert done is not None, "the earlier scores do not apply"
+        print(f"rescored {done.rescored_queries:,} queries, kept {done.kept_queries:,}",
+              file=sys.stderr)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"wall": time.perf_counter() - started,
+                      "cpu": usage.ru_utime + usage.ru_stime, "peak_gb": _peak_bytes() / 1e9}))
+
+
+def _peak_bytes() -> int:
+    """This process's peak resident memory: VmHWM (ru_maxrss would keep the parent's peak
+    across the exec)."""
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+
+
+def data_paths_first(second: Path) -> Path:
+    return second.with_name(second.name.replace("-v2", ""))
+
+
+def measured(argv: list[str]) -> dict:
+    done = subprocess.run([sys.executable, __file__, *argv], stdout=subprocess.PIPE, text=True,
+                          cwd=ROOT)
+    if done.returncode:
+        raise SystemExit(f"{argv} failed")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=lambda t: int(t.replace("_", "")), default=10_000_000)
+    parser.add_argument("--regrade", type=float, default=0.02)
+    parser.add_argument("--add", type=float, default=0.01)
+    parser.add_argument("--out", type=Path, default=DATA)
+    parser.add_argument("--child", choices=["full", "increment"])
+    parser.add_argument("--folder", type=Path)
+    args = parser.parse_args(argv)
+    first, run = data_paths(args.rows, args.out)
+    second = first.with_name(first.name.replace(".parquet", "-v2.parquet"))
+    if args.child:
+        child(args.child, args.folder, second, run)
+        return 0
+    if not run.exists():
+        generate(args.rows, CANDIDATES, SEED, args.out)
+    second_version(first, second, args.regrade, args.add)
+    folder = args.out / f"increment-{args.rows}"
+    folder.mkdir(exist_ok=True)
+    from evaluation_pipeline.engines import score_files
+    from evaluation_pipeline.spec import profile
+    score_files(first, run, profile("default"), folder / "v1.parquet", progress=False)
+    # Each twice, in turns: the second of each is the figure (files in the page cache).
+    results = {}
+    for kind in ("full", "increment", "full", "increment"):
+        results[kind] = measured(["--rows", str(args.rows), "--out", str(args.out),
+                                  "--child", kind, "--folder", str(folder)])
+    same = (folder / "full.parquet").read_bytes() == (folder / "increment.parquet").read_bytes()
+    print(f"{args.rows:,} rows, {args.regrade:.0%} of queries regraded, {args.add:.0%} graded")
+    for kind, result in results.items():
+        print(f"  {kind:<10} {result['wall']:6.1f} s wall  {result['cpu']:6.1f} s CPU  "
+              f"{result['peak_gb']:.2f} GB peak")
+    print(f"  increment / full: {results['increment']['wall'] / results['full']['wall']:.2f} "
+          f"of the wall time; same bytes: {same}")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
