@@ -87,6 +87,8 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     current hash version; ``judgments_sha256_now``: the published hash of ``judgments``, else
     it is computed). The inputs are published files, validated when they were published."""
     earlier = pl.read_parquet(previous_scores)
+    if not set(RESULT_SCHEMA) <= set(earlier.columns):
+        return None  # written by a release whose rows had other columns
     try:
         lineage = Lineage.from_rows(earlier, str(previous_scores))
     except Exception:
@@ -96,6 +98,8 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
         return None
     before = pl.read_parquet(previous_judgments)
     grades = pl.read_parquet(judgments)
+    if before["grade"].max() != grades["grade"].max():
+        return None  # the grade scale of every query (its holes' range) is the version's
     rated = is_rated(grades)  # the rule is refused here as a full scoring refuses it
     check_rule(spec, rated, grades[RATER].unique().to_list() if rated else None, str(judgments))
     changed = changed_queries(before, grades)
