@@ -19,7 +19,8 @@ stamp = $(VENV)/.installed$(if $(1),-$(subst $(comma),-,$(1)))
 # The UI's port on 127.0.0.1.
 UI_PORT ?= 3000
 
-# Says what it installs, then each package as pip collects it (pip's own status is kept).
+# Says what it installs, then each package as pip collects it (pip's own status is kept). An
+# install with extras holds the runtime's too, so it also stamps `make run`'s.
 $(sort $(call stamp,$(EXTRAS)) $(call stamp,$(TEST_EXTRAS))): pyproject.toml
 	@extras="$$(echo '$(notdir $@)' | sed -e 's/^\.installed-*//' -e 's/-/,/g')"; \
 	echo "make: installing ndcg-eval and its runtime dependencies$${extras:+, with the extras [$$extras],} into $(VENV) (the first time only)"; \
@@ -27,7 +28,7 @@ $(sort $(call stamp,$(EXTRAS)) $(call stamp,$(TEST_EXTRAS))): pyproject.toml
 	{ $(BIN)/pip install --progress-bar off -e ".$${extras:+[$$extras]}" 2>&1; echo $$? > $(VENV)/.pip-status; } \
 		| grep -E '^(Collecting|ERROR|error)' | sed 's/^Collecting \([^ ]*\).*/  \1/'; \
 	status=$$(cat $(VENV)/.pip-status); rm -f $(VENV)/.pip-status; [ "$$status" = 0 ] || exit "$$status"; \
-	touch $@; echo "make: installed; $(VENV) holds $$(du -sh $(VENV) | cut -f1)"
+	touch $@ $(call stamp,); echo "make: installed; $(VENV) holds $$(du -sh $(VENV) | cut -f1)"
 
 # NDCG_EVAL_DEV=1: the landing folder, queries table and storage default to the checkout's
 # example data and .storage/ (a deployment names them instead; README "Deployment").

@@ -101,9 +101,10 @@ def _incremental(storage: EvaluationStorage, scoring: ScoringEngine, pool: str, 
                  spec: EvaluationSpec, pool_manifest: dict) -> EngineResult | None:
     """``version``'s scores of ``pool`` from the newest earlier version's scores of it, with
     only the queries whose grades changed scored again (``engines.incremental``); None when
-    there is none to start from, or it does not apply (a storage not on this machine, hashes
-    of an earlier hash version), and the caller scores in full."""
-    if not scoring.incremental or not storage.is_local() or (
+    there is none to start from, or it does not apply (Spark, a storage not on this machine,
+    hashes of an earlier hash version), and the caller scores in full."""
+    # Spark scores where its data is and writes a folder of parts: it scores in full.
+    if not scoring.incremental or scoring.reads_urls() or not storage.is_local() or (
             hash_version(pool_manifest) != HASH_VERSION):
         return None
     # The storage's published versions, by publication (a local storage: listed directly).
@@ -119,7 +120,7 @@ def _incremental(storage: EvaluationStorage, scoring: ScoringEngine, pool: str, 
     for earlier in reversed(order[:order.index(version)]):
         manifest = published[earlier]
         scores = scores_file(pool, earlier, spec.spec_id)
-        if hash_version(manifest) != HASH_VERSION or not storage.exists(*scores):
+        if hash_version(manifest) != HASH_VERSION or not storage.path(*scores).is_file():
             continue
         increment = score_increment(
             storage.path(*scores), storage.path(*judgments_file(earlier)),

@@ -192,7 +192,11 @@ class DatabaseWatch:
 
 
 def _named(url) -> str:
-    return url.render_as_string(hide_password=True)
+    """A statement's database as a connection names it: host, port and name, or the file."""
+    if url.get_backend_name() == "sqlite":
+        return f"sqlite:///{url.database or ''}"
+    return (f"{url.get_backend_name()}://{url.host or 'localhost'}"
+            f"{f':{url.port}' if url.port else ''}/{url.database or ''}")
 
 
 def _named_params(dialect: str, cparams: dict, cargs) -> str:

@@ -19,6 +19,7 @@ import pytest
 
 from evaluation_pipeline.main_job import INSTANCE_YAML
 from tests.support.dagster_dev import location_entry
+from tests.support.make import MAKE_VARIABLES
 from tests.support.paths import REPO
 from tests.support.ports import free_port
 from tests.support.processes import running, tree
@@ -33,7 +34,8 @@ def _start(folder: Path, port: int) -> subprocess.Popen:
     (folder / ".storage" / "example-landing").mkdir(parents=True, exist_ok=True)
     (folder / "examples").symlink_to(REPO / "examples")
     (folder / "workspace.yaml").write_text((REPO / "workspace.yaml").read_text())
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NDCG_EVAL_")}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("NDCG_EVAL_") and k not in MAKE_VARIABLES}
     env |= {"PYTHONPATH": str(REPO), "NDCG_EVAL_STORAGE": str(folder / "storage")}
     # Its own session, as a terminal's job is: Ctrl-C is SIGINT to this process group.
     return subprocess.Popen(
@@ -82,7 +84,8 @@ def test_the_hint_at_the_end_of_make_run_is_a_command_that_works(tmp_path):
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text(INSTANCE_YAML)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NDCG_EVAL_")}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("NDCG_EVAL_") and k not in MAKE_VARIABLES}
     env |= {"DAGSTER_HOME": str(home), "NDCG_EVAL_STORAGE": str(tmp_path / "storage"),
             "NDCG_EVAL_DEV": "1", "PYTHONPATH": str(REPO)}
     week = subprocess.run([sys.executable, "-m", "evaluation_pipeline.main_job"], cwd=REPO,

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.doc_blocks import DOC_ORDER, REPO, Block, output_matches, shell_blocks
+from tests.support.make import MAKE_VARIABLES
 
 
 MAKE_RUN_TIMEOUT = 900
@@ -61,6 +62,7 @@ def _install_stamp(copy: Path) -> str:
         # would then point at a temporary folder).
         os.utime(pyproject, (stamped - 1, stamped - 1))
     dry = subprocess.run(["make", "-n", "run", f"EXTRAS={extras}"], cwd=copy,
+                         env={k: v for k, v in os.environ.items() if k not in MAKE_VARIABLES},
                          capture_output=True, text=True, check=True).stdout
     assert not _installs(dry), f"make would reinstall the shared .venv:\n{dry}"
     return extras
@@ -74,7 +76,8 @@ def _installs(dry_run: str) -> list[str]:
 def _environment(copy: Path) -> dict[str, str]:
     """A user's shell: the copy's .venv/bin first on PATH, no NDCG_EVAL_*, DAGSTER_HOME or EXTRAS."""
     environment = {name: value for name, value in os.environ.items()
-                   if not name.startswith("NDCG_EVAL_") and name not in ("DAGSTER_HOME", "EXTRAS")}
+                   if not name.startswith("NDCG_EVAL_")
+                   and name not in ("DAGSTER_HOME", "EXTRAS", *MAKE_VARIABLES)}
     environment["PATH"] = f"{copy / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
     # The shared .venv's editable install points at the checkout; the copy's code comes first.
     environment["PYTHONPATH"] = str(copy)
