@@ -52,12 +52,16 @@ FIELD_DOCS: dict[str, str] = {
     "no_positive",
     "missing_from_run": "a judged query with a positive grade that the ranker did not return: "
     "counted apart (exclude) or scored 0 (zero, as trec_eval -c)",
+    "max_grade": "the largest grade an unjudged or unknown document may take in the bounds "
+    "ndcg_min and ndcg_max (contract section 3, rule 7); unset: the version's largest grade; "
+    "part of spec_id only when set",
 }
 
 # The values a field takes besides its choices' names, in docs/CONTRACT.md's table.
 _OTHER_VALUES = {
     "cutoffs": "any list of integers `>= 1`",
     "gain": "a map `{grade: gain}` with integer grades `>= 0` and gains finite and `>= 0`",
+    "max_grade": "an integer `>= 0`",
 }
 
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -79,9 +83,9 @@ def fields_table() -> str:
     choices = {**_CHOICES, "gain": GAINS}
     rows = ["| field | default | other choices | meaning |", "|---|---|---|---|"]
     for name, meaning in FIELD_DOCS.items():
-        default = json.dumps(defaults[name], separators=(", ", ": ")).strip('"')
+        default = json.dumps(defaults.get(name), separators=(", ", ": ")).strip('"')
         others = [", ".join(f"`{choice}`" for choice in choices.get(name, ())
-                            if choice != defaults[name]), _OTHER_VALUES.get(name, "")]
+                            if choice != defaults.get(name)), _OTHER_VALUES.get(name, "")]
         others = "; or ".join(part for part in others if part) or "(none)"
         rows.append(f"| `{name}` | `{default}` | {others} | {meaning} |")
     return "\n".join(rows) + "\n"
@@ -114,10 +118,12 @@ class EvaluationSpec:
     unjudged: str = "exclude"
     no_positive: str = "exclude"
     missing_from_run: str = "exclude"
+    max_grade: int | None = None  # None: the version's largest grade (contract section 3, rule 7)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cutoffs", _validate_cutoffs(self.cutoffs))
         object.__setattr__(self, "gain", _validate_gain(self.gain))
+        object.__setattr__(self, "max_grade", _validate_max_grade(self.max_grade))
         for name, choices in _CHOICES.items():
             value = getattr(self, name)
             if value not in choices:
@@ -142,6 +148,8 @@ class EvaluationSpec:
             "unjudged": self.unjudged,
             "no_positive": self.no_positive,
             "missing_from_run": self.missing_from_run,
+            # Only when set: the spec_id of every spec without it stays what it was.
+            **({} if self.max_grade is None else {"max_grade": self.max_grade}),
         }
 
     def canonical_json(self) -> str:
@@ -197,6 +205,18 @@ class EvaluationSpec:
 
 def _policy_words(policy: str) -> str:
     return {"incomplete": "leave a query open", "exclude": "excluded", "zero": "gain 0"}[policy]
+
+
+def _validate_max_grade(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SpecError(f"spec field 'max_grade': {value!r} is not an integer >= 0 "
+                        f"({FIELD_DOCS['max_grade']})")
+    if value > MAX_EXPONENTIAL_GRADE:
+        raise SpecError(f"spec field 'max_grade': {value} is above {MAX_EXPONENTIAL_GRADE}, "
+                        "the largest grade a gain can be computed for")
+    return value
 
 
 def _validate_cutoffs(cutoffs: Any) -> tuple[int, ...]:
