@@ -37,7 +37,8 @@ from schemas.errors import EvaluationError
 from schemas.ranks import rank_violations
 
 # Every field but cutoffs, in the spec's own order: the default order of the walk.
-FIELDS = tuple(name for name in FIELD_DOCS if name != "cutoffs")
+# max_grade moves only the bounds over the holes, never ndcg: nothing to attribute to it.
+FIELDS = tuple(name for name in FIELD_DOCS if name not in ("cutoffs", "max_grade"))
 
 # Shapley scores 2^n specs over every candidate row; past this many row scorings (2^8 specs
 # of 10M rows, some minutes of kernel time) it is refused rather than left running.

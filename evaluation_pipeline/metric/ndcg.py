@@ -73,11 +73,13 @@ class JudgmentIndex:
     hole_gains: np.ndarray  # the distinct gains a hole may take, ascending (rule 7)
 
 
-def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec) -> JudgmentIndex:
+def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec,
+                    top_grade: int | None = None) -> JudgmentIndex:
     """Gains for graded rows and, per query, the facts the statuses and all_judged ideal need.
 
     ``judgments``: a version, or the blocks :func:`metric.hashing.judgment_blocks` made of it
-    (the same blocks serve the content hash)."""
+    (the same blocks serve the content hash). ``top_grade``: the version's largest graded
+    grade, when ``judgments`` is only part of it (a streamed window, a Spark group)."""
     blocks = judgments if isinstance(judgments, Blocks) else judgment_blocks(judgments)
     # Each query's rows, and their order by doc_id: the order the kernel merges candidates with.
     rows, starts = blocks.frame, blocks.starts
@@ -113,13 +115,15 @@ def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec) -> J
     facts["j_lo"], facts["j_hi"] = starts[:-1], starts[1:]
     return JudgmentIndex(grades=grades, queries=pl.DataFrame(facts), cutoffs=spec.cutoffs,
                          docs=blocks.docs, order=blocks.order,
-                         hole_gains=hole_gains(grade_values[is_graded], spec))
+                         hole_gains=hole_gains(grade_values[is_graded], spec, top_grade))
 
 
-def hole_gains(graded: np.ndarray, spec: EvaluationSpec) -> np.ndarray:
+def hole_gains(graded: np.ndarray, spec: EvaluationSpec, top_grade: int | None = None
+               ) -> np.ndarray:
     """The distinct gains of the grades 0..max_grade (the spec's, else the version's largest
     graded grade), ascending: what a hole may take (contract section 3, rule 7)."""
-    top = spec.max_grade if spec.max_grade is not None else int(graded.max(initial=0))
+    top = (spec.max_grade if spec.max_grade is not None
+           else top_grade if top_grade is not None else int(graded.max(initial=0)))
     try:
         gains = gains_for_grades(np.arange(top + 1), spec)
     except GainError as exc:
