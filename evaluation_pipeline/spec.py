@@ -55,6 +55,9 @@ FIELD_DOCS: dict[str, str] = {
     "raters": "a version with raters: how a document's ratings become its one grade (contract "
     "section 1, Several raters); unknown ratings are skipped, a document rated only unknown "
     "stays unknown; in spec_id only when set",
+    "max_grade": "the largest grade an unjudged or unknown document may take in the bounds "
+    "ndcg_min and ndcg_max (contract section 3, rule 7); unset: the version's largest grade; "
+    "part of spec_id only when set",
 }
 
 # The rules of `raters`: the pooled ones read every rater's grade of a document; ``rater:`` and
@@ -70,6 +73,7 @@ _OTHER_VALUES = {
     "cutoffs": "any list of integers `>= 1`",
     "gain": "a map `{grade: gain}` with integer grades `>= 0` and gains finite and `>= 0`",
     "raters": ", ".join(f"`{rule}`" for rule in (*RATER_RULES, *RATER_NAMED_RULES)),
+    "max_grade": "an integer `>= 0`",
 }
 
 _CHOICES: dict[str, tuple[str, ...]] = {
@@ -93,7 +97,7 @@ def fields_table() -> str:
     for name, meaning in FIELD_DOCS.items():
         default = json.dumps(defaults.get(name), separators=(", ", ": ")).strip('"')
         others = [", ".join(f"`{choice}`" for choice in choices.get(name, ())
-                            if choice != defaults[name]), _OTHER_VALUES.get(name, "")]
+                            if choice != defaults.get(name)), _OTHER_VALUES.get(name, "")]
         others = "; or ".join(part for part in others if part) or "(none)"
         rows.append(f"| `{name}` | `{default}` | {others} | {meaning} |")
     return "\n".join(rows) + "\n"
@@ -127,11 +131,13 @@ class EvaluationSpec:
     no_positive: str = "exclude"
     missing_from_run: str = "exclude"
     raters: str | None = None
+    max_grade: int | None = None  # None: the version's largest grade (contract section 3, rule 7)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cutoffs", _validate_cutoffs(self.cutoffs))
         object.__setattr__(self, "gain", _validate_gain(self.gain))
         object.__setattr__(self, "raters", _validate_raters(self.raters))
+        object.__setattr__(self, "max_grade", _validate_max_grade(self.max_grade))
         for name, choices in _CHOICES.items():
             value = getattr(self, name)
             if value not in choices:
@@ -158,6 +164,8 @@ class EvaluationSpec:
             "missing_from_run": self.missing_from_run,
             # Only when set: the spec_id of every spec without a rule stays what it was.
             **({"raters": self.raters} if self.raters is not None else {}),
+            # Only when set: the spec_id of every spec without it stays what it was.
+            **({} if self.max_grade is None else {"max_grade": self.max_grade}),
         }
 
     def canonical_json(self) -> str:
@@ -223,6 +231,18 @@ class EvaluationSpec:
 
 def _policy_words(policy: str) -> str:
     return {"incomplete": "leave a query open", "exclude": "excluded", "zero": "gain 0"}[policy]
+
+
+def _validate_max_grade(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SpecError(f"spec field 'max_grade': {value!r} is not an integer >= 0 "
+                        f"({FIELD_DOCS['max_grade']})")
+    if value > MAX_EXPONENTIAL_GRADE:
+        raise SpecError(f"spec field 'max_grade': {value} is above {MAX_EXPONENTIAL_GRADE}, "
+                        "the largest grade a gain can be computed for")
+    return value
 
 
 def _validate_cutoffs(cutoffs: Any) -> tuple[int, ...]:

@@ -63,6 +63,9 @@ MEASURE_COLUMNS = (
     "n_unjudged",
     "judged_at_k",
     "candidate_recall",
+    "ndcg_min",
+    "ndcg_max",
+    "n_holes",
 )
 LINEAGE_COLUMNS = (
     "judgment_version",
@@ -87,6 +90,9 @@ PER_QUERY_DTYPES = {
     "n_unjudged": pl.Int64,
     "judged_at_k": pl.Float64,
     "candidate_recall": pl.Float64,
+    "ndcg_min": pl.Float64,
+    "ndcg_max": pl.Float64,
+    "n_holes": pl.Int64,
     **dict.fromkeys(LINEAGE_COLUMNS, pl.String),
 }
 

@@ -23,6 +23,9 @@ class PerQueryResults(pa.DataFrameModel):
     n_unjudged: pl.Int64 = pa.Field(ge=0)
     judged_at_k: pl.Float64 = pa.Field(ge=0, le=1 + 1e-12, nullable=True)
     candidate_recall: pl.Float64 = pa.Field(ge=0, le=1 + 1e-12, nullable=True)
+    ndcg_min: pl.Float64 = pa.Field(ge=0, le=1 + 1e-12, nullable=True)
+    ndcg_max: pl.Float64 = pa.Field(ge=0, le=1 + 1e-12, nullable=True)
+    n_holes: pl.Int64 = pa.Field(ge=0)
     judgment_version: str
     judgments_sha256: str = pa.Field(str_matches=r"^[0-9a-f]{64}$")
     candidate_pool: str
@@ -43,4 +46,15 @@ class PerQueryResults(pa.DataFrameModel):
             .when(status.is_in(["incomplete", "not_judged"]))
             .then(pl.col("ndcg").is_null())
             .otherwise(True)
+        )
+
+    # The number under the policies may lie outside the bounds (exclusion moves places up);
+    # only the number of a query without holes is held to them.
+    @pa.dataframe_check(error="ndcg_min <= ndcg_max, both or neither, equal to ndcg without holes")
+    def bounds_are_a_range(cls, data: PolarsData) -> pl.LazyFrame:
+        low, high, ndcg = pl.col("ndcg_min"), pl.col("ndcg_max"), pl.col("ndcg")
+        return data.lazyframe.select(
+            (low.is_null() == high.is_null())
+            & (low.is_null() | (low <= high + 1e-12))
+            & ((pl.col("n_holes") > 0) | low.eq_missing(ndcg))
         )

@@ -124,8 +124,8 @@ def _rated_judgments(frame: pl.DataFrame, check_keys: bool) -> bool:
 
 _RESULT_STRINGS = ("ranker", "query_id", "status", "judgment_version", "judgments_sha256",
                    "candidate_pool", "pool_sha256", "spec_id", "project_version")
-_RESULT_COUNTS = ("cutoff", "n_candidates", "n_graded", "n_unknown", "n_unjudged")
-_RESULT_SHARES = ("ndcg", "judged_at_k", "candidate_recall")  # in [0, 1]
+_RESULT_COUNTS = ("cutoff", "n_candidates", "n_graded", "n_unknown", "n_unjudged", "n_holes")
+_RESULT_SHARES = ("ndcg", "judged_at_k", "candidate_recall", "ndcg_min", "ndcg_max")  # in [0, 1]
 _RESULT_FLOATS = ("dcg", "ideal_dcg", *_RESULT_SHARES)
 
 
@@ -154,9 +154,17 @@ def _per_query_results(frame: pl.DataFrame, check_keys: bool) -> bool:
         (pl.when(status == "scored").then(ndcg.is_not_null())
          .when(status.is_in(["incomplete", "not_judged"])).then(ndcg.is_null())
          .otherwise(True)).all(),
+        _bounds_are_a_range().all(),
     )
     return _holds(frame, rows_ok) and (
         not check_keys or _keys_unique(frame, ["ranker", "query_id", "cutoff"]))
+
+
+def _bounds_are_a_range() -> pl.Expr:
+    """PerQueryResults.bounds_are_a_range, row by row."""
+    low, high = pl.col("ndcg_min"), pl.col("ndcg_max")
+    return ((low.is_null() == high.is_null()) & (low.is_null() | (low <= high + 1e-12))
+            & ((pl.col("n_holes") > 0) | low.eq_missing(pl.col("ndcg"))))
 
 
 _SCREENS = {"CandidatePool": _candidate_pool, "Judgments": _judgments,

@@ -35,10 +35,10 @@ from evaluation_pipeline.metric.ndcg import (
     score_candidates,
     sort_results,
 )
-from evaluation_pipeline.metric.raters import check_rule, is_rated
+from evaluation_pipeline.metric.raters import check_rule, combine_ratings, is_rated
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import validate
-from schemas.columns import RATER
+from schemas.columns import GRADED, RATER
 
 # Judgment columns that name the version, not a grade: equal rows differ in them only.
 _NOT_GRADES = ("judgment_version",)
@@ -98,7 +98,8 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
         return None
     before = pl.read_parquet(previous_judgments)
     grades = pl.read_parquet(judgments)
-    if before["grade"].max() != grades["grade"].max():
+    top_grade = _top_grade(grades, spec)
+    if _top_grade(before, spec) != top_grade:
         return None  # the grade scale of every query (its holes' range) is the version's
     rated = is_rated(grades)  # the rule is refused here as a full scoring refuses it
     check_rule(spec, rated, grades[RATER].unique().to_list() if rated else None, str(judgments))
@@ -107,7 +108,7 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     now = Lineage(judgment_version=_single(grades, "judgment_version"),
                   judgments_sha256=digest, candidate_pool=lineage.candidate_pool,
                   pool_sha256=pool_sha256, spec_id=spec.spec_id)
-    rescored = _rescored(grades, pool, changed, spec, earlier)
+    rescored = _rescored(grades, pool, changed, spec, earlier, top_grade)
     kept = earlier.filter(~pl.col("query_id").is_in(changed.implode())).select(
         list(RESULT_SCHEMA)).cast(RESULT_SCHEMA)
     per_query = with_lineage(sort_results(pl.concat([kept, rescored])), now)
@@ -118,13 +119,24 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
                      kept["query_id"].n_unique())
 
 
+def _top_grade(judgments: pl.DataFrame, spec: EvaluationSpec) -> int | None:
+    """The largest grade a hole may take, as a scoring of the whole version takes it: the
+    spec's max_grade, else the version's largest graded grade (under the raters' rule)."""
+    if spec.max_grade is not None:
+        return None  # the spec's own, which every version shares
+    grades = combine_ratings(judgments, spec) if is_rated(judgments) else judgments
+    graded = grades.filter(pl.col("grade_status") == GRADED)["grade"]
+    return int(graded.max()) if graded.len() else 0
+
+
 def _rescored(grades: pl.DataFrame, pool: Location, changed: pl.Series, spec: EvaluationSpec,
-              earlier: pl.DataFrame) -> pl.DataFrame:
+              earlier: pl.DataFrame, top_grade: int | None) -> pl.DataFrame:
     """The per-query rows of the changed queries alone, as a full scoring gives them: their
     candidates scored, and a ranker that lacks one of them counted as missing it."""
     wanted = pl.col("query_id").is_in(changed.implode())
     candidates = pl.scan_parquet(pool).filter(wanted).collect()
-    index = index_judgments(grades.filter(wanted), spec)
+    # The version's scale, not the changed queries' alone.
+    index = index_judgments(grades.filter(wanted), spec, top_grade=top_grade)
     # Every ranker of the pool, also one that returned none of these queries.
     rankers = sorted(set(earlier["ranker"].unique().to_list())
                      | set(candidates["ranker"].unique().to_list()))

@@ -24,11 +24,14 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from evaluation_pipeline.metric.gains import gains_for_grades
+from evaluation_pipeline.metric.gains import GainError, gains_for_grades
 from evaluation_pipeline.metric.hashing import judgment_blocks, pool_blocks
 from evaluation_pipeline.metric.kernels.blocks import RATED_DOC, Blocks
 from evaluation_pipeline.metric.kernels.codes import (
     GRADED,
+    NO_POSITIVE_EXCLUDE,
+    NO_POSITIVE_ONE,
+    NO_POSITIVE_ZERO,
     TIES_AVERAGE,
     TIES_DOC_ASC,
     TIES_DOC_DESC,
@@ -68,13 +71,16 @@ class JudgmentIndex:
     cutoffs: tuple[int, ...]
     docs: tuple  # doc_id of ``grades`` as a string set (``metric.kernels.blocks.order_documents``)
     order: np.ndarray  # rows of ``grades``, each query's by doc_id
+    hole_gains: np.ndarray  # the distinct gains a hole may take, ascending (rule 7)
 
 
-def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec) -> JudgmentIndex:
+def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec,
+                    top_grade: int | None = None) -> JudgmentIndex:
     """Gains for graded rows and, per query, the facts the statuses and all_judged ideal need.
 
     ``judgments``: a version, or the blocks :func:`metric.hashing.judgment_blocks` made of it
-    (the same blocks serve the content hash)."""
+    (the same blocks serve the content hash). ``top_grade``: the version's largest graded
+    grade, when ``judgments`` is only part of it (a streamed window, a Spark group)."""
     if isinstance(judgments, Blocks) and RATED_DOC in judgments.frame.columns:
         judgments = judgments.frame.select(  # a version with raters: its ratings again
             "query_id", pl.col(RATED_DOC).alias("doc_id"), columns.RATER, "grade",
@@ -109,16 +115,33 @@ def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec) -> J
         "query_id": blocks.keys["query_id"],
         "n_positive": np.bincount(qid, gains > 0, minlength=n_queries).astype(np.int64),
         "has_unknown": np.bincount(qid, is_unknown, minlength=n_queries) > 0,
+        "n_unknown_rows": np.bincount(qid, is_unknown, minlength=n_queries).astype(np.int64),
     }
     for j, k in enumerate(spec.cutoffs):
         facts[f"ideal_dcg_{k}"] = ideal[:, j]
     facts["j_lo"], facts["j_hi"] = starts[:-1], starts[1:]
     return JudgmentIndex(grades=grades, queries=pl.DataFrame(facts), cutoffs=spec.cutoffs,
-                         docs=blocks.docs, order=blocks.order)
+                         docs=blocks.docs, order=blocks.order,
+                         hole_gains=hole_gains(grade_values[is_graded], spec, top_grade))
+
+
+def hole_gains(graded: np.ndarray, spec: EvaluationSpec, top_grade: int | None = None
+               ) -> np.ndarray:
+    """The distinct gains of the grades 0..max_grade (the spec's, else the version's largest
+    graded grade), ascending: what a hole may take (contract section 3, rule 7)."""
+    top = (spec.max_grade if spec.max_grade is not None
+           else top_grade if top_grade is not None else int(graded.max(initial=0)))
+    try:
+        gains = gains_for_grades(np.arange(top + 1), spec)
+    except GainError as exc:
+        raise GainError(f"{exc}; the bounds over unjudged documents grade them 0..{top} "
+                        "(set max_grade in the spec to narrow that)") from None
+    return np.unique(gains)
 
 
 _TIES = {"average": TIES_AVERAGE, "doc_id": TIES_DOC_ASC, "trec_eval": TIES_DOC_DESC,
          "rank": TIES_RANK}
+_NO_POSITIVE_CODES = {"exclude": NO_POSITIVE_EXCLUDE, "zero": NO_POSITIVE_ZERO, "one": NO_POSITIVE_ONE}
 _NO_RANKS = np.empty(0, np.int64)  # what the kernel reads as ranks when the tie rule needs none
 
 
@@ -147,14 +170,15 @@ def score_candidates(
     keys, starts, n_groups = blocks.keys, blocks.starts, blocks.n_blocks
     facts = keys.join(index.queries, on="query_id", how="left", maintain_order="left")
     cutoffs = spec.cutoffs
-    dcg, candidate_ideal, judged_at_k, counts, positive_candidates = score_blocks(
+    (dcg, candidate_ideal, judged_at_k, counts, positive_candidates, least, greatest,
+     holes) = score_blocks(
         CandidateBlocks(starts, blocks.order, blocks.numpy("score"), blocks.docs, run_rank),
         QueryJudgments(facts["j_lo"].fill_null(0).to_numpy(),
                        facts["j_hi"].fill_null(0).to_numpy(), index.order, index.docs,
                        index.grades["grade_class"].to_numpy(), index.grades["gain"].to_numpy()),
         Rules(np.array(cutoffs, dtype=np.int64), _discount_prefix(max(cutoffs)),
               _TIES[spec.ties], spec.unknown != "exclude", spec.unjudged != "exclude",
-              spec.ideal == "candidates"),
+              spec.ideal == "candidates", index.hole_gains, _NO_POSITIVE_CODES[spec.no_positive]),
     )
     counts = counts.T  # (class, block)
 
@@ -183,7 +207,8 @@ def score_candidates(
         recall = np.where(n_positive > 0, positive_candidates / n_positive, np.nan)
 
     return _assemble(
-        keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, spec
+        keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, spec,
+        (least, greatest, holes),
     )
 
 
@@ -225,6 +250,9 @@ def missing_from_run(
         return pl.DataFrame(schema=RESULT_SCHEMA)
     k = len(spec.cutoffs)
     score = 0.0 if spec.missing_from_run == "zero" else None
+    holes = (missing.join(index.queries.select("query_id", "n_unknown_rows"), on="query_id",
+                          how="left", maintain_order="left")["n_unknown_rows"].to_numpy()
+             if spec.ideal == "all_judged" else np.zeros(n, np.int64))
     return pl.DataFrame(
         {
             "ranker": np.repeat(missing["ranker"].to_numpy(), k),
@@ -240,6 +268,10 @@ def missing_from_run(
             "n_unjudged": np.zeros(n * k, dtype=np.int64),
             "judged_at_k": [None] * (n * k),
             "candidate_recall": np.zeros(n * k, dtype=np.float64),
+            "ndcg_min": [score] * (n * k),
+            "ndcg_max": [score] * (n * k),
+            # Under all_judged the query's unknown rows are its holes; none moves the number.
+            "n_holes": np.repeat(holes, k),
         },
         schema=RESULT_SCHEMA,
     )
@@ -272,7 +304,7 @@ def sort_results(results: pl.DataFrame) -> pl.DataFrame:
 # -- the output frame ------------------------------------------------------------------------
 
 
-def _assemble(keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, spec):
+def _assemble(keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, spec, bounds):
     n, k = keys.height, len(cutoffs)
     status_rows = np.repeat(status, k)
     open_rows = (status_rows == _INCOMPLETE) | (status_rows == _NOT_JUDGED)
@@ -283,6 +315,12 @@ def _assemble(keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, sp
     if spec.no_positive != "exclude":  # the query keeps its no_positive status
         ndcg_rows = np.where(status_rows == _NO_POSITIVE,
                              1.0 if spec.no_positive == "one" else 0.0, ndcg_rows)
+    # Rule 7: without a hole the bounds are the number; a not_judged query has none.
+    least, greatest, holes = bounds
+    hole_rows = np.repeat(holes, k)
+    without = (hole_rows == 0) | (status_rows == _NOT_JUDGED)
+    least_rows = np.where(without, ndcg_rows, least.reshape(-1))
+    greatest_rows = np.where(without, ndcg_rows, greatest.reshape(-1))
     # Strings are gathered by polars: numpy would go through Python string objects.
     key_rows = keys.select("ranker", "query_id") if k == 1 else keys.select(
         pl.col("ranker", "query_id").gather(np.repeat(np.arange(n), k)))
@@ -302,6 +340,9 @@ def _assemble(keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, sp
             "n_unjudged": np.repeat(counts[UNJUDGED], k),
             "judged_at_k": judged_at_k.reshape(-1),
             "candidate_recall": np.repeat(recall, k),
+            "ndcg_min": least_rows,
+            "ndcg_max": greatest_rows,
+            "n_holes": hole_rows,
         },
         schema=RESULT_SCHEMA,
         nan_to_null=True,

@@ -185,9 +185,12 @@ def score_spark(
     pool_name, n_rows = _validate_run(run, run_url)
     rankers = sorted(r[0] for r in run.select("ranker").distinct().collect())
     buckets = buckets or bucket_count(n_rows)
+    # A bucket holds part of the version: its holes are graded on the whole version's scale.
+    top_grade = None if spec.max_grade is not None else (judgments.where(
+        F.col("grade_status") == "graded").agg(F.max("grade")).collect()[0][0] or 0)
 
     def score_bucket(candidates: pa.Table, grades: pa.Table) -> pa.Table:
-        index = index_judgments(pl.from_arrow(grades), spec)
+        index = index_judgments(pl.from_arrow(grades), spec, top_grade=top_grade)
         frame = pl.from_arrow(candidates)
         scored = score_candidates(frame, index, spec)
         returned = frame.select("ranker", "query_id").unique()

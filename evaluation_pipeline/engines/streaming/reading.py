@@ -116,6 +116,16 @@ def read_batches(paths: list[Path | UPath], columns: tuple[str, ...], fill: Fill
             yield Batch(path, offset, frame.select(columns))
 
 
+def largest_grade(paths: list[Path | UPath], fill: Fill, batch_rows: int) -> int:
+    """The largest grade of the version's graded rows (0 without one), read column by column
+    ahead of the pass: a window of judgments holds only part of the version."""
+    top = 0
+    for batch in read_batches(paths, ("grade", "grade_status"), fill, batch_rows):
+        graded = batch.frame.filter(pl.col("grade_status") == "graded")["grade"].max()
+        top = max(top, int(graded)) if graded is not None else top
+    return top
+
+
 def _remote_batches(path: UPath, columns: tuple[str, ...], fill: Fill, batch_rows: int
                     ) -> Iterator[Batch]:
     """A file on object storage, in batches read by pyarrow over its fsspec file: ranged reads

@@ -58,6 +58,7 @@ from evaluation_pipeline.engines.streaming.judgment_windows import JudgmentWindo
 from evaluation_pipeline.engines.streaming.reading import (
     Groups,
     batches,
+    largest_grade,
     read_ahead,
     read_batches,
     whole_groups,
@@ -238,6 +239,14 @@ class _Pass:
         self.rated = has_raters(sources["judgments"][0])
         self.windows: JudgmentWindows | None = None  # the current ranker's judgments
         self.ranker: str | None = None
+        self.top_grade: int | None = None  # the version's largest grade, read at first use
+
+    def _index(self, judgments: pl.DataFrame) -> JudgmentIndex:
+        """A window of judgments indexed, its holes graded on the whole version's scale."""
+        if self.top_grade is None and self.spec.max_grade is None:
+            self.top_grade = largest_grade(self.sources["judgments"],
+                                           self.names.fill("judgments"), self.batch_rows)
+        return index_judgments(judgments, self.spec, top_grade=self.top_grade)
 
     def run_batches(self) -> Iterator[RunBatch]:
         """The run's batches of whole queries, checked and cut into blocks."""
@@ -280,8 +289,8 @@ class _Pass:
             # Judged queries before this part's first: missing from the run, written batch by
             # batch, so that the part's window holds only its own queries'.
             for early in self.windows.before(part["query_id"][0]):
-                yield _Missing(index_judgments(early, self.spec), self.ranker)
-            index = index_judgments(self.windows.upto(part["query_id"][-1]), self.spec)
+                yield _Missing(self._index(early), self.ranker)
+            index = self._index(self.windows.upto(part["query_id"][-1]))
             if one_ranker:
                 yield _Score(batch.blocks, index, batch.blocks.keys, self.ranker)
             else:
@@ -300,7 +309,7 @@ class _Pass:
 
     def _finish_ranker(self) -> Iterator[_Missing]:
         for rest in self.windows.rest():
-            yield _Missing(index_judgments(rest, self.spec), self.ranker)
+            yield _Missing(self._index(rest), self.ranker)
         self.judgments_checked = True
 
     def _judgment_rows(self, group: Groups) -> pl.DataFrame:

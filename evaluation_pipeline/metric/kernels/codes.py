@@ -10,3 +10,5 @@ from __future__ import annotations
 GRADED, UNKNOWN, UNJUDGED = 0, 1, 2
 # Tie rules (spec.ties) as the kernels see them.
 TIES_AVERAGE, TIES_DOC_ASC, TIES_DOC_DESC, TIES_RANK = 0, 1, 2, 3
+# spec.no_positive as the bounds kernel sees it.
+NO_POSITIVE_EXCLUDE, NO_POSITIVE_ZERO, NO_POSITIVE_ONE = 0, 1, 2

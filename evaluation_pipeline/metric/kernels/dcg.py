@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from evaluation_pipeline.metric.kernels.bounds import block_bounds, fixed_top
 from evaluation_pipeline.metric.kernels.codes import (
     GRADED,
     TIES_AVERAGE,
@@ -60,6 +61,8 @@ class Rules(NamedTuple):
     keep_unknown: bool  # unknown candidates stay in the ranking
     keep_unjudged: bool  # unjudged candidates stay in the ranking
     ideal_from_candidates: bool  # the ideal ranks the kept candidates (else the caller's)
+    hole_gains: np.ndarray  # float64, ascending: the distinct gains a hole may take (rule 7)
+    no_positive: int  # codes.NO_POSITIVE_*
 
 
 class Slots(NamedTuple):
@@ -76,8 +79,9 @@ class Slots(NamedTuple):
 @njit(cache=True, nogil=True)
 def score_blocks(candidates, judgments, rules):
     """Per block: DCG@K, the candidates' ideal DCG@K, judged@K (rows x cutoffs), counts of
-    graded, unknown and unjudged candidates (blocks x 3), and the number of positive-graded
-    candidates.
+    graded, unknown and unjudged candidates (blocks x 3), the number of positive-graded
+    candidates, the least and greatest NDCG@K over the gradings of the holes (rows x cutoffs,
+    NaN when the block has no hole or no grading gives a number) and the number of holes.
 
     ``candidates`` (:class:`CandidateBlocks`), ``judgments`` (:class:`QueryJudgments`) and
     ``rules`` (:class:`Rules`): grading a block is a linear merge of two doc_id orders.
@@ -97,17 +101,29 @@ def score_blocks(candidates, judgments, rules):
     kept_score = np.empty(longest)
     kept_gain = np.empty(longest)
     top, scratch, denominator = _ideal_buffers(reach, longest)
+    least = np.full((n_blocks, n_k), np.nan)
+    greatest = np.full((n_blocks, n_k), np.nan)
+    holes = np.zeros(n_blocks, np.int64)
+    graded_top = np.empty(reach)
+    bound_scratch = (np.empty(longest), np.empty(longest), np.empty(longest, np.int64))
     for b in range(n_blocks):
         m = starts[b + 1] - starts[b]
         _grade(candidates, judgments, b, rules, slots, counts, positives)
         _rank(candidates, b, rules, slots, rank)
         _judged_at_k(slots, rank, m, rules, reach, judged[b])
+        n_top, n_outside, n_holes = fixed_top(slots, m, judgments, b, rules, reach, graded_top)
+        holes[b] = n_holes + n_outside
+        if holes[b]:  # without holes the bounds are the number itself (the caller's)
+            for j in range(n_k):
+                least[b, j], greatest[b, j] = block_bounds(
+                    slots, rank, m, rules, cutoffs[j], graded_top, n_top, n_outside,
+                    bound_scratch)
         n_kept = _exclude(slots, rank, m, rules, kept_score, kept_gain)
         _add_dcg(kept_score, kept_gain, n_kept, rules, reach, dcg[b])
         if rules.ideal_from_candidates and n_kept:
             n_top = _top_gains(kept_gain, 0, n_kept, reach, top, scratch)
             _add_ideal(top, n_top, cutoffs, denominator, ideal, b)
-    return dcg, ideal, judged, counts, positives
+    return dcg, ideal, judged, counts, positives, least, greatest, holes
 
 
 @njit(cache=True, nogil=True, inline="always")

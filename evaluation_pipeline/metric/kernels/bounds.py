@@ -1,0 +1,186 @@
+"""Compiled steps of the bounds over the holes (docs/CONTRACT.md, section 3, rule 7): per block,
+the least and the greatest NDCG@K over every grading of its unknown and unjudged documents.
+
+With the holes graded nothing is dropped, so every candidate keeps its place and DCG@K is a sum
+of weight x gain over the ranked list (a tie group shares its discounts evenly under
+``average``). For one multiset of hole gains the ideal is fixed, and the DCG's extremes put the
+largest gains on the largest weights (the most) or on the smallest (the least). A hole without
+weight in the top K only moves the ideal: the least gain for the greatest NDCG, the largest gain
+for the least. So only the weighted holes are enumerated, as non-increasing sequences of gain
+indices (count vectors). The steps are inlined into ``dcg.score_blocks``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from evaluation_pipeline.metric.kernels.codes import (
+    GRADED,
+    NO_POSITIVE_EXCLUDE,
+    NO_POSITIVE_ONE,
+    TIES_AVERAGE,
+    UNKNOWN,
+)
+
+# Beyond this many gradings of a query's weighted holes (reached only when a tie group of many
+# holes spans the cutoff under ties=average) the bounds are the valid range [0, 1].
+MAX_GRADINGS = 1_000_000
+
+
+@njit(cache=True, nogil=True, inline="always")
+def fixed_top(slots, m, judgments, b, rules, reach, top):
+    """The graded gains of the block's ideal set, high to low, into ``top`` (at most ``reach``),
+    and the number of the query's ``unknown`` rows outside the candidates that are holes too
+    (``ideal: all_judged`` only). Returns (n_top, n_outside, n_candidate_holes)."""
+    slot_class, slot_gain = slots.grade_class, slots.gain
+    n_holes, n_unknown_candidates, n_outside, n_top = 0, 0, 0, 0
+    for i in range(m):
+        n_holes += slot_class[i] != GRADED
+        n_unknown_candidates += slot_class[i] == UNKNOWN
+    j_order, j_class, j_gain = judgments.order, judgments.grade_class, judgments.gain
+    lo, hi = judgments.lo[b], judgments.hi[b]
+    if not rules.ideal_from_candidates:
+        n_unknown = 0
+        for jp in range(lo, hi):
+            n_unknown += j_class[j_order[jp]] != GRADED
+        n_outside = n_unknown - n_unknown_candidates
+    if n_holes + n_outside == 0:  # no bounds to compute: the graded top is not needed
+        return 0, 0, 0
+    if rules.ideal_from_candidates:
+        for i in range(m):
+            if slot_class[i] == GRADED:
+                n_top = _insert(top, n_top, reach, slot_gain[i])
+    else:
+        for jp in range(lo, hi):
+            jr = j_order[jp]
+            if j_class[jr] == GRADED:
+                n_top = _insert(top, n_top, reach, j_gain[jr])
+    return n_top, n_outside, n_holes
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _insert(top, n_top, reach, g):
+    """``g`` into the high-to-low list ``top[:n_top]`` kept to ``reach`` values."""
+    if n_top == reach:
+        if g <= top[n_top - 1]:
+            return n_top
+        n_top -= 1
+    i = n_top
+    while i > 0 and top[i - 1] < g:
+        top[i] = top[i - 1]
+        i -= 1
+    top[i] = g
+    return n_top + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def block_bounds(slots, rank, m, rules, k, top, n_top, n_outside, scratch):
+    """(least, greatest) NDCG@k of the block over every grading of its holes; NaN for both when
+    no grading gives the query a number. ``scratch``: (weights, hole weights, gain indices),
+    each of at least ``m`` places."""
+    weight, hole_weight, index = scratch
+    slot_score, slot_class, slot_gain = slots.score, slots.grade_class, slots.gain
+    average = rules.ties == TIES_AVERAGE
+    # Each place's weight at cutoff k, the fixed part of DCG and the weighted holes.
+    p = 0
+    while p < m:
+        q = p + 1
+        if average:
+            while q < m and slot_score[rank[q]] == slot_score[rank[p]]:
+                q += 1
+        w = 0.0
+        if p + 1 <= k:
+            if q == p + 1:
+                w = 1.0 / np.log2(p + 2.0)
+            else:
+                w = (rules.prefix[min(q, k)] - rules.prefix[p]) / (q - p)
+        for i in range(p, q):
+            weight[i] = w
+        p = q
+    fixed, n_weighted, n_unweighted = 0.0, 0, n_outside
+    for i in range(m):
+        s = rank[i]
+        if slot_class[s] == GRADED:
+            fixed += weight[i] * slot_gain[s]
+        elif weight[i] > 0.0:
+            hole_weight[n_weighted] = weight[i]
+            n_weighted += 1
+        else:
+            n_unweighted += 1
+    values = rules.hole_gains
+    top_value = len(values) - 1
+    if _count_vectors(n_weighted, len(values)) > MAX_GRADINGS:
+        return 0.0, 1.0  # a tie group of many holes across K: a valid range, not the exact one
+    hole_weight[:n_weighted] = np.sort(hole_weight[:n_weighted])[::-1]
+    least, greatest = np.inf, -np.inf
+    for i in range(n_weighted):
+        index[i] = top_value
+    while True:
+        high, low = fixed, fixed
+        for i in range(n_weighted):
+            g = values[index[i]]
+            high += hole_weight[i] * g
+            low += hole_weight[n_weighted - 1 - i] * g
+        # The greatest: unweighted holes at the least gain; the least: at the largest.
+        ideal = _ideal(top, n_top, values, index, n_weighted, values[0], n_unweighted, k)
+        if ideal > 0.0:
+            greatest = max(greatest, high / ideal)
+        elif rules.no_positive == NO_POSITIVE_ONE:
+            greatest = max(greatest, 1.0)
+        elif rules.no_positive != NO_POSITIVE_EXCLUDE or (
+                n_unweighted > 0 and values[top_value] > 0.0):
+            greatest = max(greatest, 0.0)  # all gains 0, or one unweighted hole raised: 0
+        ideal = _ideal(top, n_top, values, index, n_weighted, values[top_value], n_unweighted,
+                       k)
+        if ideal > 0.0:
+            least = min(least, low / ideal)
+        elif rules.no_positive == NO_POSITIVE_ONE:
+            least = min(least, 1.0)
+        elif rules.no_positive != NO_POSITIVE_EXCLUDE:
+            least = min(least, 0.0)
+        i = n_weighted - 1
+        while i >= 0 and index[i] == 0:
+            i -= 1
+        if i < 0:
+            break
+        index[i] -= 1
+        for t in range(i + 1, n_weighted):
+            index[t] = index[i]
+    if greatest == -np.inf:
+        return np.nan, np.nan
+    return least, greatest
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _count_vectors(n, v):
+    """How many multisets of n gains from v values: C(n + v - 1, v - 1), as a float."""
+    total = 1.0
+    for i in range(1, v):
+        total = total * (n + i) / i
+    return total
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _ideal(top, n_top, values, index, n_weighted, rest, n_rest, k):
+    """Ideal DCG@k of three high-to-low lists merged: the fixed gains, the weighted holes'
+    gains (``values[index[:n_weighted]]``) and ``n_rest`` copies of ``rest``."""
+    f, h, total = 0, 0, 0.0
+    for p in range(k):
+        best, source = -1.0, -1
+        if f < n_top:
+            best, source = top[f], 0
+        if h < n_weighted and values[index[h]] > best:
+            best, source = values[index[h]], 1
+        if n_rest > 0 and rest > best:
+            best, source = rest, 2
+        if source < 0:
+            break
+        if source == 0:
+            f += 1
+        elif source == 1:
+            h += 1
+        else:
+            n_rest -= 1
+        total += best / np.log2(p + 2.0)
+    return total

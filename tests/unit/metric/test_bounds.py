@@ -1,0 +1,142 @@
+"""ndcg_min and ndcg_max (contract section 3, rule 7) against brute force over every grading.
+
+For every combination of ideal, ties, gain and no_positive, random queries with up to 8 holes
+(unknown candidates, unjudged candidates and, under all_judged, unknown rows outside the
+candidates), cutoffs 1..10 and grade scales 0..1 to 0..4: the kernel's bounds equal the least
+and greatest NDCG@K over every grading (tests/support/bounds_oracle.py) to 1e-12, and the
+number of the fully graded query, scored by the pipeline, lies within them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evaluation_pipeline.metric.gains import GainError
+from evaluation_pipeline.metric.ndcg import score
+from evaluation_pipeline.spec import EvaluationSpec
+from tests.support.bounds_oracle import brute_force_bounds, holes
+
+TOL = 1e-12
+MAX_HOLES = 8
+# Not monotone in the grade: a hole's extremes are its least and largest gain, not grade 0 and 4.
+GAIN_MAP = ((0, 0.0), (1, 3.0), (2, 1.0), (3, 5.0), (4, 2.0))
+SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SCORES = [0.0, 0.5, 0.5, 1.0, 2.0, -1.0]  # few values: ties are frequent
+
+
+@st.composite
+def queries(draw, top_grade, all_judged):
+    """[(query_id, candidates [(doc, score, rank)], judged {doc: grade | "u"})], each query with
+    at most MAX_HOLES holes."""
+    out = []
+    for q in range(draw(st.integers(1, 3))):
+        n = draw(st.integers(1, 10))
+        grade_st = st.one_of(st.integers(0, top_grade), st.just("u"), st.none())
+        ranks = draw(st.permutations(range(1, n + 1)))
+        candidates, judged = [], {}
+        for i in range(n):
+            doc = f"d{draw(st.integers(0, 99)):02d}x{i}"
+            candidates.append((doc, draw(st.sampled_from(SCORES)), ranks[i]))
+            grade = draw(grade_st)
+            if grade is not None:
+                judged[doc] = grade
+        for j in range(draw(st.integers(0, 3))):  # judged, not retrieved
+            judged[f"out{j}"] = draw(st.one_of(st.integers(0, top_grade), st.just("u")))
+        n_holes = sum(judged.get(doc, "u") == "u" for doc, _, _ in candidates) + (
+            sum(g == "u" and d.startswith("out") for d, g in judged.items()) if all_judged else 0)
+        if n_holes > MAX_HOLES:  # too many to enumerate: keep the first query's shape small
+            continue
+        out.append((f"q{q}", candidates, judged))
+    return out
+
+
+def _frames(case):
+    cand = [(q, d, s, r) for q, cands, _ in case for d, s, r in cands]
+    judg = [(q, d, g) for q, _, judged in case for d, g in judged.items()]
+    candidates = pl.DataFrame(cand, schema=["query_id", "doc_id", "score", "rank"], orient="row")
+    candidates = candidates.with_columns(pl.lit("r").alias("ranker"))
+    judgments = pl.DataFrame(
+        {"query_id": [q for q, _, _ in judg], "doc_id": [d for _, d, _ in judg],
+         "grade": [None if g == "u" else g for _, _, g in judg],
+         "grade_status": ["unknown" if g == "u" else "graded" for _, _, g in judg]},
+        schema={"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64,
+                "grade_status": pl.String})
+    return candidates, judgments
+
+
+@pytest.mark.parametrize("no_positive", ["exclude", "zero", "one"])
+@pytest.mark.parametrize("gain", ["linear", "exponential", GAIN_MAP])
+@pytest.mark.parametrize("ties", ["average", "doc_id", "trec_eval", "rank"])
+@pytest.mark.parametrize("ideal", ["candidates", "all_judged"])
+@SETTINGS
+@given(data=st.data())
+def test_bounds_equal_brute_force_and_hold_the_graded_value(ideal, ties, gain, no_positive,
+                                                           data):
+    top_grade = data.draw(st.integers(1, 4), label="top_grade")
+    case = data.draw(queries(top_grade, ideal == "all_judged"), label="queries")
+    if not case:
+        return
+    cutoffs = tuple(sorted(data.draw(st.sets(st.integers(1, 10), min_size=1, max_size=2),
+                                     label="cutoffs")))
+    spec = EvaluationSpec(
+        cutoffs=cutoffs, gain=gain, ideal=ideal, ties=ties, no_positive=no_positive,
+        max_grade=top_grade,
+        unknown=data.draw(st.sampled_from(["incomplete", "exclude", "zero"]), label="unknown"),
+        unjudged=data.draw(st.sampled_from(["incomplete", "exclude", "zero"]), label="unjudged"))
+    rows = score(*_frames(case), spec)
+    got = {(q, k): (lo, hi, n) for q, k, lo, hi, n in rows.select(
+        "query_id", "cutoff", "ndcg_min", "ndcg_max", "n_holes").iter_rows()}
+
+    # One grading of every hole, the same in each query: the fully graded version.
+    filled = []
+    for q, candidates, judged in case:
+        grading = {doc: data.draw(st.integers(0, top_grade)) for doc in holes(candidates, judged,
+                                                                               spec)}
+        filled.append((q, candidates, {**judged, **grading}))
+    graded = {(q, k): v for q, k, v in score(*_frames(filled), spec).select(
+        "query_id", "cutoff", "ndcg").iter_rows()}
+
+    for q, candidates, judged in case:
+        for k in cutoffs:
+            low, high, n_holes = got[(q, k)]
+            assert n_holes == len(holes(candidates, judged, spec))
+            want_low, want_high = brute_force_bounds(candidates, judged, spec, k, top_grade)
+            if want_low is None:
+                assert low is None and high is None, (q, k)
+                continue
+            assert low == pytest.approx(want_low, abs=TOL), (q, k, "min")
+            assert high == pytest.approx(want_high, abs=TOL), (q, k, "max")
+            value = graded[(q, k)]
+            if value is not None:
+                assert low - TOL <= value <= high + TOL, (q, k)
+
+
+def test_unjudged_as_zero_is_not_a_lower_bound():
+    """The worked case of the docs: grading the hole raises the ideal more than the DCG."""
+    candidates = pl.DataFrame({"ranker": ["r"] * 3, "query_id": ["q"] * 3,
+                               "doc_id": ["a", "b", "c"], "score": [3.0, 2.0, 1.0]})
+    judgments = pl.DataFrame({"query_id": ["q", "q"], "doc_id": ["a", "b"], "grade": [1, 0],
+                              "grade_status": ["graded", "graded"]})
+    spec = EvaluationSpec(cutoffs=(3,), gain="linear", unjudged="zero", max_grade=3)
+    row = score(candidates, judgments, spec).row(0, named=True)
+    assert row["ndcg"] == 1.0
+    assert row["ndcg_max"] == 1.0
+    # c graded 3 at place 3: DCG = 1 + 3/2, ideal = 3 + 1/log2(3), NDCG = 2.5 / 3.6309...
+    assert row["ndcg_min"] == pytest.approx(2.5 / (3 + 1 / np.log2(3)), abs=TOL)
+    assert row["ndcg_min"] < row["ndcg"]
+
+
+def test_a_gain_map_must_cover_the_grades_a_hole_may_take():
+    candidates = pl.DataFrame({"ranker": ["r"], "query_id": ["q"], "doc_id": ["a"],
+                               "score": [1.0]})
+    judgments = pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "grade": [2],
+                              "grade_status": ["graded"]})
+    with pytest.raises(GainError, match="grade\\(s\\) 1.*max_grade"):
+        score(candidates, judgments, EvaluationSpec(gain=((0, 0.0), (2, 3.0))))
+    narrowed = score(candidates, judgments, EvaluationSpec(gain=((0, 0.0), (2, 3.0)),
+                                                           max_grade=0))
+    assert narrowed["ndcg_min"].to_list() == narrowed["ndcg"].to_list()
