@@ -48,9 +48,9 @@ class Lineage:
         """``pool_rows``, ``judgments_digest``: the pool's blocks and the judgments' SHA-256,
         if the caller already has them."""
         return cls(
-            judgment_version=_single(judgments, "judgment_version"),
+            judgment_version=single_value(judgments, "judgment_version"),
             judgments_sha256=judgments_digest or judgments_sha256(judgments),
-            candidate_pool=_single(pool, "candidate_pool"),
+            candidate_pool=single_value(pool, "candidate_pool"),
             pool_sha256=pool_sha256(pool if pool_rows is None else pool_rows),
             spec_id=spec.spec_id,
         )
@@ -90,7 +90,7 @@ class LineageError(EvaluationError):
     """Rows whose lineage columns are missing or name several evaluations."""
 
 
-def _single(frame: pl.DataFrame, column: str) -> str:
+def single_value(frame: pl.DataFrame, column: str) -> str:
     # By expression, not frame[column]: a literal column (the reader's one name) stays one.
     value = pl.col(column)
     if frame.height and frame.select((value == value.first()).all()).item():

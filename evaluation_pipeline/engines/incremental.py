@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from evaluation_pipeline.engines import PER_QUERY_ROW_GROUP_ROWS
-from evaluation_pipeline.evaluation import Lineage, with_lineage
+from evaluation_pipeline.evaluation import Lineage, single_value, with_lineage
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.metric.hashing import (
@@ -105,7 +105,7 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     check_rule(spec, rated, grades[RATER].unique().to_list() if rated else None, str(judgments))
     changed = changed_queries(before, grades)
     digest = judgments_sha256_now or judgments_sha256(judgment_blocks(grades))
-    now = Lineage(judgment_version=_single(grades, "judgment_version"),
+    now = Lineage(judgment_version=single_value(grades, "judgment_version"),
                   judgments_sha256=digest, candidate_pool=lineage.candidate_pool,
                   pool_sha256=pool_sha256, spec_id=spec.spec_id)
     rescored = _rescored(grades, pool, changed, spec, earlier, top_grade)
@@ -149,11 +149,4 @@ def _rescored(grades: pl.DataFrame, pool: Location, changed: pl.Series, spec: Ev
         returned = pl.DataFrame(schema={"ranker": pl.String, "query_id": pl.String})
     return pl.concat([scored, missing_from_run(index, returned, rankers, spec)]).select(
         list(RESULT_SCHEMA)).cast(RESULT_SCHEMA)
-
-
-def _single(frame: pl.DataFrame, column: str) -> str:
-    values = frame[column].unique().to_list()
-    if len(values) != 1:
-        raise ValueError(f"expected one {column}, found {values[:5]}")
-    return str(values[0])
 

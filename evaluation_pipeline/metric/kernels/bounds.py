@@ -50,17 +50,17 @@ def fixed_top(slots, m, judgments, b, rules, reach, top):
     if rules.ideal_from_candidates:
         for i in range(m):
             if slot_class[i] == GRADED:
-                n_top = _insert(top, n_top, reach, slot_gain[i])
+                n_top = insert_descending(top, n_top, reach, slot_gain[i])
     else:
         for jp in range(lo, hi):
             jr = j_order[jp]
             if j_class[jr] == GRADED:
-                n_top = _insert(top, n_top, reach, j_gain[jr])
+                n_top = insert_descending(top, n_top, reach, j_gain[jr])
     return n_top, n_outside, n_holes
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _insert(top, n_top, reach, g):
+def insert_descending(top, n_top, reach, g):
     """``g`` into the high-to-low list ``top[:n_top]`` kept to ``reach`` values."""
     if n_top == reach:
         if g <= top[n_top - 1]:

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from evaluation_pipeline.metric.kernels.bounds import block_bounds, fixed_top
+from evaluation_pipeline.metric.kernels.bounds import block_bounds, fixed_top, insert_descending
 from evaluation_pipeline.metric.kernels.codes import (
     GRADED,
     TIES_AVERAGE,
@@ -350,17 +350,7 @@ def _top_gains(gain, lo, hi, reach, top, scratch):
         return n_top
     n_top = 0
     for r in range(lo, hi):
-        g = gain[r]
-        if n_top == reach:
-            if g <= top[n_top - 1]:
-                continue
-            n_top -= 1
-        i = n_top
-        while i > 0 and top[i - 1] < g:
-            top[i] = top[i - 1]
-            i -= 1
-        top[i] = g
-        n_top += 1
+        n_top = insert_descending(top, n_top, reach, gain[r])
     return n_top
 
 
