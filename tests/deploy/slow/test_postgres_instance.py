@@ -160,12 +160,7 @@ def test_a_main_job_killed_while_scoring_on_postgres_is_failed_and_rerun_to_comp
 
     env = deployment(tmp_path, postgres_server.create_database("killed"))
     job = main_job(env)
-    scores = Path(env["NDCG_EVAL_STORAGE"]) / "scores"
-    deadline = time.monotonic() + RUN_SECONDS
-    while not scores.exists():
-        assert job.poll() is None, job.log.read_text()[-4000:]
-        assert time.monotonic() < deadline, "no scores folder appeared"
-        time.sleep(0.05)
+    _when_scoring(job, env)
     job.send_signal(signal.SIGKILL)
     job.wait()
 
@@ -189,6 +184,7 @@ def _server_processes(postgres_server) -> list[int]:
 
 
 def _when_scoring(job, env) -> None:
+    """Wait until the main job writes its first scores (it must not have ended)."""
     scores = Path(env["NDCG_EVAL_STORAGE"]) / "scores"
     deadline = time.monotonic() + RUN_SECONDS
     while not scores.exists():
