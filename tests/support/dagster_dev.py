@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -56,15 +57,22 @@ def dagster_dev(env: dict[str, str], ready: Callable[[str], bool], timeout: floa
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     dagster = Path(sys.executable).parent / "dagster"
+    # Its log goes to a file: dagster dev writes more than a pipe holds, and an unread pipe
+    # would stop its webserver or daemon mid-write.
+    log = tempfile.NamedTemporaryFile(prefix="dagster-dev-", suffix=".log")
     process = subprocess.Popen(
         [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        start_new_session=True)
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+
+    def tail() -> str:  # read through its own handle: the shared one is the writer's offset
+        return Path(log.name).read_text(errors="replace")[-3000:]
+
     try:
         deadline = time.monotonic() + timeout
         while not ready(base):
-            assert process.poll() is None, process.stderr.read().decode()[-3000:]
-            assert time.monotonic() < deadline, f"dagster dev was not ready in {timeout:g} s"
+            assert process.poll() is None, tail()
+            assert time.monotonic() < deadline, (
+                f"dagster dev was not ready in {timeout:g} s:\n{tail()}")
             time.sleep(0.5)
         yield base
     finally:
@@ -74,3 +82,4 @@ def dagster_dev(env: dict[str, str], ready: Callable[[str], bool], timeout: floa
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
+        log.close()

@@ -37,12 +37,19 @@ def _start(folder: Path, port: int) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("NDCG_EVAL_") and k not in MAKE_VARIABLES}
     env |= {"PYTHONPATH": str(REPO), "NDCG_EVAL_STORAGE": str(folder / "storage")}
-    # Its own session, as a terminal's job is: Ctrl-C is SIGINT to this process group.
-    return subprocess.Popen(
-        ["make", "-f", str(REPO / "Makefile"), "-o", "run", "ui",
-         f"BIN={Path(sys.executable).parent}", f"UI_PORT={port}"],
-        cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        start_new_session=True)
+    # Its own session, as a terminal's job is: Ctrl-C is SIGINT to this process group. Its
+    # log goes to a file: dagster dev writes more than a pipe holds, and an unread pipe would
+    # stop it mid-write.
+    with (folder / "ui.log").open("wb") as log:
+        return subprocess.Popen(
+            ["make", "-f", str(REPO / "Makefile"), "-o", "run", "ui",
+             f"BIN={Path(sys.executable).parent}", f"UI_PORT={port}"],
+            cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=log,
+            start_new_session=True)
+
+
+def _log(folder: Path) -> str:
+    return (folder / "ui.log").read_text(errors="replace")[-3000:]
 
 
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm", "make killed"])
@@ -53,8 +60,8 @@ def test_make_ui_leaves_no_process_behind(tmp_path, how):
     try:
         deadline = time.monotonic() + STARTUP_SECONDS
         while location_entry(f"http://127.0.0.1:{port}") is None:
-            assert make.poll() is None, make.stderr.read().decode()[-3000:]
-            assert time.monotonic() < deadline, "the UI did not load in time"
+            assert make.poll() is None, _log(tmp_path)
+            assert time.monotonic() < deadline, f"the UI did not load in time:\n{_log(tmp_path)}"
             time.sleep(1)
         processes = tree(make.pid)
         assert len(processes) >= 5, processes  # make, the supervisor, dagster dev and its own
