@@ -9,9 +9,14 @@ from pathlib import Path
 
 import pytest
 
+# The limit of one slow test, where it declares none (pyproject.toml's `timeout` is the other
+# tests'): above the subprocess and server timeouts these tests set themselves, below CI's own.
+SLOW_TEST_SECONDS = 1800
+
 
 def mark_folder_slow(conftest: str):
-    """A collection hook that marks ``slow`` every item under the folder of ``conftest``."""
+    """A collection hook that marks ``slow`` every item under the folder of ``conftest``, and
+    gives it the slow tests' time limit unless it has its own."""
     folder = Path(conftest).resolve().parent
 
     # First, so that the mark is there when ``-m`` deselects.
@@ -20,5 +25,7 @@ def mark_folder_slow(conftest: str):
         for item in items:
             if folder in Path(item.path).resolve().parents:
                 item.add_marker(pytest.mark.slow)
+                if item.get_closest_marker("timeout") is None:
+                    item.add_marker(pytest.mark.timeout(SLOW_TEST_SECONDS))
 
     return pytest_collection_modifyitems

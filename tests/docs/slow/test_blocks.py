@@ -109,6 +109,9 @@ def _describe(block: Block, state: Path, number: int) -> str:
             f"\n--- stderr ---\n{errors[-4000:]}")
 
 
+# Its own limits (make run, then the blocks) say which step ran out of time; the suite's
+# per-test limit must not cut them short.
+@pytest.mark.timeout(MAKE_RUN_TIMEOUT + BLOCKS_TIMEOUT + 120)
 def test_documented_blocks_run_and_print_what_is_shown(tmp_path: Path) -> None:
     copy = tmp_path / "checkout"
     copy.mkdir()
