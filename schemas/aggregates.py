@@ -27,6 +27,10 @@ class Aggregates(pa.DataFrameModel):
     n_missing_from_run: pl.Int64 = pa.Field(ge=0)
     mean_judged_at_k: pl.Float64 = pa.Field(ge=0, le=1 + 1e-12, nullable=True)
     mean_candidate_recall: pl.Float64 = pa.Field(ge=0, le=1 + 1e-12, nullable=True)
+    # The macro mean's bounds over every grading of the holes, over the n_bounded rows.
+    n_bounded: pl.Int64 | None = pa.Field(ge=0, nullable=True)
+    macro_ndcg_min: pl.Float64 | None = pa.Field(ge=0, le=1 + 1e-12, nullable=True)
+    macro_ndcg_max: pl.Float64 | None = pa.Field(ge=0, le=1 + 1e-12, nullable=True)
     judgment_version: str
     judgments_sha256: str = pa.Field(str_matches=r"^[0-9a-f]{64}$")
     candidate_pool: str

@@ -66,6 +66,7 @@ MEASURE_COLUMNS = (
     "ndcg_min",
     "ndcg_max",
     "n_holes",
+    "every_grading_scored",
 )
 LINEAGE_COLUMNS = (
     "judgment_version",
@@ -93,16 +94,20 @@ PER_QUERY_DTYPES = {
     "ndcg_min": pl.Float64,
     "ndcg_max": pl.Float64,
     "n_holes": pl.Int64,
+    "every_grading_scored": pl.Boolean,
     **dict.fromkeys(LINEAGE_COLUMNS, pl.String),
 }
 
 # --- the per-query columns a report reads (aggregates, comparisons, the nightly watch) --------
 # The rest of a row (dcg, ideal_dcg, the judged counts) is copied into the report, never held.
 REPORT_COLUMNS = ("ranker", "query_id", "cutoff", "ndcg", "status", "judged_at_k",
-                  "candidate_recall", "n_candidates")
+                  "candidate_recall", "n_candidates", "ndcg_min", "ndcg_max",
+                  "every_grading_scored")
 REPORT_DTYPES = {column: PER_QUERY_DTYPES[column] for column in REPORT_COLUMNS}
-# Columns a comparison's frames may lack (they are read for the aggregates alone): null then.
-REPORT_OPTIONAL_COLUMNS = ("judged_at_k", "n_candidates")
+# Columns a comparison's frames may lack (they are read for the aggregates alone), and the
+# bounds, which files written before them lack: null then (no bounds stated).
+REPORT_OPTIONAL_COLUMNS = ("judged_at_k", "n_candidates", "ndcg_min", "ndcg_max",
+                           "every_grading_scored")
 # Per-query NDCG differences within this are ties (float rounding, not a ranking change).
 TIE_TOLERANCE = 1e-12
 
@@ -118,6 +123,8 @@ AGGREGATE_DTYPES = {
     "weighted_ndcg_low": pl.Float64, "weighted_ndcg_high": pl.Float64,
     **dict.fromkeys(STATUS_COUNT_COLUMNS, pl.Int64),
     "mean_judged_at_k": pl.Float64, "mean_candidate_recall": pl.Float64,
+    # The bounds of the macro mean over every grading of the holes (contract section 4).
+    "n_bounded": pl.Int64, "macro_ndcg_min": pl.Float64, "macro_ndcg_max": pl.Float64,
 }
 
 # --- evaluation history (history/history.parquet) ------------------------------------------
@@ -137,6 +144,10 @@ HISTORY_MEASURES = (
     *STATUS_COUNT_COLUMNS,
     "mean_judged_at_k",
     "mean_candidate_recall",
+    # The macro mean's bounds over every grading of the holes, over n_bounded queries.
+    "n_bounded",
+    "ndcg_min",
+    "ndcg_max",
 )
 # The comparison with the previous night and the attribution (overall rows only, else null).
 HISTORY_NIGHTLY = (
@@ -146,6 +157,9 @@ HISTORY_NIGHTLY = (
     "ci_low",
     "ci_high",
     "p_adjusted",
+    "diff_min",
+    "diff_max",
+    "holds_for_every_grading",
     "previous_judgment_version",
     "from_judgments",
     "from_pool",
@@ -160,7 +174,7 @@ HISTORY_COLUMNS = (
     *HISTORY_TIMES,
     *(c for c in LINEAGE_COLUMNS if c not in EVALUATION_KEY),
 )
-_INTEGER = ("cutoff", "n_queries", "n_with_number", *STATUS_COUNT_COLUMNS)
+_INTEGER = ("cutoff", "n_queries", "n_with_number", *STATUS_COUNT_COLUMNS, "n_bounded")
 _TEXT = (*HISTORY_KEY, "previous_pool", "verdict", "previous_judgment_version", *LINEAGE_COLUMNS)
 _TIMES = ("ready_at", "first_evaluated_at", "evaluated_at")
 
@@ -172,7 +186,7 @@ def _history_dtype(column: str) -> pl.DataType:
         return pl.String
     if column in _TIMES:
         return pl.Datetime("us", "UTC")
-    return pl.Boolean if column == "headline" else pl.Float64
+    return pl.Boolean if column in ("headline", "holds_for_every_grading") else pl.Float64
 
 
 HISTORY_DTYPES = {column: _history_dtype(column) for column in HISTORY_COLUMNS}

@@ -26,6 +26,7 @@ class PerQueryResults(pa.DataFrameModel):
     ndcg_min: pl.Float64 = pa.Field(ge=0, le=1 + 1e-12, nullable=True)
     ndcg_max: pl.Float64 = pa.Field(ge=0, le=1 + 1e-12, nullable=True)
     n_holes: pl.Int64 = pa.Field(ge=0)
+    every_grading_scored: bool
     judgment_version: str
     judgments_sha256: str = pa.Field(str_matches=r"^[0-9a-f]{64}$")
     candidate_pool: str
@@ -58,3 +59,8 @@ class PerQueryResults(pa.DataFrameModel):
             & (low.is_null() | (low <= high + 1e-12))
             & ((pl.col("n_holes") > 0) | low.eq_missing(ndcg))
         )
+
+    @pa.dataframe_check(error="a row scored under every grading has bounds")
+    def scored_rows_have_bounds(cls, data: PolarsData) -> pl.LazyFrame:
+        return data.lazyframe.select(
+            ~pl.col("every_grading_scored") | pl.col("ndcg_min").is_not_null())

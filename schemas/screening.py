@@ -127,14 +127,15 @@ _RESULT_STRINGS = ("ranker", "query_id", "status", "judgment_version", "judgment
 _RESULT_COUNTS = ("cutoff", "n_candidates", "n_graded", "n_unknown", "n_unjudged", "n_holes")
 _RESULT_SHARES = ("ndcg", "judged_at_k", "candidate_recall", "ndcg_min", "ndcg_max")  # in [0, 1]
 _RESULT_FLOATS = ("dcg", "ideal_dcg", *_RESULT_SHARES)
+_RESULT_FLAGS = ("every_grading_scored",)
 
 
 def _per_query_results(frame: pl.DataFrame, check_keys: bool) -> bool:
     required = ({c: pl.String for c in _RESULT_STRINGS} | {c: pl.Int64 for c in _RESULT_COUNTS}
-                | {c: pl.Float64 for c in _RESULT_FLOATS})
+                | {c: pl.Float64 for c in _RESULT_FLOATS} | {c: pl.Boolean for c in _RESULT_FLAGS})
     if set(frame.columns) != set(required) or not _types(frame, required, {}):
         return False  # strict: exactly these columns
-    if not _no_nulls(frame, (*_RESULT_STRINGS, *_RESULT_COUNTS)):
+    if not _no_nulls(frame, (*_RESULT_STRINGS, *_RESULT_COUNTS, *_RESULT_FLAGS)):
         return False
     if frame.height == 0:
         return True
@@ -155,6 +156,7 @@ def _per_query_results(frame: pl.DataFrame, check_keys: bool) -> bool:
          .when(status.is_in(["incomplete", "not_judged"])).then(ndcg.is_null())
          .otherwise(True)).all(),
         _bounds_are_a_range().all(),
+        (~pl.col("every_grading_scored") | pl.col("ndcg_min").is_not_null()).all(),
     )
     return _holds(frame, rows_ok) and (
         not check_keys or _keys_unique(frame, ["ranker", "query_id", "cutoff"]))

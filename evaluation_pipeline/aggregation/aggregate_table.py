@@ -32,7 +32,8 @@ def aggregate(
     out = aggregate_with_intervals(per_query, queries, slices, n_bootstrap=0)
     return out.select(*AGGREGATE_KEY, "n_queries", "n_with_number", "macro_ndcg",
                       *STATUS_COUNT_COLUMNS, "mean_judged_at_k", "mean_candidate_recall",
-                      "weighted_ndcg", *[c for c in LINEAGE_COLUMNS if c in out.columns])
+                      "weighted_ndcg", "n_bounded", "macro_ndcg_min", "macro_ndcg_max",
+                      *[c for c in LINEAGE_COLUMNS if c in out.columns])
 
 
 def aggregate_with_intervals(

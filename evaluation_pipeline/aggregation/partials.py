@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from evaluation_pipeline.aggregation.mean_bounds import add_pair_bounds, row_bounds
 from evaluation_pipeline.stats.intervals import ALL, NO_VALUE, distinct_columns
 from schemas.columns import REPORT_DTYPES, STATUSES, TIE_TOLERANCE
 
@@ -47,7 +48,9 @@ EXACT_TEST_QUERIES = 30
 # Per (result, group): the sums and counts the aggregates are made of.
 _N_QUERIES, _N_NUMBER, _SUM_NDCG, _SUM_JUDGED, _N_JUDGED, _SUM_RECALL, _N_RECALL = range(7)
 _SUM_WEIGHTED, _SUM_WEIGHT = 7, 8
-_STATUS0 = 9
+# The bounds over the holes: rows with a number under every grading, and their bounds' sums.
+_N_BOUNDED, _SUM_MIN, _SUM_MAX = 9, 10, 11
+_STATUS0 = 12
 _NUMBERS = _STATUS0 + len(STATUSES)
 
 
@@ -130,6 +133,7 @@ class Partial:
     resampled: np.ndarray          # [groups, resamples, tonight's results, 2 or 4]
     pairs: np.ndarray              # [pairs, 8]: n, sum first, sum second, sum difference,
     #                                wins, losses, ties, largest |difference|
+    pair_bounds: np.ndarray        # [pairs, 3]: aggregation.mean_bounds.add_pair_bounds' sums
     counted: np.ndarray            # [pairs, resamples, 2]: resampled difference and paired
     signed: np.ndarray             # [pairs, resamples]: sign-flipped difference sums
     histogram: np.ndarray          # [pairs, FINE_BINS] int64
@@ -149,6 +153,7 @@ def empty(plan: Plan) -> Partial:
         numbers=np.zeros((len(plan.results), groups, _NUMBERS)),
         resampled=np.zeros((groups, plan.n_bootstrap, tonight, 4 if plan.weighted else 2)),
         pairs=np.zeros((n_pairs, 8)),
+        pair_bounds=np.zeros((n_pairs, 3)),
         counted=np.zeros((n_pairs, plan.n_bootstrap, 2)),
         signed=np.zeros((n_pairs, plan.n_bootstrap)),
         histogram=np.zeros((n_pairs, FINE_BINS), dtype=np.int64),
@@ -166,6 +171,7 @@ def combine(total: Partial, part: Partial, plan: Plan) -> Partial:
     total.resampled += part.resampled
     total.pairs[:, :7] += part.pairs[:, :7]
     total.pairs[:, 7] = np.maximum(total.pairs[:, 7], part.pairs[:, 7])
+    total.pair_bounds += part.pair_bounds
     total.counted += part.counted
     total.pair_groups += part.pair_groups
     total.night_groups += part.night_groups
@@ -226,10 +232,12 @@ def chunk_partial(rows: pl.DataFrame, queries: pl.DataFrame | None, plan: Plan) 
     has = np.isfinite(ndcg)
     value = np.where(has, ndcg, 0.0)
     del ndcg
-    _add_numbers(out.numbers, rows, order, r, q, value, has, weight, codes, plan)
+    bounds = row_bounds(rows, order)
+    _add_numbers(out.numbers, rows, order, r, q, value, has, bounds, weight, codes, plan)
     _add_resampled(out, keys, r, q, value, has, weight, codes, plan, n)
     if plan.pairs:
         _add_pairs(out, index, keys, r, q, value, has, codes, plan, n)
+        add_pair_bounds(out.pair_bounds, r, q, bounds, plan.pairs, n)
     _add_differing(out, rows, order, q, index)
     return out
 
@@ -268,7 +276,7 @@ def _query_attributes(index: pl.DataFrame, queries: pl.DataFrame | None, plan: P
     return weight, codes
 
 
-def _add_numbers(numbers, rows, order, r, q, value, has, weight, codes, plan) -> None:
+def _add_numbers(numbers, rows, order, r, q, value, has, bounds, weight, codes, plan) -> None:
     # One column at a time: at a million queries each row-long array is 50 MB.
     judged = _floats(rows["judged_at_k"])[order]
     recall = _floats(rows["candidate_recall"])[order]
@@ -285,6 +293,11 @@ def _add_numbers(numbers, rows, order, r, q, value, has, weight, codes, plan) ->
         known = np.isfinite(recall)
         yield _SUM_RECALL, np.where(known, recall, 0.0)
         yield _N_RECALL, known.astype(np.float64)
+        low, high = bounds
+        bounded = np.isfinite(low)
+        yield _N_BOUNDED, bounded.astype(np.float64)
+        yield _SUM_MIN, np.where(bounded, low, 0.0)
+        yield _SUM_MAX, np.where(bounded, high, 0.0)
         if plan.weighted:
             weight_with_number = np.where(has, weight[q], 0.0)
             yield _SUM_WEIGHT, weight_with_number

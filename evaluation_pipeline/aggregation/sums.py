@@ -32,6 +32,7 @@ from schemas.columns import (
     INTERVAL_COLUMNS,
     REPORT_OPTIONAL_COLUMNS,
     STATUS_COUNT_COLUMNS,
+    TIE_TOLERANCE,
 )
 
 Pair = tuple[Result, Result]
@@ -193,6 +194,9 @@ class Numbers:
                        for i, column in enumerate(STATUS_COUNT_COLUMNS)},
                     "mean_judged_at_k": _ratio(cell[rp._SUM_JUDGED], cell[rp._N_JUDGED]),
                     "mean_candidate_recall": _ratio(cell[rp._SUM_RECALL], cell[rp._N_RECALL]),
+                    "n_bounded": int(cell[rp._N_BOUNDED]),
+                    "macro_ndcg_min": _ratio(cell[rp._SUM_MIN], cell[rp._N_BOUNDED]),
+                    "macro_ndcg_max": _ratio(cell[rp._SUM_MAX], cell[rp._N_BOUNDED]),
                 }
                 if with_number >= 2 and plan.n_bootstrap:
                     sums = resampled[g, :, ti]
@@ -233,6 +237,11 @@ class Numbers:
             counted = self.total.counted[p]
             low, high = percentile_interval(ratio_samples(counted[:, 0], counted[:, 1]),
                                             ci_level)
+        n_bounded, least, greatest = self.total.pair_bounds[p]
+        n_bounded = int(n_bounded)
+        mean_difference = sum_d / n if n else None
+        difference_min = float(least / n_bounded) if n_bounded else None
+        difference_max = float(greatest / n_bounded) if n_bounded else None
         small = self.total.small[p]
         exact = None if small is None else np.array([d for _, d in sorted(small)])
         p_value = 1.0 if n == 0 else sign_flip_p_value(
@@ -241,9 +250,14 @@ class Numbers:
             "n_paired": n,
             "mean_first": sum_first / n if n else None,
             "mean_second": sum_second / n if n else None,
-            "mean_difference": sum_d / n if n else None,
+            "mean_difference": mean_difference,
             "difference_low": low,
             "difference_high": high,
+            "n_bounded": n_bounded,
+            "difference_min": difference_min,
+            "difference_max": difference_max,
+            "holds_for_every_grading": holds_for_every_grading(
+                mean_difference, difference_min, difference_max),
             "p_value": p_value,
             "wins": int(wins),
             "losses": int(losses),
@@ -321,6 +335,20 @@ class DifferenceHistogram:
         counts = fine[lo:hi].reshape(bins, per_bin).sum(axis=1)
         extent = hundredths / 100
         return counts, np.linspace(-extent, extent, bins + 1)
+
+
+def holds_for_every_grading(mean_difference: float | None, least: float | None,
+                            greatest: float | None) -> bool | None:
+    """Whether a difference's direction survives every grading of the holes: its bounds
+    exclude 0 on the side of the difference (None without a difference or without bounds;
+    False for a tie, which has no direction to keep)."""
+    if mean_difference is None or least is None or greatest is None:
+        return None
+    if mean_difference > TIE_TOLERANCE:
+        return bool(least > 0.0)
+    if mean_difference < -TIE_TOLERANCE:
+        return bool(greatest < 0.0)
+    return False
 
 
 def _ratio(numerator: float, denominator: float) -> float | None:

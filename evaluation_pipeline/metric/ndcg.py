@@ -206,10 +206,22 @@ def score_candidates(
     with np.errstate(divide="ignore", invalid="ignore"):
         recall = np.where(n_positive > 0, positive_candidates / n_positive, np.nan)
 
+    every = _every_grading_scored(spec, index, n_positive, positive_candidates)
     return _assemble(
         keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, spec,
-        (least, greatest, holes),
+        (least, greatest, holes, every),
     )
+
+
+def _every_grading_scored(spec: EvaluationSpec, index: JudgmentIndex, n_positive: np.ndarray,
+                          positive_candidates: np.ndarray) -> np.ndarray:
+    """Per block with holes: whether every grading of them gives the query a number (rule 7).
+    Only ``no_positive: exclude`` takes a number away, when the ideal DCG is 0; the least ideal
+    is that of every hole at the least gain, which is above 0 when that gain is, or else when a
+    graded document of the ideal set has a positive gain."""
+    if spec.no_positive != "exclude" or index.hole_gains[0] > 0:
+        return np.ones(len(n_positive), dtype=bool)
+    return (positive_candidates if spec.ideal == "candidates" else n_positive) > 0
 
 
 def _ranks(blocks: Blocks, spec: EvaluationSpec) -> np.ndarray:
@@ -272,6 +284,7 @@ def missing_from_run(
             "ndcg_max": [score] * (n * k),
             # Under all_judged the query's unknown rows are its holes; none moves the number.
             "n_holes": np.repeat(holes, k),
+            "every_grading_scored": np.full(n * k, score is not None),
         },
         schema=RESULT_SCHEMA,
     )
@@ -316,11 +329,13 @@ def _assemble(keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, sp
         ndcg_rows = np.where(status_rows == _NO_POSITIVE,
                              1.0 if spec.no_positive == "one" else 0.0, ndcg_rows)
     # Rule 7: without a hole the bounds are the number; a not_judged query has none.
-    least, greatest, holes = bounds
+    least, greatest, holes, every = bounds
     hole_rows = np.repeat(holes, k)
     without = (hole_rows == 0) | (status_rows == _NOT_JUDGED)
     least_rows = np.where(without, ndcg_rows, least.reshape(-1))
     greatest_rows = np.where(without, ndcg_rows, greatest.reshape(-1))
+    # Without a hole the one grading is the policies' own; a not_judged query has none.
+    every_rows = np.where(without, ~np.isnan(ndcg_rows), np.repeat(every, k))
     # Strings are gathered by polars: numpy would go through Python string objects.
     key_rows = keys.select("ranker", "query_id") if k == 1 else keys.select(
         pl.col("ranker", "query_id").gather(np.repeat(np.arange(n), k)))
@@ -343,6 +358,7 @@ def _assemble(keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, sp
             "ndcg_min": least_rows,
             "ndcg_max": greatest_rows,
             "n_holes": hole_rows,
+            "every_grading_scored": every_rows,
         },
         schema=RESULT_SCHEMA,
         nan_to_null=True,

@@ -36,11 +36,13 @@ from urllib.parse import urlsplit
 
 from evaluation_pipeline.io import append_log
 from evaluation_pipeline.io.locations import Location
+from evaluation_pipeline.nightly.verdicts import grading_clause
 from evaluation_pipeline.settings import ALERT_WEBHOOK
 from schemas.columns import REGRESSED
 from schemas.errors import EvaluationError
 
-REGRESSION_FIELDS = ("ranker", "cutoff", "mean_diff", "ci_low", "ci_high", "p_adjusted")
+REGRESSION_FIELDS = ("ranker", "cutoff", "mean_diff", "ci_low", "ci_high", "p_adjusted",
+                     "diff_min", "diff_max", "holds_for_every_grading")
 LOG = logging.getLogger(__name__)
 
 
@@ -103,7 +105,7 @@ def alert_payload(nightly: Mapping, *, candidate_pool: str, spec_id: str,
     """The JSON body for one evaluation's regressions (report.json's ``nightly`` section),
     or None when nothing regressed. ``drill_down``: the command that prints the night's
     verdicts, movers and change by slice."""
-    regressions = [{f: c[f] for f in REGRESSION_FIELDS}
+    regressions = [{f: c.get(f) for f in REGRESSION_FIELDS}
                    for c in nightly["comparisons"] if c["verdict"] == REGRESSED]
     if not regressions:
         return None
@@ -126,7 +128,7 @@ def alert_text(body: Mapping) -> str:
     for r in body["regressions"]:
         interval = "" if r["ci_low"] is None else f" [{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"
         lines.append(f"- {r['ranker']} NDCG@{r['cutoff']} {r['mean_diff']:+.4f}{interval}, "
-                     f"Holm-adjusted p = {r['p_adjusted']:.4g}")
+                     f"Holm-adjusted p = {r['p_adjusted']:.4g}; {grading_clause(r)}")
     lines.append(f"report: {body['report']}")
     if body.get("drill_down"):
         lines.append(f"drill down: {body['drill_down']}")

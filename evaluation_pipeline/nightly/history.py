@@ -33,14 +33,17 @@ FROM_AGGREGATES = {
     "macro_ndcg": "ndcg",
     "macro_ndcg_low": "ndcg_low",
     "macro_ndcg_high": "ndcg_high",
+    "macro_ndcg_min": "ndcg_min",
+    "macro_ndcg_max": "ndcg_max",
 }
 SHARED = (
     "ranker", "cutoff", "weighted_ndcg", "weighted_ndcg_low", "weighted_ndcg_high",
     "n_queries", "n_with_number", *STATUS_COUNT_COLUMNS, "mean_judged_at_k",
-    "mean_candidate_recall",
+    "mean_candidate_recall", "n_bounded",
 )
 # Nightly comparison field -> history column (the comparisons of report.json's ``nightly``).
-FROM_COMPARISON = ("verdict", "mean_diff", "ci_low", "ci_high", "p_adjusted")
+FROM_COMPARISON = ("verdict", "mean_diff", "ci_low", "ci_high", "p_adjusted", "diff_min",
+                   "diff_max", "holds_for_every_grading")
 FROM_ATTRIBUTION = ("previous_judgment_version", "from_judgments", "from_pool")
 
 
@@ -64,8 +67,9 @@ def history_rows(
     overall = pl.col("slice_column") == OVERALL
     rows = aggregates.select(
         *EVALUATION_KEY,
-        *SHARED,
-        *(pl.col(source).alias(target) for source, target in FROM_AGGREGATES.items()),
+        *(pl.col(c) if c in aggregates.columns else pl.lit(None).alias(c) for c in SHARED),
+        *((pl.col(source) if source in aggregates.columns else pl.lit(None)).alias(target)
+          for source, target in FROM_AGGREGATES.items()),
         pl.when(overall).then(None).otherwise(pl.col("slice_column")).alias("slice"),
         pl.when(overall).then(None).otherwise(pl.col("slice_value")).alias("slice_value"),
         *(c for c in HISTORY_COLUMNS if c in aggregates.columns and c not in EVALUATION_KEY
@@ -98,7 +102,7 @@ def _nightly_frame(nightly: Mapping | None) -> pl.DataFrame:
         records.append({
             "ranker": c["ranker"], "cutoff": c["cutoff"], "slice": None,
             "previous_pool": nightly["previous_pool"],
-            **{f: c[f] for f in FROM_COMPARISON},
+            **{f: c.get(f) for f in FROM_COMPARISON},
             **{f: parts.get(f) for f in FROM_ATTRIBUTION},
         })
     return pl.DataFrame(records, schema=schema)

@@ -210,6 +210,11 @@ def night_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pai
             "ci_low": stats["difference_low"],
             "ci_high": stats["difference_high"],
             "p": stats["p_value"],
+            # The change's range over every grading of both nights' holes (contract section 5).
+            "n_bounded": stats["n_bounded"],
+            "diff_min": stats["difference_min"],
+            "diff_max": stats["difference_max"],
+            "holds_for_every_grading": stats["holds_for_every_grading"],
             "candidate_recall_previous": numbers.mean_candidate_recall(before),
             "candidate_recall_current": numbers.mean_candidate_recall(now),
             # What drove the change: the queries that moved most, and the change by slice.
@@ -234,6 +239,18 @@ def with_verdicts(comparisons: list[dict], *, alpha: float = DEFAULT_ALPHA,
              "verdict": verdict(c["mean_diff"], float(p), alpha=alpha, min_effect=min_effect)}
         for c, p in zip(comparisons, adjusted)
     ]
+
+
+def grading_clause(regression: Mapping) -> str:
+    """Whether the regression survives every grading of the unjudged and unknown documents."""
+    holds, low, high = (regression.get(f) for f in ("holds_for_every_grading", "diff_min",
+                                                    "diff_max"))
+    if holds is None:
+        return "has no bounds over the unjudged documents"
+    bounds = f"[{low:+.4f}, {high:+.4f}]"
+    if holds:
+        return f"holds for every grading of the unjudged documents (range {bounds})"
+    return f"does not hold for every grading of the unjudged documents (range {bounds})"
 
 
 # --- attribution -------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from evaluation_pipeline.aggregation.partials import PREVIOUS, Plan, Result
 from evaluation_pipeline.evaluation import Lineage, result_sentence
 from evaluation_pipeline.nightly.verdicts import (
     NightComparison,
+    grading_clause,
     night_comparison,
     night_pairs,
     regressions,
@@ -217,6 +218,9 @@ def _numbers(row: dict) -> dict:
         "status_counts": {s: row[f"n_{s}"] for s in STATUSES},
         "mean_judged_at_k": row["mean_judged_at_k"],
         "mean_candidate_recall": row["mean_candidate_recall"],
+        # The macro mean's range over every grading of the holes, over n_bounded queries.
+        "macro_ndcg_bounds": [row["macro_ndcg_min"], row["macro_ndcg_max"]],
+        "n_bounded": row["n_bounded"],
     }
 
 
@@ -258,6 +262,7 @@ def regression_sentence(c: dict, nightly: dict) -> str:
         f"({against}, judgments {nightly['judgment_version']}): "
         f"{number(c['mean_diff'], 3, signed=True)}{' ' + bounds if bounds else ''} over "
         f"{c['paired']:,} paired queries, Holm-adjusted p = {number(c['p_adjusted'])}; "
+        f"it {grading_clause(c)}; "
         f"candidate recall {number(c['candidate_recall_current'], 3)} tonight, "
         f"{number(c['candidate_recall_previous'], 3)} the previous night."
     )

@@ -43,10 +43,28 @@ def _places(candidates, spec: EvaluationSpec) -> list[list[str]]:
 def brute_force_bounds(candidates, judged: dict, spec: EvaluationSpec, k: int, top_grade: int):
     """(least, greatest) NDCG@k over every grading of the holes with grades 0..top_grade,
     or (None, None) when no grading gives the query a number."""
+    values = _graded_values(candidates, judged, spec, k, top_grade)
+    if values is None:
+        return None, None
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return None, None
+    return float(values.min()), float(values.max())
+
+
+def brute_force_every_grading_scored(candidates, judged: dict, spec: EvaluationSpec, k: int,
+                                     top_grade: int) -> bool:
+    """Whether every grading of the holes gives the query a number at cutoff k."""
+    values = _graded_values(candidates, judged, spec, k, top_grade)
+    return values is not None and not np.isnan(values).any()
+
+
+def _graded_values(candidates, judged: dict, spec: EvaluationSpec, k: int, top_grade: int):
+    """NDCG@k under each grading (NaN where it has no number); None for a not_judged query."""
     hole_docs = holes(candidates, judged, spec)
     gain_of = gains_for_grades(np.arange(top_grade + 1), spec)
     if not judged:  # not_judged: no row at all, no bounds
-        return None, None
+        return None
     # Every grading: one row per assignment of 0..top_grade to each hole.
     h = len(hole_docs)
     gradings = np.indices((top_grade + 1,) * h).reshape(h, (top_grade + 1) ** h).T
@@ -79,7 +97,4 @@ def brute_force_bounds(candidates, judged: dict, spec: EvaluationSpec, k: int, t
         value = np.where(ideal > 0, dcg / ideal, np.nan)
     if spec.no_positive != "exclude":
         value = np.where(ideal > 0, value, 1.0 if spec.no_positive == "one" else 0.0)
-    value = value[~np.isnan(value)]
-    if value.size == 0:
-        return None, None
-    return float(value.min()), float(value.max())
+    return value

@@ -52,10 +52,12 @@ from schemas.ranks import RANK_PRESENT, RANK_REQUIRED, RANK_UNIQUE
 
 BUCKETS = 64  # at least: one Python call scores a bucket
 ROWS_PER_BUCKET = 1_000_000  # at most, about: a bigger run gets more buckets
-_SPARK_TYPES = {pl.String(): "string", pl.Int64(): "bigint", pl.Float64(): "double"}
+_SPARK_TYPES = {pl.String(): "string", pl.Int64(): "bigint", pl.Float64(): "double",
+                pl.Boolean(): "boolean"}
 RESULT_DDL = ", ".join(f"{name} {_SPARK_TYPES[dtype]}" for name, dtype in RESULT_SCHEMA.items())
 RESULT_ARROW = pa.schema([(name, {"string": pa.string(), "bigint": pa.int64(),
-                                  "double": pa.float64()}[_SPARK_TYPES[dtype]])
+                                  "double": pa.float64(), "boolean": pa.bool_()}[
+                              _SPARK_TYPES[dtype]])
                           for name, dtype in RESULT_SCHEMA.items()])
 
 

@@ -131,7 +131,8 @@ def test_aggregates_equal_one_group_by_over_all_rows_and_the_report_to_the_bit()
         "size": rng.integers(0, 4, n - 100),
     })
     slices = ("band", "size")
-    frame = rows.select(REPORT_COLUMNS).join(queries, on="query_id", how="left")
+    frame = rows.select(c for c in REPORT_COLUMNS if c in rows.columns).join(
+        queries, on="query_id", how="left")
     has_number = pl.col("ndcg").is_not_null()
     weight = pl.when(has_number).then(pl.col("weight").fill_null(0.0)).otherwise(0.0)
     reference = pl.concat([

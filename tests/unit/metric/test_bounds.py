@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from evaluation_pipeline.metric.gains import GainError
 from evaluation_pipeline.metric.ndcg import score
 from evaluation_pipeline.spec import EvaluationSpec
-from tests.support.bounds_oracle import brute_force_bounds, holes
+from tests.support.bounds_oracle import brute_force_bounds, brute_force_every_grading_scored, holes
 
 TOL = 1e-12
 MAX_HOLES = 8
@@ -90,6 +90,8 @@ def test_bounds_equal_brute_force_and_hold_the_graded_value(ideal, ties, gain, n
     rows = score(*_frames(case), spec)
     got = {(q, k): (lo, hi, n) for q, k, lo, hi, n in rows.select(
         "query_id", "cutoff", "ndcg_min", "ndcg_max", "n_holes").iter_rows()}
+    every = {(q, k): flag for q, k, flag in rows.select(
+        "query_id", "cutoff", "every_grading_scored").iter_rows()}
 
     # One grading of every hole, the same in each query: the fully graded version.
     filled = []
@@ -105,6 +107,8 @@ def test_bounds_equal_brute_force_and_hold_the_graded_value(ideal, ties, gain, n
             low, high, n_holes = got[(q, k)]
             assert n_holes == len(holes(candidates, judged, spec))
             want_low, want_high = brute_force_bounds(candidates, judged, spec, k, top_grade)
+            assert every[(q, k)] == brute_force_every_grading_scored(
+                candidates, judged, spec, k, top_grade), (q, k, "every grading scored")
             if want_low is None:
                 assert low is None and high is None, (q, k)
                 continue

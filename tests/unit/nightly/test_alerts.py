@@ -16,7 +16,8 @@ from evaluation_pipeline.nightly.alerts import AlertSettings, notify, read_alert
 
 REGRESSION = {"ranker": "dense-v2", "cutoff": 10, "paired": 40, "mean_diff": -0.0812,
               "ci_low": -0.11, "ci_high": -0.052, "p": 0.0002, "p_adjusted": 0.0018,
-              "verdict": "regressed"}
+              "verdict": "regressed", "diff_min": -0.15, "diff_max": -0.01,
+              "holds_for_every_grading": True}
 NOISE = {"ranker": "bm25-v3", "cutoff": 10, "paired": 40, "mean_diff": -0.004,
          "ci_low": -0.02, "ci_high": 0.012, "p": 0.6, "p_adjusted": 1.0, "verdict": "no_change"}
 NIGHTLY = {"previous_pool": "night-4", "judgment_version": "maint-v2",
