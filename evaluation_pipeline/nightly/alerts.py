@@ -105,7 +105,7 @@ def alert_payload(nightly: Mapping, *, candidate_pool: str, spec_id: str,
     """The JSON body for one evaluation's regressions (report.json's ``nightly`` section),
     or None when nothing regressed. ``drill_down``: the command that prints the night's
     verdicts, movers and change by slice."""
-    regressions = [{f: c.get(f) for f in REGRESSION_FIELDS}
+    regressions = [{f: c[f] for f in REGRESSION_FIELDS}
                    for c in nightly["comparisons"] if c["verdict"] == REGRESSED]
     if not regressions:
         return None

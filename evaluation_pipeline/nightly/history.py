@@ -67,9 +67,8 @@ def history_rows(
     overall = pl.col("slice_column") == OVERALL
     rows = aggregates.select(
         *EVALUATION_KEY,
-        *(pl.col(c) if c in aggregates.columns else pl.lit(None).alias(c) for c in SHARED),
-        *((pl.col(source) if source in aggregates.columns else pl.lit(None)).alias(target)
-          for source, target in FROM_AGGREGATES.items()),
+        *SHARED,
+        *(pl.col(source).alias(target) for source, target in FROM_AGGREGATES.items()),
         pl.when(overall).then(None).otherwise(pl.col("slice_column")).alias("slice"),
         pl.when(overall).then(None).otherwise(pl.col("slice_value")).alias("slice_value"),
         *(c for c in HISTORY_COLUMNS if c in aggregates.columns and c not in EVALUATION_KEY
@@ -102,7 +101,7 @@ def _nightly_frame(nightly: Mapping | None) -> pl.DataFrame:
         records.append({
             "ranker": c["ranker"], "cutoff": c["cutoff"], "slice": None,
             "previous_pool": nightly["previous_pool"],
-            **{f: c.get(f) for f in FROM_COMPARISON},
+            **{f: c[f] for f in FROM_COMPARISON},
             **{f: parts.get(f) for f in FROM_ATTRIBUTION},
         })
     return pl.DataFrame(records, schema=schema)

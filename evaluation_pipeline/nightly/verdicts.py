@@ -243,8 +243,8 @@ def with_verdicts(comparisons: list[dict], *, alpha: float = DEFAULT_ALPHA,
 
 def grading_clause(regression: Mapping) -> str:
     """Whether the regression survives every grading of the unjudged and unknown documents."""
-    holds, low, high = (regression.get(f) for f in ("holds_for_every_grading", "diff_min",
-                                                    "diff_max"))
+    holds, low, high = (regression[f] for f in ("holds_for_every_grading", "diff_min",
+                                                "diff_max"))
     if holds is None:
         return "has no bounds over the unjudged documents"
     bounds = f"[{low:+.4f}, {high:+.4f}]"

@@ -9,9 +9,20 @@ or "u" for unknown); doc_ids are ASCII, so Python's order is the byte order.
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 
 from evaluation_pipeline.metric.gains import gains_for_grades
 from evaluation_pipeline.spec import EvaluationSpec
+
+
+def judgments_frame(rows) -> pl.DataFrame:
+    """A judgment version of (query_id, doc_id, grade or "u" for unknown) rows."""
+    return pl.DataFrame(
+        {"query_id": [q for q, _, _ in rows], "doc_id": [d for _, d, _ in rows],
+         "grade": [None if g == "u" else g for _, _, g in rows],
+         "grade_status": ["unknown" if g == "u" else "graded" for _, _, g in rows]},
+        schema={"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64,
+                "grade_status": pl.String})
 
 
 def holes(candidates, judged: dict, spec: EvaluationSpec) -> list[str]:

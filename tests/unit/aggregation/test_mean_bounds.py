@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from evaluation_pipeline.aggregation import sums as rn
 from evaluation_pipeline.metric.ndcg import score
 from evaluation_pipeline.spec import EvaluationSpec
+from tests.support.bounds_oracle import judgments_frame
 
 TOL = 1e-12
 DOCS = [f"d{i}" for i in range(6)]
@@ -54,15 +55,9 @@ def _frames(judged, runs, grading=None):
     rows = [(q, d, grading.get((q, d), g)) for q, graded in judged.items()
             for d, g in graded.items()]
     rows += [(q, d, g) for (q, d), g in grading.items() if d not in judged[q]]
-    judgments = pl.DataFrame(
-        {"query_id": [q for q, _, _ in rows], "doc_id": [d for _, d, _ in rows],
-         "grade": [None if g == "u" else g for _, _, g in rows],
-         "grade_status": ["unknown" if g == "u" else "graded" for _, _, g in rows]},
-        schema={"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64,
-                "grade_status": pl.String})
     candidates = pl.DataFrame([r for rows_ in runs.values() for r in rows_],
                               schema=["ranker", "query_id", "doc_id", "score"], orient="row")
-    return candidates, judgments
+    return candidates, judgments_frame(rows)
 
 
 @pytest.mark.parametrize("no_positive", ["exclude", "zero"])

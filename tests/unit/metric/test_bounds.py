@@ -18,7 +18,12 @@ from hypothesis import strategies as st
 from evaluation_pipeline.metric.gains import GainError
 from evaluation_pipeline.metric.ndcg import score
 from evaluation_pipeline.spec import EvaluationSpec
-from tests.support.bounds_oracle import brute_force_bounds, brute_force_every_grading_scored, holes
+from tests.support.bounds_oracle import (
+    brute_force_bounds,
+    brute_force_every_grading_scored,
+    holes,
+    judgments_frame,
+)
 
 TOL = 1e-12
 MAX_HOLES = 8
@@ -59,13 +64,7 @@ def _frames(case):
     judg = [(q, d, g) for q, _, judged in case for d, g in judged.items()]
     candidates = pl.DataFrame(cand, schema=["query_id", "doc_id", "score", "rank"], orient="row")
     candidates = candidates.with_columns(pl.lit("r").alias("ranker"))
-    judgments = pl.DataFrame(
-        {"query_id": [q for q, _, _ in judg], "doc_id": [d for _, d, _ in judg],
-         "grade": [None if g == "u" else g for _, _, g in judg],
-         "grade_status": ["unknown" if g == "u" else "graded" for _, _, g in judg]},
-        schema={"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64,
-                "grade_status": pl.String})
-    return candidates, judgments
+    return candidates, judgments_frame(judg)
 
 
 @pytest.mark.parametrize("no_positive", ["exclude", "zero", "one"])
