@@ -82,7 +82,9 @@ def _rows(spark, url: str, night: int):
           for c, dtype in rp.ROW_DTYPES.items() if c != "night"])
 
 
-_SPARK_TYPES = {pl.Int8: "tinyint", pl.String: "string", pl.Int64: "long", pl.Float64: "double"}
+_SPARK_TYPES = {pl.Int8: "tinyint", pl.String: "string", pl.Int64: "long", pl.Float64: "double",
+                pl.Boolean: "boolean"}
+
 
 def _queries_table(queries: pl.DataFrame | None, slices: tuple[str, ...]) -> pl.DataFrame | None:
     """Only the queries table's columns a partial reads, sent with each Python call."""
