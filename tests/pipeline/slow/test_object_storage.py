@@ -213,7 +213,8 @@ def test_evaluations_alerting_together_on_a_bucket_each_keep_their_alert(endpoin
 
     alerts_file = location(f"s3://{BUCKET}/alerts-race/history/alerts.jsonl")
     regression = {"ranker": "dense-v2", "cutoff": 10, "mean_diff": -0.08, "ci_low": -0.1,
-                  "ci_high": -0.05, "p_adjusted": 0.001, "verdict": "regressed"}
+                  "ci_high": -0.05, "p_adjusted": 0.001, "verdict": "regressed",
+                  "diff_min": -0.12, "diff_max": -0.03, "holds_for_every_grading": True}
 
     def alert(night: int) -> dict | None:
         nightly = {"previous_pool": f"night-{night - 1}", "judgment_version": "v2",
