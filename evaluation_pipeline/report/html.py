@@ -6,7 +6,8 @@ from html import escape
 
 from evaluation_pipeline.report import svg
 from evaluation_pipeline.report.format import interval, number
-from evaluation_pipeline.report.night_html import night_section, verdict_box
+from evaluation_pipeline.report.night_html import (GRADINGS, night_section, range_cell,
+                                                    verdict_box)
 from evaluation_pipeline.spec import FIELD_DOCS
 
 CSS = """
@@ -42,7 +43,8 @@ def render_html(report: dict, differences: dict) -> str:
     for cutoff in report["spec"]["cutoffs"]:
         body += _cutoff_table(report, cutoff)
     body.append('<h2 id="in-words">In words</h2><section class="headline" id="headline">')
-    body += [f'<p class="sentence">{escape(s)}</p>' for s in report["headline"]]
+    body.append('<p>Each number under the <a href="#conventions">declared conventions</a>.</p>')
+    body += [f'<p class="sentence">{escape(in_words(s, report))}</p>' for s in report["headline"]]
     if comparison and comparison.get("note"):
         body.append(f'<p class="note">{escape(comparison["note"])}</p>')
     body.append("</section>")
@@ -65,17 +67,33 @@ def _summary(report: dict) -> list[str]:
     with a link to them in full."""
     cutoff = report["headline_cutoff"]
     out = [f'<table class="summary"><tr><th>ranker</th><th>NDCG@{cutoff}</th><th>interval</th>'
-           "<th>queries with a number</th></tr>"]
+           f"<th>{GRADINGS}</th><th>queries with a number</th></tr>"]
     for r in report["results"]:
         if r["cutoff"] == cutoff:
             out.append(f"<tr><td>{escape(r['ranker'])}</td><td>{number(r['macro_ndcg'])}</td>"
-                       f"<td>{interval(r['macro_ndcg_interval'], 4)}</td>"
+                       f"<td>{interval(r['macro_ndcg_interval'], 4)}</td>{_range(r)}"
                        f"<td>{r['n_with_number']} of {r['n_queries']}</td></tr>")
     out.append("</table>")
     out.append(f'<p class="conventions">Spec <code>{escape(report["spec_id"])}</code>: '
-               f'{escape(report["conventions"])} (<a href="#conventions">the conventions in '
-               "full</a>).</p>")
+               f'{escape(brief(report["spec"]))} (<a href="#conventions">in full</a>)</p>')
     return out
+
+
+def _range(row: dict) -> str:
+    low, high = row["macro_ndcg_bounds"]
+    return range_cell(low, high, row["n_bounded"])
+
+
+def brief(spec: dict) -> str:
+    """The conventions as one short line of the spec's fields and values (the cutoffs are the
+    tables'); the page spells them out once, under "Declared conventions"."""
+    return " · ".join(f"{name} {value}" for name, value in spec.items() if name != "cutoffs")
+
+
+def in_words(sentence: str, report: dict) -> str:
+    """A result sentence without the conventions it repeats: report.json's sentences keep them
+    (contract section 4), and the page writes them once, under "Declared conventions"."""
+    return sentence.replace(f" ({report['conventions']})", "")
 
 
 def _conventions(report: dict) -> list[str]:
@@ -94,7 +112,8 @@ def _conventions(report: dict) -> list[str]:
 
 def _cutoff_table(report: dict, cutoff: int) -> list[str]:
     rows = [r for r in report["results"] if r["cutoff"] == cutoff]
-    head = ("<tr><th>ranker</th><th>NDCG (macro)</th><th>interval</th><th>weighted</th>"
+    head = ("<tr><th>ranker</th><th>NDCG (macro)</th><th>interval</th>"
+            f"<th>{GRADINGS}</th><th>weighted</th>"
             "<th>interval</th><th>with number</th><th>queries</th>"
             + "".join(f"<th>{label}</th>" for _, label in STATUS_LABELS)
             + "<th>judged@K</th><th>cand. recall</th></tr>")
@@ -104,7 +123,7 @@ def _cutoff_table(report: dict, cutoff: int) -> list[str]:
         out.append(
             f"<tr><td>{escape(r['ranker'])}</td>"
             f'<td data-field="macro_ndcg" {attrs}>{number(r["macro_ndcg"])}</td>'
-            f"<td>{interval(r['macro_ndcg_interval'], 4)}</td>"
+            f"<td>{interval(r['macro_ndcg_interval'], 4)}</td>{_range(r)}"
             f'<td data-field="weighted_ndcg" {attrs}>{number(r["weighted_ndcg"])}</td>'
             f"<td>{interval(r['weighted_ndcg_interval'], 4)}</td>"
             f'<td data-field="n_with_number" {attrs}>{r["n_with_number"]}</td>'
@@ -150,7 +169,7 @@ def _comparison(report: dict, comparison: dict) -> list[str]:
            f"multiple comparisons: {escape(comparison['multiple_comparisons'])}. "
            f"Test: {escape(stats['test_method'])}.</p>"]
     head = ("<tr><th>pair</th><th>K</th><th>paired</th><th>mean difference</th><th>interval</th>"
-            "<th>p</th><th>p (Holm)</th><th>better</th><th>worse</th><th>tied</th></tr>")
+            f"<th>{GRADINGS}</th><th>p</th><th>p (Holm)</th><th>better</th><th>worse</th><th>tied</th></tr>")
     out.append(f'<table class="comparison">{head}')
     for p in comparison["pairs"]:
         bounds = interval([p["difference_low"], p["difference_high"]], 4, signed=True)
@@ -158,6 +177,7 @@ def _comparison(report: dict, comparison: dict) -> list[str]:
         out.append(
             f"<tr><td>{escape(p['second'])} vs {escape(p['first'])}</td><td>{p['cutoff']}</td>"
             f"<td>{p['n_paired']}</td><td>{diff}</td><td>{bounds}</td>"
+            f"{range_cell(p['difference_min'], p['difference_max'], p['n_bounded'], True)}"
             f"<td>{number(p['p_value'])}</td><td>{number(p['p_value_holm'])}</td>"
             f"<td>{p['wins']}</td><td>{p['losses']}</td><td>{p['ties']}</td></tr>")
     out.append("</table><h3>Most regressed queries</h3>")

@@ -15,6 +15,22 @@ BOX_STYLES = {
 }
 
 
+# The header of the column beside each interval: the mean's least and greatest value over
+# every grading of the unjudged and unknown documents (the contract's bounds of a mean).
+GRADINGS = ('<span title="the least and greatest mean over every grading of the unjudged and '
+            'unknown documents">over every grading</span>')
+
+
+def range_cell(low: float | None, high: float | None, n_bounded: int, signed: bool = False
+               ) -> str:
+    """A mean's range over every grading of the holes, in a cell that says over how many
+    queries it runs; blank when no query has a number under every grading."""
+    if low is None:
+        return "<td></td>"
+    return (f'<td title="over the {n_bounded} queries with a number under every grading">'
+            f"{interval([low, high], 4, signed)}</td>")
+
+
 def shown(nightly: dict, top_cutoff: int) -> list[dict]:
     """The comparisons whose movers and slices the page lists: every one with a verdict, and
     each ranker's at the headline cutoff; the regressed first, then the improved."""
@@ -60,7 +76,7 @@ def night_section(report: dict) -> list[str]:
         f"<i>regressed</i> (<i>improved</i>) when the adjusted p is below {nightly['alpha']:g} "
         f"and the mean drops (rises) by at least {nightly['min_effect']:g}.</p>")
     head = ("<tr><th>ranker</th><th>K</th><th>paired</th><th>previous</th><th>tonight</th>"
-            "<th>mean difference</th><th>interval</th><th>p</th><th>p (Holm)</th>"
+            f"<th>mean difference</th><th>interval</th><th>{GRADINGS}</th><th>p</th><th>p (Holm)</th>"
             "<th>verdict</th><th>cand. recall previous</th><th>cand. recall tonight</th></tr>")
     out.append(f'<table class="nightly">{head}')
     for c in nightly["comparisons"]:
@@ -69,6 +85,7 @@ def night_section(report: dict) -> list[str]:
             f"<td>{number(c['mean_previous'])}</td><td>{number(c['mean_current'])}</td>"
             f"<td>{number(c['mean_diff'], signed=True)}</td>"
             f"<td>{interval([c['ci_low'], c['ci_high']], 4, signed=True)}</td>"
+            f"{range_cell(c['diff_min'], c['diff_max'], c['n_bounded'], True)}"
             f"<td>{number(c['p'])}</td><td>{number(c['p_adjusted'])}</td>"
             f'<td class="{escape(c["verdict"])}" style="{VERDICT_STYLES.get(c["verdict"], "")}">'
             f'{escape(c["verdict"].replace("_", " "))}</td>'

@@ -94,8 +94,35 @@ def test_headline_numbers_equal_report_json(rendered):
         assert int(parser.cells[("n_with_number", *key)]) == r["n_with_number"]
         for status, count in r["status_counts"].items():
             assert int(parser.cells[(f"n_{status}", *key)]) == count
+    # Each sentence of report.json, less the conventions, which the page writes out once.
+    conventions = f" ({report['conventions']})"
+    assert all(conventions in s for s in report["headline"] if s.startswith("NDCG@"))
     for sentence in report["headline"]:
-        assert sentence.replace("&", "&amp;") in dom.stdout
+        assert sentence.replace(conventions, "").replace("&", "&amp;") in dom.stdout
+    assert dom.stdout.count(report["conventions"].replace("&", "&amp;")) == 1
+
+
+def test_the_first_screen_says_the_conventions_in_one_short_line(rendered):
+    report, dom, _, _ = rendered
+    line = re.search(r'<p class="conventions">(.*?)</p>', dom.stdout).group(1)
+    text = re.sub(r"<[^>]+>", "", line)
+    assert len(text) < len(report["conventions"]) and "\n" not in text
+    for name, value in report["spec"].items():
+        if name != "cutoffs":
+            assert f"{name} {value}" in text
+    assert 'href="#conventions"' in line
+
+
+def test_each_interval_has_its_range_over_every_grading_beside_it(rendered):
+    report, dom, _, _ = rendered
+    for r in report["results"]:
+        low, high = r["macro_ndcg_bounds"]
+        cell = f"[{low:.4f}, {high:.4f}]"
+        # The summary of the first screen (headline cutoff) and the table of its cutoff.
+        assert dom.stdout.count(cell) >= (2 if r["cutoff"] == report["headline_cutoff"] else 1)
+        assert low <= r["macro_ndcg"] <= high or r["n_bounded"] != r["n_with_number"]
+    for p in report["comparison"]["pairs"]:
+        assert f"[{p['difference_min']:+.4f}, {p['difference_max']:+.4f}]" in dom.stdout
 
 
 def test_the_page_fetches_nothing_and_links_existing_traces(rendered):
