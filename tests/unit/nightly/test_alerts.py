@@ -288,3 +288,20 @@ def test_a_malformed_webhook_is_refused_before_anything_runs(url, problem, tmp_p
     with pytest.raises(EvaluationError, match=ALERT_WEBHOOK.name):
         build_definitions(storage_base=str(tmp_path), watch=NightlyWatch(alert_webhook=url))
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("holds", "low", "high", "clause"), [
+    (True, -0.15, -0.01, "holds for every grading of the unjudged documents (range "
+                         "[-0.1500, -0.0100])"),
+    (False, -0.15, 0.02, "does not hold for every grading of the unjudged documents (range "
+                         "[-0.1500, +0.0200])"),
+    (None, None, None, "has no bounds over the unjudged documents"),
+])
+def test_the_alert_says_whether_the_regression_holds_for_every_grading(
+        tmp_path, holds, low, high, clause):
+    regression = REGRESSION | {"holds_for_every_grading": holds, "diff_min": low,
+                               "diff_max": high}
+    record, _ = call(tmp_path, settings(None), nightly=NIGHTLY | {"comparisons": [regression]})
+    line = next(x for x in record["payload"]["text"].splitlines() if "dense-v2" in x)
+    assert line.endswith(f"; {clause}")
+    assert record["payload"]["regressions"][0]["holds_for_every_grading"] is holds

@@ -63,6 +63,10 @@ def test_rows_carry_every_column_with_the_overall_row_unsliced(evaluations):
     for status in STATUSES:
         assert overall[f"n_{status}"].to_list() == source[f"n_{status}"].to_list()
     assert overall["mean_candidate_recall"].to_list() == source["mean_candidate_recall"].to_list()
+    # The bounds of each mean over every grading of the holes.
+    assert overall["n_bounded"].to_list() == source["n_bounded"].to_list()
+    assert overall["ndcg_min"].to_list() == source["macro_ndcg_min"].to_list()
+    assert overall["ndcg_max"].to_list() == source["macro_ndcg_max"].to_list()
     for column in ("candidate_pool", "judgment_version", "spec_id", "judgments_sha256",
                    "pool_sha256", "project_version"):
         assert rows[column].unique().to_list() == source[column].unique().to_list()
@@ -89,6 +93,9 @@ def test_nightly_verdicts_and_attribution_go_on_the_overall_rows(evaluations):
         assert row["verdict"].item() == c["verdict"]
         assert row["mean_diff"].item() == c["mean_diff"]
         assert row["p_adjusted"].item() == c["p_adjusted"]
+        # The change's range over every grading of the holes is kept beside the verdict.
+        assert row.select("diff_min", "diff_max", "holds_for_every_grading").row(0) == (
+            c["diff_min"], c["diff_max"], c["holds_for_every_grading"])
     dense = overall.filter((pl.col("ranker") == "dense-v2") & (pl.col("cutoff") == 10))
     assert dense.select("from_judgments", "from_pool", "previous_judgment_version").row(0) == (
         -0.1, -0.2, "maint-v1")
