@@ -244,15 +244,25 @@ def latest_by_key(records: Sequence[Mapping]) -> dict[str, dict]:
     """The last record of every alert, in the order the alerts were first recorded (lines
     that are JSON but not an alert record are skipped)."""
     latest: dict[str, dict] = {}
-    for record in records:
-        if isinstance(record.get("key"), str) and isinstance(record.get("payload"), dict):
-            latest[record["key"]] = {**latest.get(record["key"], {}), **record}
+    for record in filter(is_alert_record, records):
+        latest[record["key"]] = {**latest.get(record["key"], {}), **record}
     return latest
 
 
+def is_alert_record(record: Mapping) -> bool:
+    return isinstance(record.get("key"), str) and isinstance(record.get("payload"), dict)
+
+
 def read_alerts(alerts_file: Location) -> list[dict]:
-    """Every recorded alert, its latest state, oldest first (an absent file is no alert)."""
-    return list(latest_by_key(append_log.read(alerts_file).records).values())
+    """Every recorded alert, its latest state, oldest first (an absent file is no alert). Lines
+    that are not JSON objects are named by the log's reader; JSON objects that are no alert
+    record (another program's line) are counted here: both are skipped, never fatal."""
+    records = append_log.read(alerts_file).records
+    foreign = sum(not is_alert_record(r) for r in records)
+    if foreign:
+        LOG.warning(f"{alerts_file}: {foreign} JSON line(s) without a string 'key' and an "
+                    "object 'payload' are no alert record: skipped")
+    return list(latest_by_key(records).values())
 
 
 def alerted_keys(alerts_file: Location) -> set[str]:

@@ -76,3 +76,25 @@ def test_a_damaged_history_is_named_with_what_to_do(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{history}: the evaluation history is not a readable Parquet file" in err
     assert "move it aside" in err and "Traceback" not in err
+
+
+def test_a_damaged_alert_log_is_named_and_the_history_still_prints(storage, tmp_path, capsys,
+                                                                  caplog):
+    """A foreign line, a JSON line that is no alert and a torn last line (a full disk) in
+    alerts.jsonl: each is named, and the trend and the alert recorded before them still print."""
+    import shutil
+
+    root, gen = storage
+    copy = tmp_path / "storage"
+    shutil.copytree(root, copy)
+    alerts = copy / HISTORY_FOLDER / "alerts.jsonl"
+    lines = alerts.read_text().splitlines()
+    alerts.write_text("\n".join(["not json at all", *lines, '{"other": "tool"}']) + '\n{"key": "cut')
+    with caplog.at_level("WARNING"):
+        code, out = history([str(copy)], capsys)
+    assert code == 0
+    assert f"for {gen.REGRESSION_NIGHT}/{gen.JUDGMENT_VERSION_2}/" in out
+    warnings = "\n".join(r.getMessage() for r in caplog.records)
+    assert f"{alerts}: line 1 skipped: not JSON" in warnings
+    assert f"line {len(lines) + 3} skipped: a last line cut short" in warnings
+    assert "1 JSON line(s) without a string 'key'" in warnings
