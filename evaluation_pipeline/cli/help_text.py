@@ -48,6 +48,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "verdict against the previous night and its split into judgments and pool; --night "
         "drills into one night.",
         "ndcg-eval history .storage --ranker dense-v2 --cutoff 10"),
+    "holes": (
+        "The worklist of what to judge next: every unknown or unjudged document (hole) of the "
+        "judged queries, ordered by how much its grade is expected to narrow the bounds of "
+        "each ranker's NDCG at the spec's largest cutoff, weighted by the queries' traffic "
+        "and summed over the rankers; ties by query_id, then doc_id. With --out a CSV file "
+        "that, with its grade column filled in, is a judgment version.",
+        f"ndcg-eval holes --judgments {JUDGMENTS} --run {POOL} "
+        "--queries examples/data/queries.csv --budget 5"),
 }
 
 

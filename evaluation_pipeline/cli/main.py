@@ -9,6 +9,7 @@
     ndcg-eval reconcile --judgments FILE --run FILE|DIR --from SPEC --to SPEC [--shapley] ...
     ndcg-eval history STORAGE [--ranker R] [--cutoff K] [--night POOL] [--json]
     ndcg-eval agreement --judgments FILE [--run FILE|DIR] [--spec FILE] [--json]
+    ndcg-eval holes --judgments FILE --run FILE|DIR [--queries FILE] [--budget N] [--out FILE]
 
 RESULTS is the output folder of ``ndcg-eval score`` or its per_query.parquet.
 
@@ -35,6 +36,7 @@ from evaluation_pipeline.cli import compare_command as compare
 from evaluation_pipeline.cli import explain_command as explain
 from evaluation_pipeline.cli import help_text
 from evaluation_pipeline.cli import history_command as history
+from evaluation_pipeline.cli import holes_command as holes
 from evaluation_pipeline.cli import reconcile_command as reconcile
 from evaluation_pipeline.cli import report_command as report
 from evaluation_pipeline.cli import score_command as score
@@ -55,7 +57,7 @@ HELP_WIDTH = 88
 
 COMMANDS = {"score": score.run, "spec": spec.run, "report": report.run, "compare": compare.run,
             "explain": explain.run, "reconcile": reconcile.run, "history": history.run,
-            "agreement": agreement.run}
+            "agreement": agreement.run, "holes": holes.run}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -169,6 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     _spec_arguments(spec)
     _reconcile_parser(commands)
     _history_parser(commands)
+    _holes_parser(commands)
     return parser
 
 
@@ -262,6 +265,30 @@ def _history_parser(subparsers) -> argparse.ArgumentParser:
                         help="that night's drill-down instead of the trend: its verdicts, the "
                         "queries that moved most and the change by slice, and its report")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
+    _storage_arguments(parser)
+    return parser
+
+
+def _holes_parser(subparsers) -> argparse.ArgumentParser:
+    parser = _command(subparsers, "holes",
+                      "the unjudged and unknown documents to judge next, in priority order")
+    parser.add_argument("--judgments", required=True, type=_location,
+                        help="judgment version file")
+    parser.add_argument("--run", required=True, type=_location,
+                        help="run file, or a pool folder with one run file per ranker")
+    parser.add_argument("--queries", type=_location,
+                        help="query weights (traffic) and query_text; without it every query "
+                        "weighs 1")
+    parser.add_argument("--budget", type=int, metavar="N",
+                        help="only the first N holes (default: every hole)")
+    parser.add_argument("--out", type=_location, metavar="FILE",
+                        help="write the worklist to this .csv file (default: print it); with "
+                        "its grade column filled in it is a judgment version")
+    parser.add_argument("--format", choices=FORMATS, help="format of every input file")
+    parser.add_argument("--judgment-version", help="version name when the file carries none")
+    parser.add_argument("--pool", help="candidate pool name when the file carries none")
+    parser.add_argument("--ranker", help="ranker name for a run file without one")
+    _spec_arguments(parser)
     _storage_arguments(parser)
     return parser
 
