@@ -35,6 +35,7 @@ SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.json"
 HTML_FILE = "report.html"
 AGGREGATES_FILE = "aggregates.parquet"
+WORKLIST_FILE = "worklist.csv"  # the holes to judge next (ndcg-eval holes --out, judging_worklist)
 TRACES_FOLDER = "traces"
 # On object storage only (io.result_folder): written after every file of a result, it names
 # them; readers require it. A rewrite stages its files under INCOMING_FOLDER first.
@@ -129,6 +130,12 @@ def report_folder(pool: str, version: str, spec_id: str) -> Place:
 
 def report_file(pool: str, version: str, spec_id: str) -> Place:
     return (*report_folder(pool, version, spec_id), REPORT_FILE)
+
+
+def worklist_file(pool: str, version: str, spec_id: str) -> Place:
+    """Beside the scores and the report, in a folder of its own: a report's folder is replaced
+    whole when the report is written again, which would take a worklist with it."""
+    return ("worklists", pool, version, spec_id, WORKLIST_FILE)
 
 
 HISTORY: Place = (HISTORY_FOLDER,)

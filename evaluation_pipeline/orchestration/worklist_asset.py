@@ -1,0 +1,110 @@
+"""``judging_worklist``: per evaluation (pool x version), the holes to judge next, in the order
+of contract section 3, rule 8 (``analysis.worklist``), as ``ndcg-eval holes --out`` writes
+them: ``worklists/<pool>/<version>/<spec_id>/worklist.csv``, written at once.
+
+Built the way ``assets.build_evaluation_assets`` builds the scoring asset: the same partitions,
+storage resource, code version (project version and spec_id) and automation, after the
+evaluation's ``query_scores``. Its inputs are the published judgment version, pool and queries
+table the scores were computed from. ``build_worklist_asset`` takes the names that differ in a
+code location whose assets have a key prefix, so that it serves one as well.
+"""
+
+import dagster as dg
+import polars as pl
+
+from evaluation_pipeline.analysis.worklist import headline_cutoff, worklist
+from evaluation_pipeline.io.storage import (
+    Place,
+    judgments_file,
+    pool_file,
+    queries_file,
+    worklist_file,
+)
+from evaluation_pipeline.orchestration.assets import (
+    EVALUATION_GROUP,
+    evaluation_code_version,
+)
+from evaluation_pipeline.orchestration.partitions import (
+    evaluation_partitions,
+    split_evaluation_key,
+)
+from evaluation_pipeline.orchestration.resources import EvaluationStorage
+from evaluation_pipeline.spec import EvaluationSpec
+
+WORKLIST_ASSET = "judging_worklist"
+# Holes shown in the materialization's metadata; the file has them all.
+SHOWN = 10
+
+
+def build_worklist_asset(
+    spec: EvaluationSpec,
+    *,
+    partitions_def: dg.PartitionsDefinition = evaluation_partitions,
+    key_prefix: tuple[str, ...] = (),
+    group_name: str = EVALUATION_GROUP,
+    storage_key: str = "storage",
+    scores: dg.AssetKey = dg.AssetKey("query_scores"),
+    queries: dg.AssetKey = dg.AssetKey("queries"),
+) -> dg.AssetsDefinition:
+    """``judging_worklist`` under ``spec``. The defaults are the project's own code location's
+    names; a prefixed instance passes its partitions, key prefix, group, storage resource key
+    and the keys of its ``query_scores`` and ``queries``."""
+    automation = (
+        dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()
+    )
+
+    @dg.asset(
+        name=WORKLIST_ASSET,
+        key_prefix=list(key_prefix) or None,
+        partitions_def=partitions_def,
+        group_name=group_name,
+        required_resource_keys={storage_key},
+        kinds={"polars", "csv"},
+        code_version=evaluation_code_version(spec),
+        automation_condition=automation,
+        deps=[scores, queries],
+        metadata={"spec_id": spec.spec_id, "cutoff": headline_cutoff(spec)},
+        description="The unknown and unjudged documents of an evaluation to judge next, in the "
+        "order their grades are expected to narrow the bounds of each ranker's NDCG at the "
+        "spec's largest cutoff, weighted by the queries' traffic (contract section 3, rule 8); "
+        "with its grade column filled in, the CSV file is a judgment version to land.",
+    )
+    def judging_worklist(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        storage: EvaluationStorage = getattr(context.resources, storage_key)
+        pool, version = split_evaluation_key(context.partition_key)
+        judgments = _published(storage, judgments_file(version), f"judgment version {version!r}")
+        pool_rows = _published(storage, pool_file(pool), f"candidate pool {pool!r}")
+        weights = _published(storage, queries_file(), "the queries table")
+        listed = worklist(judgments, pool_rows, spec, weights)
+        path = storage.write_text(listed.write_csv(), *worklist_file(pool, version, spec.spec_id))
+        context.log.info(f"{listed.height} holes of {pool} x {version} listed in {path}")
+        return dg.MaterializeResult(metadata={
+            "dagster/row_count": listed.height,
+            "queries_with_holes": listed["query_id"].n_unique(),
+            "expected_narrowing_of_all": float(listed["expected_narrowing"].sum()),
+            "first_holes": dg.MetadataValue.md(_markdown(listed.head(SHOWN))),
+            "worklist": dg.MetadataValue.path(path),
+            "spec_id": spec.spec_id,
+        })
+
+    return judging_worklist
+
+
+def _published(storage: EvaluationStorage, place: Place, what: str) -> pl.DataFrame:
+    """A published input's rows; a folder without its manifest is not published yet."""
+    if storage.manifest(*place[:-1]) is None:
+        raise dg.Failure(f"{what} is not published yet in {storage.path(*place[:-1])}; "
+                         "materialize its ingest partition (or land it) first")
+    return storage.read_parquet(*place)
+
+
+def _markdown(listed: pl.DataFrame) -> str:
+    if listed.height == 0:
+        return "no holes: every candidate of every judged query is graded"
+    header = "| priority | query_id | doc_id | rankers (top K) | best | width | expected |"
+    lines = [header, "|---:|---|---|---|---:|---:|---:|"]
+    for row in listed.iter_rows(named=True):
+        lines.append(f"| {row['priority']} | {row['query_id']} | {row['doc_id']} | "
+                     f"{row['rankers'] or ''} | {row['best_position'] or ''} | "
+                     f"{row['bound_width']:.3f} | {row['expected_narrowing']:.5f} |")
+    return "\n".join(lines)
