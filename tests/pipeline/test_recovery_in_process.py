@@ -30,6 +30,7 @@ from evaluation_pipeline.orchestration.selection import expected_evaluations
 from tests.support.temporary_pipeline import (
     LANDING,
     POOL_1,
+    POOL_2,
     VERSION_1,
     VERSION_2,
     make_pipeline,
@@ -321,6 +322,20 @@ def test_a_deleted_manifest_is_published_again_from_the_landing(pipeline, what):
     assert unpublished_inputs(resources["landing"], resources["storage"]) == []
     assert all(state.whole for state in _states(pipeline))
     assert pipeline.runner.run_until_quiet() == []  # done again: nothing more
+
+
+def test_a_pool_landing_after_a_deleted_version_manifest_is_evaluated_under_it(pipeline):
+    """The version whose manifest vanished is still expected: a pool that lands next is
+    evaluated under it (nothing says "current" while an evaluation is missing)."""
+    assert all(o.success for o in pipeline.runner.run_until_quiet())
+    (pipeline.storage / "judgments" / VERSION_1 / "manifest.json").unlink()
+    pipeline.land_pool(POOL_2)
+    again = pipeline.runner.run_until_quiet()
+    assert again and all(o.success for o in again), again
+    states = _states(pipeline)
+    assert {(s.pool, s.version) for s in states} == {(POOL_1, VERSION_1), (POOL_2, VERSION_1)}
+    assert all(state.whole for state in states)
+    assert pipeline.report(POOL_2, VERSION_1).is_file()
 
 
 def test_a_torn_manifest_is_named_not_a_traceback(pipeline):
