@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import polars as pl
 import pytest
 
 from evaluation_pipeline.cli import main as cli
@@ -98,3 +99,21 @@ def test_a_damaged_alert_log_is_named_and_the_history_still_prints(storage, tmp_
     assert f"{alerts}: line 1 skipped: not JSON" in warnings
     assert f"line {len(lines) + 3} skipped: a last line cut short" in warnings
     assert "1 JSON line(s) without a string 'key'" in warnings
+
+
+def test_the_regressions_are_set_apart_with_their_drill_down(storage):
+    """What `make run` prints before the week's trend: only the regressed rows, and the command
+    that drills into each regressed night."""
+    root, gen = storage
+    block = history_command.render_regressions(history_command.trend_rows(root), root)
+    lines = block.splitlines()
+    assert lines[0] == "REGRESSIONS (against the previous night):"
+    rows = [line.split() for line in lines[3:] if line.startswith("pool-")]
+    assert [(r[0], r[2], r[3]) for r in rows] == [
+        (gen.REGRESSION_NIGHT, gen.REGRESSED_RANKER, "NDCG@5"),
+        (gen.REGRESSION_NIGHT, gen.REGRESSED_RANKER, "NDCG@10")]
+    assert all(float(r[4]) < 0 and r[-1] != gen.REGRESSION_NIGHT for r in rows)
+    assert lines[-1] == f"drill down: ndcg-eval history {root} --night {gen.REGRESSION_NIGHT}"
+    calm = history_command.trend_rows(root).filter(pl.col("verdict") != "regressed")
+    assert history_command.render_regressions(calm, root) == (
+        "No ranker regressed against its previous night.")
