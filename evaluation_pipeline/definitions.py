@@ -17,6 +17,7 @@ module's ``defs`` is one use of it, built when first asked for (by Dagster, or a
 
 from __future__ import annotations
 
+import textwrap
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -36,21 +37,15 @@ from evaluation_pipeline.io.storage import (
     DEFAULT_STORAGE,
     REPO,
 )
-from evaluation_pipeline.orchestration.assets import (
-    EVALUATION_GROUP,
-    build_evaluation_assets,
-)
+from evaluation_pipeline.orchestration.assets import build_evaluation_assets
 from evaluation_pipeline.orchestration.checks import (
     build_evaluation_checks,
-    ingest_checks,
+    build_ingest_checks,
 )
-from evaluation_pipeline.orchestration.ingest_assets import (
-    candidate_pools,
-    judgments,
-    queries,
-)
-from evaluation_pipeline.orchestration.jobs import jobs
+from evaluation_pipeline.orchestration.ingest_assets import build_ingest_assets
+from evaluation_pipeline.orchestration.jobs import build_jobs, evaluation_selection
 from evaluation_pipeline.orchestration.memory import MemoryBudget
+from evaluation_pipeline.orchestration.partitions import Naming
 from evaluation_pipeline.orchestration.resources import (
     EvaluationStorage,
     LandingZone,
@@ -65,7 +60,7 @@ from evaluation_pipeline.orchestration.schedules import (
 from evaluation_pipeline.orchestration.scoring import ScoringEngine
 from evaluation_pipeline.orchestration.sensors import (
     build_evaluation_sensor,
-    ingest_sensors,
+    build_ingest_sensors,
 )
 from evaluation_pipeline.spec import EvaluationSpec, load_spec
 from schemas.errors import EvaluationError
@@ -108,7 +103,8 @@ def nightly_watch() -> NightlyWatch:
     return NightlyWatch(**thresholds)
 
 
-def nightly_schedule(spec: EvaluationSpec, cron: str | None, timezone: str | None):
+def nightly_schedule(spec: EvaluationSpec, cron: str | None, timezone: str | None,
+                     naming: Naming = Naming()):
     """The nightly schedule; a cron string or time zone Dagster refuses is named here."""
     cron = cron or settings.NIGHTLY_CRON.get() or DEFAULT_CRON
     timezone = timezone or settings.NIGHTLY_TIMEZONE.get() or DEFAULT_TIMEZONE
@@ -118,7 +114,7 @@ def nightly_schedule(spec: EvaluationSpec, cron: str | None, timezone: str | Non
         raise EvaluationError(f"{settings.NIGHTLY_TIMEZONE.name}={timezone!r} is not a time "
                               "zone (write e.g. UTC or Europe/Berlin)") from None
     try:
-        return build_nightly_schedule(spec, cron, timezone)
+        return build_nightly_schedule(spec, cron, timezone, naming)
     except dg.DagsterInvalidDefinitionError:
         raise EvaluationError(f"{settings.NIGHTLY_CRON.name}={cron!r} is not a cron string "
                               "(write e.g. '0 2 * * *')") from None
@@ -153,7 +149,14 @@ def build_definitions(
     storage_options: dict[str, Any] | None = None,
     memory: MemoryBudget | None = None,
     spark_master: str | None = None,
+    key_prefix: str | list[str] | None = None,
+    group_name: str | None = None,
 ) -> dg.Definitions:
+    """The pipeline's definitions. ``key_prefix`` (a name or a list of names) prefixes its
+    asset keys and names its jobs, sensors, schedule, resource keys and partitions apart, so
+    that instances with different prefixes live in one code location; ``group_name`` puts
+    every asset in that group (without it: the ``ingest`` and ``evaluation`` groups)."""
+    naming = Naming.of(key_prefix, group_name)
     spec = pipeline_spec(spec_path)
     storage = EvaluationStorage(base=setting(
         storage_base, settings.STORAGE, "the storage (a folder or an fsspec URL)",
@@ -170,37 +173,39 @@ def build_definitions(
     if engine not in ENGINES:
         raise EvaluationError(f"{settings.ENGINE.name}={engine!r} is not an engine: choose one "
                               f"of {', '.join(ENGINES)}")
+    resources = {
+        "storage": storage,
+        "landing": landing,
+        "policy": policy or QualityPolicy(),
+        # The baseline pool and the webhook are read from the environment at run time
+        # (NDCG_EVAL_BASELINE_POOL, NDCG_EVAL_ALERT_WEBHOOK) unless configured here.
+        "watch": watch,
+        # auto streams Parquet (the published files are) past a small size.
+        "scoring": ScoringEngine(engine=engine,
+                                 spark_master=spark_master or settings.SPARK_MASTER.get(),
+                                 incremental=settings.incremental()),
+        # Unset fields read NDCG_EVAL_MEMORY_LIMIT and NDCG_EVAL_SPILL_DIR when a step runs.
+        "memory": memory or MemoryBudget(),
+    }
     return dg.Definitions(
-        assets=[judgments, candidate_pools, queries, *build_evaluation_assets(spec)],
-        asset_checks=[*ingest_checks, *build_evaluation_checks(spec)],
-        jobs=jobs,
+        assets=[*build_ingest_assets(naming), *build_evaluation_assets(spec, naming)],
+        asset_checks=[*build_ingest_checks(naming), *build_evaluation_checks(spec, naming)],
+        jobs=list(build_jobs(naming)),
         sensors=[
-            *ingest_sensors,
-            build_evaluation_sensor(spec),
+            *build_ingest_sensors(naming),
+            build_evaluation_sensor(spec, naming),
             dg.AutomationConditionSensorDefinition(
-                "evaluation_automation",
-                target=dg.AssetSelection.groups(EVALUATION_GROUP),
+                naming.name("evaluation_automation"),
+                target=evaluation_selection(naming),
                 default_status=dg.DefaultSensorStatus.RUNNING,
                 description="Scores and reports follow new upstream partitions.",
             ),
         ],
         schedules=[
-            nightly_schedule(spec, nightly_cron, nightly_timezone),
+            nightly_schedule(spec, nightly_cron, nightly_timezone, naming),
         ],
-        resources={
-            "storage": storage,
-            "landing": landing,
-            "policy": policy or QualityPolicy(),
-            # The baseline pool and the webhook are read from the environment at run time
-            # (NDCG_EVAL_BASELINE_POOL, NDCG_EVAL_ALERT_WEBHOOK) unless configured here.
-            "watch": watch,
-            # auto streams Parquet (the published files are) past a small size.
-            "scoring": ScoringEngine(engine=engine,
-                                     spark_master=spark_master or settings.SPARK_MASTER.get(),
-                                     incremental=settings.incremental()),
-            # Unset fields read NDCG_EVAL_MEMORY_LIMIT and NDCG_EVAL_SPILL_DIR when a step runs.
-            "memory": memory or MemoryBudget(),
-        },
+        # Under the instance's names: another instance's storage or landing is its own.
+        resources={naming.name(key): resource for key, resource in resources.items()},
     )
 
 
@@ -224,14 +229,28 @@ ATTRIBUTES = (
 )
 # A deployment names these; every other attribute has a default.
 REQUIRED = ("storage", "landing", "queries")
+# attribute: (what it does, what leaving it out means, an example value). No variable stands
+# for these: an instance is named in its defs.yaml, and the project's own location has no name.
+NAMING_ATTRIBUTES = (
+    ("key_prefix", "the prefix of this instance's asset keys, and of its jobs, sensors, "
+     "schedule, resource keys and partitions: a name or a list of names; two instances in one "
+     "code location need different ones", "no prefix", "search"),
+    ("group_name", "the group of every asset of this instance",
+     "the ingest and evaluation groups", "search_quality"),
+)
 
 
 def defs_yaml(type_name: str) -> str:
     """The scaffolded defs.yaml: the locations a deployment must name, uncommented; the rest
     commented out (the variable's value, else its default, applies)."""
     lines = [f"type: {type_name}", "",
-             "# An attribute left out is read from its environment variable (docs/dagster.md).",
+             "# An attribute left out is read from its environment variable, if it has one "
+             "(docs/dagster.md).",
              "attributes:"]
+    for name, meaning, default, example in NAMING_ATTRIBUTES:
+        lines += textwrap.wrap(meaning, 94, initial_indent="  # ", subsequent_indent="  # ")
+        lines.append(f"  # (left out: {default})")
+        lines.append(f"  # {name}: {example}")
     for name, variable, example in ATTRIBUTES:
         lines.append(f"  # {variable.meaning}")
         lines.append(f"  # (left out: {variable.name}, else {variable.default})")
@@ -270,6 +289,10 @@ class NdcgEvaluation(dg.Component, dg.Resolvable, dg.Model):
     min_effect: float | None = None  # the smallest drop called a regression (NDCG_EVAL_MIN_EFFECT)
     baseline_pool: str | None = None  # one pool every night is compared with (NDCG_EVAL_BASELINE_POOL)
     alert_webhook: str | None = None  # where alerts are POSTed (NDCG_EVAL_ALERT_WEBHOOK)
+    # Dagster's key_prefix: prefixes the asset keys and names the jobs, sensors, schedule,
+    # resource keys and partitions apart, so that two instances share a code location.
+    key_prefix: list[str] | str | None = None
+    group_name: str | None = None  # every asset in this group (else: ingest and evaluation)
 
     def build_defs(self, context: dg.ComponentLoadContext | None = None) -> dg.Definitions:
         if self.memory_limit is not None:
@@ -284,7 +307,8 @@ class NdcgEvaluation(dg.Component, dg.Resolvable, dg.Model):
             nightly_timezone=self.nightly_timezone, engine=self.engine,
             watch=NightlyWatch(**{**watch.model_dump(), **given}) if given else watch,
             storage_options=self.storage_options, spark_master=self.spark_master,
-            memory=MemoryBudget(memory_limit=self.memory_limit, spill_dir=self.spill_dir))
+            memory=MemoryBudget(memory_limit=self.memory_limit, spill_dir=self.spill_dir),
+            key_prefix=self.key_prefix, group_name=self.group_name)
 
 
 # The code location once built: Dagster builds it once per process, and so does ``defs``.

@@ -46,18 +46,14 @@ from evaluation_pipeline.nightly import verdicts as nightly
 from evaluation_pipeline.nightly.alerts import notify
 from evaluation_pipeline.nightly.history import numeric_metadata, read_history
 from evaluation_pipeline.nightly.watch import record_evaluation, watch_evaluation
-from evaluation_pipeline.orchestration.ingest_assets import (
-    candidate_pools,
-    judgments,
-    queries,
-    utc_now,
-)
+from evaluation_pipeline.orchestration.ingest_assets import utc_now
 from evaluation_pipeline.orchestration.memory import MemoryBudget
 from evaluation_pipeline.orchestration.partitions import (
+    DEFAULT,
     POOL_DIMENSION,
     VERSION_DIMENSION,
-    candidate_pool_partitions,
-    evaluation_partitions,
+    Naming,
+    evaluation_partitions_of,
     split_evaluation_key,
 )
 from evaluation_pipeline.orchestration.resources import (
@@ -177,16 +173,18 @@ def score_evaluation(storage: EvaluationStorage, scoring: ScoringEngine, pool: s
 # -- the nightly watch ------------------------------------------------------------------------
 
 
-def _nights(instance: dg.DagsterInstance,
-            storage: EvaluationStorage) -> tuple[dict[str, str], dict[str, str]]:
-    """(pool -> ready time, version -> publication time) of every published pool and version."""
+def _nights(instance: dg.DagsterInstance, storage: EvaluationStorage,
+            naming: Naming) -> tuple[dict[str, str], dict[str, str]]:
+    """(pool -> ready time, version -> publication time) of every published pool and version
+    of the instance ``naming`` names."""
     ready = {}
-    for pool in instance.get_dynamic_partitions(candidate_pool_partitions.name):
+    for pool in instance.get_dynamic_partitions(naming.candidate_pools.name):
         manifest = storage.manifest(*pool_folder(pool))
         if manifest is not None:
             ready[pool] = nightly.ready_at_of(manifest)
     published = {version: manifest[nightly.PUBLISHED_AT]
-                 for version, manifest in published_versions(instance, storage).items()}
+                 for version, manifest in published_versions(instance, storage,
+                                                             naming).items()}
     return ready, published
 
 
@@ -250,35 +248,42 @@ def _alert(context: dg.AssetExecutionContext, storage: EvaluationStorage, watch:
 # -- evaluation ---------------------------------------------------------------------------------
 
 
-def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
+def build_evaluation_assets(spec: EvaluationSpec,
+                            naming: Naming = DEFAULT) -> list[dg.AssetsDefinition]:
     """``query_scores`` and ``evaluation_report`` (with ``evaluation_history``) under ``spec``
-    (its spec_id is in the code version, so a changed spec marks every partition stale)."""
+    (its spec_id is in the code version, so a changed spec marks every partition stale), of the
+    instance ``naming`` names."""
     code_version = evaluation_code_version(spec)
+    evaluation_partitions = evaluation_partitions_of(naming)
+    group = naming.group(EVALUATION_GROUP)
+    report_key, history_key = naming.key(REPORT_ASSET), naming.key(HISTORY_ASSET)
     # Follow new upstream partitions, but never past a failed blocking check of an input.
     automation = (
         dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()
     )
 
     @dg.asset(
+        key_prefix=list(naming.prefix) or None,
         partitions_def=evaluation_partitions,
-        group_name=EVALUATION_GROUP,
+        group_name=group,
+        required_resource_keys=naming.resource_keys("storage", "scoring", "memory"),
         kinds={"polars", "parquet"},
         code_version=code_version,
         automation_condition=automation,
         deps=[
-            dg.AssetDep(judgments, partition_mapping=dg.MultiToSingleDimensionPartitionMapping(
-                partition_dimension_name=VERSION_DIMENSION)),
-            dg.AssetDep(candidate_pools, partition_mapping=dg.MultiToSingleDimensionPartitionMapping(
-                partition_dimension_name=POOL_DIMENSION)),
+            dg.AssetDep(naming.key("judgments"),
+                        partition_mapping=dg.MultiToSingleDimensionPartitionMapping(
+                            partition_dimension_name=VERSION_DIMENSION)),
+            dg.AssetDep(naming.key("candidate_pools"),
+                        partition_mapping=dg.MultiToSingleDimensionPartitionMapping(
+                            partition_dimension_name=POOL_DIMENSION)),
         ],
         metadata={"spec": dg.MetadataValue.json(spec.to_dict()), "spec_id": spec.spec_id},
         description="Per-query NDCG for every ranker of a pool against a judgment version.",
         pool=SCORING_POOL,
     )
-    def query_scores(
-        context: dg.AssetExecutionContext, storage: EvaluationStorage, scoring: ScoringEngine,
-        memory: MemoryBudget,
-    ) -> dg.MaterializeResult:
+    def query_scores(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        storage, scoring, memory = naming.resources(context, "storage", "scoring", "memory")
         pool, version = split_evaluation_key(context.partition_key)
         result = score_evaluation(storage, scoring, pool, version, spec,
                                   memory.budget(storage))
@@ -307,38 +312,37 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
     # One step writes both: the report's nightly section and the history row it adds are
     # decided together, under the history's lock.
     @dg.multi_asset(
-        name="evaluation_report",
+        name=naming.name(REPORT_ASSET),
         partitions_def=evaluation_partitions,
+        required_resource_keys=naming.resource_keys("storage", "scoring", "watch"),
         specs=[
             dg.AssetSpec(
-                REPORT_ASSET,
-                group_name=EVALUATION_GROUP,
+                report_key,
+                group_name=group,
                 kinds={"polars", "html"},
                 code_version=code_version,
                 automation_condition=automation,
-                deps=[query_scores, queries],
+                deps=[query_scores, naming.key("queries")],
                 metadata={"spec_id": spec.spec_id},
                 description="Aggregates, intervals, ranker comparison, the comparison with the "
                 "previous night and the report, with lineage; when the newest night regressed, "
                 "an alert.",
             ),
             dg.AssetSpec(
-                HISTORY_ASSET,
-                group_name=EVALUATION_GROUP,
+                history_key,
+                group_name=group,
                 kinds={"polars", "parquet", "html"},
                 code_version=code_version,
                 automation_condition=automation,
-                deps=[REPORT_ASSET],
+                deps=[report_key],
                 description="Every evaluation's aggregates night after night "
                 f"({'/'.join(history_file())}, a rerun replaces its rows) and the trend page "
                 f"({'/'.join(history_html_file())}).",
             ),
         ],
     )
-    def evaluation_report(
-        context: dg.AssetExecutionContext, storage: EvaluationStorage, scoring: ScoringEngine,
-        watch: NightlyWatch,
-    ) -> Iterator[dg.MaterializeResult]:
+    def evaluation_report(context: dg.AssetExecutionContext) -> Iterator[dg.MaterializeResult]:
+        storage, scoring, watch = naming.resources(context, "storage", "scoring", "watch")
         pool, version = split_evaluation_key(context.partition_key)
         scores = scores_file(pool, version, spec.spec_id)
         if not storage.exists(*scores):
@@ -349,7 +353,7 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
             storage, queries_file(), "the queries table")
         config = ReportConfig()
         settings = watch.settings(config)
-        ready, published = _nights(context.instance, storage)
+        ready, published = _nights(context.instance, storage, naming)
         previous = nightly.previous_night(pool, ready, settings.baseline_pool)
         previous_scores = _previous_scores(context, storage, scoring, previous, version, spec)
         # Both nights' numbers in one pass, where the engine sums (a cluster's executors, or
@@ -388,7 +392,7 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
         alert = _alert(context, storage, watch, step, pool, spec, written[HTML_FILE])
         regressed = nightly.regressions(step.section)
         yield dg.MaterializeResult(
-            asset_key=REPORT_ASSET,
+            asset_key=report_key,
             metadata={
                 # What the partition's page says first: regressed or not, and for whom.
                 "verdict": (
@@ -413,7 +417,7 @@ def build_evaluation_assets(spec: EvaluationSpec) -> list[dg.AssetsDefinition]:
             },
         )
         yield dg.MaterializeResult(
-            asset_key=HISTORY_ASSET,
+            asset_key=history_key,
             metadata={
                 "dagster/row_count": history.height,
                 "evaluations": history.select(EVALUATION_KEY).unique().height,

@@ -37,17 +37,13 @@ from evaluation_pipeline.orchestration.nightly_status import (
     standing_regressions,
 )
 from evaluation_pipeline.orchestration.partitions import (
-    candidate_pool_partitions,
+    DEFAULT,
+    Naming,
     evaluation_key,
-    evaluation_partitions,
-    judgment_version_partitions,
+    evaluation_partitions_of,
     split_evaluation_key,
 )
-from evaluation_pipeline.orchestration.resources import (
-    EvaluationStorage,
-    QualityPolicy,
-    hash_version,
-)
+from evaluation_pipeline.orchestration.resources import EvaluationStorage, hash_version
 from evaluation_pipeline.orchestration.selection import published_versions
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
@@ -90,60 +86,73 @@ def _published_check(storage: EvaluationStorage, place: Place, hash_of: str,
     )
 
 
-@dg.asset_check(asset="judgments", blocking=True, partitions_def=judgment_version_partitions,
-                description="The published judgment version is valid and unaltered.")
-def judgments_valid(context: dg.AssetCheckExecutionContext,
-                    storage: EvaluationStorage) -> dg.AssetCheckResult:
-    version = context.partition_key
-    return _published_check(storage, judgments_file(version), "judgments",
-                            f"judgment version {version!r}")
+def build_ingest_checks(naming: Naming = DEFAULT) -> list[dg.AssetChecksDefinition]:
+    """The blocking checks of the published inputs of the instance ``naming`` names."""
+
+    @dg.asset_check(asset=naming.key("judgments"), blocking=True,
+                    partitions_def=naming.judgment_versions,
+                    required_resource_keys=naming.resource_keys("storage"),
+                    description="The published judgment version is valid and unaltered.")
+    def judgments_valid(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        (storage,) = naming.resources(context, "storage")
+        version = context.partition_key
+        return _published_check(storage, judgments_file(version), "judgments",
+                                f"judgment version {version!r}")
 
 
-@dg.asset_check(asset="candidate_pools", blocking=True, partitions_def=candidate_pool_partitions,
-                description="The published candidate pool is valid and unaltered.")
-def candidate_pool_valid(context: dg.AssetCheckExecutionContext,
-                         storage: EvaluationStorage) -> dg.AssetCheckResult:
-    pool = context.partition_key
-    return _published_check(storage, pool_file(pool), "pool",
-                            f"candidate pool {pool!r}")
+    @dg.asset_check(asset=naming.key("candidate_pools"), blocking=True,
+                    partitions_def=naming.candidate_pools,
+                    required_resource_keys=naming.resource_keys("storage"),
+                    description="The published candidate pool is valid and unaltered.")
+    def candidate_pool_valid(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        (storage,) = naming.resources(context, "storage")
+        pool = context.partition_key
+        return _published_check(storage, pool_file(pool), "pool",
+                                f"candidate pool {pool!r}")
 
 
-@dg.asset_check(asset="candidate_pools", blocking=True, partitions_def=candidate_pool_partitions,
-                description="Every ranker of the pool ranks the same candidate set per query "
-                "(an error when QualityPolicy.require_shared_candidates, else a warning).")
-def candidate_pool_shared_candidates(context: dg.AssetCheckExecutionContext,
-                                     storage: EvaluationStorage,
-                                     policy: QualityPolicy) -> dg.AssetCheckResult:
-    pool = context.partition_key
-    manifest = storage.manifest(*pool_file(pool)[:-1]) or {}
-    if "different_candidate_set_examples" in manifest:
-        # Counted when the pool was published, from the bytes candidate_pool_valid proves
-        # unaltered: counting again was 5 s of a 100M-row pool's ingest.
-        count = manifest["queries_with_different_candidate_sets"]
-        examples = manifest["different_candidate_set_examples"]
-    elif storage.is_local():  # out of core
-        count, examples = candidate_set_disagreements(storage.path(*pool_file(pool)))
-    else:
-        differing = candidate_set_differences(storage.read_parquet(*pool_file(pool)))
-        count, examples = differing.height, differing["query_id"].head(10).to_list()
-    return dg.AssetCheckResult(
-        passed=count == 0,
-        severity=dg.AssetCheckSeverity.ERROR if policy.require_shared_candidates
-        else dg.AssetCheckSeverity.WARN,
-        description=None if count == 0 else
-        f"{count} queries where the rankers rank different candidate sets: "
-        "comparing them is not a pure reranker comparison",
-        metadata={
-            "queries_with_different_candidate_sets": count,
-            "examples": dg.MetadataValue.json(examples),
-        },
-    )
+    @dg.asset_check(asset=naming.key("candidate_pools"), blocking=True,
+                    partitions_def=naming.candidate_pools,
+                    required_resource_keys=naming.resource_keys("storage", "policy"),
+                    description="Every ranker of the pool ranks the same candidate set per "
+                    "query (an error when QualityPolicy.require_shared_candidates, else a "
+                    "warning).")
+    def candidate_pool_shared_candidates(context: dg.AssetCheckExecutionContext
+                                         ) -> dg.AssetCheckResult:
+        storage, policy = naming.resources(context, "storage", "policy")
+        pool = context.partition_key
+        manifest = storage.manifest(*pool_file(pool)[:-1]) or {}
+        if "different_candidate_set_examples" in manifest:
+            # Counted when the pool was published, from the bytes candidate_pool_valid proves
+            # unaltered: counting again was 5 s of a 100M-row pool's ingest.
+            count = manifest["queries_with_different_candidate_sets"]
+            examples = manifest["different_candidate_set_examples"]
+        elif storage.is_local():  # out of core
+            count, examples = candidate_set_disagreements(storage.path(*pool_file(pool)))
+        else:
+            differing = candidate_set_differences(storage.read_parquet(*pool_file(pool)))
+            count, examples = differing.height, differing["query_id"].head(10).to_list()
+        return dg.AssetCheckResult(
+            passed=count == 0,
+            severity=dg.AssetCheckSeverity.ERROR if policy.require_shared_candidates
+            else dg.AssetCheckSeverity.WARN,
+            description=None if count == 0 else
+            f"{count} queries where the rankers rank different candidate sets: "
+            "comparing them is not a pure reranker comparison",
+            metadata={
+                "queries_with_different_candidate_sets": count,
+                "examples": dg.MetadataValue.json(examples),
+            },
+        )
+
+    return [judgments_valid, candidate_pool_valid, candidate_pool_shared_candidates]
 
 
 def _earlier_scored_version(instance: dg.DagsterInstance, storage: EvaluationStorage,
-                            pool: str, version: str, spec_id: str) -> str | None:
+                            pool: str, version: str, spec_id: str,
+                            naming: Naming) -> str | None:
     """The last version registered before ``version`` that has scores for ``pool``."""
-    versions = instance.get_dynamic_partitions(judgment_version_partitions.name)
+    versions = instance.get_dynamic_partitions(naming.judgment_versions.name)
     earlier = versions[:versions.index(version)] if version in versions else []
     for candidate in reversed(earlier):
         if storage.exists(*scores_file(pool, candidate, spec_id)):
@@ -156,16 +165,20 @@ def _by_ranker_table(frame: pl.DataFrame, column: str) -> dg.MetadataValue:
         [{"ranker": r, "cutoff": k, column: v} for r, k, v in frame.iter_rows()])
 
 
-def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefinition]:
+def build_evaluation_checks(spec: EvaluationSpec, naming: Naming = DEFAULT
+                            ) -> Iterable[dg.AssetChecksDefinition]:
     """Warning checks on ``query_scores`` under ``spec`` (they read its stored scores), the
     nightly regression check on ``evaluation_report`` (it reads the stored report and the
-    history) and the headline trend check on ``evaluation_history``."""
+    history) and the headline trend check on ``evaluation_history``, of the instance ``naming``
+    names."""
+    evaluation_partitions = evaluation_partitions_of(naming)
 
-    @dg.asset_check(asset="query_scores", partitions_def=evaluation_partitions,
+    @dg.asset_check(asset=naming.key("query_scores"), partitions_def=evaluation_partitions,
+                    required_resource_keys=naming.resource_keys("storage", "policy"),
                     description="Mean judged@K per ranker and cutoff is at least "
                     "QualityPolicy.min_judged_at_k.")
-    def judged_at_k_coverage(context: dg.AssetCheckExecutionContext, storage: EvaluationStorage,
-                             policy: QualityPolicy) -> dg.AssetCheckResult:
+    def judged_at_k_coverage(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        storage, policy = naming.resources(context, "storage", "policy")
         pool, version = split_evaluation_key(context.partition_key)
         per_query = storage.scan_parquet(*scores_file(pool, version, spec.spec_id),
                                          columns=COVERAGE_COLUMNS)
@@ -181,18 +194,18 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
                       "mean_judged_at_k": _by_ranker_table(coverage, "mean_judged_at_k")},
         )
 
-    @dg.asset_check(asset="query_scores", partitions_def=evaluation_partitions,
+    @dg.asset_check(asset=naming.key("query_scores"), partitions_def=evaluation_partitions,
+                    required_resource_keys=naming.resource_keys("storage", "policy"),
                     description="The share of incomplete queries does not rise against the "
                     "previous judgment version of the same pool by more than "
                     "QualityPolicy.max_incomplete_share_increase.")
-    def incomplete_share_trend(context: dg.AssetCheckExecutionContext,
-                               storage: EvaluationStorage,
-                               policy: QualityPolicy) -> dg.AssetCheckResult:
+    def incomplete_share_trend(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        storage, policy = naming.resources(context, "storage", "policy")
         pool, version = split_evaluation_key(context.partition_key)
         current = quality.incomplete_share(storage.scan_parquet(
             *scores_file(pool, version, spec.spec_id), columns=INCOMPLETE_COLUMNS))
         earlier = _earlier_scored_version(context.instance, storage, pool, version,
-                                          spec.spec_id)
+                                          spec.spec_id, naming)
         if earlier is None:
             return dg.AssetCheckResult(
                 passed=True, severity=dg.AssetCheckSeverity.WARN,
@@ -220,21 +233,23 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
         return dg.MetadataValue.path(
             str(storage.path(*report_folder(pool, version, spec.spec_id), HTML_FILE)))
 
-    @dg.asset_check(asset="evaluation_report", partitions_def=evaluation_partitions,
+    @dg.asset_check(asset=naming.key("evaluation_report"),
+                    partitions_def=evaluation_partitions,
+                    required_resource_keys=naming.resource_keys("storage"),
                     description="No ranker regressed against the previous night (or the pinned "
                     "baseline pool): a verdict is regressed when the Holm-adjusted p is below "
                     "NightlyWatch.alpha and NDCG dropped by at least NightlyWatch.min_effect. "
                     "ERROR for the night's headline evaluation (the one that alerts), WARN for "
                     "a backfill or an older judgment version.")
-    def nightly_regression(context: dg.AssetCheckExecutionContext,
-                           storage: EvaluationStorage) -> dg.AssetCheckResult:
+    def nightly_regression(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        (storage,) = naming.resources(context, "storage")
         pool, version = split_evaluation_key(context.partition_key)
         # Reports written before the watch existed have no nightly section: nothing regressed.
         section = storage.read_json(*report_file(pool, version, spec.spec_id)).get("nightly")
         regressed = nightly.regressions(section)
         history = stored_history(storage)
         published = {name: manifest[nightly.PUBLISHED_AT] for name, manifest
-                     in published_versions(context.instance, storage).items()}
+                     in published_versions(context.instance, storage, naming).items()}
         headline_version = night_headline(history, pool, spec.spec_id, published)
         headline = is_headline(history, pool, version, spec.spec_id)
         # Not in the history (a report from before it): judged as a headline, as before.
@@ -269,13 +284,14 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
 
     # One status for the whole trend (the check has no partitions): whichever evaluation wrote
     # the history last, the check's latest execution says how the newest night stands.
-    @dg.asset_check(asset="evaluation_history",
+    @dg.asset_check(asset=naming.key("evaluation_history"),
+                    required_resource_keys=naming.resource_keys("storage"),
                     description="No regression of the headline trend stands on the newest "
                     "night: per ranker and cutoff, the latest headline night with a verdict "
                     "other than no change did not regress (a regression stands until a later "
                     "headline night improves it).")
-    def headline_trend(context: dg.AssetCheckExecutionContext,
-                       storage: EvaluationStorage) -> dg.AssetCheckResult:
+    def headline_trend(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        (storage,) = naming.resources(context, "storage")
         history = stored_history(storage)
         nights = headline_nights(history, spec.spec_id) if history is not None else []
         if not nights:
@@ -308,4 +324,5 @@ def build_evaluation_checks(spec: EvaluationSpec) -> Iterable[dg.AssetChecksDefi
     return [judged_at_k_coverage, incomplete_share_trend, nightly_regression, headline_trend]
 
 
-ingest_checks = [judgments_valid, candidate_pool_valid, candidate_pool_shared_candidates]
+# The project's own code location's (no prefix).
+ingest_checks = build_ingest_checks(DEFAULT)

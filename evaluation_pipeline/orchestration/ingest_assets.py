@@ -27,16 +27,7 @@ from evaluation_pipeline.io.storage import (
 )
 from evaluation_pipeline.metric.hashing import HASH_VERSION
 from evaluation_pipeline.nightly import verdicts as nightly
-from evaluation_pipeline.orchestration.memory import MemoryBudget
-from evaluation_pipeline.orchestration.partitions import (
-    candidate_pool_partitions,
-    judgment_version_partitions,
-)
-from evaluation_pipeline.orchestration.resources import (
-    EvaluationStorage,
-    LandingZone,
-)
-from evaluation_pipeline.orchestration.scoring import ScoringEngine
+from evaluation_pipeline.orchestration.partitions import DEFAULT, Naming
 from schemas.columns import UNKNOWN
 from schemas.names import check_safe_name
 
@@ -61,143 +52,157 @@ def _table(frame: pl.DataFrame) -> dg.TableMetadataValue:
 # -- ingest -----------------------------------------------------------------------------------
 
 
-@dg.asset(
-    partitions_def=judgment_version_partitions,
-    group_name=INGEST_GROUP,
-    kinds={"polars", "parquet"},
-    description="A judgment version: validated grades, published once under its name.",
-)
-def judgments(
-    context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage,
-    memory: MemoryBudget, scoring: ScoringEngine,
-) -> dg.MaterializeResult:
-    version = check_safe_name(context.partition_key, "judgment version")
-    source = landing.judgment_file(version)
-    budget = memory.budget(storage)
-    with (budget.scratch("ndcg-eval-publish-") as tmp,
-          named_in(Path(tmp), storage.path(*judgments_folder(version)))):
-        # Validated, sorted into key order (the streaming engine then reads it without sorting
-        # it first) and hashed in bounded memory, then moved into the storage.
-        published = scoring.publish_judgments(source, Path(tmp) / JUDGMENTS_FILE,
-                                              version=version, budget=budget,
-                                              log=context.log.info)
-        sha, rows, distribution = (published.sha256, published.rows,
-                                   published.grade_distribution)
-        manifest = {
-            "judgment_version": version,
-            "sha256": sha,
-            "hash_version": HASH_VERSION,
-            "rows": rows,
-            "grade_distribution": distribution,
-            "source": str(source),
-            "published_at": utc_now(),
-            # A version with raters names them: its reports add the raters' agreement.
-            **({"raters": published.raters} if published.raters else {}),
-        }
-        written = storage.publish(judgments_folder(version), JUDGMENTS_FILE, published.path,
-                                  manifest, f"judgment version {version!r}")
-    context.log.info(f"judgment version {version}: " + ("published" if written else
-                     "already published with the same content; nothing written"))
-    return dg.MaterializeResult(
-        metadata={
-            "judgment_version": version,
-            "sha256": sha,
-            "dagster/row_count": rows,
-            "grade_distribution": dg.MetadataValue.json(distribution),
-            "unknown_count": distribution.get(UNKNOWN, 0),
-            "source": dg.MetadataValue.path(str(source)),
-            "published": dg.MetadataValue.path(str(storage.path(*judgments_file(version)))),
-            "newly_written": written,
-        },
-        data_version=dg.DataVersion(sha),
+def build_ingest_assets(naming: Naming = DEFAULT) -> list[dg.AssetsDefinition]:
+    """``judgments``, ``candidate_pools`` and ``queries`` of the instance ``naming`` names:
+    its asset keys, partitions, group and resource keys."""
+    prefix = list(naming.prefix) or None
+
+    @dg.asset(
+        key_prefix=prefix,
+        partitions_def=naming.judgment_versions,
+        group_name=naming.group(INGEST_GROUP),
+        required_resource_keys=naming.resource_keys("landing", "storage", "memory", "scoring"),
+        kinds={"polars", "parquet"},
+        description="A judgment version: validated grades, published once under its name.",
     )
+    def judgments(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        landing, storage, memory, scoring = naming.resources(
+            context, "landing", "storage", "memory", "scoring")
+        version = check_safe_name(context.partition_key, "judgment version")
+        source = landing.judgment_file(version)
+        budget = memory.budget(storage)
+        with (budget.scratch("ndcg-eval-publish-") as tmp,
+              named_in(Path(tmp), storage.path(*judgments_folder(version)))):
+            # Validated, sorted into key order (the streaming engine then reads it without sorting
+            # it first) and hashed in bounded memory, then moved into the storage.
+            published = scoring.publish_judgments(source, Path(tmp) / JUDGMENTS_FILE,
+                                                  version=version, budget=budget,
+                                                  log=context.log.info)
+            sha, rows, distribution = (published.sha256, published.rows,
+                                       published.grade_distribution)
+            manifest = {
+                "judgment_version": version,
+                "sha256": sha,
+                "hash_version": HASH_VERSION,
+                "rows": rows,
+                "grade_distribution": distribution,
+                "source": str(source),
+                "published_at": utc_now(),
+                # A version with raters names them: its reports add the raters' agreement.
+                **({"raters": published.raters} if published.raters else {}),
+            }
+            written = storage.publish(judgments_folder(version), JUDGMENTS_FILE, published.path,
+                                      manifest, f"judgment version {version!r}")
+        context.log.info(f"judgment version {version}: " + ("published" if written else
+                         "already published with the same content; nothing written"))
+        return dg.MaterializeResult(
+            metadata={
+                "judgment_version": version,
+                "sha256": sha,
+                "dagster/row_count": rows,
+                "grade_distribution": dg.MetadataValue.json(distribution),
+                "unknown_count": distribution.get(UNKNOWN, 0),
+                "source": dg.MetadataValue.path(str(source)),
+                "published": dg.MetadataValue.path(str(storage.path(*judgments_file(version)))),
+                "newly_written": written,
+            },
+            data_version=dg.DataVersion(sha),
+        )
 
 
-@dg.asset(
-    partitions_def=candidate_pool_partitions,
-    group_name=INGEST_GROUP,
-    kinds={"polars", "parquet"},
-    description="A candidate pool: every ranker's scored candidates, published once.",
-)
-def candidate_pools(
-    context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage,
-    memory: MemoryBudget, scoring: ScoringEngine,
-) -> dg.MaterializeResult:
-    pool = check_safe_name(context.partition_key, "candidate pool")
-    folder = landing.pool_folder(pool)
-    budget = memory.budget(storage)
-    with (budget.scratch("ndcg-eval-publish-") as tmp,
-          named_in(Path(tmp), storage.path(*pool_folder(pool)))):
-        # Every ranker file validated, sorted by (ranker, query_id, doc_id) and hashed in
-        # bounded memory; the candidate sets compared out of core; then moved into the storage.
-        published = scoring.publish_pool(folder, Path(tmp) / POOL_FILE, pool=pool,
-                                         budget=budget, log=context.log.info)
-        sha, rows = published.sha256, published.rows
-        # Counted while the pool was hashed; an engine that does not count them (Spark's
-        # ingest) leaves them to a pass over the published file.
-        differing, examples = published.candidate_sets or candidate_set_disagreements(
-            published.path, budget)
-        manifest = {
-            "candidate_pool": pool,
-            "sha256": sha,
-            "hash_version": HASH_VERSION,
-            "rows": rows,
-            "rankers": published.rankers,
-            "shared_candidate_sets": differing == 0,
-            "queries_with_different_candidate_sets": differing,
-            "different_candidate_set_examples": examples,
-            "source": str(folder),
-            # The night of the pool: nights are ordered by the arrival of their READY_MARKER.
-            nightly.READY_AT: nightly.ready_at_from_mtime_ns(landing.ready_at_ns(pool)),
-            "published_at": utc_now(),
-        }
-        written = storage.publish(pool_folder(pool), POOL_FILE, published.path, manifest,
-                                  f"candidate pool {pool!r}")
-    context.log.info(f"candidate pool {pool}: " + ("published" if written else
-                     "already published with the same content; nothing written"))
-    return dg.MaterializeResult(
-        metadata={
-            "candidate_pool": pool,
-            "sha256": sha,
-            "dagster/row_count": rows,
-            "rankers": _table(pl.DataFrame(published.rankers)),
-            "shared_candidate_sets": differing == 0,
-            "queries_with_different_candidate_sets": differing,
-            "source": dg.MetadataValue.path(str(folder)),
-            "published": dg.MetadataValue.path(str(storage.path(*pool_file(pool)))),
-            "newly_written": written,
-        },
-        data_version=dg.DataVersion(sha),
+    @dg.asset(
+        key_prefix=prefix,
+        partitions_def=naming.candidate_pools,
+        group_name=naming.group(INGEST_GROUP),
+        required_resource_keys=naming.resource_keys("landing", "storage", "memory", "scoring"),
+        kinds={"polars", "parquet"},
+        description="A candidate pool: every ranker's scored candidates, published once.",
     )
+    def candidate_pools(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        landing, storage, memory, scoring = naming.resources(
+            context, "landing", "storage", "memory", "scoring")
+        pool = check_safe_name(context.partition_key, "candidate pool")
+        folder = landing.pool_folder(pool)
+        budget = memory.budget(storage)
+        with (budget.scratch("ndcg-eval-publish-") as tmp,
+              named_in(Path(tmp), storage.path(*pool_folder(pool)))):
+            # Every ranker file validated, sorted by (ranker, query_id, doc_id) and hashed in
+            # bounded memory; the candidate sets compared out of core; then moved into the storage.
+            published = scoring.publish_pool(folder, Path(tmp) / POOL_FILE, pool=pool,
+                                             budget=budget, log=context.log.info)
+            sha, rows = published.sha256, published.rows
+            # Counted while the pool was hashed; an engine that does not count them (Spark's
+            # ingest) leaves them to a pass over the published file.
+            differing, examples = published.candidate_sets or candidate_set_disagreements(
+                published.path, budget)
+            manifest = {
+                "candidate_pool": pool,
+                "sha256": sha,
+                "hash_version": HASH_VERSION,
+                "rows": rows,
+                "rankers": published.rankers,
+                "shared_candidate_sets": differing == 0,
+                "queries_with_different_candidate_sets": differing,
+                "different_candidate_set_examples": examples,
+                "source": str(folder),
+                # The night of the pool: nights are ordered by the arrival of their READY_MARKER.
+                nightly.READY_AT: nightly.ready_at_from_mtime_ns(landing.ready_at_ns(pool)),
+                "published_at": utc_now(),
+            }
+            written = storage.publish(pool_folder(pool), POOL_FILE, published.path, manifest,
+                                      f"candidate pool {pool!r}")
+        context.log.info(f"candidate pool {pool}: " + ("published" if written else
+                         "already published with the same content; nothing written"))
+        return dg.MaterializeResult(
+            metadata={
+                "candidate_pool": pool,
+                "sha256": sha,
+                "dagster/row_count": rows,
+                "rankers": _table(pl.DataFrame(published.rankers)),
+                "shared_candidate_sets": differing == 0,
+                "queries_with_different_candidate_sets": differing,
+                "source": dg.MetadataValue.path(str(folder)),
+                "published": dg.MetadataValue.path(str(storage.path(*pool_file(pool)))),
+                "newly_written": written,
+            },
+            data_version=dg.DataVersion(sha),
+        )
 
 
-@dg.asset(
-    group_name=INGEST_GROUP,
-    kinds={"polars", "parquet"},
-    description="Query weights (traffic) and slice columns.",
-)
-def queries(
-    context: dg.AssetExecutionContext, landing: LandingZone, storage: EvaluationStorage
-) -> dg.MaterializeResult:
-    source = landing.queries_file()
-    frame = read_queries(source)
-    sha = quality.queries_sha256(frame)
-    # Unlike versions and pools, the queries table is replaced when it changes: weights are
-    # traffic, which moves, and every report records the hash it used.
-    storage.write_parquet(frame, *queries_file())
-    storage.write_json(storage.stamped({"sha256": sha, "rows": frame.height, "source": str(source),
-                                        "published_at": utc_now()}, queries_file()),
-                       *manifest_file(QUERIES_FOLDER))
-    context.log.info(f"queries: {frame.height} rows, sha256 {sha}")
-    return dg.MaterializeResult(
-        metadata={
-            "sha256": sha,
-            "dagster/row_count": frame.height,
-            "columns": dg.MetadataValue.json(frame.columns),
-            "source": dg.MetadataValue.path(str(source)),
-        },
-        data_version=dg.DataVersion(sha),
+    @dg.asset(
+        key_prefix=prefix,
+        group_name=naming.group(INGEST_GROUP),
+        required_resource_keys=naming.resource_keys("landing", "storage"),
+        kinds={"polars", "parquet"},
+        description="Query weights (traffic) and slice columns.",
     )
+    def queries(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        landing, storage = naming.resources(context, "landing", "storage")
+        source = landing.queries_file()
+        frame = read_queries(source)
+        sha = quality.queries_sha256(frame)
+        # Unlike versions and pools, the queries table is replaced when it changes: weights are
+        # traffic, which moves, and every report records the hash it used.
+        storage.write_parquet(frame, *queries_file())
+        storage.write_json(storage.stamped({"sha256": sha, "rows": frame.height, "source": str(source),
+                                            "published_at": utc_now()}, queries_file()),
+                           *manifest_file(QUERIES_FOLDER))
+        context.log.info(f"queries: {frame.height} rows, sha256 {sha}")
+        return dg.MaterializeResult(
+            metadata={
+                "sha256": sha,
+                "dagster/row_count": frame.height,
+                "columns": dg.MetadataValue.json(frame.columns),
+                "source": dg.MetadataValue.path(str(source)),
+            },
+            data_version=dg.DataVersion(sha),
+        )
+
+    return [judgments, candidate_pools, queries]
+
+
+# The project's own code location's (no prefix).
+judgments, candidate_pools, queries = build_ingest_assets(DEFAULT)
 
 
 # -- evaluation -------------------------------------------------------------------------------

@@ -43,12 +43,14 @@ from evaluation_pipeline.orchestration.liveness import (
     fail_dead_runs,
     process_tags,
 )
+from evaluation_pipeline.orchestration.partitions import of_any_instance
 from schemas.errors import EvaluationError
 
 RUN_KEY_TAG = "dagster/run_key"
 SENSOR_NAME_TAG = "dagster/sensor_name"
 
 # The order in which a fresh landing folder becomes reports: inputs first, then evaluations.
+# A code location with several instances has these under each instance's prefix.
 DRIVEN_SENSORS = (
     "queries_changed",
     "judgment_versions_landed",
@@ -231,11 +233,17 @@ class LocalRunner:
         outcomes: list[RunOutcome] = []
         for _ in range(max_rounds):
             self.check_stop()
-            launched = [o for name in DRIVEN_SENSORS for o in self.tick(name)]
+            launched = [o for name in self.driven_sensors() for o in self.tick(name)]
             outcomes += launched
             if not launched:
                 break
         return outcomes
+
+    def driven_sensors(self) -> list[str]:
+        """The sensors of DRIVEN_SENSORS, in that order, of every instance in the location."""
+        names = sorted(sensor.name for sensor in self.defs.sensors or [])
+        return [name for base in DRIVEN_SENSORS for name in names
+                if of_any_instance(name, base)]
 
     def _done_or_running(self, run_key: str) -> bool:
         """True when a run of ``run_key`` succeeded, or one is in flight in a live process (a

@@ -3,13 +3,8 @@
 import dagster as dg
 
 from evaluation_pipeline.io.storage import QUERIES_FOLDER
-from evaluation_pipeline.orchestration.jobs import evaluation_job
-from evaluation_pipeline.orchestration.partitions import evaluation_key
-from evaluation_pipeline.orchestration.resources import (
-    EvaluationStorage,
-    LandingZone,
-    QualityPolicy,
-)
+from evaluation_pipeline.orchestration.jobs import build_jobs
+from evaluation_pipeline.orchestration.partitions import DEFAULT, Naming, evaluation_key
 from evaluation_pipeline.orchestration.selection import (
     due_pairs,
     evaluable_pools,
@@ -24,24 +19,30 @@ DEFAULT_TIMEZONE = "UTC"
 
 
 def build_nightly_schedule(spec: EvaluationSpec, cron: str = DEFAULT_CRON,
-                           timezone: str = DEFAULT_TIMEZONE) -> dg.ScheduleDefinition:
+                           timezone: str = DEFAULT_TIMEZONE,
+                           naming: Naming = DEFAULT) -> dg.ScheduleDefinition:
+    """The nightly schedule of the instance ``naming`` names, requesting its evaluation job."""
+
+    # A schedule called directly is also handed its resources by key (``_by_key``); it reads
+    # them from the context, as the daemon's ticks do.
     @dg.schedule(
-        name="nightly_evaluation",
-        job=evaluation_job,
+        name=naming.name("nightly_evaluation"),
+        job=build_jobs(naming).evaluation,
+        required_resource_keys=naming.resource_keys("landing", "storage", "policy"),
         cron_schedule=cron,
         execution_timezone=timezone,
         default_status=dg.DefaultScheduleStatus.RUNNING,
         description="Evaluate the latest judgment version (the last to land) against every "
         "active candidate pool within its backfill window.",
     )
-    def nightly_evaluation(context: dg.ScheduleEvaluationContext, landing: LandingZone,
-                           storage: EvaluationStorage, policy: QualityPolicy):
-        versions = published_versions(context.instance, storage)
+    def nightly_evaluation(context: dg.ScheduleEvaluationContext, **_by_key):
+        landing, storage, policy = naming.resources(context, "landing", "storage", "policy")
+        versions = published_versions(context.instance, storage, naming)
         queries_manifest = storage.manifest(*QUERIES_FOLDER)
         if not versions or queries_manifest is None:
             return dg.SkipReason("no published judgment version or queries table yet")
         latest, latest_manifest = list(versions.items())[-1]
-        pools = evaluable_pools(context.instance, landing, storage, policy, context.log)
+        pools = evaluable_pools(context.instance, landing, storage, policy, context.log, naming)
         pools = {pool: manifest for _, _, pool, manifest in due_pairs(
             {latest: latest_manifest}, pools, policy.backfill())}
         if not pools:
@@ -50,8 +51,8 @@ def build_nightly_schedule(spec: EvaluationSpec, cron: str = DEFAULT_CRON,
         night = context.scheduled_execution_time.date().isoformat()
         return [
             dg.RunRequest(
-                run_key=evaluation_run_key(f"nightly-{night}", pool, latest, manifest,
-                                           latest_manifest, queries_manifest, spec,
+                run_key=evaluation_run_key(naming.name(f"nightly-{night}"), pool, latest,
+                                           manifest, latest_manifest, queries_manifest, spec,
                                            storage_key(storage)),
                 partition_key=evaluation_key(pool, latest),
             )

@@ -29,11 +29,7 @@ from evaluation_pipeline.io.storage import (
 )
 from evaluation_pipeline.nightly import verdicts as nightly
 from evaluation_pipeline.orchestration.local_runner import RUN_KEY_TAG
-from evaluation_pipeline.orchestration.partitions import (
-    candidate_pool_partitions,
-    evaluation_key,
-    judgment_version_partitions,
-)
+from evaluation_pipeline.orchestration.partitions import DEFAULT, Naming, evaluation_key
 from evaluation_pipeline.orchestration.resources import (
     EvaluationStorage,
     LandingZone,
@@ -45,11 +41,12 @@ from evaluation_pipeline.spec import EvaluationSpec
 
 def evaluable_pools(instance: dg.DagsterInstance, landing: LandingZone,
                     storage: EvaluationStorage, policy: QualityPolicy,
-                    log=None) -> dict[str, dict]:
-    """Manifests of the registered pools that are still landed, published, and pass the
-    shared-candidates rule when it is required (the same rule as the blocking check)."""
+                    log=None, naming: Naming = DEFAULT) -> dict[str, dict]:
+    """Manifests of the registered pools (of the instance ``naming`` names) that are still
+    landed, published, and pass the shared-candidates rule when it is required (the same rule
+    as the blocking check)."""
     pools = {}
-    for pool in instance.get_dynamic_partitions(candidate_pool_partitions.name):
+    for pool in instance.get_dynamic_partitions(naming.candidate_pools.name):
         manifest = storage.manifest(*pool_folder(pool))
         if manifest is None or not landing.is_active(pool):
             continue
@@ -62,10 +59,12 @@ def evaluable_pools(instance: dg.DagsterInstance, landing: LandingZone,
     return pools
 
 
-def published_versions(instance: dg.DagsterInstance, storage: EvaluationStorage) -> dict[str, dict]:
-    """Manifests of the registered judgment versions that are published, in landing order."""
+def published_versions(instance: dg.DagsterInstance, storage: EvaluationStorage,
+                       naming: Naming = DEFAULT) -> dict[str, dict]:
+    """Manifests of the registered judgment versions (of the instance ``naming`` names) that
+    are published, in landing order."""
     versions = {}
-    for version in instance.get_dynamic_partitions(judgment_version_partitions.name):
+    for version in instance.get_dynamic_partitions(naming.judgment_versions.name):
         manifest = storage.manifest(*judgments_folder(version))
         if manifest is not None:
             versions[version] = manifest
@@ -98,12 +97,14 @@ def outside_window(versions: dict[str, dict], pools: dict[str, dict], nights: in
 
 
 def describe_outside_window(instance: dg.DagsterInstance, landing: LandingZone,
-                            storage: EvaluationStorage, policy: QualityPolicy) -> str:
+                            storage: EvaluationStorage, policy: QualityPolicy,
+                            naming: Naming = DEFAULT) -> str:
     """The end of `make run`'s account: the pools each version was not scored against, and
     how to score them (empty when there are none)."""
     nights = policy.backfill()
-    left = outside_window(published_versions(instance, storage),
-                          evaluable_pools(instance, landing, storage, policy), nights)
+    left = outside_window(published_versions(instance, storage, naming),
+                          evaluable_pools(instance, landing, storage, policy, naming=naming),
+                          nights)
     if not left:
         return ""
     lines = [f"\nNot scored: older than the backfill window of {nights} nights "
@@ -131,10 +132,11 @@ def evaluation_run_key(prefix: str, pool: str, version: str, pool_manifest: dict
 
 
 def stored_reports(storage: EvaluationStorage, spec: EvaluationSpec,
-                   instance: dg.DagsterInstance) -> Iterator[StoredReport]:
+                   instance: dg.DagsterInstance,
+                   naming: Naming = DEFAULT) -> Iterator[StoredReport]:
     """The report of every judgment version x pool of the instance under ``spec``, if written."""
-    for version in instance.get_dynamic_partitions(judgment_version_partitions.name):
-        for pool in instance.get_dynamic_partitions(candidate_pool_partitions.name):
+    for version in instance.get_dynamic_partitions(naming.judgment_versions.name):
+        for pool in instance.get_dynamic_partitions(naming.candidate_pools.name):
             folder = report_folder(pool, version, spec.spec_id)
             if storage.exists(*folder, REPORT_FILE):
                 yield StoredReport(pool, version, storage.read_json(*folder, REPORT_FILE),
@@ -142,9 +144,9 @@ def stored_reports(storage: EvaluationStorage, spec: EvaluationSpec,
 
 
 def describe_reports(storage: EvaluationStorage, spec: EvaluationSpec,
-                     instance: dg.DagsterInstance) -> str:
+                     instance: dg.DagsterInstance, naming: Naming = DEFAULT) -> str:
     """``make run``'s closing table: the headline numbers of every stored report."""
-    return describe_stored_reports(spec, stored_reports(storage, spec, instance))
+    return describe_stored_reports(spec, stored_reports(storage, spec, instance, naming))
 
 
 # Every evaluation run the sensor requests carries its content key (the run key of its first
@@ -181,10 +183,11 @@ def altered_input(storage: EvaluationStorage, pool: str, version: str) -> str | 
     return None
 
 
-def _reported_queries_sha256(instance: dg.DagsterInstance, pool: str, version: str) -> str | None:
+def _reported_queries_sha256(instance: dg.DagsterInstance, pool: str, version: str,
+                             naming: Naming) -> str | None:
     """The queries hash recorded by the last materialization of the pair's report."""
     records = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey("evaluation_report"),
+        dg.AssetRecordsFilter(asset_key=naming.key("evaluation_report"),
                               asset_partitions=[str(evaluation_key(pool, version))]),
         limit=1).records
     if not records:
@@ -201,9 +204,10 @@ def _lineage_queries_sha256(storage: EvaluationStorage, pool: str, version: str,
 
 
 def evaluation_state(instance: dg.DagsterInstance, storage: EvaluationStorage, pool: str,
-                     version: str, queries_manifest: dict, spec: EvaluationSpec
-                     ) -> EvaluationState:
-    """Whether pool x version has whole, current outputs under ``spec``."""
+                     version: str, queries_manifest: dict, spec: EvaluationSpec,
+                     naming: Naming = DEFAULT) -> EvaluationState:
+    """Whether pool x version has whole, current outputs under ``spec`` (its report: the
+    instance ``naming`` names)."""
     altered = altered_input(storage, pool, version)
     if altered is not None:
         return EvaluationState(pool, version, altered, altered=True)
@@ -212,7 +216,7 @@ def evaluation_state(instance: dg.DagsterInstance, storage: EvaluationStorage, p
     absent = [storage.path(*place) for place in files if not storage.exists(*place)]
     if absent:
         return EvaluationState(pool, version, "missing " + ", ".join(map(str, absent)))
-    recorded = _reported_queries_sha256(instance, pool, version)
+    recorded = _reported_queries_sha256(instance, pool, version, naming)
     if recorded is None:
         return EvaluationState(pool, version, "the report's materialization is not recorded in "
                                "this Dagster instance (a run did not finish)")
@@ -227,16 +231,16 @@ def evaluation_state(instance: dg.DagsterInstance, storage: EvaluationStorage, p
 
 def expected_evaluations(instance: dg.DagsterInstance, landing: LandingZone,
                          storage: EvaluationStorage, policy: QualityPolicy, spec: EvaluationSpec,
-                         log=None) -> list[EvaluationState]:
+                         log=None, naming: Naming = DEFAULT) -> list[EvaluationState]:
     """The state of every published version x evaluable pool within the version's backfill
     window (none before queries land)."""
     queries_manifest = storage.manifest(*QUERIES_FOLDER)
     if queries_manifest is None:
         return []
-    pools = evaluable_pools(instance, landing, storage, policy, log)
-    return [evaluation_state(instance, storage, pool, version, queries_manifest, spec)
-            for version, _, pool, _ in due_pairs(published_versions(instance, storage), pools,
-                                                 policy.backfill())]
+    pools = evaluable_pools(instance, landing, storage, policy, log, naming)
+    return [evaluation_state(instance, storage, pool, version, queries_manifest, spec, naming)
+            for version, _, pool, _ in due_pairs(published_versions(instance, storage, naming),
+                                                 pools, policy.backfill())]
 
 
 def unpublished_inputs(landing: LandingZone, storage: EvaluationStorage) -> list[str]:

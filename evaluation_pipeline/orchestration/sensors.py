@@ -20,24 +20,15 @@ import dagster as dg
 
 from evaluation_pipeline.io.landing import FileHashes, FileStamp, LandingError
 from evaluation_pipeline.io.storage import QUERIES_FOLDER, judgments_folder, pool_folder
-from evaluation_pipeline.orchestration.jobs import (
-    evaluation_job,
-    ingest_judgments_job,
-    ingest_pool_job,
-    ingest_queries_job,
-)
+from evaluation_pipeline.orchestration.jobs import build_jobs
 from evaluation_pipeline.orchestration.liveness import IN_FLIGHT, fail_dead_runs
 from evaluation_pipeline.orchestration.partitions import (
+    DEFAULT,
     PARTITION_TAG,
-    candidate_pool_partitions,
+    Naming,
     evaluation_key,
-    judgment_version_partitions,
 )
-from evaluation_pipeline.orchestration.resources import (
-    EvaluationStorage,
-    LandingZone,
-    QualityPolicy,
-)
+from evaluation_pipeline.orchestration.resources import EvaluationStorage
 from evaluation_pipeline.orchestration.selection import (
     EVALUATION_TAG,
     INGEST_TAG,
@@ -100,7 +91,8 @@ def _run_key(instance: dg.DagsterInstance, content_key: str, storage: Evaluation
     return attempt_run_key(instance, content_key, INGEST_TAG)
 
 
-def _landed_sensor_result(context, list_landed, partitions_def, job, kind, storage, place):
+def _landed_sensor_result(context, list_landed, partitions_def, job, kind, storage, place,
+                          naming=DEFAULT):
     """Register new names as partitions and request an ingest run for new or changed content
     (new to ``storage``).
 
@@ -118,7 +110,8 @@ def _landed_sensor_result(context, list_landed, partitions_def, job, kind, stora
     # storage after a run published it.
     requests = []
     for item in items:
-        content_key = f"{kind}:{item.name}:{item.files_sha256}@{where}"
+        # Another instance's content keys are its own, even for the same file.
+        content_key = f"{naming.name(kind)}:{item.name}:{item.files_sha256}@{where}"
         new = seen.get(item.name) != item.files_sha256
         run_key = _run_key(context.instance, content_key, storage, place(item.name))
         if new or run_key != content_key:
@@ -147,77 +140,93 @@ def _landed_sensor_result(context, list_landed, partitions_def, job, kind, stora
     )
 
 
-@dg.sensor(
-    name="judgment_versions_landed",
-    jobs=[ingest_judgments_job],
-    minimum_interval_seconds=INTERVAL_SECONDS,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="A file in <landing>/judgments/ becomes a judgment version partition and is "
-    "ingested.",
-)
-def judgment_versions_sensor(context: dg.SensorEvaluationContext, landing: LandingZone,
-                             storage: EvaluationStorage):
-    return _landed_sensor_result(context, landing.judgment_files, judgment_version_partitions,
-                                 ingest_judgments_job, "judgments", storage, judgments_folder)
+def build_ingest_sensors(naming: Naming = DEFAULT) -> list[dg.SensorDefinition]:
+    """The landing sensors of the instance ``naming`` names, requesting its ingest jobs."""
+    jobs = build_jobs(naming)
+    # The resources are the instance's keys, read from the context. A sensor called directly
+    # (the local runner, the tests) is also handed them as keyword arguments (``_by_key``);
+    # the daemon hands none.
 
-
-@dg.sensor(
-    name="candidate_pools_landed",
-    jobs=[ingest_pool_job],
-    minimum_interval_seconds=INTERVAL_SECONDS,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="A folder in <landing>/pools/ with a _READY marker becomes a candidate pool "
-    "partition and is ingested.",
-)
-def candidate_pools_sensor(context: dg.SensorEvaluationContext, landing: LandingZone,
-                           storage: EvaluationStorage):
-    return _landed_sensor_result(context, landing.pool_folders, candidate_pool_partitions,
-                                 ingest_pool_job, "pool", storage, pool_folder)
-
-
-@dg.sensor(
-    name="queries_changed",
-    job=ingest_queries_job,
-    minimum_interval_seconds=INTERVAL_SECONDS,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="The queries table (weights, slices) is ingested when its content changes.",
-)
-def queries_sensor(context: dg.SensorEvaluationContext, landing: LandingZone,
-                   storage: EvaluationStorage):
-    source = landing.queries_file()
-    if not source.is_file():
-        return dg.SkipReason(f"no queries table at {source}")
-    where = storage_key(storage)
-    previous, known = _queries_cursor(context.cursor, where)
-    hashes = FileHashes(known)
-    sha = hashes.sha256(source)
-    context.update_cursor(json.dumps({"sha256": sha, "files": _stamps_json(hashes),
-                                      "storage": where}, sort_keys=True))
-    content_key = f"queries:{sha}@{where}"
-    run_key = _run_key(context.instance, content_key, storage, QUERIES_FOLDER)
-    if previous == sha and run_key == content_key:
-        return dg.SkipReason("queries table unchanged")
-    return dg.RunRequest(run_key=run_key,
-                         tags={SOURCE_TAG: sha, INGEST_TAG: content_key})
-
-
-def build_evaluation_sensor(spec: EvaluationSpec) -> dg.SensorDefinition:
     @dg.sensor(
-        name="evaluations_ready",
-        job=evaluation_job,
+        name=naming.name("judgment_versions_landed"),
+        jobs=[jobs.ingest_judgments],
+        required_resource_keys=naming.resource_keys("landing", "storage"),
+        minimum_interval_seconds=INTERVAL_SECONDS,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="A file in <landing>/judgments/ becomes a judgment version partition and is "
+        "ingested.",
+    )
+    def judgment_versions_sensor(context: dg.SensorEvaluationContext, **_by_key):
+        landing, storage = naming.resources(context, "landing", "storage")
+        return _landed_sensor_result(context, landing.judgment_files, naming.judgment_versions,
+                                     jobs.ingest_judgments, "judgments", storage,
+                                     judgments_folder, naming)
+
+    @dg.sensor(
+        name=naming.name("candidate_pools_landed"),
+        jobs=[jobs.ingest_pool],
+        required_resource_keys=naming.resource_keys("landing", "storage"),
+        minimum_interval_seconds=INTERVAL_SECONDS,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="A folder in <landing>/pools/ with a _READY marker becomes a candidate pool "
+        "partition and is ingested.",
+    )
+    def candidate_pools_sensor(context: dg.SensorEvaluationContext, **_by_key):
+        landing, storage = naming.resources(context, "landing", "storage")
+        return _landed_sensor_result(context, landing.pool_folders, naming.candidate_pools,
+                                     jobs.ingest_pool, "pool", storage, pool_folder,
+                                     naming)
+
+    @dg.sensor(
+        name=naming.name("queries_changed"),
+        job=jobs.ingest_queries,
+        required_resource_keys=naming.resource_keys("landing", "storage"),
+        minimum_interval_seconds=INTERVAL_SECONDS,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="The queries table (weights, slices) is ingested when its content changes.",
+    )
+    def queries_sensor(context: dg.SensorEvaluationContext, **_by_key):
+        landing, storage = naming.resources(context, "landing", "storage")
+        source = landing.queries_file()
+        if not source.is_file():
+            return dg.SkipReason(f"no queries table at {source}")
+        where = storage_key(storage)
+        previous, known = _queries_cursor(context.cursor, where)
+        hashes = FileHashes(known)
+        sha = hashes.sha256(source)
+        context.update_cursor(json.dumps({"sha256": sha, "files": _stamps_json(hashes),
+                                          "storage": where}, sort_keys=True))
+        content_key = f"{naming.name('queries')}:{sha}@{where}"
+        run_key = _run_key(context.instance, content_key, storage, QUERIES_FOLDER)
+        if previous == sha and run_key == content_key:
+            return dg.SkipReason("queries table unchanged")
+        return dg.RunRequest(run_key=run_key,
+                             tags={SOURCE_TAG: sha, INGEST_TAG: content_key})
+
+    return [judgment_versions_sensor, candidate_pools_sensor, queries_sensor]
+
+
+def build_evaluation_sensor(spec: EvaluationSpec,
+                            naming: Naming = DEFAULT) -> dg.SensorDefinition:
+    """The sensor of the instance ``naming`` names that requests its evaluation job."""
+
+    @dg.sensor(
+        name=naming.name("evaluations_ready"),
+        job=build_jobs(naming).evaluation,
+        required_resource_keys=naming.resource_keys("landing", "storage", "policy"),
         minimum_interval_seconds=INTERVAL_SECONDS,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description="Every published judgment version x active pool within the version's "
         "backfill window without a whole, current report under the current spec is evaluated "
         "(again, after a failed or killed run).",
     )
-    def evaluation_sensor(context: dg.SensorEvaluationContext, landing: LandingZone,
-                          storage: EvaluationStorage, policy: QualityPolicy):
+    def evaluation_sensor(context: dg.SensorEvaluationContext, **_by_key):
+        landing, storage, policy = naming.resources(context, "landing", "storage", "policy")
         queries_manifest = storage.manifest(*QUERIES_FOLDER)
         if queries_manifest is None:
             return dg.SkipReason("the queries table is not published yet")
-        versions = published_versions(context.instance, storage)
-        pools = evaluable_pools(context.instance, landing, storage, policy, context.log)
+        versions = published_versions(context.instance, storage, naming)
+        pools = evaluable_pools(context.instance, landing, storage, policy, context.log, naming)
         # A run whose process was killed is not in flight: it failed, and is retried below.
         fail_dead_runs(context.instance)
         # Runs already queued or running (from this sensor, a schedule or automation).
@@ -232,16 +241,16 @@ def build_evaluation_sensor(spec: EvaluationSpec) -> dg.SensorDefinition:
             if key in in_flight:
                 continue
             state = evaluation_state(context.instance, storage, pool, version,
-                                     queries_manifest, spec)
+                                     queries_manifest, spec, naming)
             if state.whole:
                 continue
             if state.altered:
                 # Scoring would refuse the altered input anyway: say so, do not retry.
                 context.log.error(f"{pool} x {version} not evaluated: {state.missing}")
                 continue
-            content_key = evaluation_run_key("evaluate", pool, version, pool_manifest,
-                                             version_manifest, queries_manifest, spec,
-                                             storage_key(storage))
+            content_key = evaluation_run_key(naming.name("evaluate"), pool, version,
+                                             pool_manifest, version_manifest, queries_manifest,
+                                             spec, storage_key(storage))
             requests.append(dg.RunRequest(
                 run_key=attempt_run_key(context.instance, content_key),
                 partition_key=key,
@@ -253,4 +262,5 @@ def build_evaluation_sensor(spec: EvaluationSpec) -> dg.SensorDefinition:
     return evaluation_sensor
 
 
-ingest_sensors = [judgment_versions_sensor, candidate_pools_sensor, queries_sensor]
+# The project's own code location's (no prefix).
+ingest_sensors = build_ingest_sensors(DEFAULT)

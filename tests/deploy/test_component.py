@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tomllib
 
+import dagster as dg
 import pytest
 import yaml
 
@@ -137,3 +138,86 @@ def test_importing_the_component_reads_no_setting():
         env={**env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.startswith("NdcgEvaluation\nrefused NDCG_EVAL_STORAGE is not set")
+
+
+def names(definitions) -> dict[str, set[str]]:
+    """Every name that two instances in one code location must not share."""
+    graph = definitions.resolve_asset_graph()
+    partitions = set()
+    for key in graph.get_all_asset_keys():
+        outer = graph.get(key).partitions_def
+        for part in getattr(outer, "partitions_defs", None) or ([outer] if outer else []):
+            partitions.add(getattr(part, "partitions_def", part).name)
+    return {
+        "assets": {key.to_user_string() for key in graph.get_all_asset_keys()},
+        "checks": {key.to_user_string() for key in graph.asset_check_keys},
+        "ops": {d.op.name for d in [*definitions.assets, *definitions.asset_checks]},
+        "jobs": {job.name for job in definitions.jobs},
+        "sensors": {sensor.name for sensor in definitions.sensors},
+        "schedules": {schedule.name for schedule in definitions.schedules},
+        "resources": set(definitions.resources),
+        "partitions": partitions,
+    }
+
+
+def test_the_project_keeps_its_names(deployment, tmp_path):
+    where = dict(storage=str(tmp_path / "s"), landing=str(tmp_path / "l"),
+                 queries=str(tmp_path / "q.csv"))
+    own = names(NdcgEvaluation(**where).build_defs())
+    assert own["jobs"] == {"ingest_judgments", "ingest_candidate_pool", "ingest_queries",
+                           "evaluate"}
+    assert own["sensors"] == {"judgment_versions_landed", "candidate_pools_landed",
+                              "queries_changed", "evaluations_ready", "evaluation_automation"}
+    assert own["schedules"] == {"nightly_evaluation"}
+    assert own["resources"] == {"storage", "landing", "policy", "watch", "scoring", "memory"}
+    assert own["assets"] == {"judgments", "candidate_pools", "queries", "query_scores",
+                             "evaluation_report", "evaluation_history"}
+    assert own["partitions"] == {"judgment_versions", "candidate_pools"}
+    groups = NdcgEvaluation(**where).build_defs().get_repository_def().assets_defs_by_key
+    assert {key.to_user_string(): a.group_names_by_key[key] for key, a in groups.items()} == {
+        "judgments": "ingest", "candidate_pools": "ingest", "queries": "ingest",
+        "query_scores": "evaluation", "evaluation_report": "evaluation",
+        "evaluation_history": "evaluation"}
+
+
+def test_two_instances_share_a_code_location(deployment, tmp_path):
+    built = {}
+    for prefix in ("search", ["recs", "v2"]):
+        name = "_".join([prefix] if isinstance(prefix, str) else prefix)
+        built[name] = NdcgEvaluation(
+            storage=str(tmp_path / name / "storage"), landing=str(tmp_path / name / "landing"),
+            queries=str(tmp_path / name / "q.csv"), key_prefix=prefix,
+            group_name=f"{name}_quality", nightly_cron="0 3 * * *").build_defs()
+    search, recs = names(built["search"]), names(built["recs_v2"])
+    for kind in search:
+        assert search[kind] and not search[kind] & recs[kind], kind
+    assert "search/query_scores" in search["assets"] and "recs/v2/judgments" in recs["assets"]
+    assert "search/judgments:judgments_valid" in search["checks"]
+    assert {"search__evaluate", "search__nightly_evaluation", "search__storage",
+            "search__judgment_versions"} <= set().union(*search.values())
+    assert "recs__v2__candidate_pools_landed" in recs["sensors"]
+    merged = dg.Definitions.merge(*built.values())
+    dg.Definitions.validate_loadable(merged)
+    repository = merged.get_repository_def()
+    groups = {a.group_names_by_key[key] for key, a in repository.assets_defs_by_key.items()
+              if key.path[0] == "search"}
+    assert groups == {"search_quality"}
+    # Each instance's job runs its own assets on its own resources.
+    job = merged.resolve_job_def("recs__v2__evaluate")
+    assert {key.to_user_string() for key in job.asset_layer.selected_asset_keys} == {
+        "recs/v2/query_scores", "recs/v2/evaluation_report", "recs/v2/evaluation_history"}
+    assert "recs__v2__storage" in job.resource_defs and "search__storage" not in {
+        key for node in job.nodes for key in node.definition.required_resource_keys}
+    assert merged.resources["recs__v2__storage"].base == str(tmp_path / "recs_v2" / "storage")
+    sensor = merged.resolve_sensor_def("search__evaluations_ready")
+    assert sensor.required_resource_keys == {"search__landing", "search__storage",
+                                             "search__policy"}
+
+
+def test_a_prefix_or_group_dagster_would_refuse_is_named(deployment, tmp_path):
+    where = dict(storage=str(tmp_path / "s"), landing=str(tmp_path / "l"),
+                 queries=str(tmp_path / "q.csv"))
+    with pytest.raises(EvaluationError, match="key_prefix part 'search-quality'"):
+        NdcgEvaluation(**where, key_prefix="search-quality").build_defs()
+    with pytest.raises(EvaluationError, match="group_name 'search quality'"):
+        NdcgEvaluation(**where, key_prefix="s", group_name="search quality").build_defs()
