@@ -16,7 +16,8 @@ this list:
 10. ``report``: report.json, report.html and report.md, traces, the trend.
 11. ``engines``: the choice of engine and the local, streaming and Spark engines.
 12. ``cli``, ``orchestration``: the ``ndcg-eval`` commands; the Dagster assets and resources.
-13. ``api``: the Python API, the commands as functions (``evaluate``, ``explain``, ``reconcile``).
+13. ``api``: the Python API, the commands as functions (``evaluate``, ``explain``,
+    ``reconcile``, ``agreement``).
 14. ``definitions``: the Dagster code location, assembled from the resources and settings.
 15. ``main_job``, ``dev_ui``, ``__main__``: the entry points of `make run`, `make ui` and
     ``ndcg-eval``.
@@ -34,7 +35,7 @@ Docstrings that cite "contract section N" mean the evaluation contract in ``docs
 __version__ = "0.1.0"
 
 # The Python API's names, each loaded from ``api`` when first asked for.
-API = ("evaluate", "explain", "reconcile", "Evaluation", "Report")
+API = ("evaluate", "explain", "reconcile", "agreement", "Evaluation", "Report")
 __all__ = ["__version__", *API]
 
 

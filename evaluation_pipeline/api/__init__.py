@@ -7,6 +7,13 @@ files or on DataFrames, Arrow tables and the nested dicts of pytrec_eval and ir_
 """
 
 from evaluation_pipeline.api.evaluated import Evaluation, Report
-from evaluation_pipeline.api.functions import evaluate, explain, reconcile, resolve_spec
+from evaluation_pipeline.api.functions import (
+    agreement,
+    evaluate,
+    explain,
+    reconcile,
+    resolve_spec,
+)
 
-__all__ = ["Evaluation", "Report", "evaluate", "explain", "reconcile", "resolve_spec"]
+__all__ = ["Evaluation", "Report", "agreement", "evaluate", "explain", "reconcile",
+           "resolve_spec"]

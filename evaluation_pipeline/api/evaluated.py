@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 
+from evaluation_pipeline.aggregation.aggregate_table import aggregate
 from evaluation_pipeline.aggregation.comparison import compare_pools, compare_rankers
 from evaluation_pipeline.analysis.diff import judgment_version_diff
 from evaluation_pipeline.api.in_memory import read_queries_input
@@ -25,6 +26,10 @@ from evaluation_pipeline.metric.ndcg import sort_results
 from evaluation_pipeline.report import ReportConfig, check_options, write_report
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas.columns import STATUSES
+
+
+# The bounds of a mean over every grading of the holes (contract, the aggregates).
+BOUNDS = ("n_bounded", "macro_ndcg_min", "macro_ndcg_max")
 
 
 class Report:
@@ -88,12 +93,17 @@ class Evaluation:
 
     @property
     def summary(self) -> pl.DataFrame:
-        """summary.json's results, one row per (ranker, cutoff); status counts as n_<status>."""
+        """summary.json's results, one row per (ranker, cutoff); status counts as n_<status>;
+        then the bounds of the mean over every grading of the unknown and unjudged documents,
+        as aggregates.parquet has them (``n_bounded``, ``macro_ndcg_min``, ``macro_ndcg_max``)."""
         results = self.summary_record()["results"]
         means = ("macro_ndcg", "weighted_ndcg", "mean_judged_at_k", "mean_candidate_recall")
-        return pl.DataFrame(results, schema_overrides=dict.fromkeys(means, pl.Float64)).unnest(
-            "status_counts").rename(
+        summary = pl.DataFrame(results, schema_overrides=dict.fromkeys(means, pl.Float64)
+                               ).unnest("status_counts").rename(
             {status: f"n_{status}" for status in STATUSES})
+        bounds = aggregate(self.per_query, self.queries).filter(
+            pl.col("slice_column") == "all").select("ranker", "cutoff", *BOUNDS)
+        return summary.join(bounds, on=["ranker", "cutoff"], how="left", maintain_order="left")
 
     def report(self, queries: Any = None, baseline: str | None = None, *,
                slices: list[str] | None = None, ci_level: float | None = None,

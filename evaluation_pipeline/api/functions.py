@@ -1,5 +1,6 @@
-"""``evaluate``, ``explain`` and ``reconcile``: the commands ``ndcg-eval score``, ``explain``
-and ``reconcile`` as functions, on files or on inputs held in memory (``api.in_memory``).
+"""``evaluate``, ``explain``, ``reconcile`` and ``agreement``: the commands ``ndcg-eval
+score``, ``explain``, ``reconcile`` and ``agreement`` as functions, on files or on inputs held
+in memory (``api.in_memory``).
 
 Each runs the command's own code: the spec as --spec/--profile/--cutoff resolve it, the
 engines' ``score_files`` and the readers, with every option checked before any input is read.
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evaluation_pipeline.analysis.agreement import agreement as agreement_of
 from evaluation_pipeline.analysis.explain import Trace
 from evaluation_pipeline.analysis.explain import explain as trace_of
 from evaluation_pipeline.analysis.reconcile import ReconcileError, Scorer, plan
@@ -25,8 +27,10 @@ from evaluation_pipeline.evaluation import read_with_lineage
 from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
 from evaluation_pipeline.io.storage import PER_QUERY_FILE
+from evaluation_pipeline.metric.raters import check_rule, is_rated
 from evaluation_pipeline.spec import EvaluationSpec, SpecError, profile
-from schemas.errors import EvaluationError
+from schemas.columns import RATER
+from schemas.errors import EvaluationError, InputError, violation
 
 SpecLike = EvaluationSpec | str | Path | None
 
@@ -163,6 +167,38 @@ def reconcile(
     scorer = Scorer(grades, candidates, table, lineage)
     scorer.add(the_plan.source, rows)
     return reconciled(scorer, the_plan, shapley=shapley, sensitivity=sensitivity)
+
+
+def agreement(
+    judgments: Any,
+    run: Any = None,
+    *,
+    spec: SpecLike = None,
+    cutoffs: Sequence[int] | None = None,
+    judgment_version: str | None = None,
+    pool: str | None = None,
+    ranker: str | None = None,
+) -> dict:
+    """As ``ndcg-eval agreement --json``: how far the raters of a version with a rater column
+    agree (Cohen's kappa per pair, Krippendorff's alpha, Fleiss' kappa) and, with ``run``, NDCG
+    per ranker under each rater alone and under the spec's rule, and Kendall's tau between the
+    raters' orders of the rankers. ``judgments`` takes what ``evaluate`` takes, and the dict
+    ``{rater: {query_id: {doc_id: grade}}}``; a version without raters is refused."""
+    chosen = resolve_spec(spec, cutoffs)
+    with tempfile.TemporaryDirectory(prefix="ndcg-eval-") as folder:
+        staging = Staging(Path(folder))
+        with staging.naming():
+            source = staging.place(judgments, "judgments")
+            ratings = read_judgments(source, version=judgment_version)
+            if not is_rated(ratings):
+                raise InputError(str(source), [violation(
+                    RATER, "agreement needs a version with a rater column (several raters)",
+                    [])])
+            if chosen.raters is not None:  # without a rule: each rater alone, no "rule" rows
+                check_rule(chosen, True, ratings[RATER].unique().to_list(), str(source))
+            candidates = None if run is None else read_candidates(
+                staging.place(run, "run"), pool=pool, ranker=None if is_path(run) else ranker)
+    return agreement_of(ratings, chosen, candidates)
 
 
 def _label(spec: SpecLike) -> str:

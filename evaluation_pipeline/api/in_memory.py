@@ -10,6 +10,7 @@ names the input as the caller gave it (``judgments (dict)``), not the temporary 
 Nested dicts are those of pytrec_eval and ir_measures: ``{query_id: {doc_id: grade}}`` (a
 qrels file: a grade below 0 is "in the pool, not judged", ``unknown``), and
 ``{query_id: {doc_id: score}}`` for one ranker or ``{ranker: {query_id: {doc_id: score}}}``.
+A version with several raters is ``{rater: {query_id: {doc_id: grade}}}``, one qrels per rater.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from evaluation_pipeline.analysis.quality import queries_sha256
 from evaluation_pipeline.cli.options import file_sha256
 from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.io.readers import read_queries
-from schemas.columns import GRADED, UNKNOWN
+from schemas.columns import GRADED, RATER, UNKNOWN
 from schemas.errors import EvaluationError, InputError, violation
 
 # The names an in-memory input gets when the call names none: those of files named so.
@@ -143,10 +144,33 @@ def _pairs(value: Mapping) -> dict[str, list]:
     }
 
 
+def _is_by_name(value: Mapping) -> bool:
+    """True for ``{name: {query_id: {doc_id: value}}}``: a dict of rankers' runs, or of
+    raters' grades."""
+    first = next(iter(value.values()))
+    return bool(first) and isinstance(next(iter(first.values())), Mapping)
+
+
+def _pairs_by_name(value: Mapping, column: str) -> dict[str, list]:
+    """``column`` (ranker or rater) and the columns of ``_pairs`` of each dict in ``value``."""
+    parts = {name: _pairs(inner) for name, inner in value.items()}
+    return {
+        column: [str(name) for name, part in parts.items() for _ in part["query_id"]],
+        **{c: [x for part in parts.values() for x in part[c]]
+           for c in ("query_id", "doc_id", "value")},
+    }
+
+
 def _judgment_table(value: Mapping, label: str) -> pa.Table:
-    """A qrels dict as a judgment version's columns (rel < 0 is ``unknown``, as in qrels)."""
+    """A qrels dict as a judgment version's columns (rel < 0 is ``unknown``, as in qrels);
+    ``{rater: qrels}``, with a rater column."""
     _nested(value, label, "grade")
-    columns = _pairs(value)
+    if _is_by_name(value):
+        for name, qrels in value.items():
+            _nested(qrels, f"{label}[{name!r}]", "grade")
+        columns = _pairs_by_name(value, RATER)
+    else:
+        columns = _pairs(value)
     rel = pa.array(columns.pop("value"))
     if pa.types.is_integer(rel.type):
         judged = pc.greater_equal(rel, 0)
@@ -160,16 +184,10 @@ def _judgment_table(value: Mapping, label: str) -> pa.Table:
 def _run_table(value: Mapping, label: str) -> pa.Table:
     """A run dict of one ranker, or ``{ranker: run}``, as a pool's columns."""
     _nested(value, label, "score")
-    first = next(iter(value.values()))
-    if first and isinstance(next(iter(first.values())), Mapping):
+    if _is_by_name(value):
         for name, run in value.items():
             _nested(run, f"{label}[{name!r}]", "score")
-        parts = {name: _pairs(run) for name, run in value.items()}
-        columns = {
-            "ranker": [str(name) for name, part in parts.items() for _ in part["query_id"]],
-            **{c: [x for part in parts.values() for x in part[c]]
-               for c in ("query_id", "doc_id", "value")},
-        }
+        columns = _pairs_by_name(value, "ranker")
     else:
         columns = _pairs(value)
     columns["score"] = columns.pop("value")
