@@ -1,6 +1,7 @@
 """The examples of docs/python.md (a notebook's cells) and docs/dagster.md (the scaffolded
-defs.yaml) run and print what the pages show, on the bundled data alone, without `make run`
-(the blocks test runs them again after it, in the order of the pages)."""
+defs.yaml, two instances in one code location) run and print what the pages show, on the
+bundled data alone, without `make run` (the blocks test runs them again after it, in the order
+of the pages)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from tests.support.doc_blocks import REPO, output_matches, shell_blocks
 
-PAGES = {"docs/python.md": 3, "docs/dagster.md": 1}  # page: its examples
+PAGES = {"docs/python.md": 4, "docs/dagster.md": 2}  # page: its examples
 BLOCKS = [block for page in PAGES for block in shell_blocks(page) if block.runs]
 
 
