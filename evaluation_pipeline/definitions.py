@@ -45,7 +45,7 @@ from evaluation_pipeline.orchestration.checks import (
 from evaluation_pipeline.orchestration.ingest_assets import build_ingest_assets
 from evaluation_pipeline.orchestration.jobs import build_jobs, evaluation_selection
 from evaluation_pipeline.orchestration.memory import MemoryBudget
-from evaluation_pipeline.orchestration.partitions import Naming
+from evaluation_pipeline.orchestration.partitions import DEFAULT, Naming
 from evaluation_pipeline.orchestration.resources import (
     EvaluationStorage,
     LandingZone,
@@ -104,7 +104,7 @@ def nightly_watch() -> NightlyWatch:
 
 
 def nightly_schedule(spec: EvaluationSpec, cron: str | None, timezone: str | None,
-                     naming: Naming = Naming()):
+                     naming: Naming = DEFAULT):
     """The nightly schedule; a cron string or time zone Dagster refuses is named here."""
     cron = cron or settings.NIGHTLY_CRON.get() or DEFAULT_CRON
     timezone = timezone or settings.NIGHTLY_TIMEZONE.get() or DEFAULT_TIMEZONE

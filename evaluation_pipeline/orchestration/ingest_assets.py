@@ -184,8 +184,9 @@ def build_ingest_assets(naming: Naming = DEFAULT) -> list[dg.AssetsDefinition]:
         # Unlike versions and pools, the queries table is replaced when it changes: weights are
         # traffic, which moves, and every report records the hash it used.
         storage.write_parquet(frame, *queries_file())
-        storage.write_json(storage.stamped({"sha256": sha, "rows": frame.height, "source": str(source),
-                                            "published_at": utc_now()}, queries_file()),
+        manifest = {"sha256": sha, "rows": frame.height, "source": str(source),
+                    "published_at": utc_now()}
+        storage.write_json(storage.stamped(manifest, queries_file()),
                            *manifest_file(QUERIES_FOLDER))
         context.log.info(f"queries: {frame.height} rows, sha256 {sha}")
         return dg.MaterializeResult(
