@@ -1,8 +1,10 @@
 """A Dagster project of a user's, made with the dg layout in a temporary folder, that installs
-this package: `dg list components` lists NdcgEvaluation, `dg scaffold defs` writes its
-commented defs.yaml, `dg list defs` lists the assets it builds, and the project's definitions,
-loaded from its defs folder, evaluate a pool against a version with the report.json of the
-standalone pipeline on the same inputs.
+this package, with two NdcgEvaluation instances (a search product and a recommender, each with
+its own prefix, group, landing, storage and spec): `dg list components` lists NdcgEvaluation,
+`dg scaffold defs` writes each commented defs.yaml, `dg list defs` lists both instances'
+definitions without a clash, and the project's definitions, loaded from its defs folder,
+evaluate a pool against a version in each instance with the report.json of the standalone
+pipeline on the same inputs.
 
 The package is registered as pip registers an installed one: a dist-info folder on the path
 holding the entry points pyproject.toml declares (the checkout's own install predates them)."""
@@ -25,6 +27,7 @@ from tests.support.paths import EXAMPLES, REPO
 from tests.support.temporary_pipeline import (
     POOL_1,
     VERSION_1,
+    VERSION_2,
     make_pipeline,
     temporary_instance,
 )
@@ -81,7 +84,40 @@ def dg_command(project: Path, env: dict, *arguments: str) -> str:
     return ran.stdout
 
 
-def test_a_dg_project_lists_scaffolds_and_evaluates_with_the_component(tmp_path, monkeypatch):
+# instance: (its version and pool, its spec file's text or None for the packaged spec)
+INSTANCES = {
+    "search": (VERSION_1, POOL_1, None),
+    "recommender": (VERSION_2, POOL_1, "cutoffs: [5, 20]\nunjudged: zero\n"),
+}
+
+
+def configure(defs_file: Path, root: Path, name: str, spec: Path | None) -> Path:
+    """The scaffolded defs.yaml of ``name`` with its own locations, prefix, group and spec;
+    returns its landing folder."""
+    landing, storage = root / name / "landing", root / name / "storage"
+    (landing / "judgments").mkdir(parents=True)
+    (landing / "pools").mkdir()
+    queries = shutil.copy(EXAMPLES / "queries.csv", root / name / "queries.csv")
+    text = defs_file.read_text()
+    for example, value in (("/data/ndcg-eval/storage", storage),
+                           ("/data/ndcg-eval/landing", landing),
+                           ("/data/ndcg-eval/queries.csv", queries)):
+        text = text.replace(f": {example}\n", f": {value}\n", 1)
+    # The commented attributes, uncommented with this instance's values.
+    text = text.replace("  # key_prefix: search\n", f"  key_prefix: {name}\n", 1)
+    text = text.replace("  # group_name: search_quality\n", f"  group_name: {name}_quality\n", 1)
+    if spec is not None:
+        text = text.replace("  # spec: /data/ndcg-eval/evaluation_spec.yaml\n",
+                            f"  spec: {spec}\n", 1)
+    defs_file.write_text(text)
+    document = yaml.safe_load(text)["attributes"]
+    assert document["key_prefix"] == name and document["landing"] == str(landing)
+    assert ("spec" in document) == (spec is not None)
+    return landing
+
+
+def test_a_dg_project_with_two_instances_lists_scaffolds_and_evaluates_each(tmp_path,
+                                                                            monkeypatch):
     project = make_project(tmp_path)
     site = registered_site(tmp_path / "site")
     env = {k: v for k, v in os.environ.items() if not k.startswith("NDCG_EVAL_")}
@@ -91,46 +127,69 @@ def test_a_dg_project_lists_scaffolds_and_evaluates_with_the_component(tmp_path,
     listed = json.loads(dg_command(project, env, "list", "components", "--json"))
     assert TYPE in [item["key"] for item in listed["items"]]
 
-    dg_command(project, env, "scaffold", "defs", TYPE, "search")
-    defs_file = project / "src" / "search_quality" / "defs" / "search" / "defs.yaml"
-    document = yaml.safe_load(defs_file.read_text())
-    assert document["type"] == TYPE and "# engine: auto" in defs_file.read_text()
-    landing, storage = tmp_path / "landing", tmp_path / "storage"
-    (landing / "judgments").mkdir(parents=True)
-    (landing / "pools").mkdir()
-    queries = shutil.copy(EXAMPLES / "queries.csv", tmp_path / "queries.csv")
-    text = defs_file.read_text()
-    for example, value in (("/data/ndcg-eval/storage", storage),
-                           ("/data/ndcg-eval/landing", landing),
-                           ("/data/ndcg-eval/queries.csv", queries)):
-        text = text.replace(f": {example}\n", f": {value}\n", 1)
-    defs_file.write_text(text)
+    landings, specs = {}, {}
+    for name, (_, _, spec_text) in INSTANCES.items():
+        dg_command(project, env, "scaffold", "defs", TYPE, name)
+        defs_file = project / "src" / "search_quality" / "defs" / name / "defs.yaml"
+        assert yaml.safe_load(defs_file.read_text())["type"] == TYPE
+        assert "# engine: auto" in defs_file.read_text()
+        if spec_text is not None:
+            specs[name] = tmp_path / name / "evaluation_spec.yaml"
+            specs[name].parent.mkdir(parents=True)
+            specs[name].write_text(spec_text)
+        landings[name] = configure(defs_file, tmp_path, name, specs.get(name))
 
-    assets = json.loads(dg_command(project, env, "list", "defs", "--json"))["assets"]
-    keys = {asset["asset_key"] for asset in assets}
-    assert {"judgments", "candidate_pools", "queries", "query_scores", "evaluation_report",
-            "evaluation_history"} <= keys
-    assert all(asset["source"].endswith("defs/search/defs.yaml:1") for asset in assets)
+    listed = json.loads(dg_command(project, env, "list", "defs", "--json"))
+    for name in INSTANCES:
+        source = f"defs/{name}/defs.yaml:1"
+        assets = {a["asset_key"] for a in listed["assets"]
+                  if a["source"].endswith(source)}
+        assert assets == {f"{name}/{asset}" for asset in (
+            "judgments", "candidate_pools", "queries", "query_scores", "evaluation_report",
+            "evaluation_history")}
+        assert {job["name"] for job in listed["jobs"] if job["source"].endswith(source)} == {
+            f"{name}__{job}" for job in ("ingest_judgments", "ingest_candidate_pool",
+                                         "ingest_queries", "evaluate")}
+        assert f"{name}__nightly_evaluation" in {s["name"] for s in listed["schedules"]}
+        assert f"{name}__evaluations_ready" in {s["name"] for s in listed["sensors"]}
+        assert f"{name}__storage" in {r["name"] for r in listed["resources"]}
+        assert f"{name}/judgments:judgments_valid" in {c["key"] for c in listed["asset_checks"]}
 
-    # In process: the project's definitions as Dagster loads them, on the example inputs.
+    # In process: the project's definitions as Dagster loads them, each instance's landing
+    # with its own inputs.
     monkeypatch.syspath_prepend(str(project / "src"))
     for variable in [v for v in os.environ if v.startswith("NDCG_EVAL_")]:
         monkeypatch.delenv(variable)
     defs = dg.load_from_defs_folder(path_within_project=project / "src" / "search_quality")
-    shutil.copy(EXAMPLES / "landing" / "judgments" / f"{VERSION_1}.csv", landing / "judgments")
-    shutil.copytree(EXAMPLES / "landing" / "pools" / POOL_1, landing / "pools" / POOL_1)
+    for name, (version, pool, _) in INSTANCES.items():
+        shutil.copy(EXAMPLES / "landing" / "judgments" / f"{version}.csv",
+                    landings[name] / "judgments")
+        shutil.copytree(EXAMPLES / "landing" / "pools" / pool, landings[name] / "pools" / pool)
     with temporary_instance(tmp_path / "home") as instance:
         outcomes = LocalRunner(defs, instance).run_until_quiet()
+        partitions = {name: (instance.get_dynamic_partitions(f"{name}__judgment_versions"),
+                             instance.get_dynamic_partitions(f"{name}__candidate_pools"))
+                      for name in INSTANCES}
     assert outcomes and all(outcome.success for outcome in outcomes), outcomes
-    ours = sorted(storage.glob(f"reports/{POOL_1}/{VERSION_1}/*/report.json"))
-    assert len(ours) == 1
+    # One evaluation of each instance, each run by its own job.
+    evaluations = sorted(o.job for o in outcomes if o.job.endswith("__evaluate"))
+    assert evaluations == ["recommender__evaluate", "search__evaluate"]
+    assert partitions == {name: ([version], [pool])
+                          for name, (version, pool, _) in INSTANCES.items()}
 
     monkeypatch.setenv("NDCG_EVAL_DEV", "1")
-    with temporary_instance(tmp_path / "standalone-home") as instance:
-        standalone = make_pipeline(tmp_path / "standalone", instance)
-        standalone.land_version(VERSION_1)
-        standalone.land_pool(POOL_1)
-        assert all(o.success for o in standalone.runner.run_until_quiet())
-        theirs = standalone.report(POOL_1, VERSION_1)
-    assert json.loads(ours[0].read_text()) == json.loads(theirs.read_text())
-    assert ours[0].read_bytes() == theirs.read_bytes()
+    for name, (version, pool, _) in INSTANCES.items():
+        ours = sorted((tmp_path / name / "storage").glob(f"reports/{pool}/{version}/*/report.json"))
+        assert len(ours) == 1, name
+        with temporary_instance(tmp_path / f"standalone-{name}-home") as instance:
+            standalone = make_pipeline(tmp_path / f"standalone-{name}", instance,
+                                       spec_path=specs.get(name))
+            standalone.land_version(version)
+            standalone.land_pool(pool)
+            assert all(o.success for o in standalone.runner.run_until_quiet())
+            theirs = standalone.report(pool, version)
+        assert json.loads(ours[0].read_text()) == json.loads(theirs.read_text()), name
+        assert ours[0].read_bytes() == theirs.read_bytes(), name
+    search, recommender = (json.loads(next((tmp_path / name / "storage").glob(
+        "reports/*/*/*/report.json")).read_text()) for name in INSTANCES)
+    assert search["spec_id"] != recommender["spec_id"]
