@@ -44,11 +44,11 @@ from evaluation_pipeline.orchestration.checks import (
 )
 from evaluation_pipeline.orchestration.ingest_assets import build_ingest_assets
 from evaluation_pipeline.orchestration.jobs import build_jobs, evaluation_selection
-from evaluation_pipeline.orchestration.memory import MemoryBudget
 from evaluation_pipeline.orchestration.partitions import DEFAULT, Naming
 from evaluation_pipeline.orchestration.resources import (
     EvaluationStorage,
     LandingZone,
+    MemoryBudget,
     NightlyWatch,
     QualityPolicy,
 )
@@ -62,6 +62,7 @@ from evaluation_pipeline.orchestration.sensors import (
     build_evaluation_sensor,
     build_ingest_sensors,
 )
+from evaluation_pipeline.orchestration.worklist_asset import build_worklist_asset
 from evaluation_pipeline.spec import EvaluationSpec, load_spec
 from schemas.errors import EvaluationError
 
@@ -188,7 +189,8 @@ def build_definitions(
         "memory": memory or MemoryBudget(),
     }
     return dg.Definitions(
-        assets=[*build_ingest_assets(naming), *build_evaluation_assets(spec, naming)],
+        assets=[*build_ingest_assets(naming), *build_evaluation_assets(spec, naming),
+                build_worklist_asset(spec, naming)],
         asset_checks=[*build_ingest_checks(naming), *build_evaluation_checks(spec, naming)],
         jobs=list(build_jobs(naming)),
         sensors=[

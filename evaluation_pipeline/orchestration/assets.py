@@ -47,7 +47,7 @@ from evaluation_pipeline.nightly.alerts import notify
 from evaluation_pipeline.nightly.history import numeric_metadata, read_history
 from evaluation_pipeline.nightly.watch import record_evaluation, watch_evaluation
 from evaluation_pipeline.orchestration.ingest_assets import utc_now
-from evaluation_pipeline.orchestration.memory import MemoryBudget
+from evaluation_pipeline.orchestration.resources import MemoryBudget
 from evaluation_pipeline.orchestration.partitions import (
     DEFAULT,
     POOL_DIMENSION,

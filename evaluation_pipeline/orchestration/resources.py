@@ -1,5 +1,5 @@
-"""Resources: where published inputs and results live, where inputs land, check thresholds, and
-the nightly watch's configuration.
+"""Resources: where published inputs and results live, where inputs land, check thresholds, the
+nightly watch's configuration, and the memory budget of the steps' sorts.
 
 Environments differ by the values handed to these resources (a local folder or an fsspec URL
 such as ``s3://bucket/ndcg``, with its storage options), never by a branch inside an asset.
@@ -24,6 +24,7 @@ from upath import UPath
 
 from evaluation_pipeline import settings
 from evaluation_pipeline.evaluation import Lineage, read_lineage, read_with_lineage
+from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.ingest.verify import Verified, verify_published
 from evaluation_pipeline.io import (
     conditional,
@@ -41,6 +42,7 @@ from evaluation_pipeline.io.result_folder import put_result
 from evaluation_pipeline.io.storage import (
     POOL_FILE,
     READY_MARKER,
+    SPILL_FOLDER,
     STAGING_FOLDER,
     Place,
     manifest_file,
@@ -414,3 +416,25 @@ class NightlyWatch(dg.ConfigurableResource):
 
     def alert_settings(self) -> AlertSettings:
         return AlertSettings.from_env(self.alert_webhook)
+
+
+class MemoryBudget(dg.ConfigurableResource):
+    """``memory_limit`` ("2GB", "512MB"; unset: ``NDCG_EVAL_MEMORY_LIMIT``, else 2 GB) and
+    ``spill_dir`` (unset: ``NDCG_EVAL_SPILL_DIR``, else SPILL_FOLDER under a local storage, else
+    the system's temporary folder)."""
+
+    memory_limit: str | None = None
+    spill_dir: str | None = None
+
+    def budget(self, storage: EvaluationStorage) -> Budget:
+        """The budget, checked: a size that is not one, or a spill folder that cannot be
+        written, fails the step before it reads anything."""
+        folder = self.spill_dir or settings.SPILL_DIR.get() or (
+            # Beside the published files: one file system, so a staged file is renamed in.
+            storage.root() / SPILL_FOLDER if storage.is_local() else None)
+        try:
+            budget = Budget.of(self.memory_limit, folder)
+            budget.check_spill_dir()
+        except ValueError as exc:
+            raise dg.Failure(str(exc)) from None
+        return budget

@@ -3,10 +3,9 @@ of contract section 3, rule 8 (``analysis.worklist``), as ``ndcg-eval holes --ou
 them: ``worklists/<pool>/<version>/<spec_id>/worklist.csv``, written at once.
 
 Built the way ``assets.build_evaluation_assets`` builds the scoring asset: the same partitions,
-storage resource, code version (project version and spec_id) and automation, after the
-evaluation's ``query_scores``. Its inputs are the published judgment version, pool and queries
-table the scores were computed from. ``build_worklist_asset`` takes the names that differ in a
-code location whose assets have a key prefix, so that it serves one as well.
+storage resource and code version (project version and spec_id), after the evaluation's
+``query_scores``. Its inputs are the published judgment version, pool and queries table the
+scores were computed from.
 """
 
 import dagster as dg
@@ -20,49 +19,40 @@ from evaluation_pipeline.io.storage import (
     queries_file,
     worklist_file,
 )
-from evaluation_pipeline.orchestration.assets import (
-    EVALUATION_GROUP,
-    evaluation_code_version,
-)
+from evaluation_pipeline.orchestration.assets import evaluation_code_version
 from evaluation_pipeline.orchestration.partitions import (
-    evaluation_partitions,
+    DEFAULT,
+    Naming,
+    evaluation_partitions_of,
     split_evaluation_key,
 )
 from evaluation_pipeline.orchestration.resources import EvaluationStorage
 from evaluation_pipeline.spec import EvaluationSpec
 
 WORKLIST_ASSET = "judging_worklist"
+WORKLIST_GROUP = "judging"
 # Holes shown in the materialization's metadata; the file has them all.
 SHOWN = 10
 
 
-def build_worklist_asset(
-    spec: EvaluationSpec,
-    *,
-    partitions_def: dg.PartitionsDefinition = evaluation_partitions,
-    key_prefix: tuple[str, ...] = (),
-    group_name: str = EVALUATION_GROUP,
-    storage_key: str = "storage",
-    scores: dg.AssetKey = dg.AssetKey("query_scores"),
-    queries: dg.AssetKey = dg.AssetKey("queries"),
-) -> dg.AssetsDefinition:
-    """``judging_worklist`` under ``spec``. The defaults are the project's own code location's
-    names; a prefixed instance passes its partitions, key prefix, group, storage resource key
-    and the keys of its ``query_scores`` and ``queries``."""
-    automation = (
-        dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()
-    )
+def build_worklist_asset(spec: EvaluationSpec, naming: Naming = DEFAULT) -> dg.AssetsDefinition:
+    """``judging_worklist`` under ``spec``, of the instance ``naming`` names (its key prefix,
+    partitions, group and storage resource).
+
+    Materialized on demand (the UI, a backfill of its partitions, or a schedule of one's own):
+    it is in no job the sensors run and has no automation, since its what-if scorings cost
+    more than the evaluation it follows; its own group keeps it out of ``evaluate``."""
+    storage_key = naming.name("storage")
 
     @dg.asset(
         name=WORKLIST_ASSET,
-        key_prefix=list(key_prefix) or None,
-        partitions_def=partitions_def,
-        group_name=group_name,
+        key_prefix=list(naming.prefix) or None,
+        partitions_def=evaluation_partitions_of(naming),
+        group_name=naming.group(WORKLIST_GROUP),
         required_resource_keys={storage_key},
         kinds={"polars", "csv"},
         code_version=evaluation_code_version(spec),
-        automation_condition=automation,
-        deps=[scores, queries],
+        deps=[naming.key("query_scores"), naming.key("queries")],
         metadata={"spec_id": spec.spec_id, "cutoff": headline_cutoff(spec)},
         description="The unknown and unjudged documents of an evaluation to judge next, in the "
         "order their grades are expected to narrow the bounds of each ranker's NDCG at the "

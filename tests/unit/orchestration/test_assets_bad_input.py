@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 
 from evaluation_pipeline.orchestration.ingest_assets import candidate_pools, judgments
-from evaluation_pipeline.orchestration.memory import MemoryBudget
+from evaluation_pipeline.orchestration.resources import MemoryBudget
 from evaluation_pipeline.orchestration.partitions import (
     candidate_pool_partitions,
     judgment_version_partitions,

@@ -75,3 +75,19 @@ def test_an_input_not_published_fails_the_step_and_writes_nothing(tmp_path):
     error = result.get_step_failure_events()[0].step_failure_data.error
     assert "not published yet" in error.message
     assert not tmp_path.joinpath("worklists").exists()
+
+
+def test_the_worklist_is_materialized_on_demand_only(tmp_path):
+    """In the code location, but in no job the sensors run and without automation: its what-if
+    scorings cost more than the evaluation, so a night's run does not pay for them."""
+    from evaluation_pipeline.definitions import build_definitions
+
+    defs = build_definitions(storage_base=str(tmp_path / "s"), landing_folder=str(tmp_path),
+                             queries_path=str(tmp_path / "q.csv"))
+    key = dg.AssetKey("judging_worklist")
+    asset = defs.resolve_assets_def(key)
+    assert asset.automation_conditions_by_key.get(key) is None
+    assert asset.group_names_by_key[key] == "judging"
+    for job in defs.resolve_all_job_defs():
+        if not job.name.startswith("__ASSET_JOB"):  # Dagster's own job of every asset
+            assert key not in job.asset_layer.selected_asset_keys, job.name
