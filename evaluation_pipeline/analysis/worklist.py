@@ -3,12 +3,31 @@ the bounds of its headline numbers (contract section 3, rule 8).
 
 A hole (rule 7) is a candidate with an ``unknown`` grade, a candidate without a row in the
 version, or under ``ideal: all_judged`` an ``unknown`` row of the query that no ranker
-returned. Each hole gets a score by *what-if scoring*: the query is scored again, once for every
-grade the hole may take, with that hole graded and every other hole still open, by the
-project's own scorer (``metric.ndcg.score``), so that the narrowing it measures is the exact one
-of rule 7's bounds and not an approximation of them. Every what-if query is a copy of its query
-under a new id, and all of them are scored in one call over whole columns (in chunks that cap
-the copied rows), never one query at a time.
+returned. Each hole gets a score by *what-if scoring*: the bounds of rule 7 of its query again,
+once for every grade the hole may take, with that hole graded and every other hole still open,
+so that the narrowing it measures is the exact one of rule 7's bounds and not an approximation
+of them.
+
+The what-ifs are not copies of the query scored anew: one compiled pass over the run's
+(ranker, query) blocks grades and ranks each block once, with the scorer's own steps
+(``metric.kernels.dcg``, ``metric.kernels.bounds``), and calls the scorer's bounds step with
+one hole graded at a time, so each what-if width is the number scoring the copy would give, to
+the last bit. Grading a hole changes a block's bounds in one of four ways only:
+
+- a hole the ranker places where it has a discount weight at K (its place, or its tie group's
+  first place under ``ties: average``, is <= K): its own what-if, hole by hole;
+- a hole of the block without a weight (past K), or under ``all_judged`` an ``unknown`` row
+  the ranker did not return: it only leaves the holes that raise the ideal and adds its gain to
+  the graded ideal, the same for every such hole of the block, so one what-if per block and
+  grade serves them all (they are exchangeable);
+- under ``all_judged``, a document without a row that the ranker did not return (another
+  ranker's unjudged candidate): it joins the ideal and nothing else, again one what-if per
+  block and grade;
+- under ``ideal: candidates``, a document the ranker did not return: nothing changes.
+
+So a block costs one bounds call per weighted hole and grade plus two per grade, whatever its
+number of holes past K, and the width sum of a query with a hole graded adds, ranker by ranker,
+the block's what-if of the hole's kind.
 
 The order is deterministic: by ``expected_narrowing`` (rounded to 1e-12, so that float noise
 cannot reorder equal scores), then ``query_id``, then ``doc_id``. No Dagster here: the command
@@ -18,14 +37,26 @@ cannot reorder equal scores), then ``query_id``, then ``doc_id``. No Dagster her
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import polars as pl
 
-from evaluation_pipeline.metric.ndcg import score
+from evaluation_pipeline.metric.gains import gains_for_grades
+from evaluation_pipeline.metric.hashing import pool_blocks
+from evaluation_pipeline.metric.kernels.codes import GRADED, TIES_AVERAGE, TIES_RANK, UNKNOWN
+from evaluation_pipeline.metric.ndcg import (
+    _NO_POSITIVE_CODES,
+    _TIES,
+    _discount_prefix,
+    _ranks,
+    index_judgments,
+)
 from evaluation_pipeline.metric.raters import combine_ratings, is_rated
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import columns
 from schemas.errors import EvaluationError
+from schemas.ranks import check_ranks
 
 # The worklist's columns, in file order; query_text only when the queries table has it. The
 # last two make the file, once its grades are filled in, a judgment version (contract section 1):
@@ -35,10 +66,11 @@ COLUMNS = ("priority", "expected_narrowing", "guaranteed_narrowing", "query_id",
            "doc_id", "rankers", "best_position", "bound_width", "grade", "grade_status")
 # Scores within this of each other are ties (then query_id, doc_id decide).
 ROUNDING = 12
-# The most rows (candidates and judgments) copied for one call of the scorer: the what-if
-# copies of a query are made in chunks of whole queries below this.
-CHUNK_ROWS = 2_000_000
 RANKER_SEPARATOR = ","
+# A hole's kind in a block (the kernel's ``ref`` and the per-ranker codes below): >= 0 is the
+# row of its own what-if widths (a weighted hole), the others share the block's.
+_PAST_K = -1  # a hole of the block without a weight at K (or, per ranker, an outside unknown)
+_NOT_RETURNED = -2  # the ranker did not return the document
 
 
 class WorklistError(EvaluationError):
@@ -67,31 +99,38 @@ def worklist(judgments: pl.DataFrame, candidates: pl.DataFrame, spec: Evaluation
         spec = spec.replace(raters=None)
     version = judgments.select(*columns.JUDGMENT_KEY, "grade", "grade_status")
     graded = version.filter(pl.col("grade_status") == columns.GRADED)["grade"]
-    # The hole grades of the whole version, fixed for the what-if copies: a copy holds one
-    # query, whose own largest grade may be below the version's (rule 7).
+    # The hole grades of the whole version (rule 7), fixed for every what-if: grading a hole
+    # must not move the top grade the other holes may take.
     top = spec.max_grade if spec.max_grade is not None else int(graded.max() or 0)
     k = headline_cutoff(spec)
     spec_k = spec.replace(cutoffs=(k,), max_grade=top)
     run = candidates.select(*_run_columns(candidates, spec))
+    if spec.needs_rank:
+        check_ranks(run, "candidates")  # as the scorer checks a frame
+    blocks = pool_blocks(run)
+    index = index_judgments(version, spec_k)
+    found = _what_ifs(blocks, index, spec_k)
 
-    widths = _widths(score(run, version, spec_k))
-    weights = _weights(widths["query_id"].unique(), queries)
-    total_weight = float(weights["weight"].sum())
-    holes = _holes(run, version, spec, k)
-    # A query without a row in the version is not judged: it has no bounds to narrow.
-    holes = holes.join(version.select("query_id").unique(), on="query_id", how="semi")
-    per_query = (widths.group_by("query_id")
-                 .agg(pl.col("width").sum().alias("width_sum"),
-                      pl.col("width").max().alias("bound_width"))
-                 .join(weights, on="query_id", how="left")
-                 .with_columns(pl.col("weight").fill_null(0.0)))
-    holes = holes.join(per_query, on="query_id", how="left").with_columns(
-        pl.col("width_sum", "bound_width", "weight").fill_null(0.0))
-    narrowing = _narrowing(holes, run, version, spec_k, top, graded)
-    holes = holes.join(narrowing, on=["query_id", "doc_id"], how="left").with_columns(
-        pl.col("expected", "guaranteed").fill_null(0.0))
+    rankers = sorted(blocks.keys["ranker"].unique().to_list())
+    per_query, block_of = _per_query(blocks, index, found, rankers, queries)
+    holes = _holes(blocks, found, version, per_query, rankers, spec.ideal == "all_judged")
+    expected, guaranteed = _narrowing(holes, block_of, per_query, found, spec_k, top, graded,
+                                      spec.ideal == "all_judged")
+    # Σ w: over the queries the evaluation has rows for.
+    total_weight = float(per_query.filter("has_rows")["weight"].sum())
     scale = 1.0 / total_weight if total_weight > 0 else 0.0
-    ordered = holes.with_columns(
+    q = holes["q"]
+    listed = pl.DataFrame({
+        "query_id": per_query["query_id"].gather(q),
+        "doc_id": holes["doc_id"],
+        "rankers": _ranker_names(holes["places"], rankers, k),
+        "best_position": pl.Series(holes["best_position"]).set(
+            pl.Series(holes["best_position"] == 0), None),
+        "bound_width": per_query["bound_width"].gather(q),
+        "expected": expected,
+        "guaranteed": guaranteed,
+    })
+    ordered = listed.with_columns(
         (pl.col("expected") * scale).round(ROUNDING).alias("expected_narrowing"),
         (pl.col("guaranteed") * scale).round(ROUNDING).alias("guaranteed_narrowing"),
     ).sort(["expected_narrowing", "query_id", "doc_id"], descending=[True, False, False])
@@ -113,62 +152,12 @@ def _run_columns(candidates: pl.DataFrame, spec: EvaluationSpec) -> list[str]:
     return [*names, columns.RANK] if spec.needs_rank else names
 
 
-def _widths(per_query: pl.DataFrame) -> pl.DataFrame:
-    """Per (ranker, query): ``ndcg_max - ndcg_min`` at the one cutoff scored, 0 where the
-    query has no bounds (no grading gives it a number, or it is not judged)."""
-    return per_query.select(
-        "ranker", "query_id",
-        (pl.col("ndcg_max") - pl.col("ndcg_min")).fill_null(0.0).alias("width"))
-
-
 def _weights(query_ids: pl.Series, queries: pl.DataFrame | None) -> pl.DataFrame:
     frame = query_ids.to_frame("query_id")
     if queries is None:
         return frame.with_columns(pl.lit(1.0).alias("weight"))
     return frame.join(queries.select("query_id", pl.col("weight").cast(pl.Float64)),
                       on="query_id", how="left").with_columns(pl.col("weight").fill_null(0.0))
-
-
-def places(run: pl.DataFrame, spec: EvaluationSpec) -> pl.DataFrame:
-    """Each candidate's place in its ranker's list (rule 6's order): under ``ties: average``
-    the first place of its tie group, the one it shares the group's discount from."""
-    group = ["ranker", "query_id"]
-    if spec.ties == "average":
-        return run.with_columns(pl.col("score").rank("min", descending=True).over(group)
-                                .cast(pl.Int64).alias("position"))
-    tie_key, descending = {"doc_id": ("doc_id", False), "trec_eval": ("doc_id", True),
-                           "rank": (columns.RANK, False)}[spec.ties]
-    ranked = run.sort([*group, "score", tie_key], descending=[False, False, True, descending])
-    return ranked.with_columns((pl.int_range(pl.len()).over(group) + 1).cast(pl.Int64)
-                               .alias("position"))
-
-
-def _holes(run: pl.DataFrame, version: pl.DataFrame, spec: EvaluationSpec, k: int
-           ) -> pl.DataFrame:
-    """One row per hole (query_id, doc_id): whether the version has a row for it, the rankers
-    that place it in their top K and its best place over the rankers (null when none returned
-    it)."""
-    placed = places(run, spec).join(version.select(*columns.JUDGMENT_KEY, "grade_status"),
-                                    on=list(columns.JUDGMENT_KEY), how="left")
-    open_candidates = placed.filter(pl.col("grade_status").is_null()
-                                    | (pl.col("grade_status") == columns.UNKNOWN))
-    candidate_holes = open_candidates.group_by(columns.JUDGMENT_KEY).agg(
-        pl.col("grade_status").first().is_not_null().alias("in_version"),
-        pl.col("ranker").filter(pl.col("position") <= k).sort()
-        .str.join(RANKER_SEPARATOR).alias("rankers"),
-        pl.col("position").min().alias("best_position"),
-    ).with_columns(
-        # No ranker places it in its top K: it narrows the bounds through the ideal alone.
-        pl.when(pl.col("rankers") != "").then(pl.col("rankers")).alias("rankers"))
-    if spec.ideal != "all_judged":
-        return candidate_holes
-    # Under all_judged an unknown row joins the ideal of every ranker of its query once graded.
-    unreturned = version.filter(pl.col("grade_status") == columns.UNKNOWN).join(
-        run.select(columns.JUDGMENT_KEY).unique(), on=list(columns.JUDGMENT_KEY), how="anti")
-    return pl.concat([candidate_holes, unreturned.select(
-        *columns.JUDGMENT_KEY, pl.lit(True).alias("in_version"),
-        pl.lit(None, dtype=pl.String).alias("rankers"),
-        pl.lit(None, dtype=pl.Int64).alias("best_position"))])
 
 
 def grade_shares(graded: pl.Series, top: int) -> np.ndarray:
@@ -180,75 +169,322 @@ def grade_shares(graded: pl.Series, top: int) -> np.ndarray:
     return counts / counts.sum()
 
 
-def _narrowing(holes: pl.DataFrame, run: pl.DataFrame, version: pl.DataFrame,
-               spec_k: EvaluationSpec, top: int, graded: pl.Series) -> pl.DataFrame:
-    """Per hole of a query with a weighted width: the weighted narrowing of the sum of its
-    rankers' widths at K, expected over ``grade_shares`` and guaranteed (the least over the
-    grades), each from a what-if copy of the query with the hole graded."""
-    live = holes.filter((pl.col("width_sum") > 0) & (pl.col("weight") > 0))
-    empty = pl.DataFrame(schema={"query_id": pl.String, "doc_id": pl.String,
-                                 "expected": pl.Float64, "guaranteed": pl.Float64})
-    if live.height == 0:
-        return empty
-    shares = pl.DataFrame({"what_if_grade": np.arange(top + 1, dtype=np.int64),
-                           "share": grade_shares(graded, top)})
-    # One scenario per (hole, grade); its id names the what-if copy of the query.
-    scenarios = (live.select(*columns.JUDGMENT_KEY, "in_version", "width_sum", "weight")
-                 .sort(columns.JUDGMENT_KEY)
-                 .join(shares, how="cross")
-                 .with_row_index("scenario")
-                 .with_columns(pl.col("scenario").cast(pl.String).alias("what_if")))
-    chunks = _chunks(scenarios, run, version)
-    widths = [_what_if_widths(scenarios.join(chunk, on="query_id", how="semi"), run, version,
-                              spec_k)
-              for chunk in chunks]
-    scored = scenarios.join(pl.concat(widths), on="what_if", how="left").with_columns(
-        (pl.col("weight") * (pl.col("width_sum") - pl.col("what_if_width").fill_null(0.0)))
-        .alias("narrowing"))
-    return scored.group_by(columns.JUDGMENT_KEY).agg(
-        (pl.col("narrowing") * pl.col("share")).sum().alias("expected"),
-        pl.col("narrowing").min().alias("guaranteed"))
+# -- the what-if pass ---------------------------------------------------------------------------
 
 
-def _chunks(scenarios: pl.DataFrame, run: pl.DataFrame, version: pl.DataFrame
-            ) -> list[pl.DataFrame]:
-    """The scenarios' queries in chunks whose what-if copies hold about CHUNK_ROWS rows."""
-    size = (scenarios.group_by("query_id").len("copies")
-            .join(run.group_by("query_id").len("candidates"), on="query_id", how="left")
-            .join(version.group_by("query_id").len("rows"), on="query_id", how="left")
-            .fill_null(0).sort("query_id")
-            .with_columns((pl.col("copies") * (pl.col("candidates") + pl.col("rows") + 1))
-                          .cum_sum().alias("reach")))
-    size = size.with_columns((pl.col("reach") // CHUNK_ROWS).alias("chunk"))
-    return [part.select("query_id") for part in size.partition_by("chunk", maintain_order=True)]
+def _what_ifs(blocks, index, spec_k: EvaluationSpec) -> dict[str, np.ndarray]:
+    """The kernel's pass over the run's blocks (see :func:`_what_if_blocks`), as named arrays."""
+    from evaluation_pipeline.metric.kernels.dcg import CandidateBlocks, QueryJudgments, Rules
+
+    n_values = len(index.hole_gains)
+    names = ("base", "past_k", "ideal_only", "row", "place", "ref", "grade_class", "own")
+    if blocks.frame.height == 0:
+        empty = (np.zeros(0), np.zeros((0, n_values)), np.zeros((0, n_values)),
+                 *(np.zeros(0, np.int64),) * 3, np.zeros(0, np.int8), np.zeros((0, n_values)))
+        return dict(zip(names, empty))
+    facts = blocks.keys.join(index.queries, on="query_id", how="left", maintain_order="left")
+    k = spec_k.cutoffs[0]
+    out = _kernel()(
+        CandidateBlocks(blocks.starts, blocks.order, blocks.numpy("score"), blocks.docs,
+                        _ranks(blocks, spec_k)),
+        QueryJudgments(facts["j_lo"].fill_null(0).to_numpy(),
+                       facts["j_hi"].fill_null(0).to_numpy(), index.order, index.docs,
+                       index.grades["grade_class"].to_numpy(), index.grades["gain"].to_numpy()),
+        Rules(np.array([k], dtype=np.int64), _discount_prefix(k), _TIES[spec_k.ties],
+              spec_k.unknown != "exclude", spec_k.unjudged != "exclude",
+              spec_k.ideal == "candidates", index.hole_gains,
+              _NO_POSITIVE_CODES[spec_k.no_positive]),
+    )
+    found = dict(zip(names, out))
+    found["own"] = found["own"].reshape(-1, n_values)
+    return found
 
 
-def _what_if_widths(scenarios: pl.DataFrame, run: pl.DataFrame, version: pl.DataFrame,
-                    spec_k: EvaluationSpec) -> pl.DataFrame:
-    """The sum over rankers of the width at K of every scenario's copy of its query: the
-    candidates and version rows of the query under the scenario's id, the hole graded."""
-    keys = scenarios.select("what_if", "query_id", pl.col("doc_id").alias("hole"),
-                            "in_version", "what_if_grade")
-    copied_run = keys.select("what_if", "query_id").join(run, on="query_id").drop(
-        "query_id").rename({"what_if": "query_id"})
-    copied = keys.join(version, on="query_id").with_columns(
-        (pl.col("doc_id") == pl.col("hole")).alias("is_hole"))
-    copied_version = pl.concat([
-        copied.select(
-            pl.col("what_if").alias("query_id"), "doc_id",
-            pl.when(pl.col("is_hole")).then(pl.col("what_if_grade")).otherwise(pl.col("grade"))
-            .alias("grade"),
-            pl.when(pl.col("is_hole")).then(pl.lit(columns.GRADED))
-            .otherwise(pl.col("grade_status")).alias("grade_status")),
-        keys.filter(~pl.col("in_version")).select(
-            pl.col("what_if").alias("query_id"), pl.col("hole").alias("doc_id"),
-            pl.col("what_if_grade").alias("grade"),
-            pl.lit(columns.GRADED).alias("grade_status")),
-    ])
-    rows = _widths(score(copied_run.select(run.columns), copied_version, spec_k))
-    return rows.group_by("query_id").agg(pl.col("width").sum().alias("what_if_width")).rename(
-        {"query_id": "what_if"})
+@functools.cache
+def _kernel():
+    """:func:`_what_if_blocks` compiled. Every command imports this module (``cli.main``), and
+    importing numba costs 0.3 s: the kernel functions are plain Python here, the scorer's
+    compiled steps they call are put in this module's globals, and both are compiled (or loaded
+    from numba's cache) on the first worklist only."""
+    from numba import njit
 
+    from evaluation_pipeline.metric.kernels import bounds, dcg
+
+    globals().update(
+        _grade=dcg._grade, _rank=dcg._rank, _widest=dcg._widest, Slots=dcg.Slots,
+        fixed_top=bounds.fixed_top, block_bounds=bounds.block_bounds,
+        insert_descending=bounds.insert_descending)
+    # The helpers are compiled in place: the kernel calls them by these names.
+    for helper in (_width, _grow, _with_gain):
+        globals()[helper.__name__] = njit(cache=True, nogil=True)(helper)
+    return njit(cache=True, nogil=True)(_what_if_blocks)
+
+
+def _what_if_blocks(candidates, judgments, rules):
+    """One pass over the (ranker, query) blocks, each graded and ranked as the scorer does,
+    and per block of a judged query with holes, the width (``ndcg_max - ndcg_min`` at K, 0 when
+    null) now and with one hole graded, for each gain a hole may take (``rules.hole_gains``):
+
+    - ``base[b]``: the width now;
+    - ``past_k[b, v]``: one hole without a weight graded (any of them: they only leave the holes
+      that raise the ideal and add their gain to the graded ideal);
+    - ``ideal_only[b, v]`` (``all_judged``): a document outside the block's holes joins the
+      graded ideal;
+    - per hole candidate, in ``row`` (of the run's frame), ``place`` (its place, a tie group's
+      first under ``average``), ``grade_class`` and ``ref``: the row of ``own`` holding its own
+      what-if widths when it has a weight at K, else ``_PAST_K``.
+    """
+    starts = candidates.starts
+    n_blocks = len(starts) - 1
+    k = rules.cutoffs[0]
+    values = rules.hole_gains
+    n_values = len(values)
+    longest = _widest(starts)
+    slots = Slots(np.empty(longest), np.empty(longest, np.int8), np.empty(longest),
+                  np.empty(longest if rules.ties == TIES_RANK else 0, np.int64))
+    rank = np.empty(longest, np.int64)
+    slot_row = np.empty(longest, np.int64)
+    counts = np.zeros((n_blocks, 3), np.int64)  # what the scorer's grading step also fills
+    positives = np.zeros(n_blocks, np.int64)
+    graded_top = np.empty(k)
+    top = np.empty(k)
+    scratch = (np.empty(longest), np.empty(longest), np.empty(longest, np.int64))
+    base = np.zeros(n_blocks)
+    past_k = np.zeros((n_blocks, n_values))
+    ideal_only = np.zeros((n_blocks, n_values))
+    capacity = 1024
+    row, place = np.empty(capacity, np.int64), np.empty(capacity, np.int64)
+    ref, grade_class = np.empty(capacity, np.int64), np.empty(capacity, np.int8)
+    own = np.empty(capacity * n_values)
+    n_found, n_own = 0, 0
+    reverse = rules.ties == 2  # TIES_DOC_DESC: the grading step fills the slots backwards
+    for b in range(n_blocks):
+        if judgments.lo[b] == judgments.hi[b]:
+            continue  # not judged: no bounds to narrow
+        lo, m = starts[b], starts[b + 1] - starts[b]
+        _grade(candidates, judgments, b, rules, slots, counts, positives)
+        _rank(candidates, b, rules, slots, rank)
+        n_top, n_outside, n_holes = fixed_top(slots, m, judgments, b, rules, k, graded_top)
+        if n_holes + n_outside == 0:
+            continue  # without a hole the bounds are the number: width 0, with any grade
+        base[b] = _width(n_holes + n_outside, slots, rank, m, rules, k, graded_top, n_top,
+                         n_outside, scratch)
+        left = n_holes + n_outside - 1  # the holes once one is graded
+        for t in range(m):
+            slot_row[m - 1 - t if reverse else t] = candidates.order[lo + t]
+        n_past_k = n_outside
+        p = 0
+        while p < m:  # tie groups, as the bounds step weighs them
+            q = p + 1
+            if rules.ties == TIES_AVERAGE:
+                while q < m and slots.score[rank[q]] == slots.score[rank[p]]:
+                    q += 1
+            for i in range(p, q):
+                s = rank[i]
+                cls = slots.grade_class[s]
+                if cls == GRADED:
+                    continue
+                if n_found == len(row):
+                    row, place, ref = _grow(row), _grow(place), _grow(ref)
+                    grade_class = _grow(grade_class)
+                row[n_found], place[n_found], grade_class[n_found] = slot_row[s], p + 1, cls
+                if p + 1 > k:  # no weight at K
+                    ref[n_found] = _PAST_K
+                    n_past_k += 1
+                else:
+                    if (n_own + 1) * n_values > len(own):
+                        own = _grow(own)
+                    ref[n_found] = n_own
+                    gain = slots.gain[s]
+                    slots.grade_class[s] = GRADED
+                    for v in range(n_values):
+                        slots.gain[s] = values[v]
+                        n = _with_gain(graded_top, n_top, k, values[v], top)
+                        own[n_own * n_values + v] = _width(left, slots, rank, m, rules, k, top,
+                                                           n, n_outside, scratch)
+                    slots.grade_class[s], slots.gain[s] = cls, gain
+                    n_own += 1
+                n_found += 1
+            p = q
+        for v in range(n_values):
+            n = _with_gain(graded_top, n_top, k, values[v], top)
+            if n_past_k:
+                # One less hole without a weight: the bounds step counts them from n_outside
+                # up, so n_outside - 1 stands for any of them.
+                past_k[b, v] = _width(left, slots, rank, m, rules, k, top, n, n_outside - 1,
+                                      scratch)
+            if not rules.ideal_from_candidates:
+                ideal_only[b, v] = _width(left + 1, slots, rank, m, rules, k, top, n, n_outside,
+                                          scratch)
+    return (base, past_k, ideal_only, row[:n_found], place[:n_found], ref[:n_found],
+            grade_class[:n_found], own[:n_own * n_values])
+
+
+def _with_gain(graded_top, n_top, k, gain, top):
+    """The graded ideal's top ``k`` gains with ``gain`` added, into ``top``."""
+    top[:n_top] = graded_top[:n_top]
+    return insert_descending(top, n_top, k, gain)
+
+
+def _width(n_holes, slots, rank, m, rules, k, top, n_top, n_outside, scratch):
+    """``ndcg_max - ndcg_min`` at K as the scorer writes it, 0 where null: the bounds are the
+    number itself without a hole (width 0), and null when no grading gives a number."""
+    if n_holes == 0:
+        return 0.0
+    least, greatest = block_bounds(slots, rank, m, rules, k, top, n_top, n_outside, scratch)
+    width = greatest - least
+    return 0.0 if np.isnan(width) else width
+
+
+def _grow(values):
+    """``values`` in an array twice its size (the rest unset)."""
+    grown = np.empty(2 * len(values), values.dtype)
+    grown[:len(values)] = values
+    return grown
+
+
+def _ranker_names(places: np.ndarray, rankers: list[str], k: int) -> pl.Series:
+    """Per hole, the rankers placing it in their top K, by name, comma-separated; null for
+    none."""
+    named = pl.DataFrame({str(r): places[:, r] for r in range(len(rankers))}).select(
+        pl.concat_str([pl.when(pl.col(str(r)).is_between(1, k)).then(pl.lit(name))
+                       for r, name in enumerate(rankers)], separator=RANKER_SEPARATOR,
+                      ignore_nulls=True).alias("rankers"))["rankers"]
+    return named.replace("", None)
+
+
+# -- from blocks to holes -----------------------------------------------------------------------
+
+
+def _per_query(blocks, index, found, rankers: list[str], queries: pl.DataFrame | None
+               ) -> tuple[pl.DataFrame, np.ndarray]:
+    """Per query of the run or the version: ``has_rows`` (the evaluation has per-query rows for
+    it: the run's queries, and the version's with a positive gain, which get
+    ``missing_from_run`` rows), ``weight``, ``width_sum`` (W(q), added ranker by ranker in
+    name order, a ranker without the query adding 0) and ``bound_width`` (the widest); and the
+    block of each (query, ranker), -1 where the ranker did not return the query."""
+    keys = blocks.keys.select("query_id", _ranker_number("ranker", rankers).alias("r"))
+    with_rows = keys["query_id"]
+    if keys.height:
+        with_rows = pl.concat([with_rows, index.queries.filter(pl.col("n_positive") > 0)[
+            "query_id"]])
+    every = pl.concat([with_rows, index.queries["query_id"]]).unique().sort()
+    frame = _weights(every, queries).with_columns(
+        pl.col("query_id").is_in(with_rows.implode()).alias("has_rows"))
+    q = keys.join(frame.with_row_index("q").select("query_id", pl.col("q").cast(pl.Int64)),
+                  on="query_id", how="left", maintain_order="left")["q"].to_numpy()
+    block_of = np.full((frame.height, len(rankers)), -1, np.int64)
+    block_of[q, keys["r"].to_numpy()] = np.arange(keys.height)
+    widths = np.where(block_of >= 0, found["base"][np.maximum(block_of, 0)], 0.0)
+    width_sum = np.zeros(frame.height)
+    for r in range(len(rankers)):
+        width_sum = width_sum + widths[:, r]
+    return frame.with_columns(
+        pl.Series("width_sum", width_sum),
+        pl.Series("bound_width", widths.max(axis=1, initial=0.0))), block_of
+
+
+def _ranker_number(column: str, rankers: list[str]) -> pl.Expr:
+    """A ranker's place in ``rankers`` (sorted by name)."""
+    return pl.col(column).replace_strict(rankers, list(range(len(rankers))),
+                                         return_dtype=pl.Int64)
+
+
+def _holes(blocks, found, version: pl.DataFrame, per_query: pl.DataFrame, rankers: list[str],
+           all_judged: bool) -> dict:
+    """The holes, each (query_id, doc_id) once: ``q`` (row of ``per_query``), ``doc_id``,
+    ``in_version``, and per ranker (columns in name order) its kind (``codes``: the row of its
+    own what-ifs, ``_PAST_K`` or ``_NOT_RETURNED``) and its place (``places``, 0 for none);
+    ``best_position``, 0 for none. Candidates of a not-judged query are none (the kernel
+    skips them); under ``all_judged`` the version's ``unknown`` rows no ranker returned are."""
+    rows = found["row"]
+    block = np.searchsorted(blocks.starts, rows, side="right") - 1
+    keys = blocks.keys.select("query_id", "ranker").with_row_index("block").join(
+        per_query.select("query_id").with_row_index("q"), on="query_id", how="left",
+        maintain_order="left")
+    block_q = keys["q"].cast(pl.Int64).to_numpy()
+    block_r = keys.select(_ranker_number("ranker", rankers))["ranker"].to_numpy()
+    doc_id = blocks.frame["doc_id"].gather(rows)
+    q = block_q[block]
+    if len(rankers) > 1:
+        # The same document may be a hole of several rankers' blocks: number the distinct
+        # (query, document) pairs.
+        paired = pl.DataFrame({"q": q, "doc_id": doc_id}).with_row_index("i").sort("q", "doc_id")
+        first = (paired["q"] != paired["q"].shift()) | (paired["doc_id"] != paired["doc_id"]
+                                                          .shift())
+        number = np.empty(len(rows), np.int64)
+        number[paired["i"].to_numpy()] = first.fill_null(True).cum_sum().to_numpy() - 1
+    else:
+        number = np.arange(len(rows), dtype=np.int64)
+    n = int(number.max()) + 1 if len(rows) else 0
+    codes = np.full((n, len(rankers)), _NOT_RETURNED, np.int64)
+    codes[number, block_r[block]] = found["ref"]
+    places = np.zeros((n, len(rankers)), np.int64)
+    places[number, block_r[block]] = found["place"]
+    hole_q = np.empty(n, np.int64)
+    hole_q[number] = q
+    in_version = np.zeros(n, bool)
+    in_version[number] = found["grade_class"] == UNKNOWN
+    first_row = np.empty(n, np.int64)
+    first_row[number] = np.arange(len(rows))
+    holes = {"q": hole_q, "doc_id": doc_id.gather(first_row), "in_version": in_version,
+             "codes": codes, "places": places}
+    if all_judged:
+        # Unknown rows no ranker returned: holes of every ranker of the query, without a place.
+        outside = version.filter(pl.col("grade_status") == columns.UNKNOWN).join(
+            blocks.frame.select(columns.JUDGMENT_KEY).unique(), on=list(columns.JUDGMENT_KEY),
+            how="anti").join(per_query.select("query_id").with_row_index("q"), on="query_id",
+                             how="left")
+        m = outside.height
+        holes = {"q": np.r_[hole_q, outside["q"].cast(pl.Int64).to_numpy()],
+                 "doc_id": pl.concat([holes["doc_id"], outside["doc_id"]]),
+                 "in_version": np.r_[in_version, np.ones(m, bool)],
+                 "codes": np.r_[codes, np.full((m, len(rankers)), _PAST_K, np.int64)],
+                 "places": np.r_[places, np.zeros((m, len(rankers)), np.int64)]}
+    masked = np.where(holes["places"] > 0, holes["places"], np.iinfo(np.int64).max)
+    best = masked.min(axis=1, initial=np.iinfo(np.int64).max)
+    holes["best_position"] = np.where(best == np.iinfo(np.int64).max, 0, best)
+    return holes
+
+
+def _narrowing(holes: dict, block_of: np.ndarray, per_query: pl.DataFrame, found: dict,
+               spec_k: EvaluationSpec, top: int, graded: pl.Series, all_judged: bool
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Per hole, the weighted narrowing of W(q) expected over ``grade_shares`` and guaranteed
+    (the least over the grades): W(q | h = g) adds, ranker by ranker in name order as W(q)
+    does, the width of the ranker's block with h graded g, of the hole's kind there. Holes of
+    a query without a weight or a width narrow nothing (0)."""
+    n = len(holes["q"])
+    q = holes["q"]
+    width_sum = per_query["width_sum"].to_numpy()[q]
+    weight = per_query["weight"].to_numpy()[q]
+    live = (width_sum > 0) & (weight > 0)
+    shares = grade_shares(graded, top)
+    # Grades with one gain share their what-ifs (found per distinct gain, ascending).
+    gains = gains_for_grades(np.arange(top + 1), spec_k)
+    value = np.searchsorted(np.unique(gains), gains)
+    base, past_k, ideal_only, own = found["base"], found["past_k"], found["ideal_only"], \
+        found["own"]
+    expected = np.zeros(n)
+    guaranteed = np.full(n, np.inf)
+    for g in range(top + 1):
+        v = value[g]
+        what_if = np.zeros(n)
+        for r in range(block_of.shape[1]):
+            block = block_of[q, r]
+            b = np.maximum(block, 0)
+            code = holes["codes"][:, r]
+            if all_judged:
+                other = np.where(holes["in_version"], past_k[b, v], ideal_only[b, v])
+            else:
+                other = base[b]
+            width = np.where(code >= 0, own[np.maximum(code, 0), v] if len(own) else 0.0,
+                             np.where(code == _PAST_K, past_k[b, v], other))
+            what_if = what_if + np.where(block >= 0, width, 0.0)
+        narrowing = np.where(live, weight * (width_sum - what_if), 0.0)
+        expected = expected + narrowing * shares[g]
+        guaranteed = np.minimum(guaranteed, narrowing)
+    return expected, guaranteed
 
 def fill_version(version: pl.DataFrame, filled: pl.DataFrame, name: str) -> pl.DataFrame:
     """A new judgment version: ``version``'s rows, each replaced by the worklist's row of the
