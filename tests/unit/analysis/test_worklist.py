@@ -309,3 +309,146 @@ def test_grading_the_top_of_the_worklist_narrows_the_bounds_most(seed, spec, wei
         ahead.append(ours < by_depth - 1e-9)
     # Depth-pool order itself would pass the checks above; the worklist must also beat it.
     assert any(ahead), ahead
+
+
+# -- the shared what-ifs ----------------------------------------------------------------------
+
+
+def tied_case(seed: int, rankers=("a", "b", "c"), n_queries=5, n_docs=12, top=3):
+    """(run, version) with several rankers, scores on a grid of six values (so that tie
+    groups straddle any small K), each ranker returning most of the documents: many holes past
+    K in every list, unknown rows no ranker returned, and documents only some rankers
+    return. The run has a ``rank`` column (each list's order), for ``ties: rank``."""
+    rng = np.random.default_rng(seed)
+    runs, rows = [], []
+    for q in range(n_queries):
+        qid = f"q{q}"
+        for i in range(n_docs):
+            kind = rng.choice(["graded", "graded", "unknown", "none"])
+            if kind == "graded":
+                rows.append((qid, f"d{i:02d}", int(rng.integers(0, top + 1)), "graded"))
+            elif kind == "unknown":
+                rows.append((qid, f"d{i:02d}", None, "unknown"))
+        rows += [(qid, "out1", None, "unknown"), (qid, "out2", None, "unknown")]
+        for ranker in rankers:
+            picked = rng.choice(n_docs, size=int(rng.integers(n_docs - 3, n_docs + 1)),
+                                replace=False)
+            scores = rng.integers(0, 6, size=len(picked)).astype(float)
+            order = np.lexsort((picked, -scores))
+            runs += [(ranker, qid, f"d{picked[j]:02d}", float(scores[j]), place + 1)
+                     for place, j in enumerate(order)]
+    rows.append(("q0", "anchor", top, "graded"))
+    run = pl.DataFrame(runs, schema=["ranker", "query_id", "doc_id", "score", "rank"],
+                       orient="row")
+    version = pl.DataFrame(rows, schema={"query_id": pl.String, "doc_id": pl.String,
+                                         "grade": pl.Int64, "grade_status": pl.String},
+                           orient="row")
+    return run, version
+
+
+def scored_worklist(run: pl.DataFrame, version: pl.DataFrame, spec: EvaluationSpec
+                    ) -> dict[tuple[str, str], tuple[float, float]]:
+    """Rule 8 as written: every hole's what-if by the project's scorer, on a copy of its query
+    (under an id of its own) with that hole graded, for each grade; W(q | h = g) added ranker
+    by ranker in name order: {(query_id, doc_id): (expected_narrowing,
+    guaranteed_narrowing)}, unweighted."""
+    k = headline_cutoff(spec)
+    graded = version.filter(pl.col("grade_status") == "graded")["grade"]
+    top = spec.max_grade if spec.max_grade is not None else int(graded.max())
+    spec_k = spec.replace(cutoffs=(k,), max_grade=top)  # the hole grades stay the version's
+    counts = Counter(g for g in graded.to_list() if g <= top)
+    shares = [counts[g] / sum(counts.values()) for g in range(top + 1)]
+    rankers = sorted(run["ranker"].unique())
+
+    def width_sums(candidates, judgments):
+        rows = score(candidates, judgments, spec_k).filter(pl.col("cutoff") == k)
+        widths = {(r, q): (hi - lo if hi is not None and lo is not None else 0.0)
+                  for r, q, lo, hi in rows.select("ranker", "query_id", "ndcg_min",
+                                                  "ndcg_max").iter_rows()}
+        sums = {}
+        for q in {q for _, q in widths}:
+            total = 0.0
+            for r in rankers:
+                total = total + widths.get((r, q), 0.0)
+            sums[q] = total
+        return sums
+
+    now = width_sums(run, version)
+    judged = {(q, d): s for q, d, _, s in version.iter_rows()}
+    holes = {(q, d) for q, d in run.select("query_id", "doc_id").iter_rows()
+             if judged.get((q, d), "unknown") == "unknown" and q in set(version["query_id"])}
+    if spec.ideal == "all_judged":
+        holes |= {h for h, s in judged.items() if s == "unknown"}
+    copies_run, copies_version = [], []
+    for q, d in sorted(holes):
+        for g in range(top + 1):
+            copy = f"{q}|{d}|{g}"
+            copies_run.append(run.filter(pl.col("query_id") == q).with_columns(
+                pl.lit(copy).alias("query_id")))
+            copies_version += [
+                version.filter((pl.col("query_id") == q) & (pl.col("doc_id") != d))
+                .with_columns(pl.lit(copy).alias("query_id")),
+                pl.DataFrame({"query_id": [copy], "doc_id": [d], "grade": [g],
+                              "grade_status": ["graded"]}, schema=version.schema)]
+    after = width_sums(pl.concat(copies_run), pl.concat(copies_version))
+    found = {}
+    for q, d in holes:
+        narrowing = [now.get(q, 0.0) - after.get(f"{q}|{d}|{g}", 0.0)
+                     if now.get(q, 0.0) > 0 else 0.0 for g in range(top + 1)]
+        found[q, d] = (sum(n * p for n, p in zip(narrowing, shares)) / len(now),
+                       min(narrowing) / len(now))
+    return found
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("spec", [
+    EvaluationSpec(cutoffs=(4,)),
+    EvaluationSpec(cutoffs=(2, 5), ideal="all_judged"),
+    EvaluationSpec(cutoffs=(3,), ideal="all_judged", gain="linear", no_positive="one"),
+    EvaluationSpec(cutoffs=(4,), ties="doc_id", ideal="all_judged", no_positive="zero"),
+    EvaluationSpec(cutoffs=(4,), ties="trec_eval", max_grade=4),
+    EvaluationSpec(cutoffs=(3,), ties="rank", ideal="all_judged"),
+], ids=lambda s: s.spec_id)
+def test_holes_past_k_share_one_what_if_that_is_each_ones_own(seed, spec):
+    # The worklist grades each hole a ranker weighs at K on its own, and gives the holes past
+    # K in a list (and under all_judged the unknown rows no ranker returned) one what-if per
+    # list and grade. Each hole's numbers must still be those of its own what-if, scored by
+    # the scorer on the version with that hole graded: with tie groups across K under
+    # average, several rankers, documents only some rankers return, and all_judged.
+    run, version = tied_case(seed)
+    k = headline_cutoff(spec)
+    got = worklist(version, run, spec)
+    want = scored_worklist(run, version, spec)
+    assert set(zip(got["query_id"], got["doc_id"])) == set(want)
+    for q, d, expected, guaranteed in got.select(
+            "query_id", "doc_id", "expected_narrowing", "guaranteed_narrowing").iter_rows():
+        assert expected == pytest.approx(want[q, d][0], abs=1e-12), (q, d)
+        assert guaranteed == pytest.approx(want[q, d][1], abs=1e-12), (q, d)
+    # The case has what the shared what-ifs stand for: holes past K in every list, and, under
+    # average, holes in a tie group that straddles K (first place <= K, not all inside).
+    past_k = got.filter(pl.col("rankers").is_null() & pl.col("best_position").is_not_null())
+    assert past_k.height > 0 and past_k["expected_narrowing"].max() > 0
+    if spec.ties == "average":
+        placed = run.with_columns(
+            pl.col("score").rank("min", descending=True).over("ranker", "query_id")
+            .alias("first"),
+            pl.col("score").rank("max", descending=True).over("ranker", "query_id")
+            .alias("last"))
+        assert placed.filter((pl.col("first") <= k) & (pl.col("last") > k)).height > 0
+    if spec.ideal == "all_judged":
+        assert got.filter(pl.col("doc_id").str.starts_with("out"))["expected_narrowing"] \
+            .max() > 0
+
+
+def test_holes_past_k_of_one_kind_have_equal_numbers():
+    # Within a query, the holes every ranker places past K that the same rankers return are
+    # exchangeable: one what-if stands for them all, so their numbers are equal, not merely
+    # close.
+    run, version = tied_case(4, rankers=("a",), n_docs=16)
+    got = worklist(version, run, EvaluationSpec(cutoffs=(3,)))
+    past_k = got.filter(pl.col("rankers").is_null())
+    by_query = past_k.group_by("query_id").agg(
+        pl.col("expected_narrowing").n_unique().alias("expected"),
+        pl.col("guaranteed_narrowing").n_unique().alias("guaranteed"), pl.len())
+    assert by_query["len"].max() > 1
+    assert by_query["expected"].max() == 1 and by_query["guaranteed"].max() == 1
