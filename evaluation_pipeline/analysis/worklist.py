@@ -44,7 +44,13 @@ import polars as pl
 
 from evaluation_pipeline.metric.gains import gains_for_grades
 from evaluation_pipeline.metric.hashing import pool_blocks
-from evaluation_pipeline.metric.kernels.codes import GRADED, TIES_AVERAGE, TIES_RANK, UNKNOWN
+from evaluation_pipeline.metric.kernels.codes import (
+    GRADED,
+    TIES_AVERAGE,
+    TIES_DOC_DESC,
+    TIES_RANK,
+    UNKNOWN,
+)
 from evaluation_pipeline.metric.ndcg import (
     _NO_POSITIVE_CODES,
     _TIES,
@@ -114,28 +120,37 @@ def worklist(judgments: pl.DataFrame, candidates: pl.DataFrame, spec: Evaluation
     rankers = sorted(blocks.keys["ranker"].unique().to_list())
     per_query, block_of = _per_query(blocks, index, found, rankers, queries)
     holes = _holes(blocks, found, version, per_query, rankers, spec.ideal == "all_judged")
+    del blocks, index  # the blocks' doc order and string buffers: hundreds of MB at 10M rows
     expected, guaranteed = _narrowing(holes, block_of, per_query, found, spec_k, top, graded,
                                       spec.ideal == "all_judged")
+    del found
     # Σ w: over the queries the evaluation has rows for.
     total_weight = float(per_query.filter("has_rows")["weight"].sum())
     scale = 1.0 / total_weight if total_weight > 0 else 0.0
-    q = holes["q"]
-    listed = pl.DataFrame({
-        "query_id": per_query["query_id"].gather(q),
-        "doc_id": holes["doc_id"],
-        "rankers": _ranker_names(holes["places"], rankers, k),
-        "best_position": pl.Series(holes["best_position"]).set(
-            pl.Series(holes["best_position"] == 0), None),
-        "bound_width": per_query["bound_width"].gather(q),
-        "expected": expected,
-        "guaranteed": guaranteed,
-    })
-    ordered = listed.with_columns(
-        (pl.col("expected") * scale).round(ROUNDING).alias("expected_narrowing"),
-        (pl.col("guaranteed") * scale).round(ROUNDING).alias("guaranteed_narrowing"),
-    ).sort(["expected_narrowing", "query_id", "doc_id"], descending=[True, False, False])
+    # The order first, on numbers and doc_id only (per_query is sorted by query_id, so its
+    # row number orders as query_id does); the output's strings are then gathered once, for
+    # the rows kept.
+    keys = pl.DataFrame({
+        "expected": expected * scale, "guaranteed": guaranteed * scale, "q": holes["q"],
+        "doc_id": holes["doc_id"]}).with_columns(
+        pl.col("expected", "guaranteed").round(ROUNDING))
+    order = keys.select(pl.arg_sort_by(["expected", "q", "doc_id"],
+                                       descending=[True, False, False]))["expected"]
     if budget is not None:
-        ordered = ordered.head(budget)
+        order = order.head(budget)
+    del expected, guaranteed
+    kept = order.to_numpy()
+    q = holes["q"][kept]
+    best = holes["best_position"][kept]
+    ordered = pl.DataFrame({
+        "expected_narrowing": keys["expected"].gather(order),
+        "guaranteed_narrowing": keys["guaranteed"].gather(order),
+        "query_id": per_query["query_id"].gather(q),
+        "doc_id": keys["doc_id"].gather(order),
+        "rankers": _ranker_names(holes["places"][kept], rankers, k),
+        "best_position": pl.Series(best).set(pl.Series(best == 0), None),
+        "bound_width": per_query["bound_width"].gather(q),
+    })
     ordered = ordered.with_columns(
         pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("priority"),
         pl.lit(None, dtype=pl.Int64).alias("grade"),
@@ -173,18 +188,22 @@ def grade_shares(graded: pl.Series, top: int) -> np.ndarray:
 
 
 def _what_ifs(blocks, index, spec_k: EvaluationSpec) -> dict[str, np.ndarray]:
-    """The kernel's pass over the run's blocks (see :func:`_what_if_blocks`), as named arrays."""
+    """The kernel's pass over the run's blocks (see :func:`_what_if_blocks`), as named arrays;
+    a large run in two halves of its blocks, the second on a helper thread (the kernel
+    releases the GIL, and each half writes its own blocks' rows)."""
     from evaluation_pipeline.metric.kernels.dcg import CandidateBlocks, QueryJudgments, Rules
+    from evaluation_pipeline.metric.kernels.threads import helper
 
-    n_values = len(index.hole_gains)
-    names = ("base", "past_k", "ideal_only", "row", "place", "ref", "grade_class", "own")
+    n_values, n_blocks = len(index.hole_gains), blocks.n_blocks
+    found = {"base": np.zeros(n_blocks), "past_k": np.zeros((n_blocks, n_values)),
+             "ideal_only": np.zeros((n_blocks, n_values))}
+    names = ("row", "place", "ref", "grade_class", "own")
     if blocks.frame.height == 0:
-        empty = (np.zeros(0), np.zeros((0, n_values)), np.zeros((0, n_values)),
-                 *(np.zeros(0, np.int64),) * 3, np.zeros(0, np.int8), np.zeros((0, n_values)))
-        return dict(zip(names, empty))
+        return {**found, **dict(zip(names, (*(np.zeros(0, np.int64),) * 3,
+                                            np.zeros(0, np.int8), np.zeros((0, n_values)))))}
     facts = blocks.keys.join(index.queries, on="query_id", how="left", maintain_order="left")
     k = spec_k.cutoffs[0]
-    out = _kernel()(
+    arguments = (
         CandidateBlocks(blocks.starts, blocks.order, blocks.numpy("score"), blocks.docs,
                         _ranks(blocks, spec_k)),
         QueryJudgments(facts["j_lo"].fill_null(0).to_numpy(),
@@ -195,14 +214,36 @@ def _what_ifs(blocks, index, spec_k: EvaluationSpec) -> dict[str, np.ndarray]:
               spec_k.ideal == "candidates", index.hole_gains,
               _NO_POSITIVE_CODES[spec_k.no_positive]),
     )
-    found = dict(zip(names, out))
+    kernel = _kernel()[0]
+
+    def part(first: int, last: int) -> tuple:
+        return kernel(*arguments, first, last, found["base"], found["past_k"],
+                      found["ideal_only"])
+
+    n = blocks.frame.height
+    if n < _SPLIT_ROWS or n_blocks < 2:
+        parts = [part(0, n_blocks)]
+    else:
+        middle = min(max(int(np.searchsorted(blocks.starts, n // 2)), 1), n_blocks - 1)
+        second = helper("worklist").submit(part, middle, n_blocks)
+        parts = [part(0, middle), second.result()]
+    # The second half numbers its own what-ifs from 0: after the first half's.
+    n_own = len(parts[0][4]) // n_values
+    if len(parts) == 2:
+        ref = parts[1][2]
+        ref[ref >= 0] += n_own
+    for name, arrays in zip(names, zip(*parts)):
+        found[name] = np.concatenate(arrays)
     found["own"] = found["own"].reshape(-1, n_values)
     return found
 
 
+_SPLIT_ROWS = 1_000_000  # below this a second thread saves less than it costs
+
+
 @functools.cache
 def _kernel():
-    """:func:`_what_if_blocks` compiled. Every command imports this module (``cli.main``), and
+    """:func:`_what_if_blocks` and :func:`_narrow_holes` compiled. Every command imports this module (``cli.main``), and
     importing numba costs 0.3 s: the kernel functions are plain Python here, the scorer's
     compiled steps they call are put in this module's globals, and both are compiled (or loaded
     from numba's cache) on the first worklist only."""
@@ -217,15 +258,17 @@ def _kernel():
     # The helpers are compiled in place: the kernel calls them by these names.
     for helper in (_width, _grow, _with_gain):
         globals()[helper.__name__] = njit(cache=True, nogil=True)(helper)
-    return njit(cache=True, nogil=True)(_what_if_blocks)
+    return (njit(cache=True, nogil=True)(_what_if_blocks),
+            njit(cache=True, nogil=True)(_narrow_holes))
 
 
-def _what_if_blocks(candidates, judgments, rules):
-    """One pass over the (ranker, query) blocks, each graded and ranked as the scorer does,
-    and per block of a judged query with holes, the width (``ndcg_max - ndcg_min`` at K, 0 when
-    null) now and with one hole graded, for each gain a hole may take (``rules.hole_gains``):
+def _what_if_blocks(candidates, judgments, rules, first, last, base, past_k, ideal_only):
+    """One pass over the (ranker, query) blocks ``first`` to ``last`` (excluded), each graded
+    and ranked as the scorer does, and per block of a judged query with holes, the width
+    (``ndcg_max - ndcg_min`` at K, 0 when null) now and with one hole graded, for each gain a
+    hole may take (``rules.hole_gains``):
 
-    - ``base[b]``: the width now;
+    - ``base[b]``: the width now (this and the next two: written into the caller's arrays);
     - ``past_k[b, v]``: one hole without a weight graded (any of them: they only leave the holes
       that raise the ideal and add their gain to the graded ideal);
     - ``ideal_only[b, v]`` (``all_judged``): a document outside the block's holes joins the
@@ -249,16 +292,13 @@ def _what_if_blocks(candidates, judgments, rules):
     graded_top = np.empty(k)
     top = np.empty(k)
     scratch = (np.empty(longest), np.empty(longest), np.empty(longest, np.int64))
-    base = np.zeros(n_blocks)
-    past_k = np.zeros((n_blocks, n_values))
-    ideal_only = np.zeros((n_blocks, n_values))
     capacity = 1024
     row, place = np.empty(capacity, np.int64), np.empty(capacity, np.int64)
     ref, grade_class = np.empty(capacity, np.int64), np.empty(capacity, np.int8)
     own = np.empty(capacity * n_values)
     n_found, n_own = 0, 0
-    reverse = rules.ties == 2  # TIES_DOC_DESC: the grading step fills the slots backwards
-    for b in range(n_blocks):
+    reverse = rules.ties == TIES_DOC_DESC  # the grading step fills the slots backwards
+    for b in range(first, last):
         if judgments.lo[b] == judgments.hi[b]:
             continue  # not judged: no bounds to narrow
         lo, m = starts[b], starts[b + 1] - starts[b]
@@ -316,8 +356,8 @@ def _what_if_blocks(candidates, judgments, rules):
             if not rules.ideal_from_candidates:
                 ideal_only[b, v] = _width(left + 1, slots, rank, m, rules, k, top, n, n_outside,
                                           scratch)
-    return (base, past_k, ideal_only, row[:n_found], place[:n_found], ref[:n_found],
-            grade_class[:n_found], own[:n_own * n_values])
+    return (row[:n_found], place[:n_found], ref[:n_found], grade_class[:n_found],
+            own[:n_own * n_values])
 
 
 def _with_gain(graded_top, n_top, k, gain, top):
@@ -406,7 +446,13 @@ def _holes(blocks, found, version: pl.DataFrame, per_query: pl.DataFrame, ranker
     block_r = keys.select(_ranker_number("ranker", rankers))["ranker"].to_numpy()
     doc_id = blocks.frame["doc_id"].gather(rows)
     q = block_q[block]
-    if len(rankers) > 1:
+    in_version = found["grade_class"] == UNKNOWN
+    if len(rankers) == 1:
+        # One list per query: each hole row is its own hole, and the kernel's arrays serve as
+        # they are (no copies: 10M rows make 9M holes).
+        holes = {"q": q, "doc_id": doc_id, "in_version": in_version,
+                 "codes": found["ref"].reshape(-1, 1), "places": found["place"].reshape(-1, 1)}
+    else:
         # The same document may be a hole of several rankers' blocks: number the distinct
         # (query, document) pairs.
         paired = pl.DataFrame({"q": q, "doc_id": doc_id}).with_row_index("i").sort("q", "doc_id")
@@ -414,33 +460,31 @@ def _holes(blocks, found, version: pl.DataFrame, per_query: pl.DataFrame, ranker
                                                           .shift())
         number = np.empty(len(rows), np.int64)
         number[paired["i"].to_numpy()] = first.fill_null(True).cum_sum().to_numpy() - 1
-    else:
-        number = np.arange(len(rows), dtype=np.int64)
-    n = int(number.max()) + 1 if len(rows) else 0
-    codes = np.full((n, len(rankers)), _NOT_RETURNED, np.int64)
-    codes[number, block_r[block]] = found["ref"]
-    places = np.zeros((n, len(rankers)), np.int64)
-    places[number, block_r[block]] = found["place"]
-    hole_q = np.empty(n, np.int64)
-    hole_q[number] = q
-    in_version = np.zeros(n, bool)
-    in_version[number] = found["grade_class"] == UNKNOWN
-    first_row = np.empty(n, np.int64)
-    first_row[number] = np.arange(len(rows))
-    holes = {"q": hole_q, "doc_id": doc_id.gather(first_row), "in_version": in_version,
-             "codes": codes, "places": places}
+        n = int(number.max()) + 1 if len(rows) else 0
+        ranker = block_r[block]
+        codes = np.full((n, len(rankers)), _NOT_RETURNED, np.int64)
+        codes[number, ranker] = found["ref"]
+        places = np.zeros((n, len(rankers)), np.int64)
+        places[number, ranker] = found["place"]
+        holes = {"q": np.empty(n, np.int64), "in_version": np.zeros(n, bool),
+                 "codes": codes, "places": places}
+        holes["q"][number] = q
+        holes["in_version"][number] = in_version
+        first_row = np.empty(n, np.int64)
+        first_row[number] = np.arange(len(rows))
+        holes["doc_id"] = doc_id.gather(first_row)
     if all_judged:
         # Unknown rows no ranker returned: holes of every ranker of the query, without a place.
         outside = version.filter(pl.col("grade_status") == columns.UNKNOWN).join(
             blocks.frame.select(columns.JUDGMENT_KEY).unique(), on=list(columns.JUDGMENT_KEY),
             how="anti").join(per_query.select("query_id").with_row_index("q"), on="query_id",
                              how="left")
-        m = outside.height
-        holes = {"q": np.r_[hole_q, outside["q"].cast(pl.Int64).to_numpy()],
+        m, width = outside.height, len(rankers)
+        holes = {"q": np.r_[holes["q"], outside["q"].cast(pl.Int64).to_numpy()],
                  "doc_id": pl.concat([holes["doc_id"], outside["doc_id"]]),
-                 "in_version": np.r_[in_version, np.ones(m, bool)],
-                 "codes": np.r_[codes, np.full((m, len(rankers)), _PAST_K, np.int64)],
-                 "places": np.r_[places, np.zeros((m, len(rankers)), np.int64)]}
+                 "in_version": np.r_[holes["in_version"], np.ones(m, bool)],
+                 "codes": np.r_[holes["codes"], np.full((m, width), _PAST_K, np.int64)],
+                 "places": np.r_[holes["places"], np.zeros((m, width), np.int64)]}
     masked = np.where(holes["places"] > 0, holes["places"], np.iinfo(np.int64).max)
     best = masked.min(axis=1, initial=np.iinfo(np.int64).max)
     holes["best_position"] = np.where(best == np.iinfo(np.int64).max, 0, best)
@@ -451,40 +495,58 @@ def _narrowing(holes: dict, block_of: np.ndarray, per_query: pl.DataFrame, found
                spec_k: EvaluationSpec, top: int, graded: pl.Series, all_judged: bool
                ) -> tuple[np.ndarray, np.ndarray]:
     """Per hole, the weighted narrowing of W(q) expected over ``grade_shares`` and guaranteed
-    (the least over the grades): W(q | h = g) adds, ranker by ranker in name order as W(q)
-    does, the width of the ranker's block with h graded g, of the hole's kind there. Holes of
-    a query without a weight or a width narrow nothing (0)."""
-    n = len(holes["q"])
-    q = holes["q"]
-    width_sum = per_query["width_sum"].to_numpy()[q]
-    weight = per_query["weight"].to_numpy()[q]
-    live = (width_sum > 0) & (weight > 0)
-    shares = grade_shares(graded, top)
-    # Grades with one gain share their what-ifs (found per distinct gain, ascending).
+    (the least over the grades), by :func:`_narrow_holes`."""
     gains = gains_for_grades(np.arange(top + 1), spec_k)
+    # Grades with one gain share their what-ifs (found per distinct gain, ascending).
     value = np.searchsorted(np.unique(gains), gains)
-    base, past_k, ideal_only, own = found["base"], found["past_k"], found["ideal_only"], \
-        found["own"]
+    narrow = _kernel()[1]
+    return narrow(holes["q"], holes["codes"], holes["in_version"], block_of,
+                  per_query["width_sum"].to_numpy(), per_query["weight"].to_numpy(),
+                  found["base"], found["past_k"], found["ideal_only"], found["own"], value,
+                  grade_shares(graded, top), all_judged)
+
+
+def _narrow_holes(q, codes, in_version, block_of, width_sum, weight, base, past_k, ideal_only,
+                  own, value, shares, all_judged):
+    """Per hole h (query ``q[h]``) and grade g: W(q | h = g) adds, ranker by ranker in name
+    order as W(q) does, the width of the ranker's block with h graded g, of the hole's kind
+    there (``codes[h, r]``); a ranker without the query adds 0. The narrowing is
+    w(q) (W(q) - W(q | h = g)), 0 for a query without a weight or a width. Returns the
+    narrowing expected over ``shares`` and the least over the grades, per hole."""
+    n, n_rankers = codes.shape
     expected = np.zeros(n)
-    guaranteed = np.full(n, np.inf)
-    for g in range(top + 1):
-        v = value[g]
-        what_if = np.zeros(n)
-        for r in range(block_of.shape[1]):
-            block = block_of[q, r]
-            b = np.maximum(block, 0)
-            code = holes["codes"][:, r]
-            if all_judged:
-                other = np.where(holes["in_version"], past_k[b, v], ideal_only[b, v])
-            else:
-                other = base[b]
-            width = np.where(code >= 0, own[np.maximum(code, 0), v] if len(own) else 0.0,
-                             np.where(code == _PAST_K, past_k[b, v], other))
-            what_if = what_if + np.where(block >= 0, width, 0.0)
-        narrowing = np.where(live, weight * (width_sum - what_if), 0.0)
-        expected = expected + narrowing * shares[g]
-        guaranteed = np.minimum(guaranteed, narrowing)
+    guaranteed = np.zeros(n)
+    for h in range(n):
+        qh = q[h]
+        live = width_sum[qh] > 0 and weight[qh] > 0
+        if not live:
+            continue
+        least = np.inf
+        total = 0.0
+        for g in range(len(value)):
+            v = value[g]
+            what_if = 0.0
+            for r in range(n_rankers):
+                b = block_of[qh, r]
+                if b < 0:
+                    continue  # the ranker did not return the query: its width stays 0
+                code = codes[h, r]
+                if code >= 0:
+                    width = own[code, v]
+                elif code == _PAST_K:
+                    width = past_k[b, v]
+                elif all_judged:
+                    width = past_k[b, v] if in_version[h] else ideal_only[b, v]
+                else:
+                    width = base[b]
+                what_if += width
+            narrowing = weight[qh] * (width_sum[qh] - what_if)
+            total += narrowing * shares[g]
+            least = min(least, narrowing)
+        expected[h] = total
+        guaranteed[h] = least
     return expected, guaranteed
+
 
 def fill_version(version: pl.DataFrame, filled: pl.DataFrame, name: str) -> pl.DataFrame:
     """A new judgment version: ``version``'s rows, each replaced by the worklist's row of the
