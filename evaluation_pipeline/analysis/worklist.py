@@ -235,7 +235,7 @@ def _what_ifs(blocks, index, spec_k: EvaluationSpec) -> dict[str, np.ndarray]:
         ref = parts[1][2]
         ref[ref >= 0] += n_own
     for name, arrays in zip(names, zip(*parts)):
-        found[name] = np.concatenate(arrays)
+        found[name] = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
     found["own"] = found["own"].reshape(-1, n_values)
     return found
 
@@ -260,7 +260,7 @@ def _kernel():
         fixed_top=bounds.fixed_top, block_bounds=bounds.block_bounds,
         insert_descending=bounds.insert_descending)
     # The helpers are compiled in place: the kernel calls them by these names.
-    for helper in (_width, _grow, _with_gain):
+    for helper in (_width, _with_gain):
         globals()[helper.__name__] = njit(cache=True, nogil=True)(helper)
     return (njit(cache=True, nogil=True)(_what_if_blocks),
             njit(cache=True, nogil=True)(_narrow_holes))
@@ -296,7 +296,9 @@ def _what_if_blocks(candidates, judgments, rules, first, last, base, past_k, ide
     graded_top = np.empty(k)
     top = np.empty(k)
     scratch = (np.empty(longest), np.empty(longest), np.empty(longest, np.int64))
-    capacity = 1024
+    # Sized for every row of the range a hole: pages never written are never made resident,
+    # so this costs what is written, and nothing is copied as the holes are found.
+    capacity = starts[last] - starts[first]
     row, place = np.empty(capacity, np.int64), np.empty(capacity, np.int64)
     ref, grade_class = np.empty(capacity, np.int64), np.empty(capacity, np.int8)
     own = np.empty(capacity * n_values)
@@ -328,16 +330,11 @@ def _what_if_blocks(candidates, judgments, rules, first, last, base, past_k, ide
                 cls = slots.grade_class[s]
                 if cls == GRADED:
                     continue
-                if n_found == len(row):
-                    row, place, ref = _grow(row), _grow(place), _grow(ref)
-                    grade_class = _grow(grade_class)
                 row[n_found], place[n_found], grade_class[n_found] = slot_row[s], p + 1, cls
                 if p + 1 > k:  # no weight at K
                     ref[n_found] = _PAST_K
                     n_past_k += 1
                 else:
-                    if (n_own + 1) * n_values > len(own):
-                        own = _grow(own)
                     ref[n_found] = n_own
                     gain = slots.gain[s]
                     slots.grade_class[s] = GRADED
@@ -378,13 +375,6 @@ def _width(n_holes, slots, rank, m, rules, k, top, n_top, n_outside, scratch):
     least, greatest = block_bounds(slots, rank, m, rules, k, top, n_top, n_outside, scratch)
     width = greatest - least
     return 0.0 if np.isnan(width) else width
-
-
-def _grow(values):
-    """``values`` in an array twice its size (the rest unset)."""
-    grown = np.empty(2 * len(values), values.dtype)
-    grown[:len(values)] = values
-    return grown
 
 
 def _ranker_names(places: np.ndarray, rankers: list[str], k: int) -> pl.Series:
