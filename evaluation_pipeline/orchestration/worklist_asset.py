@@ -66,7 +66,8 @@ def build_worklist_asset(spec: EvaluationSpec, naming: Naming = DEFAULT) -> dg.A
         pool_rows = _published(storage, pool_file(pool), f"candidate pool {pool!r}")
         weights = _published(storage, queries_file(), "the queries table")
         listed = worklist(judgments, pool_rows, spec, weights)
-        path = storage.write_text(listed.write_csv(), *worklist_file(pool, version, spec.spec_id))
+        # polars writes to the storage's handle: the CSV text is not held beside the frame.
+        path = storage.write(worklist_file(pool, version, spec.spec_id), listed.write_csv)
         context.log.info(f"{listed.height} holes of {pool} x {version} listed in {path}")
         return dg.MaterializeResult(metadata={
             "dagster/row_count": listed.height,
