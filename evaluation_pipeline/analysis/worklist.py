@@ -37,8 +37,6 @@ cannot reorder equal scores), then ``query_id``, then ``doc_id``. No Dagster her
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import polars as pl
 
@@ -46,6 +44,8 @@ from evaluation_pipeline.metric.gains import gains_for_grades
 from evaluation_pipeline.metric.hashing import pool_blocks
 from evaluation_pipeline.metric.kernels.codes import (
     GRADED,
+    NOT_RETURNED,
+    PAST_K,
     TIES_AVERAGE,
     TIES_DOC_DESC,
     TIES_RANK,
@@ -73,12 +73,6 @@ COLUMNS = ("priority", "expected_narrowing", "guaranteed_narrowing", "query_id",
 # Scores within this of each other are ties (then query_id, doc_id decide).
 ROUNDING = 12
 RANKER_SEPARATOR = ","
-# A hole's kind in a block (the kernel's ``ref`` and the per-ranker codes below): >= 0 is the
-# row of its own what-if widths (a weighted hole), the others share the block's.
-_PAST_K = -1  # a hole of the block without a weight at K (or, per ranker, an outside unknown)
-_NOT_RETURNED = -2  # the ranker did not return the document
-
-
 class WorklistError(EvaluationError):
     """An option of the worklist that cannot apply (a budget below 1)."""
 
@@ -190,12 +184,12 @@ def grade_shares(graded: pl.Series, top: int) -> np.ndarray:
 
 
 def _what_ifs(blocks, index, spec_k: EvaluationSpec) -> dict[str, np.ndarray]:
-    """The kernel's pass over the run's blocks (see :func:`_what_if_blocks`), as named arrays;
-    a large run in two halves of its blocks, the second on a helper thread (the kernel
-    releases the GIL, and each half writes its own blocks' rows)."""
+    """The kernel's pass over the run's blocks (``metric.kernels.what_if.what_if_blocks``), as
+    named arrays; a large run in two halves of its blocks, the second on a helper thread (the
+    kernel releases the GIL, and each half writes its own blocks' rows). The compiled modules
+    are imported here, not at the top: every command imports this module (``cli.main``)."""
     from evaluation_pipeline.metric.kernels.dcg import CandidateBlocks, QueryJudgments, Rules
     from evaluation_pipeline.metric.kernels.threads import helper
-
     n_values, n_blocks = len(index.hole_gains), blocks.n_blocks
     found = {"base": np.zeros(n_blocks), "past_k": np.zeros((n_blocks, n_values)),
              "ideal_only": np.zeros((n_blocks, n_values))}
@@ -216,7 +210,8 @@ def _what_ifs(blocks, index, spec_k: EvaluationSpec) -> dict[str, np.ndarray]:
               spec_k.ideal == "candidates", index.hole_gains,
               _NO_POSITIVE_CODES[spec_k.no_positive]),
     )
-    kernel = _kernel()[0]
+    from evaluation_pipeline.metric.kernels.what_if import what_if_blocks as kernel
+
 
     def part(first: int, last: int) -> tuple:
         return kernel(*arguments, first, last, found["base"], found["past_k"],
@@ -243,138 +238,6 @@ def _what_ifs(blocks, index, spec_k: EvaluationSpec) -> dict[str, np.ndarray]:
 # Below this many rows the run is one part: the threshold of ``metric.kernels.blocks``'s split
 # of the doc_id ordering, taken as it is (this kernel costs more per row, so it is safe).
 _SPLIT_ROWS = 1_000_000
-
-
-@functools.cache
-def _kernel():
-    """:func:`_what_if_blocks` and :func:`_narrow_holes`, compiled. Every command imports this
-    module (``cli.main``), and importing numba costs 0.3 s: the kernel functions are plain
-    Python here, the scorer's compiled steps they call are put in this module's globals, and
-    all are compiled (or loaded from numba's cache) on the first worklist only."""
-    from numba import njit
-
-    from evaluation_pipeline.metric.kernels import bounds, dcg
-
-    globals().update(
-        _grade=dcg._grade, _rank=dcg._rank, _widest=dcg._widest, Slots=dcg.Slots,
-        fixed_top=bounds.fixed_top, block_bounds=bounds.block_bounds,
-        insert_descending=bounds.insert_descending)
-    # The helpers are compiled in place: the kernel calls them by these names.
-    for helper in (_width, _with_gain):
-        globals()[helper.__name__] = njit(cache=True, nogil=True)(helper)
-    return (njit(cache=True, nogil=True)(_what_if_blocks),
-            njit(cache=True, nogil=True)(_narrow_holes))
-
-
-def _what_if_blocks(candidates, judgments, rules, first, last, base, past_k, ideal_only):
-    """One pass over the (ranker, query) blocks ``first`` to ``last`` (excluded), each graded
-    and ranked as the scorer does, and per block of a judged query with holes, the width
-    (``ndcg_max - ndcg_min`` at K, 0 when null) now and with one hole graded, for each gain a
-    hole may take (``rules.hole_gains``):
-
-    - ``base[b]``: the width now (this and the next two: written into the caller's arrays);
-    - ``past_k[b, v]``: one hole without a weight graded (any of them: they only leave the holes
-      that raise the ideal and add their gain to the graded ideal);
-    - ``ideal_only[b, v]`` (``all_judged``): a document outside the block's holes joins the
-      graded ideal;
-    - per hole candidate, in ``row`` (of the run's frame), ``place`` (its place, a tie group's
-      first under ``average``), ``grade_class`` and ``ref``: the row of ``own`` holding its own
-      what-if widths when it has a weight at K, else ``_PAST_K``.
-    """
-    starts = candidates.starts
-    n_blocks = len(starts) - 1
-    k = rules.cutoffs[0]
-    values = rules.hole_gains
-    n_values = len(values)
-    longest = _widest(starts)
-    slots = Slots(np.empty(longest), np.empty(longest, np.int8), np.empty(longest),
-                  np.empty(longest if rules.ties == TIES_RANK else 0, np.int64))
-    rank = np.empty(longest, np.int64)
-    slot_row = np.empty(longest, np.int64)
-    counts = np.zeros((n_blocks, 3), np.int64)  # what the scorer's grading step also fills
-    positives = np.zeros(n_blocks, np.int64)
-    graded_top = np.empty(k)
-    top = np.empty(k)
-    scratch = (np.empty(longest), np.empty(longest), np.empty(longest, np.int64))
-    # Sized for every row of the range a hole: pages never written are never made resident,
-    # so this costs what is written, and nothing is copied as the holes are found.
-    capacity = starts[last] - starts[first]
-    row, place = np.empty(capacity, np.int64), np.empty(capacity, np.int64)
-    ref, grade_class = np.empty(capacity, np.int64), np.empty(capacity, np.int8)
-    own = np.empty(capacity * n_values)
-    n_found, n_own = 0, 0
-    reverse = rules.ties == TIES_DOC_DESC  # the grading step fills the slots backwards
-    for b in range(first, last):
-        if judgments.lo[b] == judgments.hi[b]:
-            continue  # not judged: no bounds to narrow
-        lo, m = starts[b], starts[b + 1] - starts[b]
-        _grade(candidates, judgments, b, rules, slots, counts, positives)
-        _rank(candidates, b, rules, slots, rank)
-        n_top, n_outside, n_holes = fixed_top(slots, m, judgments, b, rules, k, graded_top)
-        if n_holes + n_outside == 0:
-            continue  # without a hole the bounds are the number: width 0, with any grade
-        base[b] = _width(n_holes + n_outside, slots, rank, m, rules, k, graded_top, n_top,
-                         n_outside, scratch)
-        left = n_holes + n_outside - 1  # the holes once one is graded
-        for t in range(m):
-            slot_row[m - 1 - t if reverse else t] = candidates.order[lo + t]
-        n_past_k = n_outside
-        p = 0
-        while p < m:  # tie groups, as the bounds step weighs them
-            q = p + 1
-            if rules.ties == TIES_AVERAGE:
-                while q < m and slots.score[rank[q]] == slots.score[rank[p]]:
-                    q += 1
-            for i in range(p, q):
-                s = rank[i]
-                cls = slots.grade_class[s]
-                if cls == GRADED:
-                    continue
-                row[n_found], place[n_found], grade_class[n_found] = slot_row[s], p + 1, cls
-                if p + 1 > k:  # no weight at K
-                    ref[n_found] = _PAST_K
-                    n_past_k += 1
-                else:
-                    ref[n_found] = n_own
-                    gain = slots.gain[s]
-                    slots.grade_class[s] = GRADED
-                    for v in range(n_values):
-                        slots.gain[s] = values[v]
-                        n = _with_gain(graded_top, n_top, k, values[v], top)
-                        own[n_own * n_values + v] = _width(left, slots, rank, m, rules, k, top,
-                                                           n, n_outside, scratch)
-                    slots.grade_class[s], slots.gain[s] = cls, gain
-                    n_own += 1
-                n_found += 1
-            p = q
-        for v in range(n_values):
-            n = _with_gain(graded_top, n_top, k, values[v], top)
-            if n_past_k:
-                # One less hole without a weight: the bounds step counts them from n_outside
-                # up, so n_outside - 1 stands for any of them.
-                past_k[b, v] = _width(left, slots, rank, m, rules, k, top, n, n_outside - 1,
-                                      scratch)
-            if not rules.ideal_from_candidates:
-                ideal_only[b, v] = _width(left + 1, slots, rank, m, rules, k, top, n, n_outside,
-                                          scratch)
-    return (row[:n_found], place[:n_found], ref[:n_found], grade_class[:n_found],
-            own[:n_own * n_values])
-
-
-def _with_gain(graded_top, n_top, k, gain, top):
-    """The graded ideal's top ``k`` gains with ``gain`` added, into ``top``."""
-    top[:n_top] = graded_top[:n_top]
-    return insert_descending(top, n_top, k, gain)
-
-
-def _width(n_holes, slots, rank, m, rules, k, top, n_top, n_outside, scratch):
-    """``ndcg_max - ndcg_min`` at K as the scorer writes it, 0 where null: the bounds are the
-    number itself without a hole (width 0), and null when no grading gives a number."""
-    if n_holes == 0:
-        return 0.0
-    least, greatest = block_bounds(slots, rank, m, rules, k, top, n_top, n_outside, scratch)
-    width = greatest - least
-    return 0.0 if np.isnan(width) else width
 
 
 def _ranker_names(places: np.ndarray, rankers: list[str], k: int) -> pl.Series:
@@ -428,7 +291,7 @@ def _holes(blocks, found, version: pl.DataFrame, per_query: pl.DataFrame, ranker
            all_judged: bool) -> dict:
     """The holes, each (query_id, doc_id) once: ``q`` (row of ``per_query``), ``doc_id``,
     ``in_version``, and per ranker (columns in name order) its kind (``codes``: the row of its
-    own what-ifs, ``_PAST_K`` or ``_NOT_RETURNED``) and its place (``places``, 0 for none);
+    own what-ifs, ``PAST_K`` or ``NOT_RETURNED``) and its place (``places``, 0 for none);
     ``best_position``, 0 for none; ``doc_order``, numbers that order a query's holes as their
     doc_ids, when known without a string sort. Candidates of a not-judged query are none (the
     kernel skips them); under ``all_judged`` the version's ``unknown`` rows no ranker returned
@@ -463,7 +326,7 @@ def _holes(blocks, found, version: pl.DataFrame, per_query: pl.DataFrame, ranker
         number[paired["i"].to_numpy()] = first.fill_null(True).cum_sum().to_numpy() - 1
         n = int(number.max()) + 1 if len(rows) else 0
         ranker = block_r[block]
-        codes = np.full((n, len(rankers)), _NOT_RETURNED, np.int64)
+        codes = np.full((n, len(rankers)), NOT_RETURNED, np.int64)
         codes[number, ranker] = found["ref"]
         places = np.zeros((n, len(rankers)), np.int64)
         places[number, ranker] = found["place"]
@@ -486,7 +349,7 @@ def _holes(blocks, found, version: pl.DataFrame, per_query: pl.DataFrame, ranker
         holes = {"q": np.r_[holes["q"], outside["q"].cast(pl.Int64).to_numpy()],
                  "doc_id": pl.concat([holes["doc_id"], outside["doc_id"]]),
                  "in_version": np.r_[holes["in_version"], np.ones(m, bool)],
-                 "codes": np.r_[holes["codes"], np.full((m, width), _PAST_K, np.int64)],
+                 "codes": np.r_[holes["codes"], np.full((m, width), PAST_K, np.int64)],
                  "places": np.r_[holes["places"], np.zeros((m, width), np.int64)]}
     masked = np.where(holes["places"] > 0, holes["places"], np.iinfo(np.int64).max)
     best = masked.min(axis=1, initial=np.iinfo(np.int64).max)
@@ -498,57 +361,16 @@ def _narrowing(holes: dict, block_of: np.ndarray, per_query: pl.DataFrame, found
                spec_k: EvaluationSpec, top: int, graded: pl.Series, all_judged: bool
                ) -> tuple[np.ndarray, np.ndarray]:
     """Per hole, the weighted narrowing of W(q) expected over ``grade_shares`` and guaranteed
-    (the least over the grades), by :func:`_narrow_holes`."""
+    (the least over the grades), by ``metric.kernels.what_if.narrow_holes``."""
     gains = gains_for_grades(np.arange(top + 1), spec_k)
     # Grades with one gain share their what-ifs (found per distinct gain, ascending).
     value = np.searchsorted(np.unique(gains), gains)
-    narrow = _kernel()[1]
+    from evaluation_pipeline.metric.kernels.what_if import narrow_holes as narrow
+
     return narrow(holes["q"], holes["codes"], holes["in_version"], block_of,
                   per_query["width_sum"].to_numpy(), per_query["weight"].to_numpy(),
                   found["base"], found["past_k"], found["ideal_only"], found["own"], value,
                   grade_shares(graded, top), all_judged)
-
-
-def _narrow_holes(q, codes, in_version, block_of, width_sum, weight, base, past_k, ideal_only,
-                  own, value, shares, all_judged):
-    """Per hole h (query ``q[h]``) and grade g: W(q | h = g) adds, ranker by ranker in name
-    order as W(q) does, the width of the ranker's block with h graded g, of the hole's kind
-    there (``codes[h, r]``); a ranker without the query adds 0. The narrowing is
-    w(q) (W(q) - W(q | h = g)), 0 for a query without a weight or a width. Returns the
-    narrowing expected over ``shares`` and the least over the grades, per hole."""
-    n, n_rankers = codes.shape
-    expected = np.zeros(n)
-    guaranteed = np.zeros(n)
-    for h in range(n):
-        qh = q[h]
-        live = width_sum[qh] > 0 and weight[qh] > 0
-        if not live:
-            continue
-        least = np.inf
-        total = 0.0
-        for g in range(len(value)):
-            v = value[g]
-            what_if = 0.0
-            for r in range(n_rankers):
-                b = block_of[qh, r]
-                if b < 0:
-                    continue  # the ranker did not return the query: its width stays 0
-                code = codes[h, r]
-                if code >= 0:
-                    width = own[code, v]
-                elif code == _PAST_K:
-                    width = past_k[b, v]
-                elif all_judged:
-                    width = past_k[b, v] if in_version[h] else ideal_only[b, v]
-                else:
-                    width = base[b]
-                what_if += width
-            narrowing = weight[qh] * (width_sum[qh] - what_if)
-            total += narrowing * shares[g]
-            least = min(least, narrowing)
-        expected[h] = total
-        guaranteed[h] = least
-    return expected, guaranteed
 
 
 def fill_version(version: pl.DataFrame, filled: pl.DataFrame, name: str) -> pl.DataFrame:
