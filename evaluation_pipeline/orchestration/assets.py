@@ -135,9 +135,10 @@ def _incremental(storage: EvaluationStorage, scoring: ScoringEngine, pool: str, 
     return None
 
 
-def _read_published(storage: EvaluationStorage, place: Place,
+def read_published(storage: EvaluationStorage, place: Place,
                     what: str) -> tuple[pl.DataFrame, dict]:
-    """A published file and the manifest beside it."""
+    """A published file and the manifest beside it; a folder without its manifest is not
+    published yet (a step failure that says so)."""
     manifest = _published_manifest(storage, place[:-1], what)
     return storage.read_parquet(*place), manifest
 
@@ -349,7 +350,7 @@ def build_evaluation_assets(spec: EvaluationSpec,
             raise dg.Failure(f"no scores at {storage.path(*scores)}: materialize query_scores "
                              f"for {pool} x {version} first")
         lineage = storage.read_lineage(*scores)
-        weights, queries_manifest = _read_published(
+        weights, queries_manifest = read_published(
             storage, queries_file(), "the queries table")
         config = ReportConfig()
         settings = watch.settings(config)

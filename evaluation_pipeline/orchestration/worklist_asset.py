@@ -13,13 +13,12 @@ import polars as pl
 
 from evaluation_pipeline.analysis.worklist import headline_cutoff, worklist
 from evaluation_pipeline.io.storage import (
-    Place,
     judgments_file,
     pool_file,
     queries_file,
     worklist_file,
 )
-from evaluation_pipeline.orchestration.assets import evaluation_code_version
+from evaluation_pipeline.orchestration.assets import evaluation_code_version, read_published
 from evaluation_pipeline.orchestration.partitions import (
     DEFAULT,
     Naming,
@@ -62,9 +61,10 @@ def build_worklist_asset(spec: EvaluationSpec, naming: Naming = DEFAULT) -> dg.A
     def judging_worklist(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         storage: EvaluationStorage = getattr(context.resources, storage_key)
         pool, version = split_evaluation_key(context.partition_key)
-        judgments = _published(storage, judgments_file(version), f"judgment version {version!r}")
-        pool_rows = _published(storage, pool_file(pool), f"candidate pool {pool!r}")
-        weights = _published(storage, queries_file(), "the queries table")
+        judgments, _ = read_published(storage, judgments_file(version),
+                                      f"judgment version {version!r}")
+        pool_rows, _ = read_published(storage, pool_file(pool), f"candidate pool {pool!r}")
+        weights, _ = read_published(storage, queries_file(), "the queries table")
         listed = worklist(judgments, pool_rows, spec, weights)
         # polars writes to the storage's handle: the CSV text is not held beside the frame.
         path = storage.write(worklist_file(pool, version, spec.spec_id), listed.write_csv)
@@ -79,14 +79,6 @@ def build_worklist_asset(spec: EvaluationSpec, naming: Naming = DEFAULT) -> dg.A
         })
 
     return judging_worklist
-
-
-def _published(storage: EvaluationStorage, place: Place, what: str) -> pl.DataFrame:
-    """A published input's rows; a folder without its manifest is not published yet."""
-    if storage.manifest(*place[:-1]) is None:
-        raise dg.Failure(f"{what} is not published yet in {storage.path(*place[:-1])}; "
-                         "materialize its ingest partition (or land it) first")
-    return storage.read_parquet(*place)
 
 
 def _markdown(listed: pl.DataFrame) -> str:
