@@ -26,6 +26,7 @@ from evaluation_pipeline.orchestration.partitions import (
     split_evaluation_key,
 )
 from evaluation_pipeline.orchestration.resources import EvaluationStorage
+from evaluation_pipeline.report import tables
 from evaluation_pipeline.spec import EvaluationSpec
 
 WORKLIST_ASSET = "judging_worklist"
@@ -61,9 +62,10 @@ def build_worklist_asset(spec: EvaluationSpec, naming: Naming = DEFAULT) -> dg.A
     def judging_worklist(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         storage: EvaluationStorage = getattr(context.resources, storage_key)
         pool, version = split_evaluation_key(context.partition_key)
-        judgments, _ = read_published(storage, judgments_file(version),
-                                      f"judgment version {version!r}")
-        pool_rows, _ = read_published(storage, pool_file(pool), f"candidate pool {pool!r}")
+        judgments, grades_manifest = read_published(storage, judgments_file(version),
+                                                     f"judgment version {version!r}")
+        pool_rows, pool_manifest = read_published(storage, pool_file(pool),
+                                                  f"candidate pool {pool!r}")
         weights, _ = read_published(storage, queries_file(), "the queries table")
         listed = worklist(judgments, pool_rows, spec, weights)
         # polars writes to the storage's handle: the CSV text is not held beside the frame.
@@ -75,7 +77,13 @@ def build_worklist_asset(spec: EvaluationSpec, naming: Naming = DEFAULT) -> dg.A
             "expected_narrowing_of_all": float(listed["expected_narrowing"].sum()),
             "first_holes": dg.MetadataValue.md(_markdown(listed.head(SHOWN))),
             "worklist": dg.MetadataValue.path(path),
+            # What the widths and narrowings are of (contract sections 4 and 5).
+            "judgment_version": version,
+            "judgments_sha256": grades_manifest["sha256"],
+            "candidate_pool": pool,
+            "pool_sha256": pool_manifest["sha256"],
             "spec_id": spec.spec_id,
+            "conventions": spec.describe(),
         })
 
     return judging_worklist
@@ -84,10 +92,9 @@ def build_worklist_asset(spec: EvaluationSpec, naming: Naming = DEFAULT) -> dg.A
 def _markdown(listed: pl.DataFrame) -> str:
     if listed.height == 0:
         return "no holes: every candidate of every judged query is graded"
-    header = "| priority | query_id | doc_id | rankers (top K) | best | width | expected |"
-    lines = [header, "|---:|---|---|---|---:|---:|---:|"]
-    for row in listed.iter_rows(named=True):
-        lines.append(f"| {row['priority']} | {row['query_id']} | {row['doc_id']} | "
-                     f"{row['rankers'] or ''} | {row['best_position'] or ''} | "
-                     f"{row['bound_width']:.3f} | {row['expected_narrowing']:.5f} |")
-    return "\n".join(lines)
+    rows = [(row["priority"], row["query_id"], row["doc_id"], row["rankers"] or "",
+             row["best_position"] or "", f"{row['bound_width']:.3f}",
+             f"{row['expected_narrowing']:.5f}") for row in listed.iter_rows(named=True)]
+    return "\n".join(tables.markdown(
+        ["priority", "query_id", "doc_id", "rankers (top K)", "best", "width", "expected"],
+        rows, [False, True, True, True, False, False, False]))

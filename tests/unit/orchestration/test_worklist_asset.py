@@ -65,6 +65,19 @@ def test_a_partition_writes_the_worklist_of_its_inputs(tmp_path):
     assert written.read_text() == worklist(judgments, candidates, SPEC, queries).write_csv()
     metadata = result.asset_materializations_for_node("judging_worklist")[0].metadata
     assert metadata["dagster/row_count"].value == written.read_text().count("\n") - 1 > 0
+    # The widths and narrowings name what they are of: the inputs' lineage and the spec.
+    lineage = {name: metadata[name].value for name in (
+        "judgment_version", "judgments_sha256", "candidate_pool", "pool_sha256", "spec_id",
+        "conventions")}
+    assert lineage == {"judgment_version": VERSION, "judgments_sha256": "0" * 64,
+                       "candidate_pool": POOL, "pool_sha256": "0" * 64,
+                       "spec_id": SPEC.spec_id, "conventions": SPEC.describe()}
+    first = worklist(judgments, candidates, SPEC, queries).row(0, named=True)
+    table = metadata["first_holes"].value.splitlines()
+    assert table[0] == ("| priority | query_id | doc_id | rankers (top K) | best | width | "
+                        "expected |")
+    assert table[2].startswith(f"| 1 | {first['query_id']} | {first['doc_id']} | ")
+    assert len(table) == 2 + 10
 
 
 def test_an_input_not_published_fails_the_step_and_writes_nothing(tmp_path):
