@@ -18,8 +18,10 @@ from evaluation_pipeline.analysis.worklist import WorklistError, headline_cutoff
 from evaluation_pipeline.cli.options import place, resolve_spec
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.readers import read_candidates, read_judgments, read_queries
+from evaluation_pipeline.metric.hashing import judgments_sha256, pool_sha256
 from evaluation_pipeline.report.format import number
 from evaluation_pipeline.report.tables import aligned
+from evaluation_pipeline.report.terminal import evaluated_lines
 
 CSV_SUFFIX = ".csv"
 
@@ -37,7 +39,13 @@ def run(args: argparse.Namespace) -> int:
     version = str(judgments["judgment_version"][0]) if judgments.height else "(empty)"
     rankers = sorted(candidates["ranker"].unique().to_list())
     weighted = "the queries table's weight" if queries is not None else "1 each"
-    print(f"judgments {version}, pool {candidates['candidate_pool'][0]}, spec {spec.spec_id}")
+    # The inputs by name and content hash, the spec and its conventions, as score prints them
+    # (contract sections 4 and 5): the widths and narrowings below are numbers of these.
+    print("\n".join(evaluated_lines({
+        "lineage": {"judgment_version": version, "judgments_sha256": judgments_sha256(judgments),
+                    "candidate_pool": candidates["candidate_pool"][0],
+                    "pool_sha256": pool_sha256(candidates)},
+        "spec_id": spec.spec_id, "conventions": spec.describe()})))
     print(f"holes by the narrowing their grades are expected to bring to the bounds of "
           f"NDCG@{headline_cutoff(spec)}, over {len(rankers)} ranker"
           f"{'s' * (len(rankers) != 1)}; queries weigh {weighted}")

@@ -26,7 +26,7 @@ def progress(stage: str, done: int, total: int) -> None:
         print(f"{stage}: {done}/{total}", file=sys.stderr, flush=True)
 
 
-def _evaluated(document: dict) -> list[str]:
+def evaluated_lines(document: dict) -> list[str]:
     """What a summary or report is of: its inputs by name and hash, its spec and conventions."""
     lineage = document["lineage"]
     return [
@@ -39,13 +39,13 @@ def _evaluated(document: dict) -> list[str]:
 
 def render_summary(summary: dict) -> str:
     """summary.json (``ndcg-eval score``): macro means and status counts, no intervals."""
-    return "\n".join([*_evaluated(summary), "", headline_table(summary["results"], SUMMARY_VIEW)])
+    return "\n".join([*evaluated_lines(summary), "", headline_table(summary["results"], SUMMARY_VIEW)])
 
 
 def render_report(report: dict, out: Path | None = None) -> str:
     stats = report["statistics"]
     lines = [
-        *_evaluated(report),
+        *evaluated_lines(report),
         f"intervals: {stats['ci_level']:.0%} bootstrap over queries, {stats['n_bootstrap']} "
         f"resamples, seed {stats['seed']}; weights: {report['weights']['description']}",
         "",

@@ -26,8 +26,11 @@ def test_the_help_example_prints_the_first_holes(tmp_path, monkeypatch, capsys):
     argv = shlex.split(help_text.COMMANDS["holes"][1])
     assert main(argv[1:]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("judgments maint-v2, pool pool-2026-11-28, spec ")
-    assert "NDCG@10" in lines[1] and "3 rankers" in lines[1]
+    # The inputs by name and content hash, as score names them, and the conventions.
+    assert lines[0].startswith("judgments maint-v2 (sha256 19d07e57e337), pool pool-2026-11-28 "
+                               "(sha256 c86c9da5ccf8), spec ")
+    assert lines[1].startswith("conventions: gain 2^g-1, log2 discount")
+    assert "NDCG@10" in lines[2] and "3 rankers" in lines[2]
     table = lines[lines.index("") + 1:]
     assert table[0].split()[:3] == ["priority", "query_id", "doc_id"]
     assert [line.split()[0] for line in table[2:]] == ["1", "2", "3", "4", "5"]
@@ -36,7 +39,9 @@ def test_the_help_example_prints_the_first_holes(tmp_path, monkeypatch, capsys):
 
 def test_out_writes_the_printed_order_as_a_csv_file(tmp_path, capsys):
     assert main([*BASE, "--queries", QUERIES]) == 0
-    printed = [line.split()[1:3] for line in capsys.readouterr().out.splitlines()[5:]]
+    lines = capsys.readouterr().out.splitlines()
+    # The table's rows: after the blank line, its header and its rule.
+    printed = [line.split()[1:3] for line in lines[lines.index("") + 3:]]
     out = tmp_path / "worklist.csv"
     assert main([*BASE, "--queries", QUERIES, "--out", str(out)]) == 0
     assert f"wrote {out}" in capsys.readouterr().out
