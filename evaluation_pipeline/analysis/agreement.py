@@ -21,9 +21,10 @@ import numpy as np
 import polars as pl
 
 from evaluation_pipeline.metric.ndcg import score
+from evaluation_pipeline.metric.raters import check_rule, is_rated
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import columns
-from schemas.errors import EvaluationError
+from schemas.errors import EvaluationError, InputError, violation
 
 RULE = "rule"  # the rater name of the numbers under the spec's own rule
 # Grades are categories here, every one from the lowest to the highest (confusion matrices
@@ -190,6 +191,17 @@ def ranker_order_taus(ndcg: pl.DataFrame, raters: list[str]) -> list[dict]:
             out.append({"rater_a": a, "rater_b": b, "cutoff": int(cutoff),
                         "tau": kendall_tau_b(x, y)})
     return out
+
+
+def check_ratings(ratings: pl.DataFrame, spec: EvaluationSpec, source: str) -> None:
+    """Refuse, naming ``source``, a version without a rater column, and a spec whose raters
+    rule cannot apply to its raters (without a rule each rater is taken alone)."""
+    if not is_rated(ratings):
+        raise InputError(source, [violation(
+            columns.RATER, "agreement needs a version with a rater column (several raters)",
+            [])])
+    if spec.raters is not None:
+        check_rule(spec, True, ratings[columns.RATER].unique().to_list(), source)
 
 
 def agreement(ratings: pl.DataFrame, spec: EvaluationSpec,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation_pipeline.analysis.agreement import agreement as agreement_of
+from evaluation_pipeline.analysis.agreement import check_ratings
 from evaluation_pipeline.analysis.explain import Trace
 from evaluation_pipeline.analysis.explain import explain as trace_of
 from evaluation_pipeline.analysis.reconcile import ReconcileError, Scorer, plan
@@ -27,10 +28,8 @@ from evaluation_pipeline.evaluation import read_with_lineage
 from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
 from evaluation_pipeline.io.storage import PER_QUERY_FILE
-from evaluation_pipeline.metric.raters import check_rule, is_rated
 from evaluation_pipeline.spec import EvaluationSpec, SpecError, profile
-from schemas.columns import RATER
-from schemas.errors import EvaluationError, InputError, violation
+from schemas.errors import EvaluationError
 
 SpecLike = EvaluationSpec | str | Path | None
 
@@ -190,12 +189,7 @@ def agreement(
         with staging.naming():
             source = staging.place(judgments, "judgments")
             ratings = read_judgments(source, version=judgment_version)
-            if not is_rated(ratings):
-                raise InputError(str(source), [violation(
-                    RATER, "agreement needs a version with a rater column (several raters)",
-                    [])])
-            if chosen.raters is not None:  # without a rule: each rater alone, no "rule" rows
-                check_rule(chosen, True, ratings[RATER].unique().to_list(), str(source))
+            check_ratings(ratings, chosen, str(source))
             candidates = None if run is None else read_candidates(
                 staging.place(run, "run"), pool=pool, ranker=None if is_path(run) else ranker)
     return agreement_of(ratings, chosen, candidates)

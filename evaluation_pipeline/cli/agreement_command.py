@@ -6,23 +6,16 @@ from __future__ import annotations
 import argparse
 import json
 
-from evaluation_pipeline.analysis.agreement import agreement
+from evaluation_pipeline.analysis.agreement import agreement, check_ratings
 from evaluation_pipeline.cli.options import place, resolve_spec
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
-from evaluation_pipeline.metric.raters import check_rule, is_rated
-from schemas.columns import RATER
-from schemas.errors import InputError, violation
 
 
 def run(args: argparse.Namespace) -> int:
     spec = resolve_spec(args)
     source = place(args, args.judgments)
     ratings = read_judgments(source, args.format, version=args.judgment_version)
-    if not is_rated(ratings):
-        raise InputError(str(source), [violation(RATER, "agreement needs a version with a "
-                                                 "rater column (several raters)", [])])
-    if spec.raters is not None:  # without a rule: each rater alone, and no "rule" rows
-        check_rule(spec, True, ratings[RATER].unique().to_list(), str(source))
+    check_ratings(ratings, spec, str(source))
     candidates = None if args.run is None else read_candidates(place(args, args.run),
                                                                args.format, pool=args.pool)
     document = agreement(ratings, spec, candidates)
