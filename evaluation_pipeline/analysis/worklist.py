@@ -16,16 +16,14 @@ the last bit. Grading a hole changes a block's bounds in one of four ways only:
 
 - a hole the ranker places where it has a discount weight at K (its place, or its tie group's
   first place under ``ties: average``, is <= K): its own what-if, hole by hole;
-- a hole of the block without a weight (past K), or under ``all_judged`` an ``unknown`` row
-  the ranker did not return: it only leaves the holes that raise the ideal and adds its gain to
-  the graded ideal, the same for every such hole of the block, so one what-if per block and
-  grade serves them all (they are exchangeable);
-- under ``all_judged``, a document without a row that the ranker did not return (another
-  ranker's unjudged candidate): it joins the ideal and nothing else, again one what-if per
-  block and grade;
+- a hole of the block without a weight (past K), or under ``all_judged`` a document the ranker
+  did not return (an ``unknown`` row, or another ranker's candidate the version lacks: both
+  are holes of the block outside its candidates): it only leaves the holes that raise the
+  ideal and adds its gain to the graded ideal, the same for every such hole of the block, so
+  one what-if per block and grade serves them all (they are exchangeable);
 - under ``ideal: candidates``, a document the ranker did not return: nothing changes.
 
-So a block costs one bounds call per weighted hole and grade plus two per grade, whatever its
+So a block costs one bounds call per weighted hole and grade plus one per grade, whatever its
 number of holes past K, and the width sum of a query with a hole graded adds, ranker by ranker,
 the block's what-if of the hole's kind.
 
@@ -41,6 +39,7 @@ import numpy as np
 import polars as pl
 
 from evaluation_pipeline.metric.gains import gains_for_grades
+from evaluation_pipeline.metric import pool_holes
 from evaluation_pipeline.metric.hashing import pool_blocks
 from evaluation_pipeline.metric.kernels.codes import (
     GRADED,
@@ -49,7 +48,6 @@ from evaluation_pipeline.metric.kernels.codes import (
     TIES_AVERAGE,
     TIES_DOC_DESC,
     TIES_RANK,
-    UNKNOWN,
 )
 from evaluation_pipeline.metric.ndcg import (
     _NO_POSITIVE_CODES,
@@ -191,8 +189,7 @@ def _what_ifs(blocks, index, spec_k: EvaluationSpec) -> dict[str, np.ndarray]:
     from evaluation_pipeline.metric.kernels.dcg import CandidateBlocks, QueryJudgments, Rules
     from evaluation_pipeline.metric.kernels.threads import helper
     n_values, n_blocks = len(index.hole_gains), blocks.n_blocks
-    found = {"base": np.zeros(n_blocks), "past_k": np.zeros((n_blocks, n_values)),
-             "ideal_only": np.zeros((n_blocks, n_values))}
+    found = {"base": np.zeros(n_blocks), "past_k": np.zeros((n_blocks, n_values))}
     names = ("row", "place", "ref", "grade_class", "own")
     if blocks.frame.height == 0:
         return {**found, **dict(zip(names, (*(np.zeros(0, np.int64),) * 3,
@@ -204,7 +201,10 @@ def _what_ifs(blocks, index, spec_k: EvaluationSpec) -> dict[str, np.ndarray]:
                         _ranks(blocks, spec_k)),
         QueryJudgments(facts["j_lo"].fill_null(0).to_numpy(),
                        facts["j_hi"].fill_null(0).to_numpy(), index.order, index.docs,
-                       index.grades["grade_class"].to_numpy(), index.grades["gain"].to_numpy()),
+                       index.grades["grade_class"].to_numpy(), index.grades["gain"].to_numpy(),
+                       pool_holes.per_block(blocks.keys, pool_holes.of_pool(
+                           blocks.frame, blocks.keys["ranker"].n_unique(), index.grades,
+                           spec_k))),
         Rules(np.array([k], dtype=np.int64), _discount_prefix(k), _TIES[spec_k.ties],
               spec_k.unknown != "exclude", spec_k.unjudged != "exclude",
               spec_k.ideal == "candidates", index.hole_gains,
@@ -214,8 +214,7 @@ def _what_ifs(blocks, index, spec_k: EvaluationSpec) -> dict[str, np.ndarray]:
 
 
     def part(first: int, last: int) -> tuple:
-        return kernel(*arguments, first, last, found["base"], found["past_k"],
-                      found["ideal_only"])
+        return kernel(*arguments, first, last, found["base"], found["past_k"])
 
     n = blocks.frame.height
     if n < _SPLIT_ROWS or n_blocks < 2:
@@ -290,7 +289,7 @@ def _ranker_number(column: str, rankers: list[str]) -> pl.Expr:
 def _holes(blocks, found, version: pl.DataFrame, per_query: pl.DataFrame, rankers: list[str],
            all_judged: bool) -> dict:
     """The holes, each (query_id, doc_id) once: ``q`` (row of ``per_query``), ``doc_id``,
-    ``in_version``, and per ranker (columns in name order) its kind (``codes``: the row of its
+    and per ranker (columns in name order) its kind (``codes``: the row of its
     own what-ifs, ``PAST_K`` or ``NOT_RETURNED``) and its place (``places``, 0 for none);
     ``best_position``, 0 for none; ``doc_order``, numbers that order a query's holes as their
     doc_ids, when known without a string sort. Candidates of a not-judged query are none (the
@@ -305,14 +304,13 @@ def _holes(blocks, found, version: pl.DataFrame, per_query: pl.DataFrame, ranker
     block_r = keys.select(_ranker_number("ranker", rankers))["ranker"].to_numpy()
     doc_id = blocks.frame["doc_id"].gather(rows)
     q = block_q[block]
-    in_version = found["grade_class"] == UNKNOWN
     if len(rankers) == 1:
         # One list per query: each hole row is its own hole, and the kernel's arrays serve as
         # they are (no copies: 10M rows make 9M holes).
         # A row's place in its block's doc_id order (``blocks.order``) orders the query's holes.
         place_in_order = np.empty(len(blocks.order), np.int64)
         place_in_order[blocks.order] = np.arange(len(blocks.order))
-        holes = {"q": q, "doc_id": doc_id, "in_version": in_version,
+        holes = {"q": q, "doc_id": doc_id,
                  "codes": found["ref"].reshape(-1, 1), "places": found["place"].reshape(-1, 1),
                  "doc_order": place_in_order[rows]}
         del place_in_order
@@ -331,10 +329,9 @@ def _holes(blocks, found, version: pl.DataFrame, per_query: pl.DataFrame, ranker
         places = np.zeros((n, len(rankers)), np.int64)
         places[number, ranker] = found["place"]
         # Holes are numbered in (query, doc_id) order.
-        holes = {"q": np.empty(n, np.int64), "in_version": np.zeros(n, bool),
+        holes = {"q": np.empty(n, np.int64),
                  "codes": codes, "places": places, "doc_order": np.arange(n)}
         holes["q"][number] = q
-        holes["in_version"][number] = in_version
         first_row = np.empty(n, np.int64)
         first_row[number] = np.arange(len(rows))
         holes["doc_id"] = doc_id.gather(first_row)
@@ -348,7 +345,6 @@ def _holes(blocks, found, version: pl.DataFrame, per_query: pl.DataFrame, ranker
         # They fall among the candidates' holes by doc_id: the order is found on the strings.
         holes = {"q": np.r_[holes["q"], outside["q"].cast(pl.Int64).to_numpy()],
                  "doc_id": pl.concat([holes["doc_id"], outside["doc_id"]]),
-                 "in_version": np.r_[holes["in_version"], np.ones(m, bool)],
                  "codes": np.r_[holes["codes"], np.full((m, width), PAST_K, np.int64)],
                  "places": np.r_[holes["places"], np.zeros((m, width), np.int64)]}
     masked = np.where(holes["places"] > 0, holes["places"], np.iinfo(np.int64).max)
@@ -367,10 +363,9 @@ def _narrowing(holes: dict, block_of: np.ndarray, per_query: pl.DataFrame, found
     value = np.searchsorted(np.unique(gains), gains)
     from evaluation_pipeline.metric.kernels.what_if import narrow_holes as narrow
 
-    return narrow(holes["q"], holes["codes"], holes["in_version"], block_of,
-                  per_query["width_sum"].to_numpy(), per_query["weight"].to_numpy(),
-                  found["base"], found["past_k"], found["ideal_only"], found["own"], value,
-                  grade_shares(graded, top), all_judged)
+    return narrow(holes["q"], holes["codes"], block_of, per_query["width_sum"].to_numpy(),
+                  per_query["weight"].to_numpy(), found["base"], found["past_k"], found["own"],
+                  value, grade_shares(graded, top), all_judged)
 
 
 def fill_version(version: pl.DataFrame, filled: pl.DataFrame, name: str) -> pl.DataFrame:

@@ -28,6 +28,7 @@ from evaluation_pipeline.metric.hashing import (
     judgments_sha256,
     pool_blocks,
 )
+from evaluation_pipeline.metric import pool_holes
 from evaluation_pipeline.metric.ndcg import (
     RESULT_SCHEMA,
     index_judgments,
@@ -140,13 +141,15 @@ def _rescored(grades: pl.DataFrame, pool: Location, changed: pl.Series, spec: Ev
     # Every ranker of the pool, also one that returned none of these queries.
     rankers = sorted(set(earlier["ranker"].unique().to_list())
                      | set(candidates["ranker"].unique().to_list()))
+    # Every ranker's rows of these queries: their unjudged documents are all here.
+    pool = pool_holes.of_pool(candidates, len(rankers), index.grades, spec)
     if candidates.height:
         blocks = pool_blocks(candidates)
-        scored = score_candidates(blocks, index, spec)
+        scored = score_candidates(blocks, index, spec, pool)
         returned = blocks.keys
     else:
         scored = pl.DataFrame(schema=RESULT_SCHEMA)
         returned = pl.DataFrame(schema={"ranker": pl.String, "query_id": pl.String})
-    return pl.concat([scored, missing_from_run(index, returned, rankers, spec)]).select(
+    return pl.concat([scored, missing_from_run(index, returned, rankers, spec, pool)]).select(
         list(RESULT_SCHEMA)).cast(RESULT_SCHEMA)
 

@@ -27,6 +27,7 @@ import polars as pl
 from evaluation_pipeline.metric.gains import GainError, gains_for_grades
 from evaluation_pipeline.metric.hashing import judgment_blocks, pool_blocks
 from evaluation_pipeline.metric.kernels.blocks import RATED_DOC, Blocks
+from evaluation_pipeline.metric import pool_holes
 from evaluation_pipeline.metric.kernels.codes import (
     GRADED,
     NO_POSITIVE_EXCLUDE,
@@ -146,14 +147,16 @@ _NO_RANKS = np.empty(0, np.int64)  # what the kernel reads as ranks when the tie
 
 
 def score_candidates(
-    candidates: pl.DataFrame | Blocks, index: JudgmentIndex, spec: EvaluationSpec
+    candidates: pl.DataFrame | Blocks, index: JudgmentIndex, spec: EvaluationSpec,
+    pool: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Per-query rows for every (ranker, query) in ``candidates`` and every cutoff.
 
     ``candidates`` holds whole queries (ranker, query_id, doc_id, score, and ``rank`` when the
     spec orders ties by it, checked by ``schemas.ranks``), as a frame or as the blocks
     :func:`metric.hashing.pool_blocks` makes of one; rows for queries a ranker did not return
-    come from :func:`missing_from_run`.
+    come from :func:`missing_from_run`. ``pool``: the pool's unjudged documents per query
+    (``metric.pool_holes``), when other rankers' documents are holes of these rankers too.
     """
     # Here, not at the top: numba loads with the first kernel call (see metric.kernels.loading).
     from evaluation_pipeline.metric.kernels.dcg import (
@@ -175,7 +178,8 @@ def score_candidates(
         CandidateBlocks(starts, blocks.order, blocks.numpy("score"), blocks.docs, run_rank),
         QueryJudgments(facts["j_lo"].fill_null(0).to_numpy(),
                        facts["j_hi"].fill_null(0).to_numpy(), index.order, index.docs,
-                       index.grades["grade_class"].to_numpy(), index.grades["gain"].to_numpy()),
+                       index.grades["grade_class"].to_numpy(), index.grades["gain"].to_numpy(),
+                       pool_holes.per_block(keys, pool)),
         Rules(np.array(cutoffs, dtype=np.int64), _discount_prefix(max(cutoffs)),
               _TIES[spec.ties], spec.unknown != "exclude", spec.unjudged != "exclude",
               spec.ideal == "candidates", index.hole_gains, _NO_POSITIVE_CODES[spec.no_positive]),
@@ -243,10 +247,12 @@ def missing_from_run(
     returned: pl.DataFrame,
     rankers: list[str],
     spec: EvaluationSpec,
+    pool: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Rows for queries of the version with a positive gain that a ranker did not return.
 
-    ``returned`` lists the (ranker, query_id) pairs present in the run.
+    ``returned`` lists the (ranker, query_id) pairs present in the run; ``pool``: as
+    :func:`score_candidates` takes it (the other rankers' unjudged documents are holes too).
     """
     positive = index.queries.filter(pl.col("n_positive") > 0).select("query_id")
     if not rankers or positive.height == 0:
@@ -262,9 +268,12 @@ def missing_from_run(
         return pl.DataFrame(schema=RESULT_SCHEMA)
     k = len(spec.cutoffs)
     score = 0.0 if spec.missing_from_run == "zero" else None
-    holes = (missing.join(index.queries.select("query_id", "n_unknown_rows"), on="query_id",
-                          how="left", maintain_order="left")["n_unknown_rows"].to_numpy()
-             if spec.ideal == "all_judged" else np.zeros(n, np.int64))
+    holes = np.zeros(n, np.int64)
+    if spec.ideal == "all_judged":
+        holes = missing.join(index.queries.select("query_id", "n_unknown_rows"), on="query_id",
+                             how="left", maintain_order="left")["n_unknown_rows"].to_numpy()
+        if pool is not None:  # every unjudged document of the pool is another ranker's here
+            holes = holes + pool_holes.per_block(missing, pool)
     return pl.DataFrame(
         {
             "ranker": np.repeat(missing["ranker"].to_numpy(), k),
@@ -282,7 +291,8 @@ def missing_from_run(
             "candidate_recall": np.zeros(n * k, dtype=np.float64),
             "ndcg_min": [score] * (n * k),
             "ndcg_max": [score] * (n * k),
-            # Under all_judged the query's unknown rows are its holes; none moves the number.
+            # Under all_judged the query's unknown rows and the pool's unjudged documents are
+            # its holes; none moves the number.
             "n_holes": np.repeat(holes, k),
             "every_grading_scored": np.full(n * k, score is not None),
         },
@@ -302,10 +312,11 @@ def score(
         check_ranks(candidates, "candidates")
     blocks = candidates if isinstance(candidates, Blocks) else pool_blocks(candidates)
     index = index_judgments(judgments, spec) if index is None else index
-    scored = score_candidates(blocks, index, spec)
     returned = blocks.keys
     rankers = sorted(returned["ranker"].unique().to_list())
-    missing = missing_from_run(index, returned, rankers, spec)
+    pool = pool_holes.of_pool(blocks.frame, len(rankers), index.grades, spec)
+    scored = score_candidates(blocks, index, spec, pool)
+    missing = missing_from_run(index, returned, rankers, spec, pool)
     return sort_results(pl.concat([scored, missing]))
 
 

@@ -49,6 +49,15 @@ def check_rule(spec: EvaluationSpec, rated: bool, raters: list[str] | None, sour
                           f"version's raters are {', '.join(sorted(raters))}")
 
 
+def counted_ratings(spec: EvaluationSpec) -> pl.Expr:
+    """The ratings :func:`combine_ratings` reads under the spec's rule: a document keeps a row
+    (graded or ``unknown``) exactly when it has one of them."""
+    name, option = spec.rater_rule()
+    if name in ("rater", "prefer"):
+        return pl.col(columns.RATER).is_in(list(option))
+    return pl.lit(True)
+
+
 def combine_ratings(judgments: pl.DataFrame, spec: EvaluationSpec) -> pl.DataFrame:
     """The version's one grade per (query_id, doc_id) under ``spec.raters``. A version
     without raters is returned as it is (each document has its one rating, which every

@@ -2,8 +2,9 @@
 apart from the kernel: each grading fills the holes, the fully graded list is ranked and scored
 by plain numpy, and the least and greatest NDCG@K are taken over the gradings with a number.
 
-A query is given as its candidates (doc_id, score, rank) and its judgment rows (doc_id, grade
-or "u" for unknown); doc_ids are ASCII, so Python's order is the byte order.
+A query is given as its candidates (doc_id, score, rank), its judgment rows (doc_id, grade
+or "u" for unknown) and, in a pool of several rankers, the doc_ids the other rankers return
+for it (``others``); doc_ids are ASCII, so Python's order is the byte order.
 """
 
 from __future__ import annotations
@@ -25,13 +26,15 @@ def judgments_frame(rows) -> pl.DataFrame:
                 "grade_status": pl.String})
 
 
-def holes(candidates, judged: dict, spec: EvaluationSpec) -> list[str]:
+def holes(candidates, judged: dict, spec: EvaluationSpec, others=()) -> list[str]:
     """The query's holes: unknown or unjudged candidates, and under all_judged its unknown
-    rows outside the candidates."""
+    rows outside the candidates and the documents other rankers return (``others``) that the
+    version lacks: graded, either joins the ideal."""
     docs = [doc for doc, _, _ in candidates]
     found = [doc for doc in docs if judged.get(doc, "u") == "u"]
     if spec.ideal == "all_judged":
         found += [doc for doc, grade in judged.items() if grade == "u" and doc not in docs]
+        found += sorted({doc for doc in others if doc not in judged and doc not in docs})
     return found
 
 
@@ -51,10 +54,11 @@ def _places(candidates, spec: EvaluationSpec) -> list[list[str]]:
     return [[doc] for doc, _, _ in ordered]
 
 
-def brute_force_bounds(candidates, judged: dict, spec: EvaluationSpec, k: int, top_grade: int):
+def brute_force_bounds(candidates, judged: dict, spec: EvaluationSpec, k: int, top_grade: int,
+                       others=()):
     """(least, greatest) NDCG@k over every grading of the holes with grades 0..top_grade,
     or (None, None) when no grading gives the query a number."""
-    values = _graded_values(candidates, judged, spec, k, top_grade)
+    values = _graded_values(candidates, judged, spec, k, top_grade, others)
     if values is None:
         return None, None
     values = values[~np.isnan(values)]
@@ -64,15 +68,16 @@ def brute_force_bounds(candidates, judged: dict, spec: EvaluationSpec, k: int, t
 
 
 def brute_force_every_grading_scored(candidates, judged: dict, spec: EvaluationSpec, k: int,
-                                     top_grade: int) -> bool:
+                                     top_grade: int, others=()) -> bool:
     """Whether every grading of the holes gives the query a number at cutoff k."""
-    values = _graded_values(candidates, judged, spec, k, top_grade)
+    values = _graded_values(candidates, judged, spec, k, top_grade, others)
     return values is not None and not np.isnan(values).any()
 
 
-def _graded_values(candidates, judged: dict, spec: EvaluationSpec, k: int, top_grade: int):
+def _graded_values(candidates, judged: dict, spec: EvaluationSpec, k: int, top_grade: int,
+                   others=()):
     """NDCG@k under each grading (NaN where it has no number); None for a not_judged query."""
-    hole_docs = holes(candidates, judged, spec)
+    hole_docs = holes(candidates, judged, spec, others)
     gain_of = gains_for_grades(np.arange(top_grade + 1), spec)
     if not judged:  # not_judged: no row at all, no bounds
         return None
@@ -99,7 +104,8 @@ def _graded_values(candidates, judged: dict, spec: EvaluationSpec, k: int, top_g
     if spec.ideal == "candidates":
         ideal_docs = [doc for doc, _, _ in candidates]
     else:
-        ideal_docs = sorted(set(judged) | {doc for doc, _, _ in candidates})
+        # A hole another ranker returns is graded into the version, so into this ideal.
+        ideal_docs = sorted(set(judged) | {doc for doc, _, _ in candidates} | set(others))
     ideal_gains = np.stack([gains_of(doc) for doc in ideal_docs], axis=1)
     ideal_gains = -np.sort(-ideal_gains, axis=1)[:, :k]
     discounts = 1.0 / np.log2(np.arange(ideal_gains.shape[1]) + 2.0)

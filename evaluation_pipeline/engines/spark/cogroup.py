@@ -26,6 +26,7 @@ from evaluation_pipeline.engines.spark.digests import content_hash
 from evaluation_pipeline.evaluation import Lineage
 from evaluation_pipeline.io.datasets import is_data_file
 from evaluation_pipeline.io.storage import SPARK_SUCCESS
+from evaluation_pipeline.metric import pool_holes
 from evaluation_pipeline.metric.ndcg import (
     RESULT_SCHEMA,
     index_judgments,
@@ -194,9 +195,11 @@ def score_spark(
     def score_bucket(candidates: pa.Table, grades: pa.Table) -> pa.Table:
         index = index_judgments(pl.from_arrow(grades), spec, top_grade=top_grade)
         frame = pl.from_arrow(candidates)
-        scored = score_candidates(frame, index, spec)
+        # A bucket holds every ranker's rows of its queries: their unjudged documents are here.
+        pool = pool_holes.of_pool(frame, len(rankers), index.grades, spec)
+        scored = score_candidates(frame, index, spec, pool)
         returned = frame.select("ranker", "query_id").unique()
-        missing = missing_from_run(index, returned, rankers, spec)
+        missing = missing_from_run(index, returned, rankers, spec, pool)
         return pl.concat([scored, missing]).to_arrow().cast(RESULT_ARROW)
 
     bucket = (F.abs(F.xxhash64("query_id")) % buckets).alias("bucket")

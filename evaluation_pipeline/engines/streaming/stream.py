@@ -55,6 +55,7 @@ from evaluation_pipeline.engines.streaming.batch_checks import (
     check_run,
 )
 from evaluation_pipeline.engines.streaming.judgment_windows import JudgmentWindows
+from evaluation_pipeline.engines.streaming.pool_holes import pool_unjudged
 from evaluation_pipeline.engines.streaming.reading import (
     Groups,
     batches,
@@ -148,10 +149,13 @@ def score_streaming(
         raters = rater_ids(sources["judgments"][0])
         rated = raters is not None
         check_rule(spec, rated, raters, str(judgments_path))  # before a row is scored
+        # Other rankers' unjudged documents are holes of each ranker too (all_judged only).
+        pool = pool_unjudged(files, sources["judgments"][0], names.fill("run")["ranker"], spec,
+                             rated)
         while True:
             try:
-                return _stream(_Pass(sources, names, spec, batch_rows), out_path, progress,
-                               notes, scratch)
+                return _stream(_Pass(sources, names, spec, batch_rows, pool), out_path,
+                               progress, notes, scratch)
             except NotSorted as exc:
                 which = exc.what
                 if sources[which][0].parent == scratch:  # already sorted by us: cannot happen
@@ -196,9 +200,9 @@ class _Score:
     returned: pl.DataFrame  # the (ranker, query_id) pairs the part holds
     ranker: str
 
-    def results(self, spec: EvaluationSpec) -> pl.DataFrame:
-        scored = score_candidates(self.candidates, self.index, spec)
-        missing = missing_from_run(self.index, self.returned, [self.ranker], spec)
+    def results(self, spec: EvaluationSpec, pool: pl.DataFrame | None) -> pl.DataFrame:
+        scored = score_candidates(self.candidates, self.index, spec, pool)
+        missing = missing_from_run(self.index, self.returned, [self.ranker], spec, pool)
         return sort_results(pl.concat([scored, missing]))
 
 
@@ -210,8 +214,8 @@ class _Missing:
     index: JudgmentIndex
     ranker: str
 
-    def results(self, spec: EvaluationSpec) -> pl.DataFrame:
-        return missing_from_run(self.index, _NO_PAIRS, [self.ranker], spec)
+    def results(self, spec: EvaluationSpec, pool: pl.DataFrame | None) -> pl.DataFrame:
+        return missing_from_run(self.index, _NO_PAIRS, [self.ranker], spec, pool)
 
 
 @dataclass(frozen=True)
@@ -227,8 +231,10 @@ class _Pass:
 
     The judgments are read once per ranker; the first ranker's read checks and hashes them."""
 
-    def __init__(self, sources: dict, names: Names, spec: EvaluationSpec, batch_rows: int):
+    def __init__(self, sources: dict, names: Names, spec: EvaluationSpec, batch_rows: int,
+                 pool: pl.DataFrame | None = None):
         self.sources = sources
+        self.pool = pool  # the pool's unjudged documents per query (pool_holes), if needed
         self.names = names
         self.spec = spec
         self.batch_rows = batch_rows
@@ -394,7 +400,7 @@ def _stream(one: _Pass, out_path: Path | UPath, progress: bool, notes: list[str]
             if isinstance(step, _BatchDone):
                 meter.add(step.rows)
             else:
-                body.write(step.results(one.spec))
+                body.write(step.results(one.spec, one.pool))
     finally:
         # Stop the stages in order, each after the thread that reads it has ended (a long-lived
         # process, such as a code server, would otherwise keep them until garbage collection).

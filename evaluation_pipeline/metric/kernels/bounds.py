@@ -31,8 +31,10 @@ MAX_GRADINGS = 1_000_000
 @njit(cache=True, nogil=True, inline="always")
 def fixed_top(slots, m, judgments, b, rules, reach, top):
     """The graded gains of the block's ideal set, high to low, into ``top`` (at most ``reach``),
-    and the number of the query's ``unknown`` rows outside the candidates that are holes too
-    (``ideal: all_judged`` only). Returns (n_top, n_outside, n_candidate_holes)."""
+    and the number of holes outside the candidates (``ideal: all_judged`` only): the query's
+    ``unknown`` rows the block does not hold, and the documents other rankers of the pool
+    return that the version lacks and the block does not hold; they can only raise the ideal.
+    Returns (n_top, n_outside, n_candidate_holes)."""
     slot_class, slot_gain = slots.grade_class, slots.gain
     n_holes, n_unknown_candidates, n_outside, n_top = 0, 0, 0, 0
     for i in range(m):
@@ -45,6 +47,9 @@ def fixed_top(slots, m, judgments, b, rules, reach, top):
         for jp in range(lo, hi):
             n_unknown += j_class[j_order[jp]] != GRADED
         n_outside = n_unknown - n_unknown_candidates
+        if len(judgments.pool_unjudged):
+            # Another ranker's candidates the version lacks: graded, they join this ideal too.
+            n_outside += judgments.pool_unjudged[b] - (n_holes - n_unknown_candidates)
     if n_holes + n_outside == 0:  # no bounds to compute: the graded top is not needed
         return 0, 0, 0
     if rules.ideal_from_candidates:

@@ -50,6 +50,10 @@ class QueryJudgments(NamedTuple):
     docs: tuple  # doc_id as a string set (offsets, data)
     grade_class: np.ndarray  # int8: GRADED or UNKNOWN, per judgment row
     gain: np.ndarray  # float64, per judgment row
+    # int64, per block: the distinct documents of its query that some ranker of the pool
+    # returns and the version has no row for (the block's own unjudged candidates among them);
+    # empty when the pool is the block's ranker alone (``metric.pool_holes``)
+    pool_unjudged: np.ndarray
 
 
 class Rules(NamedTuple):
@@ -131,7 +135,7 @@ def _grade(candidates, judgments, b, rules, slots, counts, positives):
     """Block b's slots, its class counts and positives: its doc_ids (ascending) merged with its
     query's judged doc_ids. Each side's keys are made once, when the merge reaches the row."""
     starts, order, score, docs, run_rank = candidates
-    j_lo, j_hi, j_order, judged_docs, j_class, j_gain = judgments
+    j_lo, j_hi, j_order, judged_docs, j_class, j_gain, _ = judgments
     slot_score, slot_class, slot_gain, slot_rank = slots
     by_rank = rules.ties == TIES_RANK
     d_off, d_data = docs

@@ -28,17 +28,16 @@ from evaluation_pipeline.metric.kernels.dcg import Slots, _grade, _rank, _widest
 
 
 @njit(cache=True, nogil=True)
-def what_if_blocks(candidates, judgments, rules, first, last, base, past_k, ideal_only):
+def what_if_blocks(candidates, judgments, rules, first, last, base, past_k):
     """One pass over the (ranker, query) blocks ``first`` to ``last`` (excluded), each graded
     and ranked as the scorer does, and per block of a judged query with holes, the width
     (``ndcg_max - ndcg_min`` at K, 0 when null) now and with one hole graded, for each gain a
     hole may take (``rules.hole_gains``):
 
-    - ``base[b]``: the width now (this and the next two: written into the caller's arrays);
+    - ``base[b]``: the width now (this and the next: written into the caller's arrays);
     - ``past_k[b, v]``: one hole without a weight graded (any of them: they only leave the holes
-      that raise the ideal and add their gain to the graded ideal);
-    - ``ideal_only[b, v]`` (``all_judged``): a document outside the block's holes joins the
-      graded ideal;
+      that raise the ideal and add their gain to the graded ideal), among them under
+      ``all_judged`` the holes outside the block's candidates;
     - per hole candidate, in ``row`` (of the run's frame), ``place`` (its place, a tie group's
       first under ``average``), ``grade_class`` and ``ref``: the row of ``own`` holding its own
       what-if widths when it has a weight at K, else ``PAST_K``.
@@ -116,9 +115,6 @@ def what_if_blocks(candidates, judgments, rules, first, last, base, past_k, idea
                 # up, so n_outside - 1 stands for any of them.
                 past_k[b, v] = _width(left, slots, rank, m, rules, k, top, n, n_outside - 1,
                                       scratch)
-            if not rules.ideal_from_candidates:
-                ideal_only[b, v] = _width(left + 1, slots, rank, m, rules, k, top, n, n_outside,
-                                          scratch)
     return (row[:n_found], place[:n_found], ref[:n_found], grade_class[:n_found],
             own[:n_own * n_values])
 
@@ -142,11 +138,13 @@ def _width(n_holes, slots, rank, m, rules, k, top, n_top, n_outside, scratch):
 
 
 @njit(cache=True, nogil=True)
-def narrow_holes(q, codes, in_version, block_of, width_sum, weight, base, past_k, ideal_only,
-                  own, value, shares, all_judged):
+def narrow_holes(q, codes, block_of, width_sum, weight, base, past_k, own, value, shares,
+                 all_judged):
     """Per hole h (query ``q[h]``) and grade g: W(q | h = g) adds, ranker by ranker in name
     order as W(q) does, the width of the ranker's block with h graded g, of the hole's kind
-    there (``codes[h, r]``); a ranker without the query adds 0. The narrowing is
+    there (``codes[h, r]``); a ranker without the query adds 0. Under ``all_judged`` a hole
+    the ranker did not return is one of the block's holes outside its candidates (its
+    ``unknown`` rows, the pool's unjudged documents), graded as one past K. The narrowing is
     w(q) (W(q) - W(q | h = g)), 0 for a query without a weight or a width. Returns the
     narrowing expected over ``shares`` and the least over the grades, per hole."""
     n, n_rankers = codes.shape
@@ -169,10 +167,8 @@ def narrow_holes(q, codes, in_version, block_of, width_sum, weight, base, past_k
                 code = codes[h, r]
                 if code >= 0:
                     width = own[code, v]
-                elif code == PAST_K:
+                elif code == PAST_K or all_judged:
                     width = past_k[b, v]
-                elif all_judged:
-                    width = past_k[b, v] if in_version[h] else ideal_only[b, v]
                 else:
                     width = base[b]
                 what_if += width

@@ -82,7 +82,8 @@ def plain_worklist(run: pl.DataFrame, version: pl.DataFrame, spec: EvaluationSpe
         for r in rankers:
             if (q, r) not in lists:
                 continue  # missing from the run: its bounds are its number
-            least, greatest = brute_force_bounds(lists[q, r], judged, spec, k, top)
+            others = [d for o in rankers if o != r for d, _, _ in lists.get((q, o), [])]
+            least, greatest = brute_force_bounds(lists[q, r], judged, spec, k, top, others)
             total += 0.0 if least is None else greatest - least
         return total
 
