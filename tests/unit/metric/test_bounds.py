@@ -4,10 +4,14 @@ For every combination of ideal, ties, gain and no_positive, random queries with 
 (unknown candidates, unjudged candidates and, under all_judged, unknown rows outside the
 candidates), cutoffs 1..10 and grade scales 0..1 to 0..4: the kernel's bounds equal the least
 and greatest NDCG@K over every grading (tests/support/bounds_oracle.py) to 1e-12, and the
-number of the fully graded query, scored by the pipeline, lies within them.
+number of the fully graded query, scored by the pipeline, lies within them. In pools of two or
+three rankers, every joint grading of the union of their holes: each ranker's bounds are the
+extremes over them, another ranker's unjudged documents included under all_judged.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import polars as pl
@@ -143,3 +147,81 @@ def test_a_gain_map_must_cover_the_grades_a_hole_may_take():
     narrowed = score(candidates, judgments, EvaluationSpec(gain=((0, 0.0), (2, 3.0)),
                                                            max_grade=0))
     assert narrowed["ndcg_min"].to_list() == narrowed["ndcg"].to_list()
+
+
+@st.composite
+def pools(draw, top_grade):
+    """[(query_id, {ranker: candidates [(doc, score, rank)]}, judged {doc: grade | "u"})]:
+    two or three rankers over a few shared documents per query, so that a document the version
+    lacks is often returned by one ranker only; at most MAX_HOLES holes in the union."""
+    out = []
+    names = [f"r{i}" for i in range(draw(st.integers(2, 3)))]
+    for q in range(draw(st.integers(1, 2))):
+        docs = [f"d{i}" for i in range(draw(st.integers(2, 7)))]
+        judged = {d: g for d in docs
+                  if (g := draw(st.one_of(st.integers(0, top_grade), st.just("u"), st.none())))
+                  is not None}
+        for j in range(draw(st.integers(0 if judged else 1, 2))):  # returned by no ranker
+            judged[f"out{j}"] = draw(st.one_of(st.integers(0, top_grade), st.just("u")))
+        lists = {}
+        for name in names:
+            chosen = draw(st.lists(st.sampled_from(docs), min_size=1, max_size=len(docs),
+                                   unique=True))
+            ranks = draw(st.permutations(range(1, len(chosen) + 1)))
+            lists[name] = [(d, draw(st.sampled_from(SCORES)), r) for d, r in zip(chosen, ranks)]
+        returned = {d for cands in lists.values() for d, _, _ in cands}
+        union = {d for d in returned if judged.get(d, "u") == "u"} | {
+            d for d, g in judged.items() if g == "u"}
+        if len(union) <= MAX_HOLES - 2:
+            out.append((f"q{q}", lists, judged))
+    return out
+
+
+@pytest.mark.parametrize("no_positive", ["exclude", "zero", "one"])
+@pytest.mark.parametrize("ties", ["average", "doc_id"])
+@pytest.mark.parametrize("ideal", ["candidates", "all_judged"])
+@SETTINGS
+@given(data=st.data())
+def test_each_rankers_bounds_are_the_extremes_over_every_joint_grading_of_the_pool(
+        ideal, ties, no_positive, data):
+    """Several rankers in one pool: under all_judged a document only another ranker returns,
+    graded, joins this ranker's ideal too. Every joint grading of the union of the pool's holes
+    is enumerated and scored per ranker by brute force; each ranker's per-query bounds are the
+    least and greatest of those values, and n_holes counts the holes that can move them."""
+    top_grade = data.draw(st.integers(1, 2), label="top_grade")
+    case = data.draw(pools(top_grade), label="pool")
+    if not case:
+        return
+    k = data.draw(st.integers(1, 5), label="cutoff")
+    spec = EvaluationSpec(cutoffs=(k,), gain=GAIN_MAP, ideal=ideal, ties=ties,
+                          no_positive=no_positive, max_grade=top_grade, unknown="zero",
+                          unjudged=data.draw(st.sampled_from(["exclude", "zero"])))
+    frame = pl.DataFrame([(r, q, d, s, rank) for q, lists, _ in case
+                          for r, cands in lists.items() for d, s, rank in cands],
+                         schema=["ranker", "query_id", "doc_id", "score", "rank"], orient="row")
+    judgments = judgments_frame([(q, d, g) for q, _, judged in case for d, g in judged.items()])
+    got = {(r, q): (lo, hi, n) for r, q, lo, hi, n in score(frame, judgments, spec).select(
+        "ranker", "query_id", "ndcg_min", "ndcg_max", "n_holes").iter_rows()}
+    for q, lists, judged in case:
+        returned = sorted({d for cands in lists.values() for d, _, _ in cands})
+        union = sorted({d for d in returned if judged.get(d, "u") == "u"}
+                       | {d for d, g in judged.items() if g == "u"})
+        values = {r: [] for r in lists}
+        for grades in itertools.product(range(top_grade + 1), repeat=len(union)):
+            filled = {**judged, **dict(zip(union, grades))}
+            for r, cands in lists.items():
+                value = brute_force_bounds(cands, filled, spec, k, top_grade)[0]
+                if value is not None:  # no hole left: the bounds are the graded number
+                    values[r].append(value)
+        for r, cands in lists.items():
+            others = [d for o, more in lists.items() if o != r for d, _, _ in more]
+            low, high, n_holes = got[(r, q)]
+            assert n_holes == len(holes(cands, judged, spec, others)), (r, q)
+            if ideal == "candidates":  # another ranker's document never enters this ideal
+                mine = {d for d, _, _ in cands}
+                assert n_holes == sum(judged.get(d, "u") == "u" for d in mine)
+            if not values[r]:
+                assert low is None and high is None, (r, q)
+                continue
+            assert low == pytest.approx(min(values[r]), abs=TOL), (r, q, "min")
+            assert high == pytest.approx(max(values[r]), abs=TOL), (r, q, "max")
