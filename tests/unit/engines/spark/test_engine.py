@@ -11,6 +11,7 @@ from evaluation_pipeline.spec import profile
 from schemas import InputError
 from tests.support.paths import EXAMPLES
 from tests.support.spark_session import requires_spark
+from tests.support.unshared_pool import unshared_pool
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (the `spark` extra)")
 pytestmark = requires_spark
@@ -177,6 +178,13 @@ def test_many_small_buckets_give_the_same_rows(inputs, tmp_path, spark, monkeypa
     # The bounds too, though a bucket of ten rows rarely holds the version's largest grade.
     scored = pl.read_parquet(tmp_path / "buckets-local.parquet")
     assert (scored["n_holes"] > 0).any() and (scored["ndcg_max"] > scored["ndcg_min"]).any()
+
+
+def test_other_rankers_unjudged_documents_are_holes_as_locally(tmp_path, spark):
+    # Under all_judged a document only one ranker returns and the version lacks is a hole of
+    # every ranker of the query; a bucket holds every ranker of its queries, so it counts them.
+    judgments, pool = unshared_pool(tmp_path)
+    _same_as_local(judgments, pool, str(pool), tmp_path, spark, "unshared")
 
 
 def test_an_active_session_is_used_whatever_the_master(spark):
