@@ -55,7 +55,7 @@ from evaluation_pipeline.engines.streaming.batch_checks import (
     check_run,
 )
 from evaluation_pipeline.engines.streaming.judgment_windows import JudgmentWindows
-from evaluation_pipeline.engines.streaming.pool_holes import pool_unjudged
+from evaluation_pipeline.engines.streaming.unjudged_scan import pool_unjudged
 from evaluation_pipeline.engines.streaming.reading import (
     Groups,
     batches,
@@ -234,7 +234,7 @@ class _Pass:
     def __init__(self, sources: dict, names: Names, spec: EvaluationSpec, batch_rows: int,
                  pool: pl.DataFrame | None = None):
         self.sources = sources
-        self.pool = pool  # the pool's unjudged documents per query (pool_holes), if needed
+        self.pool = pool  # the pool's unjudged documents per query (unjudged_scan), if needed
         self.names = names
         self.spec = spec
         self.batch_rows = batch_rows
