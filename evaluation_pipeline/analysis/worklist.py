@@ -12,7 +12,7 @@ The what-ifs are not copies of the query scored anew: one compiled pass over the
 (ranker, query) blocks grades and ranks each block once, with the scorer's own steps
 (``metric.kernels.dcg``, ``metric.kernels.bounds``), and calls the scorer's bounds step with
 one hole graded at a time, so each what-if width is the number scoring the copy would give, to
-the last bit. Grading a hole changes a block's bounds in one of four ways only:
+the last bit. Grading a hole changes a block's bounds in one of three ways only:
 
 - a hole the ranker places where it has a discount weight at K (its place, or its tie group's
   first place under ``ties: average``, is <= K): its own what-if, hole by hole;
@@ -38,8 +38,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from evaluation_pipeline.metric.gains import gains_for_grades
 from evaluation_pipeline.metric import pool_holes
+from evaluation_pipeline.metric.gains import gains_for_grades
 from evaluation_pipeline.metric.hashing import pool_blocks
 from evaluation_pipeline.metric.kernels.codes import (
     GRADED,

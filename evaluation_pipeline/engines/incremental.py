@@ -23,12 +23,12 @@ from evaluation_pipeline.engines import PER_QUERY_ROW_GROUP_ROWS
 from evaluation_pipeline.evaluation import Lineage, single_value, with_lineage
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.locations import Location
+from evaluation_pipeline.metric import pool_holes
 from evaluation_pipeline.metric.hashing import (
     judgment_blocks,
     judgments_sha256,
     pool_blocks,
 )
-from evaluation_pipeline.metric import pool_holes
 from evaluation_pipeline.metric.ndcg import (
     RESULT_SCHEMA,
     index_judgments,

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from evaluation_pipeline.metric import pool_holes
 from evaluation_pipeline.metric.gains import GainError, gains_for_grades
 from evaluation_pipeline.metric.hashing import judgment_blocks, pool_blocks
 from evaluation_pipeline.metric.kernels.blocks import RATED_DOC, Blocks
-from evaluation_pipeline.metric import pool_holes
 from evaluation_pipeline.metric.kernels.codes import (
     GRADED,
     NO_POSITIVE_EXCLUDE,
