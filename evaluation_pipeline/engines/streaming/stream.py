@@ -55,7 +55,6 @@ from evaluation_pipeline.engines.streaming.batch_checks import (
     check_run,
 )
 from evaluation_pipeline.engines.streaming.judgment_windows import JudgmentWindows
-from evaluation_pipeline.engines.streaming.unjudged_scan import pool_unjudged
 from evaluation_pipeline.engines.streaming.reading import (
     Groups,
     batches,
@@ -74,6 +73,7 @@ from evaluation_pipeline.engines.streaming.sorted_inputs import (
     rater_ids,
     run_files,
 )
+from evaluation_pipeline.engines.streaming.unjudged_scan import pool_unjudged
 from evaluation_pipeline.evaluation import Lineage
 from evaluation_pipeline.ingest.external_sort import (
     Budget,
