@@ -453,3 +453,18 @@ def test_holes_past_k_of_one_kind_have_equal_numbers():
         pl.col("guaranteed_narrowing").n_unique().alias("guaranteed"), pl.len())
     assert by_query["len"].max() > 1
     assert by_query["expected"].max() == 1 and by_query["guaranteed"].max() == 1
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bound_width_is_the_widest_of_the_scored_widths_of_the_query(seed):
+    # Under all_judged another ranker's unjudged document widens this ranker's bounds too: the
+    # worklist's widths are the per-query rows' own, at the headline cutoff.
+    spec = EvaluationSpec(cutoffs=(2, 4), ideal="all_judged", max_grade=2)
+    run, version, _ = small_case(seed, rankers=("r1", "r2", "r3"))
+    got = worklist(version, run, spec)
+    rows = score(run, version, spec).filter(pl.col("cutoff") == headline_cutoff(spec))
+    widest = dict(rows.group_by("query_id").agg(
+        (pl.col("ndcg_max") - pl.col("ndcg_min")).fill_null(0.0).max()).iter_rows())
+    assert got.height
+    for q, width in zip(got["query_id"], got["bound_width"]):
+        assert width == pytest.approx(widest[q], abs=1e-12)
