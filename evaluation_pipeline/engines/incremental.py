@@ -19,8 +19,10 @@ import time
 from dataclasses import dataclass, field
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from evaluation_pipeline.engines import PER_QUERY_ROW_GROUP_ROWS
+from evaluation_pipeline.engines.choice import IN_MEMORY_MAX_ROWS
 from evaluation_pipeline.evaluation import Lineage, single_value, with_lineage
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.locations import Location
@@ -105,8 +107,16 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     queries that changed; None, writing nothing, when those rows are not known to be the same
     evaluation (``pool_sha256``, ``previous_judgments_sha256``: the published hashes, of the
     current hash version; ``judgments_sha256_now``: the published hash of ``judgments``, else
-    it is computed). The inputs are published files, validated when they were published."""
+    it is computed). The inputs are published files, validated when they were published.
+
+    The increment holds in memory the earlier rows, both versions and the changed queries'
+    candidates; when those come to more than ``engines.choice.IN_MEMORY_MAX_ROWS`` rows (the
+    rows past which ``auto`` streams), it returns None too, and the full scoring streams."""
     lap = _Laps()
+    held = sum(pq.read_metadata(str(path)).num_rows
+               for path in (previous_scores, previous_judgments, judgments))
+    if held > IN_MEMORY_MAX_ROWS:
+        return None
     earlier = pl.read_parquet(previous_scores)
     if not set(RESULT_SCHEMA) <= set(earlier.columns):
         return None  # written by a release whose rows had other columns
@@ -128,6 +138,11 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     check_rule(spec, rated, grades[RATER].unique().to_list() if rated else None, str(judgments))
     changed = changed_queries(before, grades)
     lap("changed queries")
+    # The candidates of the changed queries, as a share of the pool's rows.
+    candidates = pq.read_metadata(str(pool)).num_rows * changed.len() // max(
+        earlier["query_id"].n_unique(), 1)
+    if held + candidates > IN_MEMORY_MAX_ROWS:
+        return None
     digest = judgments_sha256_now or judgments_sha256(judgment_blocks(grades))
     lap("version hash")
     now = Lineage(judgment_version=single_value(grades, "judgment_version"),
