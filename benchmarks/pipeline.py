@@ -2,7 +2,7 @@
 each of its steps, beside ``ndcg-eval score --report`` on one of its evaluations.
 
     python benchmarks/pipeline.py --queries 100k [--rankers 3] [--candidates 100] [--seed 7]
-                                  [--out DIR] [--memory-limit 2GB]
+                                  [--out DIR] [--memory-limit 2GB] [--new-version]
 
 Generates (seeded) a landing folder as a nightly would leave it: one pool of ``--rankers``
 rankers reranking the same ``--candidates`` candidates per query, one Parquet file per ranker,
