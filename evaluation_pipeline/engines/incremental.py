@@ -143,6 +143,7 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
         earlier["query_id"].n_unique(), 1)
     if held + candidates > IN_MEMORY_MAX_ROWS:
         return None
+    lap("memory check")
     digest = judgments_sha256_now or judgments_sha256(judgment_blocks(grades))
     lap("version hash")
     now = Lineage(judgment_version=single_value(grades, "judgment_version"),
