@@ -2,7 +2,7 @@
 each of its steps, beside ``ndcg-eval score --report`` on one of its evaluations.
 
     python benchmarks/pipeline.py --queries 100k [--rankers 3] [--candidates 100] [--seed 7]
-                                  [--out DIR] [--memory-limit 2GB]
+                                  [--out DIR] [--memory-limit 2GB] [--new-version]
 
 Generates (seeded) a landing folder as a nightly would leave it: one pool of ``--rankers``
 rankers reranking the same ``--candidates`` candidates per query, one Parquet file per ranker,
@@ -12,6 +12,12 @@ table with traffic weights and two slice columns of 3 and 5 values (``report_dat
 runs the main job (``python -m evaluation_pipeline.main_job``) on a fresh Dagster home and storage
 (``NDCG_EVAL_LANDING``, ``NDCG_EVAL_STORAGE``, ``NDCG_EVAL_QUERIES``; spills under ``--out``,
 ``NDCG_EVAL_SPILL_DIR``), and ``ndcg-eval score --report`` on the second version.
+
+With ``--new-version``, a third version lands after the main job (the second with
+``THIRD_REGRADED`` of its queries regraded and ``THIRD_ADDED`` more given grades for candidates
+it did not judge) and the main job runs again, re-evaluating every pool against it: once with
+the incremental scoring (``NDCG_EVAL_INCREMENTAL=1``, the default) and once, from a copy of the
+same instance and storage, with it switched off (``NDCG_EVAL_INCREMENTAL=0``).
 
 Peak RSS is of the whole process tree, sampled from /proc every 0.1 s; each step's figures come
 from Dagster's STEP_START and STEP_SUCCESS events in the instance, the peak being the highest
@@ -46,6 +52,7 @@ from unsorted_pool import pool_arguments  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 POOL, VERSIONS = "pool-nightly", ("nightly-v1", "nightly-v2")
 ADDED_SHARE, REGRADED_SHARE = 0.05, 0.10
+THIRD_VERSION, THIRD_REGRADED, THIRD_ADDED = "nightly-v3", 0.02, 0.01
 SAMPLE_SECONDS = 0.1
 
 
@@ -98,6 +105,38 @@ def second_version(first: Path, target: Path, candidates: int, seed: int) -> Non
                            how="anti")
         added = added.with_columns(
             pl.Series("grade", rng.integers(0, 4, size=added.height), dtype=pl.Int64),
+            pl.lit("graded").alias("grade_status"))
+        table = pl.concat([judged, added.select(judged.columns)])
+        table = table[rng.permutation(table.height)].to_arrow()
+        writer = writer or pq.ParquetWriter(target, table.schema)
+        writer.write_table(table, row_group_size=len(table))
+    writer.close()
+
+
+def third_version(second: Path, target: Path, candidates: int, seed: int) -> None:
+    """The second version with the graded rows of THIRD_REGRADED of its queries regraded
+    (grade + 1, mod 4) and, for THIRD_ADDED more, ADDED_SHARE of their candidates it did not
+    judge graded besides; a row group (one group of queries) at a time, in no key order."""
+    source = pq.ParquetFile(second)
+    writer = None
+    for number in range(source.num_row_groups):
+        rng = np.random.default_rng([seed, 4, number])
+        judged = pl.from_arrow(source.read_row_group(number))
+        share = (pl.col("query_id").hash(seed=seed) % 10_000) / 10_000
+        judged = judged.with_columns(
+            pl.when((share < THIRD_REGRADED) & (pl.col("grade_status") == "graded"))
+            .then((pl.col("grade") + 1) % 4).otherwise(pl.col("grade")).alias("grade"))
+        query_ids = judged.select("query_id").unique().filter(
+            (share >= THIRD_REGRADED) & (share < THIRD_REGRADED + THIRD_ADDED))[
+            "query_id"].sort()
+        numbers = query_ids.str.strip_prefix("q").cast(pl.Int64).to_numpy()
+        q, j = np.nonzero(rng.random((numbers.size, candidates)) < ADDED_SHARE)
+        added = pl.DataFrame({"query_id": query_ids.gather(q),
+                              "doc_id": doc_ids(numbers[q] * DOC_SPACE + j)},
+                             schema={"query_id": pl.String, "doc_id": pl.String})
+        added = added.join(judged.select("query_id", "doc_id"), on=["query_id", "doc_id"],
+                           how="anti").with_columns(
+            pl.lit(2, dtype=pl.Int64).alias("grade"),
             pl.lit("graded").alias("grade_status"))
         table = pl.concat([judged, added.select(judged.columns)])
         table = table[rng.permutation(table.height)].to_arrow()
@@ -212,6 +251,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep a landing folder already generated at --out")
     parser.add_argument("--main-job-only", action="store_true",
                         help="skip ndcg-eval score --report (the 1B-row manual run)")
+    parser.add_argument("--new-version", action="store_true",
+                        help=f"then land {THIRD_VERSION} and run the main job again, with the "
+                             "incremental scoring and without it")
     args = parser.parse_args(argv)
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -245,7 +287,10 @@ def main(argv: list[str] | None = None) -> int:
          str(landing / "pools" / POOL), "--queries", str(out / "queries.parquet"),
          "--out", str(out / "cli"), "--report"], env, out / "cli.log")
 
+    new_version = new_version_runs(landing, out, env, args) if args.new_version else None
+
     result = {
+        "new_version": new_version,
         "rows": rows, "queries": args.queries, "rankers": args.rankers,
         "candidates": args.candidates, "seed": args.seed, "memory_limit": args.memory_limit,
         "cpus": os.cpu_count(), "load_average": os.getloadavg(),
@@ -258,7 +303,54 @@ def main(argv: list[str] | None = None) -> int:
     }
     (out / "pipeline-benchmark.json").write_text(json.dumps(result, indent=2) + "\n")
     print(table(result))
-    return 0 if job.returncode == 0 and (cli is None or cli.returncode == 0) else 1
+    failed = new_version is not None and not all(r["ok"] for r in new_version.values())
+    return 0 if job.returncode == 0 and (cli is None or cli.returncode == 0) and not failed else 1
+
+
+def new_version_runs(landing: Path, out: Path, env: dict, args) -> dict:
+    """The main job again after THIRD_VERSION lands: with the incremental scoring and, from a
+    copy of the instance and storage as they were before, without it."""
+    home, storage = Path(env["DAGSTER_HOME"]), Path(env["NDCG_EVAL_STORAGE"])
+    saved = {place: out / f"{place.name}-before-{THIRD_VERSION}" for place in (home, storage)}
+    for place, copy in saved.items():
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(place, copy)
+    third_version(landing / "judgments" / f"{VERSIONS[1]}.parquet",
+                  landing / "judgments" / f"{THIRD_VERSION}.parquet", args.candidates, args.seed)
+    runs = {}
+    for incremental in ("1", "0"):
+        for place, copy in saved.items():
+            shutil.rmtree(place)
+            shutil.copytree(copy, place)
+        started = time.time()
+        run = measure([sys.executable, "-m", "evaluation_pipeline.main_job"],
+                      {**env, "NDCG_EVAL_INCREMENTAL": incremental},
+                      out / f"main-{THIRD_VERSION}-incremental-{incremental}.log")
+        scoring = [s for s in step_windows(home) if s["start"] >= started
+                   and s["step"] == "query_scores"]
+        runs["incremental" if incremental == "1" else "full"] = {
+            "wall": run.wall, "cpu": run.cpu, "peak_rss": run.peak_rss,
+            "ok": run.returncode == 0,
+            "scoring_steps": [{"partition": s["partition"], "wall": s["end"] - s["start"],
+                               "peak_rss": run.peak_between(s["start"], s["end"]),
+                               "engine": scoring_engine(home, s["partition"])}
+                              for s in scoring]}
+    (landing / "judgments" / f"{THIRD_VERSION}.parquet").unlink()
+    return runs
+
+
+def scoring_engine(home: Path, partition: str) -> str:
+    """The engine the newest query_scores materialization of ``partition`` names."""
+    os.environ["DAGSTER_HOME"] = str(home)
+    import dagster as dg
+
+    with dg.DagsterInstance.get() as instance:
+        records = instance.fetch_materializations(dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey("query_scores"), asset_partitions=[partition]), limit=1).records
+        if not records:
+            return "-"
+        engine = records[0].asset_materialization.metadata.get("engine")
+        return "-" if engine is None else str(engine.value)
 
 
 def table(result: dict) -> str:
@@ -277,6 +369,13 @@ def table(result: dict) -> str:
         lines.append(f"| {step['job']} {step['partition']}: {step['step']}"
                      f"{'' if step['ok'] else ' (FAILED)'} | {step['wall']:.1f} s | | "
                      f"{gb(step['peak_rss'])} |")
+    for kind, run in (result["new_version"] or {}).items():
+        lines.append(f"| {THIRD_VERSION} lands, main job again ({kind} scoring)"
+                     f"{'' if run['ok'] else ' (FAILED)'} | {run['wall']:.1f} s | "
+                     f"{run['cpu']:.1f} s | {gb(run['peak_rss'])} |")
+        for step in run["scoring_steps"]:
+            lines.append(f"| ... query_scores {step['partition']} ({step['engine']}) | "
+                         f"{step['wall']:.1f} s | | {gb(step['peak_rss'])} |")
     cli = result["score_report"]
     if cli is None:
         return "\n".join(lines)

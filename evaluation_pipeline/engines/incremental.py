@@ -15,11 +15,14 @@ judgments. Otherwise the caller scores in full.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from evaluation_pipeline.engines import PER_QUERY_ROW_GROUP_ROWS
+from evaluation_pipeline.engines.choice import IN_MEMORY_MAX_ROWS
 from evaluation_pipeline.evaluation import Lineage, single_value, with_lineage
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.locations import Location
@@ -55,26 +58,45 @@ class Increment:
     rows: int
     rescored_queries: int
     kept_queries: int
+    # (wall, CPU) seconds of each part: reading the earlier rows and both versions, finding
+    # the changed queries, reading their candidates and scoring them, putting the rows
+    # together, writing.
+    seconds: dict[str, tuple[float, float]] = field(default_factory=dict, compare=False)
 
 
 def changed_queries(previous: pl.DataFrame, current: pl.DataFrame) -> pl.Series:
     """The query_ids whose judgment rows differ between two versions: a row of one that the
     other lacks in any grade column (a regrade, an added or removed document or query, an
-    ``unknown`` graded), in byte order."""
+    ``unknown`` graded), in byte order.
+
+    Each query of each version gets a digest of its rows (their count, and two sums of 64-bit
+    hashes of the rows under two seeds: the rows of a query are unique, so the sums are of a
+    set), and the queries whose digests differ, or that one version lacks, are the changed
+    ones: a join of the versions' queries, not of their rows. The digests are compared within
+    this process only (polars' hash is not stable across releases)."""
     columns = [c for c in current.columns if c in previous.columns and c not in _NOT_GRADES]
     if set(previous.columns) - set(_NOT_GRADES) != set(current.columns) - set(_NOT_GRADES):
         # A column one version has and the other lacks may carry grades (raters): all changed.
         return pl.concat([previous["query_id"], current["query_id"]]).unique().sort()
-    # One join on the key: a row of one version only, or a value that differs (null included).
-    key = [c for c in ("query_id", "doc_id", RATER) if c in columns]
-    values = [c for c in columns if c not in key]
-    joined = previous.select(columns).with_columns(pl.lit(True).alias("_a")).join(
-        current.select(columns).with_columns(pl.lit(True).alias("_b")), on=key, how="full",
-        coalesce=True, suffix="_now")
-    differ = pl.col("_a").is_null() | pl.col("_b").is_null()
-    for column in values:
+    a, b = _query_digests(previous, columns), _query_digests(current, columns)
+    joined = a.join(b, on="query_id", how="full", coalesce=True, suffix="_now")
+    differ = pl.lit(False)
+    for column in _DIGEST_COLUMNS:
         differ = differ | pl.col(column).ne_missing(pl.col(f"{column}_now"))
-    return joined.filter(differ)["query_id"].unique().sort()
+    return joined.filter(differ)["query_id"].sort()
+
+
+_DIGEST_COLUMNS = ("rows", "sum_0", "sum_1")
+
+
+def _query_digests(judgments: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
+    """Per query_id: its rows and the wrapping sums of its rows' hashes under two seeds (the
+    hashes taken in one pass, then summed by query)."""
+    row = pl.struct([c for c in columns if c != "query_id"])
+    return judgments.lazy().select(
+        "query_id", *(row.hash(seed=seed).alias(f"sum_{seed}") for seed in (0, 1))
+    ).group_by("query_id").agg(pl.len().alias("rows"), pl.col("sum_0").sum(),
+                               pl.col("sum_1").sum()).collect()
 
 
 def score_increment(previous_scores: Location, previous_judgments: Location,
@@ -86,7 +108,16 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     queries that changed; None, writing nothing, when those rows are not known to be the same
     evaluation (``pool_sha256``, ``previous_judgments_sha256``: the published hashes, of the
     current hash version; ``judgments_sha256_now``: the published hash of ``judgments``, else
-    it is computed). The inputs are published files, validated when they were published."""
+    it is computed). The inputs are published files, validated when they were published.
+
+    The increment holds in memory the earlier rows, both versions and the changed queries'
+    candidates; when those come to more than ``engines.choice.IN_MEMORY_MAX_ROWS`` rows (the
+    rows past which ``auto`` streams), it returns None too, and the full scoring streams."""
+    lap = _Laps()
+    held = sum(pq.read_metadata(str(path)).num_rows
+               for path in (previous_scores, previous_judgments, judgments))
+    if held > IN_MEMORY_MAX_ROWS:
+        return None
     earlier = pl.read_parquet(previous_scores)
     if not set(RESULT_SCHEMA) <= set(earlier.columns):
         return None  # written by a release whose rows had other columns
@@ -97,27 +128,75 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     if (lineage.spec_id != spec.spec_id or lineage.pool_sha256 != pool_sha256
             or lineage.judgments_sha256 != previous_judgments_sha256):
         return None
+    lap("earlier rows")
     before = pl.read_parquet(previous_judgments)
     grades = pl.read_parquet(judgments)
+    lap("versions")
     top_grade = _top_grade(grades, spec)
     if _top_grade(before, spec) != top_grade:
         return None  # the grade scale of every query (its holes' range) is the version's
     rated = is_rated(grades)  # the rule is refused here as a full scoring refuses it
     check_rule(spec, rated, grades[RATER].unique().to_list() if rated else None, str(judgments))
     changed = changed_queries(before, grades)
+    lap("changed queries")
+    # The candidates of the changed queries, as a share of the pool's rows.
+    candidates = pq.read_metadata(str(pool)).num_rows * changed.len() // max(
+        earlier["query_id"].n_unique(), 1)
+    if held + candidates > IN_MEMORY_MAX_ROWS:
+        return None
+    lap("memory check")
     digest = judgments_sha256_now or judgments_sha256(judgment_blocks(grades))
+    lap("version hash")
     now = Lineage(judgment_version=single_value(grades, "judgment_version"),
                   judgments_sha256=digest, candidate_pool=lineage.candidate_pool,
                   pool_sha256=pool_sha256, spec_id=spec.spec_id)
-    rescored = _rescored(grades, pool, changed, spec, earlier, top_grade)
+    rescored = _rescored(grades, pool, changed, spec, earlier, top_grade, lap)
     kept = earlier.filter(~pl.col("query_id").is_in(changed.implode())).select(
         list(RESULT_SCHEMA)).cast(RESULT_SCHEMA)
-    per_query = with_lineage(sort_results(pl.concat([kept, rescored])), now)
-    per_query = validate("PerQueryResults", per_query, "per-query results")
+    # The earlier rows were checked when they were written: the new ones are checked here.
+    rescored = sort_results(rescored)
+    validate("PerQueryResults", with_lineage(rescored, now), "per-query results")
+    per_query = with_lineage(_merged(kept, rescored), now)
+    lap("rows put together")
     atomic_write(out_path, lambda tmp: per_query.write_parquet(
         tmp, compression="zstd", statistics=True, row_group_size=PER_QUERY_ROW_GROUP_ROWS))
+    lap("write")
     return Increment(now, str(out_path), per_query.height, changed.len(),
-                     kept["query_id"].n_unique())
+                     kept["query_id"].n_unique(), lap.seconds)
+
+
+class _Laps:
+    """Seconds since the last call, wall and CPU (of every thread), by the name of the part
+    that took them."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, tuple[float, float]] = {}
+        self._last = (time.perf_counter(), time.process_time())
+
+    def __call__(self, name: str) -> None:
+        now = (time.perf_counter(), time.process_time())
+        wall, cpu = self.seconds.get(name, (0.0, 0.0))
+        self.seconds[name] = (wall + now[0] - self._last[0], cpu + now[1] - self._last[1])
+        self._last = now
+
+
+def _merged(kept: pl.DataFrame, rescored: pl.DataFrame) -> pl.DataFrame:
+    """Two frames in the one row order of per-query rows (``sort_results``) that share no
+    (ranker, query_id), as one frame in that order: a merge of each ranker's rows by
+    query_id (stable: a query's cutoffs stay in order), without sorting the whole."""
+    parts = []
+    for ranker in sorted(set(kept["ranker"].unique()) | set(rescored["ranker"].unique())):
+        a, b = (_ranker_rows(frame, ranker) for frame in (kept, rescored))
+        parts.append(a.merge_sorted(b, key="query_id") if a.height and b.height else
+                     a if a.height else b)
+    return pl.concat(parts) if parts else kept
+
+
+def _ranker_rows(frame: pl.DataFrame, ranker: str) -> pl.DataFrame:
+    """The rows of ``ranker`` in a frame sorted by ranker: a slice, not a copy."""
+    column = frame["ranker"]
+    start, end = (int(column.search_sorted(ranker, side=side)) for side in ("left", "right"))
+    return frame.slice(start, end - start)
 
 
 def _top_grade(judgments: pl.DataFrame, spec: EvaluationSpec) -> int | None:
@@ -131,25 +210,29 @@ def _top_grade(judgments: pl.DataFrame, spec: EvaluationSpec) -> int | None:
 
 
 def _rescored(grades: pl.DataFrame, pool: Location, changed: pl.Series, spec: EvaluationSpec,
-              earlier: pl.DataFrame, top_grade: int | None) -> pl.DataFrame:
+              earlier: pl.DataFrame, top_grade: int | None, lap=lambda name: None
+              ) -> pl.DataFrame:
     """The per-query rows of the changed queries alone, as a full scoring gives them: their
     candidates scored, and a ranker that lacks one of them counted as missing it."""
     wanted = pl.col("query_id").is_in(changed.implode())
     candidates = pl.scan_parquet(pool).filter(wanted).collect()
+    lap("candidates")
     # The version's scale, not the changed queries' alone.
     index = index_judgments(grades.filter(wanted), spec, top_grade=top_grade)
     # Every ranker of the pool, also one that returned none of these queries.
     rankers = sorted(set(earlier["ranker"].unique().to_list())
                      | set(candidates["ranker"].unique().to_list()))
     # Every ranker's rows of these queries: their unjudged documents are all here.
-    pool = pool_holes.of_pool(candidates, len(rankers), index.grades, spec)
+    unjudged = pool_holes.of_pool(candidates, len(rankers), index.grades, spec)
     if candidates.height:
         blocks = pool_blocks(candidates)
-        scored = score_candidates(blocks, index, spec, pool)
+        scored = score_candidates(blocks, index, spec, unjudged)
         returned = blocks.keys
     else:
         scored = pl.DataFrame(schema=RESULT_SCHEMA)
         returned = pl.DataFrame(schema={"ranker": pl.String, "query_id": pl.String})
-    return pl.concat([scored, missing_from_run(index, returned, rankers, spec, pool)]).select(
+    rows = pl.concat([scored, missing_from_run(index, returned, rankers, spec, unjudged)]).select(
         list(RESULT_SCHEMA)).cast(RESULT_SCHEMA)
+    lap("scoring")
+    return rows
 

@@ -20,7 +20,6 @@ import polars as pl
 from evaluation_pipeline import __version__
 from evaluation_pipeline.analysis.agreement import agreement
 from evaluation_pipeline.engines import EngineResult
-from evaluation_pipeline.engines.incremental import score_increment
 from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.io.atomic import named_in
 from evaluation_pipeline.io.datasets import read_queries_rows
@@ -97,10 +96,10 @@ def _incremental(storage: EvaluationStorage, scoring: ScoringEngine, pool: str, 
                  spec: EvaluationSpec, pool_manifest: dict) -> EngineResult | None:
     """``version``'s scores of ``pool`` from the newest earlier version's scores of it, with
     only the queries whose grades changed scored again (``engines.incremental``); None when
-    there is none to start from, or it does not apply (Spark, a storage not on this machine,
-    hashes of an earlier hash version), and the caller scores in full."""
-    # Spark scores where its data is and writes a folder of parts: it scores in full.
-    if not scoring.incremental or scoring.reads_urls() or not storage.is_local() or (
+    there is none to start from, or it does not apply (a storage not on this machine, hashes
+    of an earlier hash version), and the caller scores in full. On Spark the increment runs
+    on the session (``engines.spark.increment``)."""
+    if not scoring.incremental or not storage.is_local() or (
             hash_version(pool_manifest) != HASH_VERSION):
         return None
     # The storage's published versions, by publication (a local storage: listed directly).
@@ -116,12 +115,13 @@ def _incremental(storage: EvaluationStorage, scoring: ScoringEngine, pool: str, 
     for earlier in reversed(order[:order.index(version)]):
         manifest = published[earlier]
         scores = scores_file(pool, earlier, spec.spec_id)
-        if hash_version(manifest) != HASH_VERSION or not storage.path(*scores).is_file():
+        # A file, or the folder of parts Spark writes.
+        if hash_version(manifest) != HASH_VERSION or not storage.exists(*scores):
             continue
-        increment = score_increment(
-            storage.path(*scores), storage.path(*judgments_file(earlier)),
-            storage.path(*judgments_file(version)), storage.path(*pool_file(pool)), spec,
-            storage.path(*scores_file(pool, version, spec.spec_id)),
+        increment = scoring.score_increment(
+            str(storage.path(*scores)), str(storage.path(*judgments_file(earlier))),
+            str(storage.path(*judgments_file(version))), str(storage.path(*pool_file(pool))),
+            spec, str(storage.path(*scores_file(pool, version, spec.spec_id))),
             pool_sha256=pool_manifest["sha256"], previous_judgments_sha256=manifest["sha256"],
             judgments_sha256_now=published[version]["sha256"]
             if hash_version(published[version]) == HASH_VERSION else None)

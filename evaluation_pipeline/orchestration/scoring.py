@@ -19,6 +19,7 @@ import polars as pl
 from evaluation_pipeline import engines
 from evaluation_pipeline.aggregation.sums import Numbers
 from evaluation_pipeline.engines import AUTO, DEFAULT_BATCH_ROWS, ENGINES, EngineResult
+from evaluation_pipeline.engines.incremental import Increment, score_increment
 from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.ingest.publish import Published
 from evaluation_pipeline.io.atomic import named_in
@@ -47,7 +48,8 @@ class ScoringEngine(dg.ConfigurableResource):
     # For URL paths, as EvaluationStorage.storage_options (Spark reads with its own settings).
     storage_options: dict[str, Any] = {}
     # A new version's scores of a pool from an earlier version's, rescoring only the queries
-    # whose grades changed (engines.incremental: the full scoring's bytes); a local storage.
+    # whose grades changed (engines.incremental: the full scoring's bytes; on Spark,
+    # engines.spark.increment: the full Spark scoring's rows); a local storage.
     incremental: bool = True
 
     def reads_urls(self) -> bool:
@@ -77,6 +79,24 @@ class ScoringEngine(dg.ConfigurableResource):
                            batch_rows=self.batch_rows, progress=False,
                            spark_master=self.spark_master, budget=budget)
 
+    def score_increment(self, previous_scores: str, previous_judgments: str, judgments: str,
+                        pool: str, spec: EvaluationSpec, out_path: str, **hashes
+                        ) -> Increment | None:
+        """``judgments`` x ``pool`` from an earlier version's scores of the pool, rescoring
+        only the queries whose judgment rows changed, where the engine runs: on the Spark
+        session when the engine is Spark, else on this machine; None when the earlier rows do
+        not apply (``hashes``: ``engines.incremental.score_increment``'s)."""
+        if self.reads_urls():
+            from evaluation_pipeline.engines.spark.increment import (
+                score_increment_spark,  # the spark extra
+            )
+
+            return score_increment_spark(previous_scores, previous_judgments, judgments, pool,
+                                         spec, out_path, master=self.spark_master, **hashes)
+        if not Path(previous_scores).is_file():
+            return None  # a folder of parts, as Spark writes them: scored in full here
+        return score_increment(previous_scores, previous_judgments, judgments, pool, spec,
+                               out_path, **hashes)
 
     def report_numbers(self, scores: Location, previous: Location | None,
                        queries: pl.DataFrame | None, config: ReportConfig

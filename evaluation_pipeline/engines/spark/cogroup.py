@@ -136,6 +136,24 @@ def _hadoop_path(spark, url: str):
     return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
 
 
+def bucket_scorer(spec: EvaluationSpec, top_grade: int | None, rankers: list[str]):
+    """The function each cogrouped bucket is scored by: its candidates against its judgment
+    rows, graded on the whole version's scale (``top_grade``), with every ranker of the pool
+    counted as missing a judged query it does not return."""
+
+    def score_bucket(candidates: pa.Table, grades: pa.Table) -> pa.Table:
+        index = index_judgments(pl.from_arrow(grades), spec, top_grade=top_grade)
+        frame = pl.from_arrow(candidates)
+        # A bucket holds every ranker's rows of its queries: their unjudged documents are here.
+        unjudged = pool_holes.of_pool(frame, len(rankers), index.grades, spec)
+        scored = score_candidates(frame, index, spec, unjudged)
+        returned = frame.select("ranker", "query_id").unique()
+        missing = missing_from_run(index, returned, rankers, spec, unjudged)
+        return pl.concat([scored, missing]).to_arrow().cast(RESULT_ARROW)
+
+    return score_bucket
+
+
 def score_spark(
     judgments_url: str,
     run_url: str,
@@ -192,21 +210,11 @@ def score_spark(
     top_grade = None if spec.max_grade is not None else (judgments.where(
         F.col("grade_status") == "graded").agg(F.max("grade")).collect()[0][0] or 0)
 
-    def score_bucket(candidates: pa.Table, grades: pa.Table) -> pa.Table:
-        index = index_judgments(pl.from_arrow(grades), spec, top_grade=top_grade)
-        frame = pl.from_arrow(candidates)
-        # A bucket holds every ranker's rows of its queries: their unjudged documents are here.
-        pool = pool_holes.of_pool(frame, len(rankers), index.grades, spec)
-        scored = score_candidates(frame, index, spec, pool)
-        returned = frame.select("ranker", "query_id").unique()
-        missing = missing_from_run(index, returned, rankers, spec, pool)
-        return pl.concat([scored, missing]).to_arrow().cast(RESULT_ARROW)
-
     bucket = (F.abs(F.xxhash64("query_id")) % buckets).alias("bucket")
     per_query = (
         run.select(bucket, *_RUN_SCORED, *ranked).groupBy("bucket")
         .cogroup(judgments.select(bucket, *_JUDGMENT_SCORED).groupBy("bucket"))
-        .applyInArrow(score_bucket, RESULT_DDL)
+        .applyInArrow(bucket_scorer(spec, top_grade, rankers), RESULT_DDL)
     )
     lineage = Lineage(
         judgment_version=version,

@@ -137,3 +137,28 @@ def test_rows_of_another_evaluation_are_not_used(tmp_path):
                                published["pool"].path, other_spec, out, pool_sha256=pool_sha,
                                previous_judgments_sha256=judged_sha) is None
         assert not out.exists()
+
+
+@pytest.mark.parametrize("limit", ["inputs", "candidates"])
+def test_an_increment_that_would_not_fit_in_memory_is_left_to_the_full_scoring(
+        tmp_path, monkeypatch, limit):
+    # The earlier rows, both versions and the changed queries' candidates are held at once:
+    # past the rows auto streams from, the caller scores in full (streamed) instead.
+    from evaluation_pipeline.engines import incremental
+
+    rng = np.random.default_rng(5)
+    published = _published(tmp_path, rng)
+    spec = profile("default")
+    earlier = tmp_path / "scores-v1.parquet"
+    score_files(published["v1"].path, published["pool"].path, spec, earlier, engine="local",
+                progress=False)
+    held = sum(pl.read_parquet(p).height
+               for p in (earlier, published["v1"].path, published["v2"].path))
+    monkeypatch.setattr(incremental, "IN_MEMORY_MAX_ROWS", held - 1 if limit == "inputs"
+                        else held)
+    out = tmp_path / "out.parquet"
+    assert score_increment(earlier, published["v1"].path, published["v2"].path,
+                           published["pool"].path, spec, out,
+                           pool_sha256=published["pool"].sha256,
+                           previous_judgments_sha256=published["v1"].sha256) is None
+    assert not out.exists()
