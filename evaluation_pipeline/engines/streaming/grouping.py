@@ -16,7 +16,7 @@ only per range of lines; neither needs the run itself moved:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,9 +24,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from evaluation_pipeline.engines.streaming.batch_checks import NotSorted, check_judgments
+from evaluation_pipeline.engines.streaming.batch_checks import NotSorted
 from evaluation_pipeline.engines.streaming.reading import (
     Fill,
+    Groups,
     batches,
     read_batches,
     whole_groups,
@@ -132,6 +133,8 @@ class Grouped:
     budget: Budget
     _position: int = 0  # the position of the next block of the run
     _copies: list[Path] = field(default_factory=list)
+    _judged: pl.DataFrame | None = None  # the judgments' queries in their order
+    checked: bool = False  # the judgments were checked before their copy was made
 
     @classmethod
     def of(cls, paths: list[Path], fill: Fill, batch_rows: int, scratch: Path, budget: Budget
@@ -153,40 +156,63 @@ class Grouped:
         self._position += count
         return first, self._position - 1
 
-    def judgments_for(self, ranker: str, judgments: list[Path], wanted: tuple[str, ...],
-                      fill: Fill, batch_rows: int) -> tuple[Iterator, list[str]]:
-        """The batches of the judgments in ``ranker``'s order of queries
-        (``Order.judgments_for``), and the keys they are sorted by; the previous ranker's copy
-        is removed."""
+    def judgment_groups(self, ranker: str, judgments: list[Path], wanted: tuple[str, ...],
+                        fill: Fill, batch_rows: int, check: Callable | None = None
+                        ) -> Iterator[Groups]:
+        """The judgments' batches of whole queries, with ``POSITION``, in ``ranker``'s order of
+        queries: the judgments as they are when the ranker's queries come in the same order
+        there (the usual case: both written in the order the queries were asked; a query the
+        ranker did not return takes the position of the returned one before it, and so meets
+        its batch as a judged query missing from the run), else the copy
+        ``Order.judgments_for`` writes, after ``check`` (when given) has been called on each
+        of the judgments' own batches, so that a refusal names their file and rows (then
+        ``checked`` is set). The previous ranker's copy is removed."""
         while self._copies:
             self._copies.pop().unlink(missing_ok=True)
+        mine = self.order.groups.filter(pl.col("ranker") == ranker).select(
+            "query_id", "position")
+        positions = self._judged.join(mine, on="query_id", how="left",
+                                      maintain_order="left")["position"]
+        if positions.drop_nulls().is_sorted():  # each query once: strictly increasing
+            return _positioned(whole_groups(batches(judgments, wanted, fill, batch_rows),
+                                            JUDGMENT_KEYS, "judgments", ordered=False),
+                               positions.fill_null(strategy="forward").fill_null(-1).to_numpy())
+        if check is not None:
+            with closing(batches(judgments, wanted, fill, batch_rows)) as read:
+                for group in whole_groups(read, JUDGMENT_KEYS, "judgments", ordered=False):
+                    check(group)
+            self.checked = True
         present = pl.scan_parquet(judgments[0], glob=False).collect_schema().names()
         self._copies.append(self.order.judgments_for(
             ranker, judgments, tuple(c for c in wanted if c in present), self.scratch,
             self.budget, self._position))
-        return (batches(list(self._copies), (*wanted, POSITION), fill, batch_rows),
-                [POSITION, *JUDGMENT_KEYS])
+        return whole_groups(batches(list(self._copies), (*wanted, POSITION), fill, batch_rows),
+                            [POSITION, *JUDGMENT_KEYS], "judgments")
 
-    def check_judgments(self, paths: list[Path], fill: Fill, wanted: tuple[str, ...],
-                        batch_rows: int, names: dict, digest: StreamingDigest):
-        """Check and hash the judgments in their own order, before the run is streamed; the
-        digest that hashed them: ``digest`` for judgments sorted by query_id, the grouped
-        one for judgments grouped by query_id in another order. Judgments that are neither
-        raise NotSorted (the stream then sorts them)."""
-        try:
-            return self._check(paths, fill, wanted, batch_rows, names, digest, True)
-        except NotSorted:
-            if detect(paths, JUDGMENT_KEYS, fill, batch_rows) is None:
-                raise
+    def judgment_digest(self, paths: list[Path], fill: Fill, batch_rows: int):
+        """The digest of the judgments as the stream reads them, their order of queries kept
+        (one pass over query_id): ``StreamingDigest`` for judgments sorted by query_id, the
+        grouped one for judgments grouped by query_id in another order; judgments that are
+        neither raise NotSorted (the stream then sorts them)."""
+        judged = detect(paths, JUDGMENT_KEYS, fill, batch_rows)
+        if judged is None:
+            raise NotSorted("judgments")
+        self._judged = judged.groups.select("query_id")
+        if judged.is_sorted:
+            return StreamingDigest("judgments")
         from evaluation_pipeline.engines.streaming.grouped_digest import GroupedDigest
 
-        names.pop("judgment_version", None)
-        return self._check(paths, fill, wanted, batch_rows, names,
-                           GroupedDigest("judgments", self.scratch), False)
+        return GroupedDigest("judgments", self.scratch)
 
-    @staticmethod
-    def _check(paths, fill, wanted, batch_rows, names, digest, ordered: bool):
-        with closing(batches(paths, wanted, fill, batch_rows)) as read:
-            for group in whole_groups(read, JUDGMENT_KEYS, "judgments", ordered):
-                check_judgments(group.frame, group.path, group.offset, names, digest)
-        return digest
+
+def _positioned(groups: Iterator[Groups], positions) -> Iterator[Groups]:
+    """``groups`` (whole queries, in the order ``positions`` has one per query) with each
+    row's ``POSITION``."""
+    with closing(groups):
+        at = 0
+        for group in groups:
+            count = len(group.starts) - 1
+            frame = group.frame.with_columns(pl.Series(POSITION, np.repeat(
+                positions[at:at + count], np.diff(group.starts)), dtype=pl.Int64))
+            at += count
+            yield Groups(group.path, group.offset, frame, group.starts)

@@ -246,7 +246,8 @@ class _Pass:
         self.names = names
         self.spec = spec
         self.batch_rows = batch_rows
-        self.judgment_digest = StreamingDigest("judgments")
+        self.judgment_digest = grouped.judgment_digest(sources["judgments"], names.fill(
+            "judgments"), batch_rows) if grouped else StreamingDigest("judgments")
         self.pool_digest = grouped.pool_digest() if grouped else StreamingDigest("pool")
         self.seen_names: dict = {}  # each input's one name, as its first batch holds it
         self.judgments_checked = False
@@ -320,10 +321,12 @@ class _Pass:
         read = (self.sources["judgments"], input_columns("judgments", self.spec, self.rated),
                 self.names.fill("judgments"), self.batch_rows)
         # A grouped run: the judgments in the ranker's order of queries, checked already.
-        batches_, keys = (self.grouped.judgments_for(ranker, *read) if self.grouped
-                          else (batches(*read), JUDGMENT_KEYS))
-        self.windows = JudgmentWindows(whole_groups(batches_, keys, "judgments"),
-                                       self._judgment_rows, keys[0])
+        groups = (self.grouped.judgment_groups(ranker, *read, check=None if
+                                               self.judgments_checked else self._judgment_rows)
+                  if self.grouped else whole_groups(batches(*read), JUDGMENT_KEYS, "judgments"))
+        self.judgments_checked |= bool(self.grouped and self.grouped.checked)
+        self.windows = JudgmentWindows(groups, self._judgment_rows,
+                                       POSITION if self.grouped else "query_id")
         self.ranker = ranker
 
     def _finish_ranker(self) -> Iterator[_Missing]:
@@ -403,12 +406,6 @@ def _stream(one: _Pass, out_path: Path | UPath, progress: bool, notes: list[str]
     # the kernel and the writes. The digest itself runs on a thread of its own. The read is not
     # a stage of its own: polars decodes a slice on its own threads, and the extra batch in
     # flight cost 0.1 to 0.15 GB and 0.4 s at 10M rows.
-    if one.grouped:  # checked and hashed before the run, in their own order
-        one.judgments_checked = True
-        one.judgment_digest = one.grouped.check_judgments(
-            one.sources["judgments"], one.names.fill("judgments"), input_columns(
-                "judgments", one.spec, one.rated), one.batch_rows, one.seen_names,
-            one.judgment_digest)
     run_batches = read_ahead(one.run_batches())
     hasher = ThreadPoolExecutor(max_workers=1)
     body = _ResultFile(scratch / "per_query.body.parquet", out_path)
