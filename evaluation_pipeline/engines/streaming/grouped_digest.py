@@ -2,11 +2,15 @@
 
 ``metric.hashing.StreamingDigest`` needs its pieces in key order: a range's lines are hashed as
 they come. A run grouped by query but not sorted (``engines.streaming.grouping``) brings the
-blocks of one range from all over the file, so ``GroupedDigest`` writes each block's canonical
-lines to a scratch file as the block comes (the same compiled writer, the same bytes), keeps
-each block's key, rows, offset and size, and at the end reads the blocks back in key order,
-range by range, into SHA-256: the same hash, with the lines on disk rather than the rows
-sorted. Only the lines of the range being hashed are mapped into memory.
+blocks of one range from all over the file, so ``GroupedDigest`` writes each block to a scratch
+file as the block comes, keeps each block's key, rows, offset and size, and at the end reads
+the blocks back in key order, range by range, into SHA-256: the same hash, with the blocks on
+disk rather than the rows sorted. Only the blocks of the range being hashed are mapped into
+memory. A version's blocks are spilled as their canonical lines (the same compiled writer, the
+same bytes); a pool's as each row's doc_id (its length, then its bytes) and score bits, 25
+bytes a row here against 60 of its line (the ranker and query_id are the block's), from which
+the lines are written at the end: a third of the disk writes, which cost more system time
+than the rest of the hash.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import polars as pl
 from numba import njit
 
 from evaluation_pipeline.metric.hashing import (
+    _CHUNK_ROWS,
     HASH_VERSION,
     RANGE_ROWS,
     _chunks,
@@ -29,7 +34,8 @@ from evaluation_pipeline.metric.hashing import (
     pool_blocks,
 )
 from evaluation_pipeline.metric.kernels.blocks import Blocks
-from evaluation_pipeline.metric.kernels.lines import _digits
+from evaluation_pipeline.metric.kernels.intrinsics import copy_bytes
+from evaluation_pipeline.metric.kernels.lines import _digits, put_int
 from evaluation_pipeline.metric.kernels.threads import helper
 from schemas import columns
 
@@ -57,11 +63,15 @@ class GroupedDigest:
             piece = pool_blocks(piece) if self._kind == "pool" else judgment_blocks(piece)
         if not piece.n_blocks:
             return piece
-        ends = _ends(self._kind, piece)
-        write = _writer(self._kind, piece, HASH_VERSION)
-        for chunk in _chunks(piece, np.arange(piece.n_blocks, dtype=np.int64)):
-            self._buffer, size = write(chunk, self._buffer)
-            self._file.write(memoryview(self._buffer[:size]))
+        if self._kind == "pool":
+            self._buffer, ends = _packed(piece, self._buffer)
+            self._file.write(memoryview(self._buffer[:int(ends[-1])]))
+        else:
+            ends = _ends(self._kind, piece)
+            write = _writer(self._kind, piece, HASH_VERSION)
+            for chunk in _chunks(piece, np.arange(piece.n_blocks, dtype=np.int64)):
+                self._buffer, size = write(chunk, self._buffer)
+                self._file.write(memoryview(self._buffer[:size]))
         sizes = np.diff(np.r_[0, ends])
         if int(ends[-1]) != self._file.tell() - self._written:
             raise RuntimeError("canonical line sizes disagree with the lines written")
@@ -86,6 +96,11 @@ class GroupedDigest:
         with open(self._path, "rb") as handle, mmap.mmap(handle.fileno(), 0,
                                                          access=mmap.ACCESS_READ) as lines:
             source = np.frombuffer(lines, dtype=np.uint8)
+            if self._kind == "pool":
+                digests = _pool_digests(source, lines, table, rows, ranges)
+                del source
+                self._path.unlink()
+                return combine(digests)
             buffers, hashing = [np.empty(0, np.uint8), np.empty(0, np.uint8)], None
             for k, (at, size) in enumerate(zip(np.split(offsets, cuts), np.split(sizes, cuts))):
                 total = int(size.sum())
@@ -100,6 +115,118 @@ class GroupedDigest:
             del source
         self._path.unlink()
         return combine(digests)
+
+
+def _pool_digests(source: np.ndarray, spill: mmap.mmap, table: pl.DataFrame, rows, ranges
+                  ) -> list[bytes]:
+    """The range digests of a pool's packed blocks (``table``: in key order), the lines of some
+    ``_CHUNK_ROWS`` rows written at a time while the chunk before is hashed on a helper."""
+    from evaluation_pipeline.metric.kernels.buffers import string_buffers
+
+    offsets, sizes = table["offset"].to_numpy(), table["size"].to_numpy()
+    before = np.cumsum(rows) - rows
+    cuts = np.unique(np.r_[np.flatnonzero(np.diff(ranges)) + 1, np.searchsorted(
+        before, np.arange(_CHUNK_ROWS, int(before[-1]) + 1, _CHUNK_ROWS))])
+    cuts = cuts[(cuts > 0) & (cuts < len(rows))]
+    digests: list[bytes] = []
+    current, hashing = None, None
+    packed = np.empty(0, np.uint8)
+    buffers = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
+    for k, (lo, hi) in enumerate(zip(np.r_[0, cuts], np.r_[cuts, len(rows)])):
+        lo, hi = int(lo), int(hi)
+        total = int(sizes[lo:hi].sum())
+        packed = packed if len(packed) >= total else np.empty(total, np.uint8)
+        _gather(source, offsets[lo:hi], sizes[lo:hi], packed)
+        r_off, r_data = string_buffers(table["ranker"].slice(lo, hi - lo))
+        q_off, q_data = string_buffers(table["query_id"].slice(lo, hi - lo))
+        n_rows = int(rows[lo:hi].sum())
+        bound = 16 + total + int((rows[lo:hi] * (np.diff(r_off) + np.diff(q_off))).sum()) + \
+            n_rows * (3 * 21 + 24)
+        if len(buffers[k % 2]) < bound:
+            buffers[k % 2] = np.empty(bound, np.uint8)
+        size = _pool_lines_packed(packed, rows[lo:hi], r_off, r_data, q_off, q_data,
+                                  buffers[k % 2])
+        if hashing is not None:
+            hashing.result()
+        if current is None or int(ranges[lo]) != current[0]:
+            if current is not None:
+                digests.append(current[1].digest())
+                spill.madvise(mmap.MADV_DONTNEED)  # the range's pages leave this process
+            current = (int(ranges[lo]), hashlib.sha256())
+        hashing = helper("sha256").submit(current[1].update, buffers[k % 2][:size])
+    if hashing is not None:
+        hashing.result()
+    if current is not None:
+        digests.append(current[1].digest())
+    return digests
+
+
+def _packed(blocks: Blocks, buffer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The blocks' rows packed (each row's doc_id length in 4 bytes, its bytes, its score's
+    bits in 8; rows in canonical order within each block), and each block's end."""
+    d_off, d_data = blocks.docs
+    n = len(d_off) - 1
+    need = 12 * n + int(d_off[-1] - d_off[0]) + 16
+    buffer = buffer if len(buffer) >= need else np.empty(need, np.uint8)
+    return buffer, _pack(blocks.starts, blocks.order, d_off, d_data,
+                         blocks.numpy("score").view(np.int64), buffer)
+
+
+@njit(cache=True, nogil=True)
+def _pack(starts, order, d_off, d_data, bits, out):
+    ends = np.empty(len(starts) - 1, np.int64)
+    at = 0
+    for b in range(len(starts) - 1):
+        for t in range(starts[b], starts[b + 1]):
+            i = order[t]
+            a, n = d_off[i], d_off[i + 1] - d_off[i]
+            for k in range(4):
+                out[at + k] = (n >> (8 * k)) & 255
+            copy_bytes(out, at + 4, d_data, a, n)
+            at += 4 + n
+            value = bits[i]
+            value = 0 if value == _NEGATIVE_ZERO else value  # -0.0 hashes as 0.0
+            for k in range(8):
+                out[at + k] = (value >> (8 * k)) & 255
+            at += 8
+        ends[b] = at
+    return ends
+
+
+@njit(cache=True, nogil=True)
+def _pool_lines_packed(packed, rows, r_off, r_data, q_off, q_data, out):
+    """The canonical lines (hash version 3) of packed blocks, block b of ``rows[b]`` rows with
+    ranker and query_id string b; returns the bytes written."""
+    at, p = 0, 0
+    for b in range(len(rows)):
+        for _ in range(rows[b]):
+            at = _put_raw(out, at, r_data, r_off[b], r_off[b + 1] - r_off[b])
+            out[at] = 9
+            at = _put_raw(out, at + 1, q_data, q_off[b], q_off[b + 1] - q_off[b])
+            out[at] = 9
+            n = 0
+            for k in range(4):
+                n |= np.int64(packed[p + k]) << (8 * k)
+            at = _put_raw(out, at + 1, packed, p + 4, n)
+            out[at] = 9
+            p += 4 + n
+            value = np.int64(0)
+            for k in range(8):
+                value |= np.int64(packed[p + k]) << (8 * k)
+            p += 8
+            at = put_int(out, at + 1, value)
+            out[at] = 10
+            at += 1
+    return at
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _put_raw(out, at, data, start, n):
+    """``n`` bytes of ``data`` from ``start`` as a field: their length, a colon, the bytes."""
+    at = put_int(out, at, n)
+    out[at] = 58  # ':'
+    copy_bytes(out, at + 1, data, start, n)
+    return at + 1 + n
 
 
 def _sha256(data: np.ndarray) -> bytes:
