@@ -15,7 +15,8 @@ ones) and by DuckDB's out-of-core sort (the sorted ones), so 100M rows never sit
 ``--time`` then runs ``ndcg-eval score --profile trec_eval --cutoff 10`` on both pairs in
 turn (sorted, grouped, sorted, grouped, ...), each engine of ``--engines`` (``auto``: no
 ``--engine``), and prints wall time, CPU time and peak RSS (``os.wait4``), the median of the
-rounds, and the grouped file's time over the sorted one's.
+rounds, and the grouped file's time over the sorted one's; and whether both wrote the same
+per_query.parquet bytes.
 """
 
 from __future__ import annotations
@@ -119,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
                 for kind in runs:
                     out = Path(scratch) / f"{engine}-{kind}-{number}"
                     runs[kind].append(timed(command(*made[kind], engine, out)))
+            same = {(Path(scratch) / f"{engine}-{kind}-0" / "per_query.parquet").read_bytes()
+                    for kind in runs}
+            print(f"| {engine} | per_query.parquet of both: "
+                  f"{'the same bytes' if len(same) == 1 else 'DIFFERENT'} | | | | |")
             walls = {}
             for kind, measured in runs.items():
                 wall, cpu = (statistics.median(m[i] for m in measured) for i in (0, 1))
