@@ -159,7 +159,8 @@ def score_streaming(
                 which = exc.what
                 if sources[which][0].parent == scratch:  # already sorted by us: cannot happen
                     raise
-                if which == "run" and grouped is None:
+                if which == "run" and grouped is None and not any(
+                        map(is_remote, [*sources["run"], *sources["judgments"]])):
                     # Each (ranker, query)'s rows together, in another order: no sort.
                     grouped = Grouped.of(sources["run"], names.fill("run"), batch_rows,
                                          scratch, budget or Budget.of())
