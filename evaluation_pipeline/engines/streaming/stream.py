@@ -6,8 +6,9 @@ ranker's output and a canonical judgment version are; then each batch of whole q
 exactly the judgment rows of its query range (a merge join), and peak memory depends on the
 batch, not the run. An input that is not sorted is detected on the stream; the engine then sorts
 it into a temporary Parquet file with the external sort (``ingest.external_sort``, which spills to
-disk under the memory budget), says so on stderr, and starts again. Rows come out in the
-in-memory engine's order, with the same values.
+disk under the memory budget), says so on stderr, and starts again; a run whose every (ranker,
+query_id) is whole, in another order, is streamed as it is instead (``grouping``). Rows come
+out in the in-memory engine's order, with the same values.
 
 Validation is part of the pass: cheap column checks on every batch; a batch that fails them is
 handed to the pandera model, whose message names the file, column, rule and rows. Keys are

@@ -15,7 +15,8 @@ from evaluation_pipeline.ingest.inputs import BATCH_ROWS
 def _pool(queries: int = 60, seed: int = 0) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
     rows = [(ranker, f"q{q}", f"d{q}-{d}", float(rng.integers(0, 5)))
-            for ranker in ("a", "b") for q in range(queries) for d in range(int(rng.integers(1, 9)))]
+            for ranker in ("a", "b") for q in range(queries)
+            for d in range(int(rng.integers(1, 9)))]
     return pl.DataFrame(rows, schema=["ranker", "query_id", "doc_id", "score"], orient="row")
 
 
@@ -77,7 +78,8 @@ def test_judgments_in_key_order_skip_the_sort(tmp_path, small_batches):
                                pl.when(pl.col("doc_id") == "d3").then(pl.lit("unknown"))
                                .otherwise("grade_status").alias("grade_status"))
     frame.sort("query_id", "doc_id").write_parquet(tmp_path / "v1.parquet")
-    frame.sample(fraction=1.0, shuffle=True, seed=4).write_parquet(tmp_path / "v1-shuffled.parquet")
+    frame.sample(fraction=1.0, shuffle=True, seed=4).write_parquet(
+        tmp_path / "v1-shuffled.parquet")
     lines: list[str] = []
     one = publish.publish_judgments(tmp_path / "v1.parquet", tmp_path / "a.parquet",
                                     log=lines.append)
