@@ -239,6 +239,20 @@ def sorted_batches(
         yield _exact_batches((pl.from_arrow(batch) for batch in reader), batch_rows)
 
 
+def file_batches(source: SortInput, columns: Sequence[str], dtypes: Mapping[str, pl.DataType],
+                 batch_rows: int) -> Iterator[pl.DataFrame]:
+    """The rows of one file already in key order, as ``sorted_batches`` gives a sort of it:
+    ``columns`` in order, constants filled in, cast to ``dtypes``, in frames of exactly
+    ``batch_rows`` rows (the last: the rest)."""
+    scan = pl.scan_parquet(source.path, glob=False)
+    present = scan.collect_schema().names()
+    picked = [(pl.lit(source.constants.get(c), dtype=dtypes.get(c, pl.String))
+               if c in source.constants or c not in present else pl.col(c))
+              .cast(dtypes[c]).alias(c) if c in dtypes else pl.col(c) for c in columns]
+    return _exact_batches(scan.select(picked).collect_batches(chunk_size=batch_rows),
+                          batch_rows)
+
+
 def _row_count(inputs: Sequence[SortInput]) -> int:
     """The rows to sort, from the files' footers (a large sort's floor: ``sort_floor``)."""
     return sum(pq.read_metadata(i.path).num_rows for i in inputs)

@@ -16,6 +16,7 @@ from evaluation_pipeline.ingest.external_sort import (
 )
 from evaluation_pipeline.io.datasets import is_data_file
 from evaluation_pipeline.io.readers import detect_format, read_judgments, read_run
+from evaluation_pipeline.metric.kernels.blocks import sorted_by
 from schemas import columns as cols
 from schemas import screening
 from schemas.errors import InputError, violation
@@ -119,6 +120,7 @@ class Prepared:
     name: str
     columns: list[str]
     rankers: frozenset[str] = frozenset()
+    in_key_order: bool = False  # its rows, as screened, are sorted by the kind's key
 
 
 def prepare(kind: Kind, path: Path, fmt: str | None, name: str | None, spilled: Path
@@ -133,9 +135,9 @@ def prepare(kind: Kind, path: Path, fmt: str | None, name: str | None, spilled: 
                                   [c for c in cols.RATER_COLUMNS if c in schema])
         if screened is not None:
             columns = [*schema, *(c for c in constants if c not in schema)]
-            name, rankers = screened
+            name, rankers, in_order = screened
             return Prepared(SortInput(path, constants), name,
-                             published_columns(kind, columns), rankers)
+                             published_columns(kind, columns), rankers, in_order)
     return converted(kind, path, fmt, name, spilled)
 
 
@@ -190,13 +192,16 @@ def contract_typed(kind: Kind, schema: dict) -> bool:
 
 
 def screen_batches(kind: Kind, path: Path, fmt, name: str | None, constants: dict,
-                   raters: list[str] = ()) -> tuple[str, frozenset[str]] | None:
-    """Screen the file a batch at a time: (its name, the rankers it holds), or None when a batch
-    needs the reader's own conversion (a judgment's grade_status with padding); a refused batch
-    raises the reader's message for the whole file. ``raters``: a version's rater columns."""
+                   raters: list[str] = ()) -> tuple[str, frozenset[str], bool] | None:
+    """Screen the file a batch at a time: (its name, the rankers it holds, whether its rows are
+    in key order), or None when a batch needs the reader's own conversion (a judgment's
+    grade_status with padding); a refused batch raises the reader's message for the whole
+    file. ``raters``: a version's rater columns."""
     needed = [c for c in kind.dtypes if c not in constants] + list(raters)
     expected = name
     rankers: set[str] = set()
+    in_order, last = True, None
+    key = list(kind.key)
     for frame in batches(path, needed):
         frame = frame.with_columns(
             pl.lit(v, dtype=pl.String).alias(c) for c, v in constants.items())
@@ -209,7 +214,11 @@ def screen_batches(kind: Kind, path: Path, fmt, name: str | None, constants: dic
                 and holds(frame, (pl.col(kind.name_column) == expected).all())):
             refuse(kind, path, fmt, name)
         rankers |= rankers_of(kind, frame)
-    return expected, frozenset(rankers)
+        if in_order and frame.height:  # one comparison per row with the row before
+            first = tuple(frame.select(key).row(0))
+            in_order = (last is None or last < first) and sorted_by(frame.select(key), key)
+            last = tuple(frame.select(key).row(-1))
+    return expected, frozenset(rankers), in_order
 
 
 def batches(path: Path, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:

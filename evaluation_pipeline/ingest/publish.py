@@ -42,6 +42,7 @@ from evaluation_pipeline.ingest.external_sort import (
     SortInput,
     format_bytes,
     groups_by_value,
+    file_batches,
     sorted_batches,
     sql_text,
 )
@@ -150,9 +151,15 @@ def _publish(kind: Kind, files: list[Path], label: str, target: Path, name: str 
         sort_budget = dataclasses.replace(budget, spill_dir=scratch)
         dtypes = {c: t for c, t in kind.dtypes.items() if c in columns}
 
+        ordered = _in_key_order(kind, groups, prepared, columns)
+
         def sorted_rows() -> Iterator[pl.DataFrame]:
-            # The sorts one after the other, each streamed into the hash pass as it sorts.
+            # The sorts one after the other, each streamed into the hash pass as it sorts; a
+            # file already in key order is read as it is, in the sort's batches.
             for group, keys in groups:
+                if group[0].path in ordered:
+                    yield from file_batches(group[0], columns, dtypes, BATCH_ROWS)
+                    continue
                 with sorted_batches(group, keys, columns=columns, dtypes=dtypes,
                                     budget=sort_budget, step=f"sorting {kind.what} {name!r}",
                                     batch_rows=BATCH_ROWS) as batches:
@@ -171,6 +178,8 @@ def _publish(kind: Kind, files: list[Path], label: str, target: Path, name: str 
             atomic_write(target, write)
         lap(f"sorted by {', '.join(kind.key)} within {format_bytes(budget.memory_limit)}"
             + (f" ({len(groups)} rankers sorted apart)" if len(groups) > 1 else "")
+            + (f" ({len(ordered)} of {len(groups)} already in key order, not sorted)"
+               if ordered else "")
             + f", hashed {facts['rows']:,} rows and wrote {target}")
         if kind is POOL:
             facts["candidate_sets"] = compare_sets(
@@ -189,6 +198,17 @@ def _sort_groups(kind: Kind, inputs: list[SortInput], prepared: list[Prepared]
     if groups is None:
         return [(inputs, kind.key)]
     return [(group, kind.key[1:]) for group in groups]
+
+
+def _in_key_order(kind: Kind, groups, prepared: list[Prepared], columns: list[str]) -> set:
+    """The files that are a sort's whole input and whose rows were screened in key order: read
+    as they are. Only files whose every published column is a contract column (no extra
+    columns, whose types DuckDB might read otherwise; no raters, whose ratings of a document
+    tie on the key)."""
+    if any(c not in kind.dtypes for c in columns):
+        return set()
+    ordered = {p.input.path for p in prepared if p.in_key_order}
+    return {group[0].path for group, _ in groups if len(group) == 1 and group[0].path in ordered}
 
 
 def stopwatch(log: Callable[[str], None]) -> Callable[[str], None]:

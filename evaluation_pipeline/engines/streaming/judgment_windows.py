@@ -19,29 +19,31 @@ class JudgmentWindows:
     """Judgment rows of whole queries, handed out by increasing query_id bound.
 
     ``groups``: batches of whole queries; ``on_batch`` turns each into the rows handed out (the
-    checks, the casts)."""
+    checks, the casts). ``key``: the column the bounds are of and the rows are sorted by
+    (query_id; a run grouped but not sorted: its position of the query, ``grouping``)."""
 
-    def __init__(self, groups: Iterator[Groups], on_batch: Callable[[Groups], pl.DataFrame]
-                 ) -> None:
+    def __init__(self, groups: Iterator[Groups], on_batch: Callable[[Groups], pl.DataFrame],
+                 key: str = "query_id") -> None:
         self._groups = groups
         self._on_batch = on_batch
+        self._key = key
         self._pending: pl.DataFrame | None = None
 
     def _next(self) -> pl.DataFrame | None:
         group = next(self._groups, None)
         return None if group is None else self._on_batch(group)
 
-    def before(self, query: str) -> Iterator[pl.DataFrame]:
+    def before(self, query: str | int) -> Iterator[pl.DataFrame]:
         """Judgment rows of the queries that sort before ``query``, a batch at a time: queries
         a ranker did not return, which a window would otherwise hold all at once (a run that
         starts late in the judgments' order)."""
         yield from self._take(query, "left")
 
-    def upto(self, bound: str) -> pl.DataFrame:
+    def upto(self, bound: str | int) -> pl.DataFrame:
         parts = list(self._take(bound, "right"))
         return pl.concat(parts) if parts else pl.DataFrame(schema=JUDGMENT_DTYPES)
 
-    def _take(self, query: str, side: str) -> Iterator[pl.DataFrame]:
+    def _take(self, query: str | int, side: str) -> Iterator[pl.DataFrame]:
         """Rows of queries before ``query`` (side "left") or up to it ("right"), batch by batch,
         until a batch holds later queries: they stay pending."""
         while True:
@@ -49,7 +51,7 @@ class JudgmentWindows:
                 self._pending = self._next()
                 if self._pending is None:
                     return
-            n = self._pending["query_id"].search_sorted(query, side=side)
+            n = self._pending[self._key].search_sorted(query, side=side)
             if n:
                 yield self._pending.slice(0, n)
             if n < self._pending.height:

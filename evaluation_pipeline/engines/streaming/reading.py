@@ -180,19 +180,24 @@ def with_names(frame, fill: Fill, path: Path, present):
     return frame
 
 
-def whole_groups(batches: Iterator[Batch], keys: list[str], what: str) -> Iterator[Groups]:
-    """Re-cut batches so that no key group spans two; raise NotSorted if keys go down."""
+def whole_groups(batches: Iterator[Batch], keys: list[str], what: str, ordered: bool = True
+                 ) -> Iterator[Groups]:
+    """Re-cut batches so that no key group spans two; raise NotSorted if keys go down.
+    ``ordered`` False: input known to be grouped by the keys, in any order of groups
+    (``grouping.detect``), whose order is not checked."""
     carry: Batch | None = None
     for batch in batches:
         offset, frame = batch.offset, batch.frame
         if carry is not None and carry.path == batch.path:
             offset, frame = carry.offset, pl.concat([carry.frame, frame])
         elif carry is not None:  # a new file: the previous file's tail is one whole group
-            check_boundary(carry.frame, frame, keys, what)
+            if ordered:
+                check_boundary(carry.frame, frame, keys, what)
             yield _one_group(carry)
         carry = None
         starts = block_starts(frame, keys)
-        check_sorted(frame, starts, keys, what)
+        if ordered:
+            check_sorted(frame, starts, keys, what)
         last = int(starts[-2]) if len(starts) > 1 else 0
         if last > 0:
             yield Groups(batch.path, offset, frame.slice(0, last), starts[:-1])

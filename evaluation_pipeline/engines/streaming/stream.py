@@ -6,8 +6,9 @@ ranker's output and a canonical judgment version are; then each batch of whole q
 exactly the judgment rows of its query range (a merge join), and peak memory depends on the
 batch, not the run. An input that is not sorted is detected on the stream; the engine then sorts
 it into a temporary Parquet file with the external sort (``ingest.external_sort``, which spills to
-disk under the memory budget), says so on stderr, and starts again. Rows come out in the
-in-memory engine's order, with the same values.
+disk under the memory budget), says so on stderr, and starts again; a run whose every (ranker,
+query_id) is whole, in another order, is streamed as it is instead (``grouping``). Rows come
+out in the in-memory engine's order, with the same values.
 
 Validation is part of the pass: cheap column checks on every batch; a batch that fails them is
 handed to the pandera model, whose message names the file, column, rule and rows. Keys are
@@ -35,7 +36,6 @@ import shutil
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -43,10 +43,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
-import pyarrow.parquet as pq
 from upath import UPath
 
-from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS, PER_QUERY_ROW_GROUP_ROWS
+from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS
 from evaluation_pipeline.engines.streaming.batch_checks import (
     NotSorted,
     RunBatch,
@@ -54,6 +53,7 @@ from evaluation_pipeline.engines.streaming.batch_checks import (
     check_judgments,
     check_run,
 )
+from evaluation_pipeline.engines.streaming.grouping import GROUPED_NOTE, POSITION, Grouped
 from evaluation_pipeline.engines.streaming.judgment_windows import JudgmentWindows
 from evaluation_pipeline.engines.streaming.reading import (
     Groups,
@@ -62,6 +62,11 @@ from evaluation_pipeline.engines.streaming.reading import (
     read_ahead,
     read_batches,
     whole_groups,
+)
+from evaluation_pipeline.engines.streaming.result_file import (
+    Progress,
+    ResultFile,
+    with_lineage_file,
 )
 from evaluation_pipeline.engines.streaming.sorted_inputs import (
     KEYS,
@@ -79,13 +84,12 @@ from evaluation_pipeline.ingest.external_sort import (
     Budget,
 )
 from evaluation_pipeline.io import leftovers
-from evaluation_pipeline.io.atomic import WriteFailed, atomic_write, naming
+from evaluation_pipeline.io.atomic import WriteFailed, atomic_write
 from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.metric.hashing import JUDGMENT_KEYS, POOL_KEYS, StreamingDigest
 from evaluation_pipeline.metric.kernels import loading as kernel
 from evaluation_pipeline.metric.kernels.blocks import Blocks
 from evaluation_pipeline.metric.ndcg import (
-    RESULT_SCHEMA,
     JudgmentIndex,
     index_judgments,
     missing_from_run,
@@ -95,14 +99,10 @@ from evaluation_pipeline.metric.ndcg import (
 from evaluation_pipeline.metric.raters import check_rule
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
-from schemas.columns import (
-    JUDGMENT_DTYPES,
-)
+from schemas.columns import JUDGMENT_DTYPES
 from schemas.errors import violation
 
 __all__ = ["NotSorted", "StreamResult", "score_streaming"]
-
-PROGRESS_SECONDS = 5.0
 
 
 @dataclass
@@ -150,16 +150,26 @@ def score_streaming(
         rated = raters is not None
         check_rule(spec, rated, raters, str(judgments_path))  # before a row is scored
         # Other rankers' unjudged documents are holes of each ranker too (all_judged only).
-        pool = pool_unjudged(files, sources["judgments"][0], names.fill("run")["ranker"], spec,
-                             rated)
+        unjudged = pool_unjudged(files, sources["judgments"][0], names.fill("run")["ranker"],
+                                 spec, rated)
+        grouped: Grouped | None = None
         while True:
             try:
-                return _stream(_Pass(sources, names, spec, batch_rows, pool), out_path,
-                               progress, notes, scratch)
+                one = _Pass(sources, names, spec, batch_rows, grouped=grouped, pool=unjudged)
+                return _stream(one, out_path, progress, notes, scratch)
             except NotSorted as exc:
                 which = exc.what
                 if sources[which][0].parent == scratch:  # already sorted by us: cannot happen
                     raise
+                if which == "run" and grouped is None and not any(
+                        map(is_remote, [*sources["run"], *sources["judgments"]])):
+                    # Each (ranker, query)'s rows together, in another order: no sort.
+                    grouped = Grouped.of(sources["run"], names.fill("run"), batch_rows,
+                                         scratch, budget or Budget.of())
+                    if grouped is not None:
+                        notes.append(GROUPED_NOTE)
+                        print(f"ndcg-eval: {GROUPED_NOTE}", file=sys.stderr)
+                        continue
                 keys = KEYS[which]
                 order = f"({', '.join(keys)})" if len(keys) > 1 else keys[0]
                 note = (f"{which} input is not sorted by {order}: sorting it into a temporary "
@@ -229,17 +239,20 @@ _NO_PAIRS = pl.DataFrame(schema={"ranker": pl.String, "query_id": pl.String})
 class _Pass:
     """One pass over both inputs: the run's batches in order, each met by its judgments.
 
-    The judgments are read once per ranker; the first ranker's read checks and hashes them."""
+    The judgments are read once per ranker; the first ranker's read checks and hashes them.
+    ``grouped``: the run is grouped by (ranker, query_id) but not sorted (``grouping``)."""
 
     def __init__(self, sources: dict, names: Names, spec: EvaluationSpec, batch_rows: int,
-                 pool: pl.DataFrame | None = None):
+                 grouped: Grouped | None = None, pool: pl.DataFrame | None = None):
+        self.grouped = grouped
         self.sources = sources
         self.pool = pool  # the pool's unjudged documents per query (unjudged_scan), if needed
         self.names = names
         self.spec = spec
         self.batch_rows = batch_rows
-        self.judgment_digest = StreamingDigest("judgments")
-        self.pool_digest = StreamingDigest("pool")
+        self.judgment_digest = grouped.judgment_digest(sources["judgments"], names.fill(
+            "judgments"), batch_rows) if grouped else StreamingDigest("judgments")
+        self.pool_digest = grouped.pool_digest() if grouped else StreamingDigest("pool")
         self.seen_names: dict = {}  # each input's one name, as its first batch holds it
         self.judgments_checked = False
         self.rated = has_raters(sources["judgments"][0])
@@ -252,13 +265,14 @@ class _Pass:
         if self.top_grade is None and self.spec.max_grade is None:
             self.top_grade = largest_grade(self.sources["judgments"],
                                            self.names.fill("judgments"), self.batch_rows)
-        return index_judgments(judgments, self.spec, top_grade=self.top_grade)
+        return index_judgments(judgments.drop(POSITION, strict=False), self.spec,
+                               top_grade=self.top_grade)
 
     def run_batches(self) -> Iterator[RunBatch]:
         """The run's batches of whole queries, checked and cut into blocks."""
         groups = whole_groups(read_batches(self.sources["run"], input_columns("run", self.spec),
                                            self.names.fill("run"), self.batch_rows),
-                              POOL_KEYS, "run")
+                              POOL_KEYS, "run", ordered=self.grouped is None)
         for group in groups:
             yield check_run(group.frame, group.path, group.offset, self.seen_names, group.starts,
                             ranks=self.spec.needs_rank)
@@ -292,11 +306,13 @@ class _Pass:
                                                                   maintain_order=True):
             if part["ranker"][0] != self.ranker:
                 yield from self._start_ranker(part["ranker"][0])
+            first, last = (part["query_id"][0], part["query_id"][-1]) if not self.grouped else (
+                self.grouped.positions(batch.blocks, part, one_ranker))
             # Judged queries before this part's first: missing from the run, written batch by
             # batch, so that the part's window holds only its own queries'.
-            for early in self.windows.before(part["query_id"][0]):
+            for early in self.windows.before(first):
                 yield _Missing(self._index(early), self.ranker)
-            index = self._index(self.windows.upto(part["query_id"][-1]))
+            index = self._index(self.windows.upto(last))
             if one_ranker:
                 yield _Score(batch.blocks, index, batch.blocks.keys, self.ranker)
             else:
@@ -306,11 +322,15 @@ class _Pass:
     def _start_ranker(self, ranker: str) -> Iterator[_Missing]:
         if self.windows is not None:
             yield from self._finish_ranker()
-        batches_ = batches(self.sources["judgments"],
-                           input_columns("judgments", self.spec, self.rated),
-                           self.names.fill("judgments"), self.batch_rows)
-        self.windows = JudgmentWindows(whole_groups(batches_, JUDGMENT_KEYS, "judgments"),
-                                       self._judgment_rows)
+        read = (self.sources["judgments"], input_columns("judgments", self.spec, self.rated),
+                self.names.fill("judgments"), self.batch_rows)
+        # A grouped run: the judgments in the ranker's order of queries, checked already.
+        groups = (self.grouped.judgment_groups(ranker, *read, check=None if
+                                               self.judgments_checked else self._judgment_rows)
+                  if self.grouped else whole_groups(batches(*read), JUDGMENT_KEYS, "judgments"))
+        self.judgments_checked |= bool(self.grouped and self.grouped.checked)
+        self.windows = JudgmentWindows(groups, self._judgment_rows,
+                                       POSITION if self.grouped else "query_id")
         self.ranker = ranker
 
     def _finish_ranker(self) -> Iterator[_Missing]:
@@ -340,49 +360,6 @@ class _Pass:
 _JUDGMENT_VALUES = {c: t for c, t in JUDGMENT_DTYPES.items() if c != "judgment_version"}
 
 
-# -- writing -----------------------------------------------------------------------------------
-
-
-class _ResultFile:
-    """The per-query rows as they are scored, without lineage (the hashes come at the end),
-    in the scratch folder beside the output: a write that fails there (a full disk) names the
-    output, the file the user asked for."""
-
-    def __init__(self, path: Path, output: Path | UPath) -> None:
-        self.path, self.output = path, output
-        self.rows = 0
-        with naming(output):
-            self._writer = pq.ParquetWriter(
-                path, pl.DataFrame(schema=RESULT_SCHEMA).to_arrow().schema)
-
-    def write(self, frame: pl.DataFrame) -> None:
-        if frame.height:
-            with naming(self.output):
-                self._writer.write_table(frame.to_arrow())
-            self.rows += frame.height
-
-    def close(self) -> None:
-        with naming(self.output):
-            self._writer.close()
-
-
-class _Progress:
-    """Candidate rows scored, said on stderr every ``PROGRESS_SECONDS`` when ``shown``."""
-
-    def __init__(self, shown: bool) -> None:
-        self.shown = shown
-        self.candidates = 0
-        self.started = self._last = time.perf_counter()
-
-    def add(self, rows: int) -> None:
-        self.candidates += rows
-        if self.shown and time.perf_counter() - self._last > PROGRESS_SECONDS:
-            self._last = time.perf_counter()
-            elapsed = self._last - self.started
-            print(f"ndcg-eval: {self.candidates:,} candidate rows scored in {elapsed:.0f}s "
-                  f"({self.candidates / elapsed:,.0f} rows/s)", file=sys.stderr)
-
-
 def _stream(one: _Pass, out_path: Path | UPath, progress: bool, notes: list[str], scratch: Path
             ) -> StreamResult:
     # Stages on their own threads: reading, cutting, checking and ordering each batch (blocks);
@@ -392,8 +369,8 @@ def _stream(one: _Pass, out_path: Path | UPath, progress: bool, notes: list[str]
     # flight cost 0.1 to 0.15 GB and 0.4 s at 10M rows.
     run_batches = read_ahead(one.run_batches())
     hasher = ThreadPoolExecutor(max_workers=1)
-    body = _ResultFile(scratch / "per_query.body.parquet", out_path)
-    meter = _Progress(progress)
+    body = ResultFile(scratch / "per_query.body.parquet", out_path)
+    meter = Progress(progress)
     stream = read_ahead(one.steps(run_batches, hasher))
     try:
         for step in stream:
@@ -409,17 +386,7 @@ def _stream(one: _Pass, out_path: Path | UPath, progress: bool, notes: list[str]
         hasher.shutdown(wait=True, cancel_futures=True)
         body.close()
     lineage = one.lineage()
-    atomic_write(out_path, lambda tmp: _with_lineage_file(body.path, tmp, lineage))
+    atomic_write(out_path, lambda tmp: with_lineage_file(body.path, tmp, lineage,
+                                                          one.grouped is not None))
     return StreamResult(lineage=lineage, rows=body.rows, candidates=meter.candidates,
                         notes=notes)
-
-
-def _with_lineage_file(body: Path, target: Path, lineage: Lineage) -> None:
-    """Copy the per-query rows, adding the lineage columns now that the hashes are known.
-
-    polars' streaming sink holds a few row groups at a time and uses every core: twice as fast
-    here as a batch-by-batch copy through pyarrow (0.7 s against 1.5 s for 2M rows)."""
-    pl.scan_parquet(body, glob=False).with_columns(lineage.columns()).sink_parquet(
-        target, compression="zstd", row_group_size=PER_QUERY_ROW_GROUP_ROWS)
-
-

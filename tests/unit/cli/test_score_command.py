@@ -97,3 +97,30 @@ def test_streaming_engine_gives_the_same_numbers_and_lineage(tmp_path):
     b = pl.read_parquet(tmp_path / "streaming[*]/per_query.parquet", glob=False)
     assert a.equals(b)
     assert main(["report", str(tmp_path / "streaming[*]"), "--out", str(tmp_path / "report")]) == 0
+
+
+def test_a_grouped_run_is_streamed_without_a_sort_and_said_so(tmp_path, capsys):
+    # Each ranker's queries whole, in numeric order of their number (q2 before q10 would be
+    # out of byte order): the stream says it needs no sort, and writes the sorted run's bytes.
+    judgments = pl.read_csv(EXAMPLES / "landing/judgments/maint-v2.csv",
+                            schema_overrides={"grade": pl.Int64})
+    judgments.write_parquet(tmp_path / "maint-v2.parquet")
+    outs = {}
+    for order in ("sorted", "grouped"):
+        pool = tmp_path / order / "pool-2026-11-28"
+        pool.mkdir(parents=True)
+        for run in sorted((EXAMPLES / "landing/pools/pool-2026-11-28").glob("*.parquet")):
+            frame = pl.read_parquet(run).sort("query_id", "doc_id")
+            if order == "grouped":
+                frame = frame.sort("query_id", descending=True, maintain_order=True)
+            frame.write_parquet(pool / run.name)
+        outs[order] = tmp_path / f"out-{order}"
+        assert main(["score", "--judgments", str(tmp_path / "maint-v2.parquet"), "--run",
+                     str(pool), "--engine", "streaming", "--batch-rows", "9",
+                     "--out", str(outs[order])]) == 0
+        err = capsys.readouterr().err
+        assert ("run is grouped by (ranker, query_id) but not sorted" in err) == (
+            order == "grouped")
+        assert "external sort" not in err
+    assert (outs["sorted"] / "per_query.parquet").read_bytes() == (
+        outs["grouped"] / "per_query.parquet").read_bytes()

@@ -1,0 +1,291 @@
+"""The content hash (contract section 1) of blocks that arrive in any order.
+
+``metric.hashing.StreamingDigest`` needs its pieces in key order: a range's lines are hashed as
+they come. A run grouped by query but not sorted (``engines.streaming.grouping``) brings the
+blocks of one range from all over the file, so ``GroupedDigest`` writes each block to a scratch
+file as the block comes, keeps each block's key, rows, offset and size, and at the end reads
+the blocks back in key order, range by range, into SHA-256: the same hash, with the blocks on
+disk rather than the rows sorted. Only the blocks of the range being hashed are mapped into
+memory. A version's blocks are spilled as their canonical lines (the same compiled writer, the
+same bytes); a pool's as each row's doc_id (its length, then its bytes) and score bits, 25
+bytes a row here against 60 of its line (the ranker and query_id are the block's), from which
+the lines are written at the end: a third of the disk writes, which cost more system time
+than the rest of the hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from numba import njit
+
+from evaluation_pipeline.metric.hashing import (
+    _CHUNK_ROWS,
+    HASH_VERSION,
+    RANGE_ROWS,
+    _chunks,
+    _writer,
+    combine,
+    judgment_blocks,
+    pool_blocks,
+)
+from evaluation_pipeline.metric.kernels.blocks import Blocks
+from evaluation_pipeline.metric.kernels.intrinsics import copy_bytes
+from evaluation_pipeline.metric.kernels.lines import _digits, put_int
+from evaluation_pipeline.metric.kernels.threads import helper
+from schemas import columns
+
+_NEGATIVE_ZERO = np.int64(-(2**63))
+_WORDS = (len(columns.GRADED), len(columns.UNKNOWN))
+
+
+class GroupedDigest:
+    """``StreamingDigest``'s hash of blocks fed in any order, each block whole in one piece
+    and no key in two blocks (``grouping.detect`` proves both before the stream starts)."""
+
+    def __init__(self, kind: str, scratch: Path) -> None:
+        if kind not in ("pool", "judgments"):
+            raise ValueError(f"kind must be 'pool' or 'judgments', not {kind!r}")
+        self._kind = kind
+        self._path = scratch / f"{kind}.lines"
+        self._file = open(self._path, "wb")  # noqa: SIM115 - closed by hexdigest
+        self._written = 0
+        self._blocks: list[pl.DataFrame] = []
+        self._buffer = np.empty(0, np.uint8)
+
+    def update(self, piece: pl.DataFrame | Blocks) -> Blocks:
+        """Write one piece's lines; returns its blocks (``duplicate`` flags a repeated key)."""
+        if isinstance(piece, pl.DataFrame):
+            piece = pool_blocks(piece) if self._kind == "pool" else judgment_blocks(piece)
+        if not piece.n_blocks:
+            return piece
+        if self._kind == "pool":
+            self._buffer, ends = _packed(piece, self._buffer)
+            self._file.write(memoryview(self._buffer[:int(ends[-1])]))
+        else:
+            ends = _ends(self._kind, piece)
+            write = _writer(self._kind, piece, HASH_VERSION)
+            for chunk in _chunks(piece, np.arange(piece.n_blocks, dtype=np.int64)):
+                self._buffer, size = write(chunk, self._buffer)
+                self._file.write(memoryview(self._buffer[:size]))
+        sizes = np.diff(np.r_[0, ends])
+        if int(ends[-1]) != self._file.tell() - self._written:
+            raise RuntimeError("canonical line sizes disagree with the lines written")
+        self._blocks.append(piece.keys.with_columns(
+            offset=pl.Series(self._written + ends - sizes, dtype=pl.Int64),
+            size=pl.Series(sizes, dtype=pl.Int64),
+            rows=pl.Series(np.diff(piece.starts), dtype=pl.Int64)))
+        self._written += int(ends[-1])
+        return piece
+
+    def hexdigest(self) -> str:
+        self._file.close()
+        if not self._blocks:
+            return combine([])
+        table = pl.concat(self._blocks)
+        table = table.sort(table.columns[:-3])  # byte-wise, as canonical_blocks orders
+        rows = table["rows"].to_numpy()
+        ranges = (np.cumsum(rows) - rows) // RANGE_ROWS
+        cuts = np.flatnonzero(np.diff(ranges)) + 1
+        offsets, sizes = table["offset"].to_numpy(), table["size"].to_numpy()
+        digests = []
+        with open(self._path, "rb") as handle, mmap.mmap(handle.fileno(), 0,
+                                                         access=mmap.ACCESS_READ) as lines:
+            source = np.frombuffer(lines, dtype=np.uint8)
+            if self._kind == "pool":
+                digests = _pool_digests(source, lines, table, rows, ranges)
+                del source
+                self._path.unlink()
+                return combine(digests)
+            buffers, hashing = [np.empty(0, np.uint8), np.empty(0, np.uint8)], None
+            for k, (at, size) in enumerate(zip(np.split(offsets, cuts), np.split(sizes, cuts))):
+                total = int(size.sum())
+                if len(buffers[k % 2]) < total:
+                    buffers[k % 2] = np.empty(total, np.uint8)
+                _gather(source, at, size, buffers[k % 2])
+                if hashing is not None:
+                    digests.append(hashing.result())
+                    lines.madvise(mmap.MADV_DONTNEED)  # the range's pages leave this process
+                hashing = helper("sha256").submit(_sha256, buffers[k % 2][:total])
+            digests.append(hashing.result())
+            del source
+        self._path.unlink()
+        return combine(digests)
+
+
+def _pool_digests(source: np.ndarray, spill: mmap.mmap, table: pl.DataFrame, rows, ranges
+                  ) -> list[bytes]:
+    """The range digests of a pool's packed blocks (``table``: in key order), the lines of some
+    ``_CHUNK_ROWS`` rows written at a time while the chunk before is hashed on a helper."""
+    from evaluation_pipeline.metric.kernels.buffers import string_buffers
+
+    offsets, sizes = table["offset"].to_numpy(), table["size"].to_numpy()
+    before = np.cumsum(rows) - rows
+    cuts = np.unique(np.r_[np.flatnonzero(np.diff(ranges)) + 1, np.searchsorted(
+        before, np.arange(_CHUNK_ROWS, int(before[-1]) + 1, _CHUNK_ROWS))])
+    cuts = cuts[(cuts > 0) & (cuts < len(rows))]
+    digests: list[bytes] = []
+    current, hashing = None, None
+    packed = np.empty(0, np.uint8)
+    buffers = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
+    for k, (lo, hi) in enumerate(zip(np.r_[0, cuts], np.r_[cuts, len(rows)])):
+        lo, hi = int(lo), int(hi)
+        total = int(sizes[lo:hi].sum())
+        packed = packed if len(packed) >= total else np.empty(total, np.uint8)
+        _gather(source, offsets[lo:hi], sizes[lo:hi], packed)
+        r_off, r_data = string_buffers(table["ranker"].slice(lo, hi - lo))
+        q_off, q_data = string_buffers(table["query_id"].slice(lo, hi - lo))
+        n_rows = int(rows[lo:hi].sum())
+        bound = 16 + total + int((rows[lo:hi] * (np.diff(r_off) + np.diff(q_off))).sum()) + \
+            n_rows * (3 * 21 + 24)
+        if len(buffers[k % 2]) < bound:
+            buffers[k % 2] = np.empty(bound, np.uint8)
+        size = _pool_lines_packed(packed, rows[lo:hi], r_off, r_data, q_off, q_data,
+                                  buffers[k % 2])
+        if hashing is not None:
+            hashing.result()
+        if current is None or int(ranges[lo]) != current[0]:
+            if current is not None:
+                digests.append(current[1].digest())
+                spill.madvise(mmap.MADV_DONTNEED)  # the range's pages leave this process
+            current = (int(ranges[lo]), hashlib.sha256())
+        hashing = helper("sha256").submit(current[1].update, buffers[k % 2][:size])
+    if hashing is not None:
+        hashing.result()
+    if current is not None:
+        digests.append(current[1].digest())
+    return digests
+
+
+def _packed(blocks: Blocks, buffer: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The blocks' rows packed (each row's doc_id length in 4 bytes, its bytes, its score's
+    bits in 8; rows in canonical order within each block), and each block's end."""
+    d_off, d_data = blocks.docs
+    n = len(d_off) - 1
+    need = 12 * n + int(d_off[-1] - d_off[0]) + 16
+    buffer = buffer if len(buffer) >= need else np.empty(need, np.uint8)
+    return buffer, _pack(blocks.starts, blocks.order, d_off, d_data,
+                         blocks.numpy("score").view(np.int64), buffer)
+
+
+@njit(cache=True, nogil=True)
+def _pack(starts, order, d_off, d_data, bits, out):
+    ends = np.empty(len(starts) - 1, np.int64)
+    at = 0
+    for b in range(len(starts) - 1):
+        for t in range(starts[b], starts[b + 1]):
+            i = order[t]
+            a, n = d_off[i], d_off[i + 1] - d_off[i]
+            for k in range(4):
+                out[at + k] = (n >> (8 * k)) & 255
+            copy_bytes(out, at + 4, d_data, a, n)
+            at += 4 + n
+            value = bits[i]
+            value = 0 if value == _NEGATIVE_ZERO else value  # -0.0 hashes as 0.0
+            for k in range(8):
+                out[at + k] = (value >> (8 * k)) & 255
+            at += 8
+        ends[b] = at
+    return ends
+
+
+@njit(cache=True, nogil=True)
+def _pool_lines_packed(packed, rows, r_off, r_data, q_off, q_data, out):
+    """The canonical lines (hash version 3) of packed blocks, block b of ``rows[b]`` rows with
+    ranker and query_id string b; returns the bytes written."""
+    at, p = 0, 0
+    for b in range(len(rows)):
+        for _ in range(rows[b]):
+            at = _put_raw(out, at, r_data, r_off[b], r_off[b + 1] - r_off[b])
+            out[at] = 9
+            at = _put_raw(out, at + 1, q_data, q_off[b], q_off[b + 1] - q_off[b])
+            out[at] = 9
+            n = 0
+            for k in range(4):
+                n |= np.int64(packed[p + k]) << (8 * k)
+            at = _put_raw(out, at + 1, packed, p + 4, n)
+            out[at] = 9
+            p += 4 + n
+            value = np.int64(0)
+            for k in range(8):
+                value |= np.int64(packed[p + k]) << (8 * k)
+            p += 8
+            at = put_int(out, at + 1, value)
+            out[at] = 10
+            at += 1
+    return at
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _put_raw(out, at, data, start, n):
+    """``n`` bytes of ``data`` from ``start`` as a field: their length, a colon, the bytes."""
+    at = put_int(out, at, n)
+    out[at] = 58  # ':'
+    copy_bytes(out, at + 1, data, start, n)
+    return at + 1 + n
+
+
+def _sha256(data: np.ndarray) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
+def _ends(kind: str, blocks: Blocks) -> np.ndarray:
+    """The byte offset after each block's lines, the blocks in their own order."""
+    from evaluation_pipeline.metric.kernels.buffers import string_buffers
+
+    queries = string_buffers(blocks.keys["query_id"])[0]
+    if kind == "pool":
+        rankers = string_buffers(blocks.keys["ranker"])[0]
+        return _pool_ends(blocks.starts, blocks.order, rankers, queries, blocks.docs[0],
+                          blocks.numpy("score").view(np.int64))
+    graded = (blocks.frame["grade_status"] == columns.GRADED).to_numpy()
+    grade = blocks.frame["grade"].fill_null(0).to_numpy()
+    return _judgment_ends(blocks.starts, blocks.order, queries, blocks.docs[0], grade, graded,
+                          _WORDS[0], _WORDS[1])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _field(off, i):
+    """Bytes of string i as a field of hash version 3: its length, a colon, its bytes."""
+    n = off[i + 1] - off[i]
+    return n + _digits(n) + 1
+
+
+@njit(cache=True, nogil=True)
+def _pool_ends(starts, order, r_off, q_off, d_off, bits):
+    ends = np.empty(len(starts) - 1, np.int64)
+    at = 0
+    for b in range(len(starts) - 1):
+        key = _field(r_off, b) + _field(q_off, b) + 4  # three tabs and the newline
+        for t in range(starts[b], starts[b + 1]):
+            i = order[t]
+            value = bits[i]
+            at += key + _field(d_off, i) + _digits(0 if value == _NEGATIVE_ZERO else value)
+        ends[b] = at
+    return ends
+
+
+@njit(cache=True, nogil=True)
+def _judgment_ends(starts, order, q_off, d_off, grade, graded, graded_word, unknown_word):
+    ends = np.empty(len(starts) - 1, np.int64)
+    at = 0
+    for b in range(len(starts) - 1):
+        key = _field(q_off, b) + 4  # three tabs and the newline
+        for t in range(starts[b], starts[b + 1]):
+            i = order[t]
+            at += key + _field(d_off, i) + (
+                _digits(grade[i]) + graded_word if graded[i] else unknown_word)
+        ends[b] = at
+    return ends
+
+
+@njit(cache=True, nogil=True)
+def _gather(source, offsets, sizes, out):
+    at = 0
+    for k in range(len(offsets)):
+        out[at:at + sizes[k]] = source[offsets[k]:offsets[k] + sizes[k]]
+        at += sizes[k]
