@@ -13,7 +13,7 @@ from evaluation_pipeline.engines.streaming import grouped_digest
 from evaluation_pipeline.engines.streaming.grouped_digest import GroupedDigest
 from evaluation_pipeline.engines.streaming.grouping import GROUPED_NOTE, detect
 from evaluation_pipeline.metric import hashing
-from evaluation_pipeline.spec import profile
+from evaluation_pipeline.spec import EvaluationSpec, profile
 from schemas import InputError
 
 RANKERS = ("bm25", "dense", "hybrid")
@@ -68,13 +68,18 @@ def _write(tmp_path, name: str, judgments: pl.DataFrame, run: pl.DataFrame, spli
     return tmp_path / name / "judgments.parquet", folder
 
 
+def _spec(name: str) -> EvaluationSpec:
+    # all_judged: the pool's unjudged documents are counted over every ranker first.
+    return EvaluationSpec(ideal="all_judged") if name == "all_judged" else profile(name)
+
+
 def _score(judgments, run, engine, out, spec="default", batch_rows=7):
-    return score_files(judgments, run, profile(spec), out, engine=engine,
+    return score_files(judgments, run, _spec(spec), out, engine=engine,
                        batch_rows=batch_rows, progress=False)
 
 
 @pytest.mark.parametrize(("spec", "split"), [("default", False), ("trec_eval", True),
-                                             ("lightgbm", True)])
+                                             ("lightgbm", True), ("all_judged", True)])
 def test_grouped_sorted_and_shuffled_write_the_same_bytes(tmp_path, spec, split):
     judgments, run = _data()
     if spec == "lightgbm":  # ties by rank: the ranker's own order, kept wherever rows move
