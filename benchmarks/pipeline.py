@@ -107,10 +107,17 @@ def second_version(first: Path, target: Path, candidates: int, seed: int) -> Non
             pl.Series("grade", rng.integers(0, 4, size=added.height), dtype=pl.Int64),
             pl.lit("graded").alias("grade_status"))
         table = pl.concat([judged, added.select(judged.columns)])
-        table = table[rng.permutation(table.height)].to_arrow()
-        writer = writer or pq.ParquetWriter(target, table.schema)
-        writer.write_table(table, row_group_size=len(table))
+        writer = _append_shuffled(writer, target, table, rng)
     writer.close()
+
+
+def _append_shuffled(writer: pq.ParquetWriter | None, target: Path, table: pl.DataFrame,
+                     rng: np.random.Generator) -> pq.ParquetWriter:
+    """One row group of ``table``'s rows in a random order (a landing is in no key order)."""
+    rows = table[rng.permutation(table.height)].to_arrow()
+    writer = writer or pq.ParquetWriter(target, rows.schema)
+    writer.write_table(rows, row_group_size=len(rows))
+    return writer
 
 
 def third_version(second: Path, target: Path, candidates: int, seed: int) -> None:
@@ -139,9 +146,7 @@ def third_version(second: Path, target: Path, candidates: int, seed: int) -> Non
             pl.lit(2, dtype=pl.Int64).alias("grade"),
             pl.lit("graded").alias("grade_status"))
         table = pl.concat([judged, added.select(judged.columns)])
-        table = table[rng.permutation(table.height)].to_arrow()
-        writer = writer or pq.ParquetWriter(target, table.schema)
-        writer.write_table(table, row_group_size=len(table))
+        writer = _append_shuffled(writer, target, table, rng)
     writer.close()
 
 
