@@ -45,7 +45,7 @@ ui: run
 	exec $(BIN)/python -m evaluation_pipeline.dev_ui -w workspace.yaml -h 127.0.0.1 -p $(UI_PORT)
 
 test: $(call stamp,$(TEST_EXTRAS))
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=25
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=25
 
 clean:
 	rm -rf .storage .dagster_home out

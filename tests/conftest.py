@@ -23,6 +23,37 @@ from tests.support.spark_session import spark  # noqa: F401  (a fixture for ever
 # (as under `make run`), here and in the subprocesses the tests start.
 os.environ.setdefault(settings.DEV.name, "1")
 
+# The test files that take longest, longest first (their times in benchmarks/README.md, "The
+# test suite"): `make test` runs whole files on two workers in collection order (`--dist
+# loadfile --no-loadscope-reorder`), so these start first, the other slow files next, and the
+# many short unit files fill in at the end, instead of a long file starting last while the
+# other worker has nothing left to do.
+FIRST = (
+    "tests/pipeline/slow/test_recovery.py",
+    "tests/docs/slow/test_blocks.py",
+    "tests/deploy/slow/test_postgres_instance.py",
+    "tests/deploy/slow/test_make_ui.py",
+    "tests/pipeline/slow/test_spark.py",
+    "tests/pipeline/slow/test_backfill_window.py",
+    "tests/pipeline/test_recovery_in_process.py",
+    "tests/pipeline/slow/test_storage_switch.py",
+    "tests/unit/engines/spark/test_engine.py",
+    "tests/deploy/slow/test_dagster_ui.py",
+)
+
+
+@pytest.hookimpl(trylast=True)  # after the slow folders have marked their items
+def pytest_collection_modifyitems(items):
+    """The files of FIRST in its order, then every other slow test, then the rest; each group
+    in its collection order."""
+    def rank(item) -> tuple[int, int]:
+        path = item.nodeid.split("::")[0]
+        if path in FIRST:
+            return 0, FIRST.index(path)
+        return (1 if item.get_closest_marker("slow") else 2), 0
+
+    items.sort(key=rank)  # stable: a file's tests stay together and in order
+
 
 @pytest.fixture
 def conformance_dir() -> Path:
