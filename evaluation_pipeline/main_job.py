@@ -86,9 +86,22 @@ def stop_signals(runner):
         raise KeyboardInterrupt
 
     previous = {number: signal.signal(number, stop) for number in (signal.SIGTERM, signal.SIGINT)}
+    # During a run Dagster's handler raises its interruption wherever the main thread is; one
+    # that lands in a finalizer or a weakref callback is swallowed by the interpreter, and the
+    # run goes on. The interpreter also writes each signal's number to this pipe, whichever
+    # handler runs, so the runner still sees the stop before it starts anything more.
+    read, write = os.pipe()
+    os.set_blocking(read, False)
+    os.set_blocking(write, False)
+    wakeup = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    runner.signals = read
     try:
         yield
     finally:
+        signal.set_wakeup_fd(wakeup)
+        runner.signals = None
+        os.close(read)
+        os.close(write)
         for number, handler in previous.items():
             signal.signal(number, handler)
 

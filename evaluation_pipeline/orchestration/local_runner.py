@@ -18,6 +18,8 @@ runner (the next ``make run``) tries again. A failure caused by the input itself
 ``EvaluationError``: invalid rows, a refused republish) is not retried: it would fail the same.
 """
 
+import os
+import signal
 import sys
 import threading
 import time
@@ -148,7 +150,17 @@ class LocalRunner:
     # Which signal asked for it, when its handler saw it (Dagster takes it during a run).
     stop_signal: int | None = None
 
+    # A pipe the interpreter writes each signal's number to (``main_job.stop_signals``).
+    signals: int | None = None
+
     def check_stop(self) -> None:
+        if self.signals is not None:
+            try:
+                received = os.read(self.signals, 512)
+            except BlockingIOError:
+                received = b""
+            if signal.SIGINT in received or signal.SIGTERM in received:
+                self.stop.set()
         if self.stop.is_set():
             raise StopRequested("stopped on request")
 

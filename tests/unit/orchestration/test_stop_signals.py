@@ -1,0 +1,55 @@
+"""A stop signal is seen by the runner even when the exception its handler raised is lost.
+
+During a run Dagster's handler raises its interruption wherever the main thread is; one that
+lands in a weakref callback or a finalizer is swallowed by the interpreter and the run goes
+on. The runner reads the signals from the interpreter's wakeup pipe as well, so it starts
+nothing more and the main job still exits as stopped."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from evaluation_pipeline.main_job import stop_signals
+from evaluation_pipeline.orchestration.local_runner import LocalRunner, StopRequested
+
+
+def _runner() -> SimpleNamespace:
+    return SimpleNamespace(stop=threading.Event(), stop_signal=None, signals=None)
+
+
+@pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_whose_handler_raised_nothing_still_stops_the_runner(number):
+    runner = _runner()
+    with stop_signals(runner):
+        # As under a run: another handler holds the signal, and what it raises is lost.
+        held = signal.signal(number, lambda *_: None)
+        try:
+            os.kill(os.getpid(), number)
+            LocalRunner.check_stop(runner)  # the project's own handler never ran
+        except StopRequested:
+            pass
+        else:
+            pytest.fail("the signal was not seen")
+        finally:
+            signal.signal(number, held)
+    assert runner.stop.is_set() and runner.signals is None
+
+
+def test_without_a_signal_the_runner_goes_on():
+    runner = _runner()
+    with stop_signals(runner):
+        LocalRunner.check_stop(runner)
+    assert not runner.stop.is_set()
+
+
+def test_the_wakeup_pipe_is_given_back():
+    before = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(before)
+    with stop_signals(_runner()):
+        pass
+    assert signal.set_wakeup_fd(before) == before
