@@ -98,7 +98,7 @@ def test_grouped_sorted_and_shuffled_write_the_same_bytes(tmp_path, spec, split)
         paths = _write(tmp_path, name, j, r, split)
         for engine in ("local", "streaming"):
             out = tmp_path / f"{name}-{engine}.parquet"
-            result = _score(*paths, engine, out, spec)
+            result = _score(*paths, engine, out, spec, batch_rows=40)  # some 20 batches
             reference = reference or out.read_bytes()
             assert out.read_bytes() == reference, (name, engine)
             if engine == "streaming":
