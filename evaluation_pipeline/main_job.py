@@ -95,9 +95,20 @@ def stop_signals(runner):
     os.set_blocking(write, False)
     wakeup = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
     runner.signals = read
+    from evaluation_pipeline.orchestration.local_runner import INTERRUPTIONS
+
+    unraisable = sys.unraisablehook
+
+    def quiet_interruptions(failure) -> None:
+        # The swallowed interruption is the stop itself, seen through the pipe: no traceback.
+        if type(failure.exc_value).__name__ not in INTERRUPTIONS:
+            unraisable(failure)
+
+    sys.unraisablehook = quiet_interruptions
     try:
         yield
     finally:
+        sys.unraisablehook = unraisable
         signal.set_wakeup_fd(wakeup)
         runner.signals = None
         os.close(read)

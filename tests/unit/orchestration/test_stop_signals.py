@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from types import SimpleNamespace
 
@@ -53,3 +54,18 @@ def test_the_wakeup_pipe_is_given_back():
     with stop_signals(_runner()):
         pass
     assert signal.set_wakeup_fd(before) == before
+
+
+def test_an_interruption_the_interpreter_swallows_prints_no_traceback():
+    """What Dagster's handler raised inside a finalizer is the stop, already seen: the
+    interpreter's "Exception ignored" report is kept for every other exception."""
+    seen = []
+    previous = sys.unraisablehook
+    sys.unraisablehook = seen.append
+    try:
+        with stop_signals(_runner()):
+            for failure in (KeyboardInterrupt(), ValueError("a real one")):
+                sys.unraisablehook(SimpleNamespace(exc_value=failure))
+    finally:
+        sys.unraisablehook = previous
+    assert [type(f.exc_value) for f in seen] == [ValueError]
