@@ -121,13 +121,18 @@ def test_the_changed_queries_are_exactly_those_whose_rows_differ():
     assert changed_queries(a, b).to_list() == ["q2", "q3", "q4", "q5"]
 
 
-def test_rows_of_another_evaluation_are_not_used(tmp_path):
-    rng = np.random.default_rng(7)
-    published = _published(tmp_path, rng)
+def _scored_v1(tmp_path, seed: int):
+    """The published inputs, the default spec, and version 1's full scores of the pool."""
+    published = _published(tmp_path, np.random.default_rng(seed))
     spec = profile("default")
     earlier = tmp_path / "scores-v1.parquet"
     score_files(published["v1"].path, published["pool"].path, spec, earlier, engine="local",
                 progress=False)
+    return published, spec, earlier
+
+
+def test_rows_of_another_evaluation_are_not_used(tmp_path):
+    published, spec, earlier = _scored_v1(tmp_path, seed=7)
     out = tmp_path / "out.parquet"
     for pool_sha, judged_sha, other_spec in (("0" * 64, published["v1"].sha256, spec),
                                              (published["pool"].sha256, "0" * 64, spec),
@@ -146,12 +151,7 @@ def test_an_increment_that_would_not_fit_in_memory_is_left_to_the_full_scoring(
     # past the rows auto streams from, the caller scores in full (streamed) instead.
     from evaluation_pipeline.engines import incremental
 
-    rng = np.random.default_rng(5)
-    published = _published(tmp_path, rng)
-    spec = profile("default")
-    earlier = tmp_path / "scores-v1.parquet"
-    score_files(published["v1"].path, published["pool"].path, spec, earlier, engine="local",
-                progress=False)
+    published, spec, earlier = _scored_v1(tmp_path, seed=5)
     held = sum(pl.read_parquet(p).height
                for p in (earlier, published["v1"].path, published["v2"].path))
     monkeypatch.setattr(incremental, "IN_MEMORY_MAX_ROWS", held - 1 if limit == "inputs"
