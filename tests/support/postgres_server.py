@@ -27,6 +27,9 @@ from tests.support.ports import free_port
 SERVER_USER = "postgres"
 SUPERUSER = "ndcg"
 START_SECONDS = 60
+# Any one server command (initdb, pg_ctl, createdb): a server that does not answer fails the
+# test that asked, within this time, instead of hanging the session.
+COMMAND_SECONDS = 120
 
 
 def postgres_bin() -> Path | None:
@@ -61,7 +64,7 @@ class PostgresServer:
 
     def _run(self, *args: str) -> None:
         subprocess.run(self._command(*args), check=True, capture_output=True, text=True,
-                       cwd=self.folder)
+                       cwd=self.folder, timeout=COMMAND_SECONDS)
 
     @property
     def data(self) -> Path:
@@ -93,7 +96,7 @@ class PostgresServer:
         env = self.environment(name)
         subprocess.run([str(self.bin / "createdb"), "-h", self.host, "-p", str(self.port),
                         "-U", SUPERUSER, name], check=True, capture_output=True, text=True,
-                       env=os.environ | {"PGPASSWORD": self.password})
+                       env=os.environ | {"PGPASSWORD": self.password}, timeout=COMMAND_SECONDS)
         return env
 
     def environment(self, database: str) -> dict[str, str]:

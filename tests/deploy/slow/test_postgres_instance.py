@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -175,12 +176,35 @@ def test_a_main_job_killed_while_scoring_on_postgres_is_failed_and_rerun_to_comp
     assert NOTHING_NEW in finished(main_job(env))
 
 
-def _server_processes(postgres_server) -> list[int]:
-    """The postmaster and every backend and helper it forked."""
+def _children(pid: int) -> list[int]:
+    return [int(c) for c in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True,
+                                           text=True).stdout.split()]
+
+
+def _signal_all(pids: list[int], sig: int) -> None:
+    """A backend may exit between the listing and the signal: that is not a failure."""
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+@contextmanager
+def _frozen(postgres_server):
+    """The postmaster, then every backend and helper it forked, stopped with SIGSTOP, and all
+    resumed on leaving, whatever happens inside: a server left stopped would hang every later
+    test of the session. The postmaster is stopped first, so it forks nothing after the
+    listing."""
     postmaster = int((postgres_server.data / "postmaster.pid").read_text().split()[0])
-    children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True,
-                              text=True).stdout.split()
-    return [postmaster, *map(int, children)]
+    stopped = [postmaster]
+    try:
+        os.kill(postmaster, signal.SIGSTOP)
+        stopped += _children(postmaster)
+        _signal_all(stopped[1:], signal.SIGSTOP)
+        yield
+    finally:
+        _signal_all(stopped, signal.SIGCONT)
 
 
 def _when_scoring(job, env) -> None:
@@ -201,16 +225,10 @@ def test_a_frozen_postgres_is_named_within_the_timeout_and_a_rerun_completes(
     env["NDCG_EVAL_DATABASE_TIMEOUT"] = "5"
     job = main_job(env)
     _when_scoring(job, env)
-    frozen = _server_processes(postgres_server)
-    for pid in frozen:
-        os.kill(pid, signal.SIGSTOP)
-    try:
+    with _frozen(postgres_server):
         stopped_at = time.monotonic()
         job.wait(timeout=120)
         waited = time.monotonic() - stopped_at
-    finally:
-        for pid in frozen:
-            os.kill(pid, signal.SIGCONT)
     output = job.log.read_text()
     assert job.returncode == 1, output[-4000:]
     assert (f"the Dagster instance's database postgresql://{postgres_server.host}:"
