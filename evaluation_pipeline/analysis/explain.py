@@ -63,22 +63,51 @@ def explain(
 ) -> Trace:
     """The per-candidate trace of one per-query number (see the module docstring). A version
     with raters is traced in the grades of the spec's rule."""
+    return explain_many(candidates, judgments, spec, [(ranker, query_id, cutoff)])[0]
+
+
+def explain_many(
+    candidates: pl.DataFrame,
+    judgments: pl.DataFrame,
+    spec: EvaluationSpec,
+    keys: list[tuple[str, str, int]],
+) -> list[Trace]:
+    """The traces of ``keys``, each a (ranker, query_id, cutoff), in their order. The frames are
+    cut to the keys' queries, the raters' grades combined and the kernel run once for them
+    all: a report's dozens of traces cost one kernel pass over a few queries, not one pass
+    each over the whole pool."""
+    if not keys:
+        return []
+    version = (
+        str(judgments["judgment_version"][0])
+        if "judgment_version" in judgments.columns and judgments.height else None
+    )
+    query_ids = sorted({str(query_id) for _, query_id, _ in keys})
+    candidates = candidates.filter(pl.col("query_id").cast(pl.String).is_in(query_ids))
+    judgments = judgments.filter(pl.col("query_id").cast(pl.String).is_in(query_ids))
     judgments = combine_ratings(judgments, spec) if is_rated(judgments) else judgments
+    kernel = score(candidates, judgments, spec).with_columns(
+        pl.col("ranker").cast(pl.String), pl.col("query_id").cast(pl.String))
+    return [_trace(candidates, judgments, kernel, version, spec, query_id=str(query_id),
+                   ranker=ranker, cutoff=cutoff) for ranker, query_id, cutoff in keys]
+
+
+def _trace(candidates: pl.DataFrame, judgments: pl.DataFrame, kernel: pl.DataFrame,
+           version: str | None, spec: EvaluationSpec, *, query_id: str, ranker: str,
+           cutoff: int) -> Trace:
     listed = candidates.filter(
         (pl.col("ranker").cast(pl.String) == ranker)
         & (pl.col("query_id").cast(pl.String) == query_id)
     )
     graded_rows = judgments.filter(pl.col("query_id").cast(pl.String) == query_id)
-    version = (
-        str(judgments["judgment_version"][0])
-        if "judgment_version" in judgments.columns and judgments.height else None
-    )
-    kernel = score(listed, judgments.filter(pl.col("query_id") == query_id), spec).filter(
+    # A ranker that did not return the query has no number of its own here, whatever the
+    # kernel reports for it under `missing_from_run`.
+    number = kernel.filter(
         (pl.col("ranker") == ranker) & (pl.col("query_id") == query_id)
         & (pl.col("cutoff") == cutoff)
-    )
-    status = kernel["status"][0] if kernel.height else "missing_from_run"
-    ndcg = kernel["ndcg"][0] if kernel.height else None
+    ) if listed.height else kernel.clear()
+    status = number["status"][0] if number.height else "missing_from_run"
+    ndcg = number["ndcg"][0] if number.height else None
 
     judged = graded_rows.select(
         pl.col("doc_id").cast(pl.String), "grade",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
-from evaluation_pipeline.analysis.explain import Trace, explain
+from evaluation_pipeline.analysis.explain import Trace, explain_many
 from evaluation_pipeline.io.atomic import write_text
 from evaluation_pipeline.io.storage import HTML_FILE
 from evaluation_pipeline.report.format import number
@@ -43,13 +43,9 @@ def write_regression_traces(
         for ranker in (pair["first"], pair["second"])
     })
     # Only the regressed queries are read again; the rest of the pool never enters a trace.
-    query_ids = sorted({query_id for _, query_id, _ in wanted})
-    candidates = candidates.filter(pl.col("query_id").cast(pl.String).is_in(query_ids))
-    judgments = judgments.filter(pl.col("query_id").cast(pl.String).is_in(query_ids))
+    traces = explain_many(candidates, judgments, spec, wanted)
     written = []
-    for i, (ranker, query_id, cutoff) in enumerate(wanted, start=1):
-        trace = explain(candidates, judgments, spec, query_id=query_id, ranker=ranker,
-                        cutoff=cutoff)
+    for i, ((ranker, query_id, cutoff), trace) in enumerate(zip(wanted, traces), start=1):
         name = trace_file_name(ranker, query_id, cutoff)
         write_text(render_trace_html(trace, spec), folder / name)
         written.append({"ranker": ranker, "query_id": query_id, "cutoff": cutoff,
@@ -77,6 +73,11 @@ def write_night_traces(folder: Path, nightly: dict, top_cutoff: int, judgments: 
     candidates and the ideal order under the one judgment version; returns ``nightly`` with
     each listed mover's ``trace`` (its path under the report folder)."""
     listed = {(c["ranker"], c["cutoff"]) for c in shown(nightly, top_cutoff)}
+    keys = [(c["ranker"], m["query_id"], c["cutoff"]) for c in nightly["comparisons"]
+            if (c["ranker"], c["cutoff"]) in listed for m in c["movers"]]
+    # Each night's traces in one pass over the movers' queries.
+    nights = dict(zip(keys, zip(explain_many(previous, judgments, spec, keys),
+                                explain_many(current, judgments, spec, keys))))
     comparisons = []
     for c in nightly["comparisons"]:
         if (c["ranker"], c["cutoff"]) not in listed:
@@ -84,11 +85,9 @@ def write_night_traces(folder: Path, nightly: dict, top_cutoff: int, judgments: 
             continue
         movers = []
         for m in c["movers"]:
-            nights = [explain(frame, judgments, spec, query_id=m["query_id"],
-                              ranker=c["ranker"], cutoff=c["cutoff"])
-                      for frame in (previous, current)]
-            name = night_trace_file_name(c["ranker"], m["query_id"], c["cutoff"])
-            write_text(render_night_trace_html(nightly, m, *nights, spec), folder / name)
+            key = (c["ranker"], m["query_id"], c["cutoff"])
+            name = night_trace_file_name(*key)
+            write_text(render_night_trace_html(nightly, m, *nights[key], spec), folder / name)
             movers.append(m | {"trace": f"{folder.name}/{name}"})
         comparisons.append(c | {"movers": movers})
     return nightly | {"comparisons": comparisons}

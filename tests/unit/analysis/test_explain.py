@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from evaluation_pipeline.analysis.explain import explain
+from evaluation_pipeline.analysis.explain import explain, explain_many
 from evaluation_pipeline.metric.ndcg import score
 from evaluation_pipeline.spec import EvaluationSpec
 
@@ -88,3 +88,32 @@ def test_excluded_candidates_are_listed_and_contribute_nothing():
     # "c" moves up to position 2 once "b" is dropped.
     c = trace.candidates.filter(pl.col("doc_id") == "c").row(0, named=True)
     assert c["position_first"] == 2 and c["judgment_version"] == "v1"
+
+
+@pytest.mark.parametrize("spec", [
+    EvaluationSpec(cutoffs=(1, 3), ties="average", missing_from_run="zero"),
+    EvaluationSpec(cutoffs=(2,), unknown="exclude", unjudged="exclude", ideal="all_judged"),
+])
+def test_many_traces_at_once_are_the_traces_one_at_a_time(spec):
+    """A report's traces come from one kernel pass over their queries; each must be the trace
+    of its own (ranker, query, cutoff) scored alone, including a ranker that did not return
+    the query (no number of its own, whatever `missing_from_run` scores it)."""
+    candidates, judgments = random_pool(seed=11, n_queries=8)
+    # Ranker b does not return q3.
+    candidates = candidates.filter(~((pl.col("ranker") == "b") & (pl.col("query_id") == "q3")))
+    keys = [(r, f"q{q}", k) for q in (1, 3, 5) for r in ("a", "b") for k in spec.cutoffs]
+    many = explain_many(candidates, judgments, spec, keys)
+    for (ranker, query_id, cutoff), trace in zip(keys, many):
+        alone = candidates.filter((pl.col("ranker") == ranker) & (pl.col("query_id") == query_id))
+        own = score(alone, judgments.filter(pl.col("query_id") == query_id), spec).filter(
+            pl.col("cutoff") == cutoff)
+        assert (trace.ranker, trace.query_id, trace.cutoff) == (ranker, query_id, cutoff)
+        if ranker == "b" and query_id == "q3":
+            assert (trace.status, trace.ndcg, trace.candidates.height) == (
+                "missing_from_run", None, 0)
+        else:
+            assert (trace.status, trace.ndcg) == (own["status"][0], own["ndcg"][0])
+        single = explain(candidates, judgments, spec, query_id=query_id, ranker=ranker,
+                         cutoff=cutoff)
+        assert trace.to_dict() == single.to_dict()
+    assert explain_many(candidates, judgments, spec, []) == []
