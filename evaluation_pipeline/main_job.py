@@ -145,6 +145,13 @@ def main() -> int:
         return 2
 
 
+def stop_outcome(interrupted: str | None) -> str:
+    """What a stop did to the runs: the one it interrupted, or none (it came between runs)."""
+    if interrupted:
+        return f"the run it interrupted ({interrupted}) is recorded as failed"
+    return "it came between runs, and every run it started completed"
+
+
 def _watched(home: Path) -> int:
     """The run, with every wait on the instance's database bounded, and a database that fails
     named with what to do instead of a traceback (orchestration.liveness)."""
@@ -215,9 +222,8 @@ def _run(home: Path) -> int:
             # During a run Dagster takes the signal (SIGTERM as SIGINT): which one is unknown.
             name = (signal.Signals(runner.stop_signal).name if runner.stop_signal
                     else "SIGINT or SIGTERM")
-            print(f"ndcg-eval: stopped on request ({name}); the run it interrupted is "
-                  "recorded as failed. Run again to resume: what is done stays done.",
-                  file=sys.stderr, flush=True)
+            print(f"ndcg-eval: stopped on request ({name}); {stop_outcome(runner.running)}. "
+                  "Run again to resume: what is done stays done.", file=sys.stderr, flush=True)
             return 128 + (runner.stop_signal or signal.SIGINT)
         for outcome in outcomes:
             state = "ok" if outcome.success else "FAILED"

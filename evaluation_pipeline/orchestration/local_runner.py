@@ -152,6 +152,9 @@ class LocalRunner:
 
     # A pipe the interpreter writes each signal's number to (``main_job.stop_signals``).
     signals: int | None = None
+    # The run executing now, as "job partition"; after a stop, the one the stop interrupted
+    # (it is recorded as failed), or None when the stop came between runs.
+    running: str | None = None
 
     def check_stop(self) -> None:
         if self.signals is not None:
@@ -221,10 +224,15 @@ class LocalRunner:
             tags[SENSOR_NAME_TAG] = sensor_name
         if request.run_key:
             tags[RUN_KEY_TAG] = request.run_key
+        # Left set if the stop's interruption escapes the run: it is the run interrupted.
+        self.running = f"{job_name} {request.partition_key or ''}".strip()
         result = execute_job(
             self.defs, job_name, self.instance, partition_key=request.partition_key, tags=tags,
             run_config={"loggers": {"console": {"config": {"log_level": self.log_level}}}},
         )
+        interrupted = not result.success and _interrupted(result)
+        if not interrupted:
+            self.running = None
         error, retriable = None, False
         if not result.success:
             failures = [(e.step_key, e.step_failure_data.error) for e in result.all_events
@@ -233,7 +241,7 @@ class LocalRunner:
                               for step, failure in failures) or "run failed"
             retriable = not failures or not all(_caused_by_input(failure)
                                                 for _, failure in failures)
-            if _interrupted(result):
+            if interrupted:
                 # Dagster took the stop signal itself (it interrupts the step under way): the
                 # run is the stop's doing, so nothing is retried and nothing more starts.
                 self.stop.set()

@@ -135,6 +135,8 @@ def test_a_stop_signal_stops_the_job_and_a_rerun_resumes(tmp_path: Path, clean, 
     code, output = _finish(process, root, "stopped.log")
     assert code == 128 + signal.SIGINT, output
     assert "stopped on request (" in output and "Traceback" not in output
+    # It names the run it interrupted, or says it came between runs (the interruption lost).
+    assert "interrupted (" in output or "came between runs" in output, output
     assert _outputs(root / "storage") != clean  # it did stop: the rest was never run
     code, output = _main(root, "rerun.log")
     assert code == 0, output

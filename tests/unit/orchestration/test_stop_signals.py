@@ -69,3 +69,35 @@ def test_an_interruption_the_interpreter_swallows_prints_no_traceback():
     finally:
         sys.unraisablehook = previous
     assert [type(f.exc_value) for f in seen] == [ValueError]
+
+
+def test_the_stop_message_names_the_interrupted_run_or_says_none_was():
+    from evaluation_pipeline.main_job import stop_outcome
+
+    assert stop_outcome("evaluate_job pool-2026-12-05|maint-v2") == (
+        "the run it interrupted (evaluate_job pool-2026-12-05|maint-v2) is recorded as failed")
+    assert stop_outcome(None) == "it came between runs, and every run it started completed"
+
+
+def test_an_interruption_escaping_a_run_leaves_that_run_named(monkeypatch):
+    """Dagster's interruption, raised out of the run, leaves ``running`` naming it; a run that
+    returns (successful or not, not interrupted) clears it."""
+    import dagster as dg
+
+    from evaluation_pipeline.orchestration import local_runner
+
+    runner = LocalRunner(defs=None, instance=None)
+    request = dg.RunRequest(partition_key="pool-1|v1")
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(local_runner, "execute_job", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runner.execute("evaluate_job", request)
+    assert runner.running == "evaluate_job pool-1|v1"
+
+    finished = SimpleNamespace(success=True, run_id="r1", all_events=[])
+    monkeypatch.setattr(local_runner, "execute_job", lambda *args, **kwargs: finished)
+    assert runner.execute("evaluate_job", request).success
+    assert runner.running is None
