@@ -18,6 +18,7 @@ import yaml
 
 from evaluation_pipeline import settings
 from evaluation_pipeline.main_job import INSTANCE_YAML
+from tests.support.example_run import example_storage
 from tests.support.paths import EXAMPLES, REPO
 
 INSTANCE_FILE = REPO / "deploy" / "dagster.yaml"
@@ -99,9 +100,7 @@ def run_keys(instance) -> list[str]:
 @pytest.fixture(scope="module")
 def sqlite_results(tmp_path_factory) -> dict[str, bytes]:
     """The reference: the main job on the SQLite instance it writes itself."""
-    env = deployment(tmp_path_factory.mktemp("sqlite"))
-    finished(main_job(env))
-    return results(env)
+    return results({"NDCG_EVAL_STORAGE": str(example_storage(tmp_path_factory))})
 
 
 def test_the_example_instance_file_configures_the_deployment(postgres_server, tmp_path):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.example_run import example_storage
 from tests.support.paths import EXAMPLES, REPO
 from evaluation_pipeline import settings
 
@@ -82,10 +83,7 @@ def _leftovers(root: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory) -> dict[str, bytes]:
-    root = _root(tmp_path_factory.mktemp("clean"))
-    code, output = _main(root, "main.log")
-    assert code == 0, output
-    outputs = _outputs(root / "storage")
+    outputs = _outputs(example_storage(tmp_path_factory))
     # per_query twice (scores and report folder), aggregates, report.json and .html
     assert len([name for name in outputs if name.endswith("report.json")]) == (
         EXPECTED_EVALUATIONS), sorted(outputs)

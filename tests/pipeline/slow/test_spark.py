@@ -22,6 +22,7 @@ from polars.testing import assert_frame_equal
 from evaluation_pipeline.io.datasets import read_dataset
 from evaluation_pipeline.io.storage import history_file
 from schemas.columns import PER_QUERY_KEY
+from tests.support.example_run import example_storage
 from tests.support.paths import EXAMPLES, REPO
 from tests.support.spark_session import requires_spark
 
@@ -50,9 +51,9 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("spark-main")
     landing = root / "landing"
     shutil.copytree(EXAMPLES / "landing", landing)
-    (root / "default").mkdir()
     (root / "spark").mkdir()
-    default = _main_job(root / "default", landing)
+    # The default engine's run is the clean run other files compare against too.
+    default = example_storage(tmp_path_factory)
     spark = _main_job(root / "spark", landing, NDCG_EVAL_ENGINE="spark",
                            NDCG_EVAL_SPARK_MASTER="local[2]", PYSPARK_PYTHON=sys.executable)
     return default, spark
