@@ -1,6 +1,7 @@
 """The regressed night as a user sees it in the Dagster UI, in Chromium.
 
-The example week runs through the main job (`make run`) on a temporary instance and storage;
+The example week runs through the main job (`make run`) on a temporary instance and storage
+(the session's one run of it, tests.support.example_run);
 then `dagster dev` serves that instance on 127.0.0.1, and a headless Chromium (Debian's
 /usr/bin/chromium, driven by playwright) opens the asset graph, the checks, the partitions, the
 plots, the Jobs page, the Overview timeline and the regressed run. What a page draws as a
@@ -13,8 +14,6 @@ colour is read back through the webserver's GraphQL, from the same browser sessi
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -22,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from evaluation_pipeline.main_job import INSTANCE_YAML
 from evaluation_pipeline.orchestration.checks import HEADLINE_REGRESSED, NIGHTLY_TAG
 from tests.support.paths import REPO
 from tests.support.dagster_dev import dagster_dev, location_entry
+from tests.support.example_run import example_week
 
 playwright = pytest.importorskip("playwright.sync_api")
 
@@ -59,16 +58,10 @@ def server(tmp_path_factory):
     """`make run` then `make ui`, on a temporary instance and storage: the base URL."""
     if not CHROMIUM.is_file():
         pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)")
-    root = tmp_path_factory.mktemp("ui")
-    home, storage = root / "dagster_home", root / "storage"
-    home.mkdir()
-    (home / "dagster.yaml").write_text(INSTANCE_YAML)
-    env = os.environ | {"DAGSTER_HOME": str(home), "NDCG_EVAL_STORAGE": str(storage),
+    week = example_week(tmp_path_factory)
+    storage = week.storage
+    env = os.environ | {"DAGSTER_HOME": str(week.home), "NDCG_EVAL_STORAGE": str(storage),
                         "NDCG_EVAL_DEV": "1"}
-    env.pop("NDCG_EVAL_LANDING", None)
-    week = subprocess.run([sys.executable, "-m", "evaluation_pipeline.main_job"], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=900, check=False)
-    assert week.returncode == 0, week.stdout[-3000:] + week.stderr[-3000:]
     env |= {"NDCG_EVAL_LANDING": str(storage / "example-landing"),
             "NDCG_EVAL_QUERIES": str(REPO / "examples" / "data" / "nightly" / "queries.csv")}
     with dagster_dev(env, lambda base: location_entry(base) is not None,

@@ -19,6 +19,7 @@ import pytest
 
 from evaluation_pipeline.main_job import INSTANCE_YAML
 from tests.support.dagster_dev import location_entry
+from tests.support.example_run import example_week
 from tests.support.make import MAKE_VARIABLES
 from tests.support.paths import REPO
 from tests.support.ports import free_port
@@ -84,20 +85,12 @@ def test_make_ui_leaves_no_process_behind(tmp_path, how):
         make.wait()
 
 
-def test_the_hint_at_the_end_of_make_run_is_a_command_that_works(tmp_path):
+def test_the_hint_at_the_end_of_make_run_is_a_command_that_works(tmp_path, tmp_path_factory):
     """The main job's week prints how to browse its instance: `make ui`, or a command with its
     whole environment, which loads the code location from any folder (validated here by
     `dagster definitions validate` in place of `dagster dev`, on the same arguments)."""
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_text(INSTANCE_YAML)
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("NDCG_EVAL_") and k not in MAKE_VARIABLES}
-    env |= {"DAGSTER_HOME": str(home), "NDCG_EVAL_STORAGE": str(tmp_path / "storage"),
-            "NDCG_EVAL_DEV": "1", "PYTHONPATH": str(REPO)}
-    week = subprocess.run([sys.executable, "-m", "evaluation_pipeline.main_job"], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=900)
-    assert week.returncode == 0, week.stdout[-3000:] + week.stderr[-3000:]
+    week = example_week(tmp_path_factory)
+    assert f"DAGSTER_HOME={week.home}" in week.stdout  # the hint names this run's instance
     lines = week.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Dagster instance:"))
     assert "`make ui`" in lines[start]
