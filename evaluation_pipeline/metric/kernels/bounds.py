@@ -80,11 +80,20 @@ def insert_descending(top, n_top, reach, g):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def bound_scratch(widest, reach):
+    """The scratch of ``block_bounds`` for blocks of at most ``widest`` candidates and cutoffs
+    of at most ``reach``: (weights, hole weights, gain indices, log2(p + 2) for p < reach). The
+    logarithms are taken once: the enumeration's ideals would take one per place and grading,
+    most of its time on a pool with many holes."""
+    return (np.empty(widest), np.empty(widest), np.empty(widest, np.int64),
+            np.log2(np.arange(reach) + 2.0))
+
+
+@njit(cache=True, nogil=True, inline="always")
 def block_bounds(slots, rank, m, rules, k, top, n_top, n_outside, scratch):
     """(least, greatest) NDCG@k of the block over every grading of its holes; NaN for both when
-    no grading gives the query a number. ``scratch``: (weights, hole weights, gain indices),
-    each of at least ``m`` places."""
-    weight, hole_weight, index = scratch
+    no grading gives the query a number. ``scratch``: ``bound_scratch``'s."""
+    weight, hole_weight, index, denominator = scratch
     slot_score, slot_class, slot_gain = slots.score, slots.grade_class, slots.gain
     average = rules.ties == TIES_AVERAGE
     # Each place's weight at cutoff k, the fixed part of DCG and the weighted holes.
@@ -97,7 +106,7 @@ def block_bounds(slots, rank, m, rules, k, top, n_top, n_outside, scratch):
         w = 0.0
         if p + 1 <= k:
             if q == p + 1:
-                w = 1.0 / np.log2(p + 2.0)
+                w = 1.0 / denominator[p]
             else:
                 w = (rules.prefix[min(q, k)] - rules.prefix[p]) / (q - p)
         for i in range(p, q):
@@ -128,7 +137,8 @@ def block_bounds(slots, rank, m, rules, k, top, n_top, n_outside, scratch):
             high += hole_weight[i] * g
             low += hole_weight[n_weighted - 1 - i] * g
         # The greatest: unweighted holes at the least gain; the least: at the largest.
-        ideal = _ideal(top, n_top, values, index, n_weighted, values[0], n_unweighted, k)
+        ideal = _ideal(top, n_top, values, index, n_weighted, values[0], n_unweighted, k,
+                       denominator)
         if ideal > 0.0:
             greatest = max(greatest, high / ideal)
         elif rules.no_positive == NO_POSITIVE_ONE:
@@ -137,7 +147,7 @@ def block_bounds(slots, rank, m, rules, k, top, n_top, n_outside, scratch):
                 n_unweighted > 0 and values[top_value] > 0.0):
             greatest = max(greatest, 0.0)  # all gains 0, or one unweighted hole raised: 0
         ideal = _ideal(top, n_top, values, index, n_weighted, values[top_value], n_unweighted,
-                       k)
+                       k, denominator)
         if ideal > 0.0:
             least = min(least, low / ideal)
         elif rules.no_positive == NO_POSITIVE_ONE:
@@ -167,9 +177,10 @@ def _count_vectors(n, v):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _ideal(top, n_top, values, index, n_weighted, rest, n_rest, k):
+def _ideal(top, n_top, values, index, n_weighted, rest, n_rest, k, denominator):
     """Ideal DCG@k of three high-to-low lists merged: the fixed gains, the weighted holes'
-    gains (``values[index[:n_weighted]]``) and ``n_rest`` copies of ``rest``."""
+    gains (``values[index[:n_weighted]]``) and ``n_rest`` copies of ``rest``;
+    ``denominator[p]`` is log2(p + 2)."""
     f, h, total = 0, 0, 0.0
     for p in range(k):
         best, source = -1.0, -1
@@ -187,5 +198,5 @@ def _ideal(top, n_top, values, index, n_weighted, rest, n_rest, k):
             h += 1
         else:
             n_rest -= 1
-        total += best / np.log2(p + 2.0)
+        total += best / denominator[p]
     return total

@@ -13,7 +13,12 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from evaluation_pipeline.metric.kernels.bounds import block_bounds, fixed_top, insert_descending
+from evaluation_pipeline.metric.kernels.bounds import (
+    block_bounds,
+    bound_scratch,
+    fixed_top,
+    insert_descending,
+)
 from evaluation_pipeline.metric.kernels.codes import (
     GRADED,
     TIES_AVERAGE,
@@ -109,7 +114,7 @@ def score_blocks(candidates, judgments, rules):
     greatest = np.full((n_blocks, n_k), np.nan)
     holes = np.zeros(n_blocks, np.int64)
     graded_top = np.empty(reach)
-    bound_scratch = (np.empty(longest), np.empty(longest), np.empty(longest, np.int64))
+    bounds_scratch = bound_scratch(longest, reach)
     for b in range(n_blocks):
         m = starts[b + 1] - starts[b]
         _grade(candidates, judgments, b, rules, slots, counts, positives)
@@ -121,7 +126,7 @@ def score_blocks(candidates, judgments, rules):
             for j in range(n_k):
                 least[b, j], greatest[b, j] = block_bounds(
                     slots, rank, m, rules, cutoffs[j], graded_top, n_top, n_outside,
-                    bound_scratch)
+                    bounds_scratch)
         n_kept = _exclude(slots, rank, m, rules, kept_score, kept_gain)
         _add_dcg(kept_score, kept_gain, n_kept, rules, reach, dcg[b])
         if rules.ideal_from_candidates and n_kept:

@@ -14,6 +14,7 @@ from numba import njit
 
 from evaluation_pipeline.metric.kernels.bounds import (
     block_bounds,
+    bound_scratch,
     fixed_top,
     insert_descending,
 )
@@ -56,7 +57,7 @@ def what_if_blocks(candidates, judgments, rules, first, last, base, past_k):
     positives = np.zeros(n_blocks, np.int64)
     graded_top = np.empty(k)
     top = np.empty(k)
-    scratch = (np.empty(longest), np.empty(longest), np.empty(longest, np.int64))
+    scratch = bound_scratch(longest, k)
     # Sized for every row of the range a hole: pages never written are never made resident,
     # so this costs what is written, and nothing is copied as the holes are found.
     capacity = starts[last] - starts[first]
