@@ -128,6 +128,13 @@ def block_bounds(slots, rank, m, rules, k, top, n_top, n_outside, scratch):
         return 0.0, 1.0  # a tie group of many holes across K: a valid range, not the exact one
     hole_weight[:n_weighted] = np.sort(hole_weight[:n_weighted])[::-1]
     least, greatest = np.inf, -np.inf
+    # For the least, the unweighted holes take the largest gain. When there are K of them and
+    # no graded gain is larger, they alone fill the ideal's top K whatever the grading: the
+    # same terms in the same order as the merge would add, so computed once.
+    fixed_least = -1.0
+    if n_unweighted >= k and (n_top == 0 or top[0] <= values[top_value]):
+        fixed_least = _ideal(top, 0, values, index, 0, values[top_value], n_unweighted, k,
+                             denominator)
     for i in range(n_weighted):
         index[i] = top_value
     while True:
@@ -146,8 +153,9 @@ def block_bounds(slots, rank, m, rules, k, top, n_top, n_outside, scratch):
         elif rules.no_positive != NO_POSITIVE_EXCLUDE or (
                 n_unweighted > 0 and values[top_value] > 0.0):
             greatest = max(greatest, 0.0)  # all gains 0, or one unweighted hole raised: 0
-        ideal = _ideal(top, n_top, values, index, n_weighted, values[top_value], n_unweighted,
-                       k, denominator)
+        ideal = fixed_least if fixed_least >= 0.0 else _ideal(
+            top, n_top, values, index, n_weighted, values[top_value], n_unweighted, k,
+            denominator)
         if ideal > 0.0:
             least = min(least, low / ideal)
         elif rules.no_positive == NO_POSITIVE_ONE:
