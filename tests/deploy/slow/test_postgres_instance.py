@@ -20,6 +20,7 @@ from evaluation_pipeline import settings
 from evaluation_pipeline.main_job import INSTANCE_YAML
 from tests.support.example_run import example_storage
 from tests.support.paths import EXAMPLES, REPO
+from tests.support.processes import tree
 
 INSTANCE_FILE = REPO / "deploy" / "dagster.yaml"
 RUN_SECONDS = 900
@@ -175,11 +176,6 @@ def test_a_main_job_killed_while_scoring_on_postgres_is_failed_and_rerun_to_comp
     assert NOTHING_NEW in finished(main_job(env))
 
 
-def _children(pid: int) -> list[int]:
-    return [int(c) for c in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True,
-                                           text=True).stdout.split()]
-
-
 def _signal_all(pids: list[int], sig: int) -> None:
     """A backend may exit between the listing and the signal: that is not a failure."""
     for pid in pids:
@@ -199,7 +195,7 @@ def _frozen(postgres_server):
     stopped = [postmaster]
     try:
         os.kill(postmaster, signal.SIGSTOP)
-        stopped += _children(postmaster)
+        stopped += [pid for pid in tree(postmaster) if pid != postmaster]
         _signal_all(stopped[1:], signal.SIGSTOP)
         yield
     finally:
