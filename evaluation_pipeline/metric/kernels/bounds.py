@@ -80,20 +80,28 @@ def insert_descending(top, n_top, reach, g):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def bound_scratch(widest, reach):
-    """The scratch of ``block_bounds`` for blocks of at most ``widest`` candidates and cutoffs
-    of at most ``reach``: (weights, hole weights, gain indices, log2(p + 2) for p < reach). The
-    logarithms are taken once: the enumeration's ideals would take one per place and grading,
-    most of its time on a pool with many holes."""
-    return (np.empty(widest), np.empty(widest), np.empty(widest, np.int64),
-            np.log2(np.arange(reach) + 2.0))
+def bound_scratch(widest, denominator):
+    """The scratch of ``block_bounds`` for blocks of at most ``widest`` candidates;
+    ``denominator[p]`` is log2(p + 2) for p below the largest cutoff, taken once by the caller:
+    the enumeration's ideals would take one per place and grading. Besides the weights and the
+    gain indices it holds, per weighted hole, the running sums of both DCGs and the state of
+    both ideals' merges after that hole (``_merge_from``)."""
+    return (np.empty(widest), np.empty(widest), np.empty(widest, np.int64), denominator,
+            np.empty(widest + 1), np.empty(widest + 1),
+            np.empty((2, widest, 3), np.int64), np.empty((2, widest)))
 
 
 @njit(cache=True, nogil=True, inline="always")
 def block_bounds(slots, rank, m, rules, k, top, n_top, n_outside, scratch):
     """(least, greatest) NDCG@k of the block over every grading of its holes; NaN for both when
-    no grading gives the query a number. ``scratch``: ``bound_scratch``'s."""
-    weight, hole_weight, index, denominator = scratch
+    no grading gives the query a number. ``scratch``: ``bound_scratch``'s.
+
+    The gradings come in an order where one grading differs from the previous only from some
+    hole on (the suffix of the gain indices). Each DCG is a running sum over the holes and each
+    ideal a merge that takes the holes in order, so both resume from their state before the
+    first changed hole: the same terms added in the same order as a sum from the start, hence
+    the same bytes, at the cost of the changed suffix only."""
+    weight, hole_weight, index, denominator, high_at, low_at, merge_at, ideal_at = scratch
     slot_score, slot_class, slot_gain = slots.score, slots.grade_class, slots.gain
     average = rules.ties == TIES_AVERAGE
     # Each place's weight at cutoff k, the fixed part of DCG and the weighted holes.
@@ -137,15 +145,26 @@ def block_bounds(slots, rank, m, rules, k, top, n_top, n_outside, scratch):
                              denominator)
     for i in range(n_weighted):
         index[i] = top_value
+    high_at[0], low_at[0] = fixed, fixed
+    changed = 0  # the first hole whose gain differs from the previous grading's
+    # The greatest's ideal: unweighted holes at the least gain; the least's: at the largest.
+    ideal_high, taken_high, ideal_low, taken_low = 0.0, 0, fixed_least, 0
     while True:
-        high, low = fixed, fixed
-        for i in range(n_weighted):
+        for i in range(changed, n_weighted):
             g = values[index[i]]
-            high += hole_weight[i] * g
-            low += hole_weight[n_weighted - 1 - i] * g
-        # The greatest: unweighted holes at the least gain; the least: at the largest.
-        ideal = _ideal(top, n_top, values, index, n_weighted, values[0], n_unweighted, k,
-                       denominator)
+            high_at[i + 1] = high_at[i] + hole_weight[i] * g
+            low_at[i + 1] = low_at[i] + hole_weight[n_weighted - 1 - i] * g
+        high, low = high_at[n_weighted], low_at[n_weighted]
+        # A merge that stopped at K before the changed hole did not read it: unchanged.
+        if changed == 0 or taken_high >= changed:
+            ideal_high, taken_high = _merge_from(
+                top, n_top, values, index, n_weighted, values[0], n_unweighted, k,
+                denominator, changed, merge_at[0], ideal_at[0])
+        if fixed_least < 0.0 and (changed == 0 or taken_low >= changed):
+            ideal_low, taken_low = _merge_from(
+                top, n_top, values, index, n_weighted, values[top_value], n_unweighted, k,
+                denominator, changed, merge_at[1], ideal_at[1])
+        ideal = ideal_high
         if ideal > 0.0:
             greatest = max(greatest, high / ideal)
         elif rules.no_positive == NO_POSITIVE_ONE:
@@ -153,9 +172,7 @@ def block_bounds(slots, rank, m, rules, k, top, n_top, n_outside, scratch):
         elif rules.no_positive != NO_POSITIVE_EXCLUDE or (
                 n_unweighted > 0 and values[top_value] > 0.0):
             greatest = max(greatest, 0.0)  # all gains 0, or one unweighted hole raised: 0
-        ideal = fixed_least if fixed_least >= 0.0 else _ideal(
-            top, n_top, values, index, n_weighted, values[top_value], n_unweighted, k,
-            denominator)
+        ideal = ideal_low
         if ideal > 0.0:
             least = min(least, low / ideal)
         elif rules.no_positive == NO_POSITIVE_ONE:
@@ -170,6 +187,7 @@ def block_bounds(slots, rank, m, rules, k, top, n_top, n_outside, scratch):
         index[i] -= 1
         for t in range(i + 1, n_weighted):
             index[t] = index[i]
+        changed = i
     if greatest == -np.inf:
         return np.nan, np.nan
     return least, greatest
@@ -208,3 +226,36 @@ def _ideal(top, n_top, values, index, n_weighted, rest, n_rest, k, denominator):
             n_rest -= 1
         total += best / denominator[p]
     return total
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _merge_from(top, n_top, values, index, n_weighted, rest, n_rest, k, denominator, h, at,
+                total_at):
+    """``_ideal`` resumed just after weighted hole h - 1 from its state in ``at`` (place, fixed
+    gains taken, copies of ``rest`` taken) and ``total_at``, from the start when h is 0. The
+    state after each hole it takes is recorded there: what came before a hole does not depend
+    on the gains after it, since they are no larger. Returns (ideal DCG@k, holes taken)."""
+    if h == 0:
+        p, f, r, total = 0, 0, 0, 0.0
+    else:
+        p, f, r, total = at[h - 1, 0], at[h - 1, 1], at[h - 1, 2], total_at[h - 1]
+    while p < k:
+        best, source = -1.0, -1
+        if f < n_top:
+            best, source = top[f], 0
+        if h < n_weighted and values[index[h]] > best:
+            best, source = values[index[h]], 1
+        if r < n_rest and rest > best:
+            best, source = rest, 2
+        if source < 0:
+            break
+        total += best / denominator[p]
+        p += 1
+        if source == 0:
+            f += 1
+        elif source == 1:
+            at[h, 0], at[h, 1], at[h, 2], total_at[h] = p, f, r, total
+            h += 1
+        else:
+            r += 1
+    return total, h

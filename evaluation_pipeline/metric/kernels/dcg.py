@@ -114,7 +114,7 @@ def score_blocks(candidates, judgments, rules):
     greatest = np.full((n_blocks, n_k), np.nan)
     holes = np.zeros(n_blocks, np.int64)
     graded_top = np.empty(reach)
-    bounds_scratch = bound_scratch(longest, reach)
+    bounds_scratch = bound_scratch(longest, denominator)
     for b in range(n_blocks):
         m = starts[b + 1] - starts[b]
         _grade(candidates, judgments, b, rules, slots, counts, positives)
