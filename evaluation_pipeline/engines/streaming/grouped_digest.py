@@ -2,27 +2,30 @@
 
 ``metric.hashing.StreamingDigest`` needs its pieces in key order: a range's lines are hashed as
 they come. A run grouped by query but not sorted (``engines.streaming.grouping``) brings the
-blocks of one range from all over the file, so ``GroupedDigest`` writes each block to a scratch
-file as the block comes, keeps each block's key, rows, offset and size, and at the end reads
-the blocks back in key order, range by range, into SHA-256: the same hash, with the blocks on
-disk rather than the rows sorted. Only the blocks of the range being hashed are mapped into
-memory. A version's blocks are spilled as their canonical lines (the same compiled writer, the
-same bytes); a pool's as each row's doc_id (its length, then its bytes) and score bits, 25
-bytes a row here against 60 of its line (the ranker and query_id are the block's), from which
-the lines are written at the end: a third of the disk writes, which cost more system time
-than the rest of the hash.
+blocks of one range from all over the file. A pool's blocks are packed as each row's doc_id
+(its length, then its bytes) and score bits, 25 bytes a row here against 60 of its line (the
+ranker and query_id are the block's), and given the grouping pass's order of blocks, each range
+is hashed from memory as soon as its last block has come (``open_ranges``), what is held past a
+cap going to a scratch file and read back then. Without that order (and for a version, whose
+blocks are spilled as their canonical lines: the same compiled writer, the same bytes) every
+block goes to the scratch file, with its key, rows, offset and size, and at the end the blocks
+are read back in key order, range by range, into SHA-256: the same hash, with the blocks on
+disk rather than the rows sorted. Only the blocks of the range being hashed are then mapped
+into memory.
 """
 
 from __future__ import annotations
 
 import hashlib
 import mmap
+import os
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 from numba import njit
 
+from evaluation_pipeline.engines.streaming.open_ranges import OpenRanges
 from evaluation_pipeline.metric.hashing import (
     _CHUNK_ROWS,
     HASH_VERSION,
@@ -45,23 +48,49 @@ _WORDS = (len(columns.GRADED), len(columns.UNKNOWN))
 
 class GroupedDigest:
     """``StreamingDigest``'s hash of blocks fed in any order, each block whole in one piece
-    and no key in two blocks (``grouping.detect`` proves both before the stream starts)."""
+    and no key in two blocks (``grouping.detect`` proves both before the stream starts).
 
-    def __init__(self, kind: str, scratch: Path) -> None:
+    ``groups``: a pool's blocks as the grouping pass found them (``Order.groups``), which then
+    must come in that order; each range is hashed from memory once its last block has come,
+    with at most ``held_bytes`` held (``open_ranges``). Without it every block is spilled."""
+
+    def __init__(self, kind: str, scratch: Path, groups: pl.DataFrame | None = None,
+                 held_bytes: int = 0) -> None:
         if kind not in ("pool", "judgments"):
             raise ValueError(f"kind must be 'pool' or 'judgments', not {kind!r}")
         self._kind = kind
         self._path = scratch / f"{kind}.lines"
-        self._file = open(self._path, "wb")  # noqa: SIM115 - closed by hexdigest
+        self._file = open(self._path, "w+b")  # noqa: SIM115 - closed by hexdigest
         self._written = 0
         self._blocks: list[pl.DataFrame] = []
         self._buffer = np.empty(0, np.uint8)
+        self._open = OpenRanges(groups, held_bytes) if (
+            kind == "pool" and groups is not None) else None
+        # Per spilled range, its parts in the scratch file: (ranks, sizes, offset, bytes).
+        self._spilled: dict[int, list[tuple[np.ndarray, np.ndarray, int, int]]] = {}
 
     def update(self, piece: pl.DataFrame | Blocks) -> Blocks:
         """Write one piece's lines; returns its blocks (``duplicate`` flags a repeated key)."""
         if isinstance(piece, pl.DataFrame):
             piece = pool_blocks(piece) if self._kind == "pool" else judgment_blocks(piece)
         if not piece.n_blocks:
+            return piece
+        if self._open is not None:
+            self._buffer, ends = _packed(piece, self._buffer)
+            to_file, closed = self._open.take(piece, self._buffer, ends, self._hash)
+            for number, (ranks, sizes, data) in to_file:
+                self._file.write(memoryview(data))
+                self._spilled.setdefault(number, []).append(
+                    (ranks, sizes, self._written, len(data)))
+                self._written += len(data)
+            if closed:
+                self._file.flush()
+            for number, held in closed:  # whole: its parts read back, hashed with the rest
+                parts = [(ranks, sizes, np.frombuffer(os.pread(
+                    self._file.fileno(), size, at), np.uint8))
+                    for ranks, sizes, at, size in self._spilled.pop(number)] + held
+                self._open.digests[number] = self._hash(
+                    *(np.concatenate(column) for column in zip(*parts)))
             return piece
         if self._kind == "pool":
             self._buffer, ends = _packed(piece, self._buffer)
@@ -82,7 +111,29 @@ class GroupedDigest:
         self._written += int(ends[-1])
         return piece
 
+    def _hash(self, ranks: np.ndarray, sizes: np.ndarray, data: np.ndarray) -> bytes:
+        """The digest of one whole range held in memory: its blocks (``ranks``, their places
+        in key order; ``sizes``, their bytes one after the other in ``data``)."""
+        order = np.argsort(ranks, kind="stable")
+        table = self._open.keys[ranks[order]].with_columns(
+            offset=pl.Series((np.cumsum(sizes) - sizes)[order], dtype=pl.Int64),
+            size=pl.Series(sizes[order], dtype=pl.Int64))
+        rows = self._open.rows[ranks[order]]
+        return _pool_digests(data, None, table, rows, np.zeros(len(rows), np.int64))[0]
+
+    def _open_hexdigest(self) -> str:
+        """The hash of the ranges, each hashed when its last block came."""
+        self._file.close()
+        self._path.unlink()
+        self._open.finished()
+        digests = self._open.digests
+        if self._spilled or sorted(digests) != np.unique(self._open.ranges).tolist():
+            raise RuntimeError("a range of the run's content hash was not hashed")
+        return combine([digests[r] for r in sorted(digests)])
+
     def hexdigest(self) -> str:
+        if self._open is not None:
+            return self._open_hexdigest()
         self._file.close()
         if not self._blocks:
             return combine([])
@@ -117,10 +168,11 @@ class GroupedDigest:
         return combine(digests)
 
 
-def _pool_digests(source: np.ndarray, spill: mmap.mmap, table: pl.DataFrame, rows, ranges
-                  ) -> list[bytes]:
+def _pool_digests(source: np.ndarray, spill: mmap.mmap | None, table: pl.DataFrame, rows,
+                  ranges) -> list[bytes]:
     """The range digests of a pool's packed blocks (``table``: in key order), the lines of some
-    ``_CHUNK_ROWS`` rows written at a time while the chunk before is hashed on a helper."""
+    ``_CHUNK_ROWS`` rows written at a time while the chunk before is hashed on a helper.
+    ``spill``: the map ``source`` reads, whose pages are let go range by range."""
     from evaluation_pipeline.metric.kernels.buffers import string_buffers
 
     offsets, sizes = table["offset"].to_numpy(), table["size"].to_numpy()
@@ -151,7 +203,8 @@ def _pool_digests(source: np.ndarray, spill: mmap.mmap, table: pl.DataFrame, row
         if current is None or int(ranges[lo]) != current[0]:
             if current is not None:
                 digests.append(current[1].digest())
-                spill.madvise(mmap.MADV_DONTNEED)  # the range's pages leave this process
+                if spill is not None:
+                    spill.madvise(mmap.MADV_DONTNEED)  # the range's pages leave this process
             current = (int(ranges[lo]), hashlib.sha256())
         hashing = helper("sha256").submit(current[1].update, buffers[k % 2][:size])
     if hashing is not None:

@@ -39,6 +39,10 @@ from evaluation_pipeline.metric.kernels.blocks import block_starts, sorted_by
 GROUPED_NOTE = ("run is grouped by (ranker, query_id) but not sorted: streaming it as it is, "
                 "with the judgments ordered as the run returns its queries (no sort of the run)")
 
+# The pool digest holds each range's blocks in memory until the range is whole, up to this
+# share of the memory budget (``open_ranges``); the rest is spilled to its scratch file.
+HELD_SHARE = 32
+
 # The judgments' column of the run's position of their query (``Order``); judged queries the
 # ranker did not return all take the position after its last.
 POSITION = "_position"
@@ -145,7 +149,8 @@ class Grouped:
     def pool_digest(self):
         from evaluation_pipeline.engines.streaming.grouped_digest import GroupedDigest
 
-        return GroupedDigest("pool", self.scratch)
+        return GroupedDigest("pool", self.scratch, self.order.groups,
+                             self.budget.memory_limit // HELD_SHARE)
 
     def positions(self, blocks, part: pl.DataFrame, whole: bool) -> tuple[int, int]:
         """The positions of the first and last block of ``part`` of a batch (``blocks``), the

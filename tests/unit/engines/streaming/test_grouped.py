@@ -181,6 +181,47 @@ def test_the_grouped_digest_is_the_content_hash(tmp_path_factory, seed, range_ro
             assert digest.hexdigest() == hashing.sha256_of(kind, frame)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**16), st.sampled_from([3, 50, 200, hashing.RANGE_ROWS]),
+       st.sampled_from([0, 200, 2_000, 10**9]))
+def test_ranges_hashed_as_they_close_give_the_content_hash(tmp_path_factory, seed, range_rows,
+                                                           held_bytes):
+    """A pool's ranges hashed from memory as their last block comes, with what is held capped
+    (0: every range spilled; 10**9: none; between: some of each, the latest to close first)."""
+    _, run = _data(seed=seed % 50, queries=30)
+    run = run.with_columns(pl.when(pl.col("score") == 0).then(-0.0).otherwise("score")
+                           .alias("score"))
+    grouped = _grouped(run, ["ranker", "query_id", "doc_id"])
+    groups = grouped.group_by("ranker", "query_id", maintain_order=True).len("rows")
+    scratch = tmp_path_factory.mktemp("open")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hashing, "RANGE_ROWS", range_rows)
+        patch.setattr(grouped_digest, "RANGE_ROWS", range_rows)
+        digest = GroupedDigest("pool", scratch, groups, held_bytes)
+        parts = grouped.partition_by(["ranker", "query_id"], maintain_order=True)
+        step = 1 + seed % 7
+        for at in range(0, len(parts), step):
+            digest.update(pl.concat(parts[at:at + step]))
+            assert sum(len(p[2]) for held in digest._open._held.values() for p in held) <= (
+                held_bytes)
+        spilled, written = digest._open.spilled.any(), digest._written
+        assert digest.hexdigest() == hashing.sha256_of("pool", run)
+    if held_bytes == 10**9:
+        assert not spilled and written == 0  # every range hashed from memory
+    assert not (scratch / "pool.lines").exists()
+
+
+def test_blocks_out_of_the_grouping_pass_order_are_refused(tmp_path):
+    _, run = _data(queries=10)
+    grouped = _grouped(run, ["ranker", "query_id", "doc_id"])
+    groups = grouped.group_by("ranker", "query_id", maintain_order=True).len("rows")
+    digest = GroupedDigest("pool", tmp_path, groups, 10**9)
+    parts = grouped.partition_by(["ranker", "query_id"], maintain_order=True)
+    digest.update(parts[0])
+    with pytest.raises(RuntimeError, match="another order"):
+        digest.update(parts[2])
+
+
 def test_bad_rows_on_the_grouped_path_are_named_as_on_the_sorted_path(tmp_path):
     judgments, run = _data()
     run = _grouped(run, ["ranker", "query_id", "doc_id"])
