@@ -30,6 +30,9 @@ class OpenRanges:
     bytes kept in memory."""
 
     def __init__(self, groups: pl.DataFrame, held_bytes: int) -> None:
+        # As strings, as the blocks have them: a query_id stored as integers is read as text,
+        # and its byte order is not its numeric order.
+        groups = groups.with_columns(pl.col("ranker", "query_id").cast(pl.String))
         ranked = (groups.select("ranker", "query_id", "rows").with_row_index("position")
                   .sort("ranker", "query_id"))  # byte-wise, as canonical_blocks orders
         self._input_keys = groups.select("ranker", "query_id")
@@ -71,6 +74,9 @@ class OpenRanges:
         self._next += n
         ranges = self._range[first:first + n]
         ranks = self._rank[first:first + n]
+        if not np.array_equal(np.diff(blocks.starts), self.rows[ranks]):
+            raise RuntimeError("the run's blocks have other row counts than the grouping pass "
+                               "found")
         sizes = np.diff(np.r_[0, ends])
         starts = ends - sizes
         to_file, closed = [], []

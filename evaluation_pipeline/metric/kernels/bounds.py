@@ -233,8 +233,9 @@ def _merge_from(top, n_top, values, index, n_weighted, rest, n_rest, k, denomina
                 total_at):
     """``_ideal`` resumed just after weighted hole h - 1 from its state in ``at`` (place, fixed
     gains taken, copies of ``rest`` taken) and ``total_at``, from the start when h is 0. The
-    state after each hole it takes is recorded there: what came before a hole does not depend
-    on the gains after it, since they are no larger. Returns (ideal DCG@k, holes taken)."""
+    state after each hole it takes is recorded there: the merge reads the holes in order, the
+    next one only once the one before is taken, so its state on taking a hole does not depend
+    on the gains after it. Returns (ideal DCG@k, holes taken)."""
     if h == 0:
         p, f, r, total = 0, 0, 0, 0.0
     else:

@@ -187,7 +187,8 @@ def test_the_grouped_digest_is_the_content_hash(tmp_path_factory, seed, range_ro
 def test_ranges_hashed_as_they_close_give_the_content_hash(tmp_path_factory, seed, range_rows,
                                                            held_bytes):
     """A pool's ranges hashed from memory as their last block comes, with what is held capped
-    (0: every range spilled; 10**9: none; between: some of each, the latest to close first)."""
+    (0: nothing held between pieces; 10**9: nothing written; between: some of each, the range
+    that closes last written first)."""
     _, run = _data(seed=seed % 50, queries=30)
     run = run.with_columns(pl.when(pl.col("score") == 0).then(-0.0).otherwise("score")
                            .alias("score"))
@@ -211,6 +212,23 @@ def test_ranges_hashed_as_they_close_give_the_content_hash(tmp_path_factory, see
     assert not (scratch / "pool.lines").exists()
 
 
+def test_query_ids_stored_as_integers_are_hashed_in_byte_order(tmp_path):
+    """The grouping pass reads the ids as stored; the blocks have them as text. Byte order of
+    the text (10 before 9) is the hash's, not numeric order."""
+    _, run = _data(queries=30)
+    run = run.with_columns(pl.col("query_id").str.slice(1))  # q12 -> 12
+    grouped = run.sort("ranker", pl.col("query_id").cast(pl.Int64), maintain_order=True)
+    groups = grouped.group_by("ranker", "query_id", maintain_order=True).len("rows")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hashing, "RANGE_ROWS", 40)
+        patch.setattr(grouped_digest, "RANGE_ROWS", 40)
+        digest = GroupedDigest("pool", tmp_path, groups.with_columns(
+            pl.col("query_id").cast(pl.Int64)), 10**9)
+        for part in grouped.partition_by(["ranker", "query_id"], maintain_order=True):
+            digest.update(part)
+        assert digest.hexdigest() == hashing.sha256_of("pool", run)
+
+
 def test_blocks_out_of_the_grouping_pass_order_are_refused(tmp_path):
     _, run = _data(queries=10)
     grouped = _grouped(run, ["ranker", "query_id", "doc_id"])
@@ -220,6 +238,10 @@ def test_blocks_out_of_the_grouping_pass_order_are_refused(tmp_path):
     digest.update(parts[0])
     with pytest.raises(RuntimeError, match="another order"):
         digest.update(parts[2])
+    shorter = GroupedDigest("pool", tmp_path / "rows", groups, 10**9) if (
+        (tmp_path / "rows").mkdir() is None) else None
+    with pytest.raises(RuntimeError, match="other row counts"):
+        shorter.update(parts[0].slice(1))
 
 
 def test_bad_rows_on_the_grouped_path_are_named_as_on_the_sorted_path(tmp_path):
