@@ -43,21 +43,21 @@ def _copy_checkout(target: Path) -> None:
         elif source.is_file():
             shutil.copy2(source, destination)
     (target / ".venv").symlink_to(REPO / ".venv")
-    _copy_kernel_cache(target)
+    _share_kernel_cache(target)
 
 
-def _copy_kernel_cache(target: Path) -> None:
-    """The checkout's compiled kernels (numba's cache files, ignored by git) into the copy. The
-    cache is keyed by each kernel's bytecode and checked against its source file's time and
-    size, which the copy keeps (copy2): a kernel whose source changed is compiled again, the
-    others are not, so the copy's first command of each kind does not spend half a minute
-    compiling what the checkout already has. What the blocks print is the same either way."""
-    for cached in [*REPO.glob("evaluation_pipeline/**/__pycache__/*.nbi"),
-                   *REPO.glob("evaluation_pipeline/**/__pycache__/*.nbc")]:
-        destination = target / cached.relative_to(REPO)
-        if destination.parent.parent.is_dir():  # the kernel's module is in the copy
-            destination.parent.mkdir(exist_ok=True)
-            shutil.copy2(cached, destination)
+def _share_kernel_cache(target: Path) -> None:
+    """Each package folder of the copy's code gets the checkout's ``__pycache__`` (a symlink),
+    where numba keeps the compiled kernels. Its cache is keyed by each kernel's bytecode and
+    checked against its source file's time and size, which the copy keeps (copy2): a kernel
+    compiled by either side, before or during this test, is loaded by the other instead of
+    compiled again (half a minute for the first command of each kind). What the blocks print
+    is the same either way."""
+    for package in REPO.glob("evaluation_pipeline/**/__init__.py"):
+        folder = package.parent.relative_to(REPO)
+        if (target / folder).is_dir() and not (target / folder / "__pycache__").exists():
+            (REPO / folder / "__pycache__").mkdir(exist_ok=True)
+            (target / folder / "__pycache__").symlink_to(REPO / folder / "__pycache__")
 
 
 def _install_stamp(copy: Path) -> str:
