@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 from numba import njit
 
-from evaluation_pipeline.engines.streaming.open_ranges import OpenRanges
+from evaluation_pipeline.engines.streaming.open_ranges import OpenRanges, gather
 from evaluation_pipeline.metric.hashing import (
     _CHUNK_ROWS,
     HASH_VERSION,
@@ -157,7 +157,7 @@ class GroupedDigest:
                 total = int(size.sum())
                 if len(buffers[k % 2]) < total:
                     buffers[k % 2] = np.empty(total, np.uint8)
-                _gather(source, at, size, buffers[k % 2])
+                gather(source, at, size, buffers[k % 2])
                 if hashing is not None:
                     digests.append(hashing.result())
                     lines.madvise(mmap.MADV_DONTNEED)  # the range's pages leave this process
@@ -188,7 +188,7 @@ def _pool_digests(source: np.ndarray, spill: mmap.mmap | None, table: pl.DataFra
         lo, hi = int(lo), int(hi)
         total = int(sizes[lo:hi].sum())
         packed = packed if len(packed) >= total else np.empty(total, np.uint8)
-        _gather(source, offsets[lo:hi], sizes[lo:hi], packed)
+        gather(source, offsets[lo:hi], sizes[lo:hi], packed)
         r_off, r_data = string_buffers(table["ranker"].slice(lo, hi - lo))
         q_off, q_data = string_buffers(table["query_id"].slice(lo, hi - lo))
         n_rows = int(rows[lo:hi].sum())
@@ -334,11 +334,3 @@ def _judgment_ends(starts, order, q_off, d_off, grade, graded, graded_word, unkn
                 _digits(grade[i]) + graded_word if graded[i] else unknown_word)
         ends[b] = at
     return ends
-
-
-@njit(cache=True, nogil=True)
-def _gather(source, offsets, sizes, out):
-    at = 0
-    for k in range(len(offsets)):
-        out[at:at + sizes[k]] = source[offsets[k]:offsets[k] + sizes[k]]
-        at += sizes[k]

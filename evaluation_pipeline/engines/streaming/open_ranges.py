@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+from numba import njit
 
 from evaluation_pipeline.metric import hashing
 from evaluation_pipeline.metric.kernels.blocks import Blocks
@@ -110,8 +111,16 @@ class OpenRanges:
 
 def _cut(packed: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """The bytes of the given blocks, one after the other, in a copy of their own."""
-    from evaluation_pipeline.engines.streaming.grouped_digest import _gather
-
     out = np.empty(int(sizes.sum()), np.uint8)
-    _gather(packed, starts, sizes, out)
+    gather(packed, starts, sizes, out)
     return out
+
+
+@njit(cache=True, nogil=True)
+def gather(source, offsets, sizes, out):
+    """``sizes[k]`` bytes of ``source`` from each ``offsets[k]``, one after the other, into
+    ``out``."""
+    at = 0
+    for k in range(len(offsets)):
+        out[at:at + sizes[k]] = source[offsets[k]:offsets[k] + sizes[k]]
+        at += sizes[k]
