@@ -16,6 +16,7 @@ pool has its scores and report, made from the inputs published now. Otherwise ea
 input and evaluation is listed with the reason.
 """
 
+import logging
 import os
 import shlex
 import signal
@@ -73,6 +74,12 @@ def _waiting(home: Path, timeout: float):
     return say
 
 
+def _not_an_interruption(record: logging.LogRecord) -> bool:
+    from evaluation_pipeline.orchestration.local_runner import INTERRUPTIONS
+
+    return not (record.exc_info and type(record.exc_info[1]).__name__ in INTERRUPTIONS)
+
+
 @contextmanager
 def stop_signals(runner):
     """SIGTERM and SIGINT stop the job: the first one interrupts the run under way (as Ctrl-C
@@ -105,9 +112,17 @@ def stop_signals(runner):
             unraisable(failure)
 
     sys.unraisablehook = quiet_interruptions
+    # A library that logs the exception it caught while closing (SQLAlchemy's pool, when the
+    # interruption lands in a connection's close) would print it with its traceback: the
+    # handlers that print the job's log records drop those whose exception is the stop.
+    handlers = [logging.lastResort, *logging.getLogger().handlers]
+    for handler in handlers:
+        handler.addFilter(_not_an_interruption)
     try:
         yield
     finally:
+        for handler in handlers:
+            handler.removeFilter(_not_an_interruption)
         sys.unraisablehook = unraisable
         signal.set_wakeup_fd(wakeup)
         runner.signals = None

@@ -101,3 +101,39 @@ def test_an_interruption_escaping_a_run_leaves_that_run_named(monkeypatch):
     monkeypatch.setattr(local_runner, "execute_job", lambda *args, **kwargs: finished)
     assert runner.execute("evaluate_job", request).success
     assert runner.running is None
+
+
+def test_a_close_interrupted_by_the_stop_prints_no_traceback(capfd, monkeypatch):
+    """SQLAlchemy's pool logs, with its traceback, what a connection's close raised: when the
+    stop's interruption lands there, that record is the stop and is not printed; any other
+    exception a close raises still is."""
+    import logging
+
+    import sqlalchemy
+    from dagster._core.errors import DagsterExecutionInterruptedError
+
+    engine = sqlalchemy.create_engine("sqlite://", poolclass=sqlalchemy.pool.NullPool)
+
+    def close_raising(failure):
+        def close(connection):
+            raise failure
+        return close
+
+    # As in the main job's process: no handler configured, Python's last resort prints.
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
+    with stop_signals(_runner()):
+        for failure in (DagsterExecutionInterruptedError(), KeyboardInterrupt(),
+                        ValueError("a real one")):
+            with engine.connect():
+                pass  # opened; closed on leaving, by the dialect's do_close
+            engine.dialect.do_close = close_raising(failure)
+            try:
+                with engine.connect():
+                    pass
+            except BaseException as raised:  # the pool logs it, then raises what is no Exception
+                assert raised is failure
+            del engine.dialect.do_close
+    printed = capfd.readouterr().err
+    assert printed.count("Exception closing connection") == 1, printed
+    assert "ValueError: a real one" in printed
+    assert "Interrupt" not in printed
