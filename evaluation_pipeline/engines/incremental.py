@@ -23,9 +23,10 @@ import pyarrow.parquet as pq
 
 from evaluation_pipeline.engines import PER_QUERY_ROW_GROUP_ROWS
 from evaluation_pipeline.engines.choice import IN_MEMORY_MAX_ROWS
-from evaluation_pipeline.evaluation import Lineage, single_value, with_lineage
+from evaluation_pipeline.evaluation import Lineage, read_lineage, with_lineage
+from evaluation_pipeline.io.datasets import distinct_values
 from evaluation_pipeline.io.atomic import atomic_write
-from evaluation_pipeline.io.locations import Location
+from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.metric import pool_holes
 from evaluation_pipeline.metric.hashing import (
     judgment_blocks,
@@ -39,7 +40,7 @@ from evaluation_pipeline.metric.ndcg import (
     score_candidates,
     sort_results,
 )
-from evaluation_pipeline.metric.raters import check_rule, combine_ratings, is_rated
+from evaluation_pipeline.metric.raters import check_rule, combine_ratings
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import validate
 from schemas.columns import GRADED, RATER
@@ -64,7 +65,8 @@ class Increment:
     seconds: dict[str, tuple[float, float]] = field(default_factory=dict, compare=False)
 
 
-def changed_queries(previous: pl.DataFrame, current: pl.DataFrame) -> pl.Series:
+def changed_queries(previous: pl.DataFrame | pl.LazyFrame, current: pl.DataFrame | pl.LazyFrame
+                    ) -> pl.Series:
     """The query_ids whose judgment rows differ between two versions: a row of one that the
     other lacks in any grade column (a regrade, an added or removed document or query, an
     ``unknown`` graded), in byte order.
@@ -73,11 +75,16 @@ def changed_queries(previous: pl.DataFrame, current: pl.DataFrame) -> pl.Series:
     hashes of the rows under two seeds: the rows of a query are unique, so the sums are of a
     set), and the queries whose digests differ, or that one version lacks, are the changed
     ones: a join of the versions' queries, not of their rows. The digests are compared within
-    this process only (polars' hash is not stable across releases)."""
-    columns = [c for c in current.columns if c in previous.columns and c not in _NOT_GRADES]
-    if set(previous.columns) - set(_NOT_GRADES) != set(current.columns) - set(_NOT_GRADES):
+    this process only (polars' hash is not stable across releases). A version given as a
+    scan (a LazyFrame) is streamed: only its digests are held."""
+    previous, current = previous.lazy(), current.lazy()
+    names = {which: frame.collect_schema().names() for which, frame in
+             (("previous", previous), ("current", current))}
+    columns = [c for c in names["current"] if c in names["previous"] and c not in _NOT_GRADES]
+    if set(names["previous"]) - set(_NOT_GRADES) != set(names["current"]) - set(_NOT_GRADES):
         # A column one version has and the other lacks may carry grades (raters): all changed.
-        return pl.concat([previous["query_id"], current["query_id"]]).unique().sort()
+        return pl.concat([previous.select("query_id"), current.select("query_id")]).unique(
+            ).collect(engine="streaming")["query_id"].sort()
     a, b = _query_digests(previous, columns), _query_digests(current, columns)
     joined = a.join(b, on="query_id", how="full", coalesce=True, suffix="_now")
     differ = pl.lit(False)
@@ -89,14 +96,15 @@ def changed_queries(previous: pl.DataFrame, current: pl.DataFrame) -> pl.Series:
 _DIGEST_COLUMNS = ("rows", "sum_0", "sum_1")
 
 
-def _query_digests(judgments: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
+def _query_digests(judgments: pl.LazyFrame, columns: list[str]) -> pl.DataFrame:
     """Per query_id: its rows and the wrapping sums of its rows' hashes under two seeds (the
-    hashes taken in one pass, then summed by query)."""
+    hashes taken in one pass, then summed by query; a row's hash is its values', whatever
+    batch it is read in)."""
     row = pl.struct([c for c in columns if c != "query_id"])
-    return judgments.lazy().select(
+    return judgments.select(
         "query_id", *(row.hash(seed=seed).alias(f"sum_{seed}") for seed in (0, 1))
     ).group_by("query_id").agg(pl.len().alias("rows"), pl.col("sum_0").sum(),
-                               pl.col("sum_1").sum()).collect()
+                               pl.col("sum_1").sum()).collect(engine="streaming")
 
 
 def score_increment(previous_scores: Location, previous_judgments: Location,
@@ -110,34 +118,46 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     current hash version; ``judgments_sha256_now``: the published hash of ``judgments``, else
     it is computed). The inputs are published files, validated when they were published.
 
-    The increment holds in memory the earlier rows, both versions and the changed queries'
-    candidates; when those come to more than ``engines.choice.IN_MEMORY_MAX_ROWS`` rows (the
-    rows past which ``auto`` streams), it returns None too, and the full scoring streams."""
+    The increment holds in memory the earlier rows (twice, as the kept rows are merged with
+    the new ones) and the changed queries' judgments and candidates; the versions are scanned
+    for their digests. When the earlier rows, both versions and the changed queries'
+    candidates come to more than ``engines.choice.IN_MEMORY_MAX_ROWS`` rows (the rows past
+    which ``auto`` streams), it returns None too, and the full scoring streams: a bound on the
+    evaluation's size that keeps the increment's peak within the default memory budget (1.5 GB
+    at 100M pool rows, benchmarks/README.md)."""
     lap = _Laps()
     held = sum(pq.read_metadata(str(path)).num_rows
                for path in (previous_scores, previous_judgments, judgments))
     if held > IN_MEMORY_MAX_ROWS:
         return None
-    earlier = pl.read_parquet(previous_scores)
-    if not set(RESULT_SCHEMA) <= set(earlier.columns):
+    if not set(RESULT_SCHEMA) <= set(pq.read_schema(str(previous_scores)).names):
         return None  # written by a release whose rows had other columns
     try:
-        lineage = Lineage.from_rows(earlier, str(previous_scores))
+        lineage = read_lineage(location(previous_scores))
     except Exception:
         return None
+    # Without the lineage columns, one value stored on every row: read, they were most of the
+    # rows' memory (the two sha256 columns alone 80 bytes a row each), and the kept rows'
+    # copies with them.
+    earlier = pl.read_parquet(previous_scores, columns=list(RESULT_SCHEMA))
     if (lineage.spec_id != spec.spec_id or lineage.pool_sha256 != pool_sha256
             or lineage.judgments_sha256 != previous_judgments_sha256):
         return None
     lap("earlier rows")
-    before = pl.read_parquet(previous_judgments)
-    grades = pl.read_parquet(judgments)
-    lap("versions")
-    top_grade = _top_grade(grades, spec)
+    # The versions are scanned, not held: their digests by query, their largest grades and
+    # the changed queries' rows are all the increment needs of them.
+    before = pl.scan_parquet(previous_judgments, glob=False)
+    now_rows = pl.scan_parquet(judgments, glob=False)
+    top_grade = _top_grade(now_rows, spec)
     if _top_grade(before, spec) != top_grade:
         return None  # the grade scale of every query (its holes' range) is the version's
-    rated = is_rated(grades)  # the rule is refused here as a full scoring refuses it
-    check_rule(spec, rated, grades[RATER].unique().to_list() if rated else None, str(judgments))
-    changed = changed_queries(before, grades)
+    rated = RATER in now_rows.collect_schema().names()
+    # The rule is refused here as a full scoring refuses it.
+    check_rule(spec, rated, distinct_values(location(judgments), [RATER])[RATER] if rated
+               else None, str(judgments))
+    lap("versions")
+    changed = changed_queries(before, now_rows)
+    grades = now_rows.filter(pl.col("query_id").is_in(changed.implode())).collect()
     lap("changed queries")
     # The candidates of the changed queries, as a share of the pool's rows.
     candidates = pq.read_metadata(str(pool)).num_rows * changed.len() // max(
@@ -145,24 +165,31 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     if held + candidates > IN_MEMORY_MAX_ROWS:
         return None
     lap("memory check")
-    digest = judgments_sha256_now or judgments_sha256(judgment_blocks(grades))
+    digest = judgments_sha256_now or judgments_sha256(judgment_blocks(
+        pl.read_parquet(judgments)))
     lap("version hash")
-    now = Lineage(judgment_version=single_value(grades, "judgment_version"),
+    versions = distinct_values(location(judgments), ["judgment_version"])["judgment_version"]
+    if len(versions) != 1:
+        raise ValueError(f"{judgments}: expected one judgment_version, found {versions[:5]}")
+    version = versions[0]
+    now = Lineage(judgment_version=version,
                   judgments_sha256=digest, candidate_pool=lineage.candidate_pool,
                   pool_sha256=pool_sha256, spec_id=spec.spec_id)
     rescored = _rescored(grades, pool, changed, spec, earlier, top_grade, lap)
-    kept = earlier.filter(~pl.col("query_id").is_in(changed.implode())).select(
-        list(RESULT_SCHEMA)).cast(RESULT_SCHEMA)
+    kept = earlier.filter(~pl.col("query_id").is_in(changed.implode())).cast(RESULT_SCHEMA)
+    del earlier  # let go before the merge copies the kept rows once more
     # The earlier rows were checked when they were written: the new ones are checked here.
     rescored = sort_results(rescored)
     validate("PerQueryResults", with_lineage(rescored, now), "per-query results")
     per_query = with_lineage(_merged(kept, rescored), now)
+    kept_queries = kept["query_id"].n_unique()
+    del kept, rescored
     lap("rows put together")
     atomic_write(out_path, lambda tmp: per_query.write_parquet(
         tmp, compression="zstd", statistics=True, row_group_size=PER_QUERY_ROW_GROUP_ROWS))
     lap("write")
     return Increment(now, str(out_path), per_query.height, changed.len(),
-                     kept["query_id"].n_unique(), lap.seconds)
+                     kept_queries, lap.seconds)
 
 
 class _Laps:
@@ -199,14 +226,16 @@ def _ranker_rows(frame: pl.DataFrame, ranker: str) -> pl.DataFrame:
     return frame.slice(start, end - start)
 
 
-def _top_grade(judgments: pl.DataFrame, spec: EvaluationSpec) -> int | None:
+def _top_grade(judgments: pl.DataFrame | pl.LazyFrame, spec: EvaluationSpec) -> int | None:
     """The largest grade a hole may take, as a scoring of the whole version takes it: the
     spec's max_grade, else the version's largest graded grade (under the raters' rule)."""
     if spec.max_grade is not None:
         return None  # the spec's own, which every version shares
-    grades = combine_ratings(judgments, spec) if is_rated(judgments) else judgments
-    graded = grades.filter(pl.col("grade_status") == GRADED)["grade"]
-    return int(graded.max()) if graded.len() else 0
+    if RATER in judgments.collect_schema().names():  # the raters' grades combined first
+        judgments = combine_ratings(judgments.lazy().collect(), spec).lazy()
+    top = judgments.lazy().filter(pl.col("grade_status") == GRADED).select(
+        pl.col("grade").max()).collect(engine="streaming").item()
+    return int(top) if top is not None else 0
 
 
 def _rescored(grades: pl.DataFrame, pool: Location, changed: pl.Series, spec: EvaluationSpec,

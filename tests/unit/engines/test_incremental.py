@@ -11,7 +11,7 @@ import pytest
 from evaluation_pipeline.engines import score_files
 from evaluation_pipeline.engines.incremental import changed_queries, score_increment
 from evaluation_pipeline.ingest.publish import publish_judgments, publish_pool
-from evaluation_pipeline.spec import profile
+from evaluation_pipeline.spec import EvaluationSpec, SpecError, profile
 
 QUERIES, CANDIDATES, RANKERS = 60, 12, ("bm25", "dense", "hybrid")
 
@@ -162,3 +162,60 @@ def test_an_increment_that_would_not_fit_in_memory_is_left_to_the_full_scoring(
                            pool_sha256=published["pool"].sha256,
                            previous_judgments_sha256=published["v1"].sha256) is None
     assert not out.exists()
+
+
+def _rated(frame: pl.DataFrame, rng) -> pl.DataFrame:
+    """Two raters per document: h1 never grades above 2 (so the version's largest grade
+    depends on the rule), h2 as given, one grade off on some documents."""
+    other = frame.with_columns(
+        pl.when(pl.Series(rng.random(frame.height) < 0.3) & pl.col("grade").is_not_null())
+        .then((pl.col("grade") + 1) % 4).otherwise(pl.col("grade")).alias("grade"))
+    return pl.concat([frame.with_columns(pl.col("grade").clip(upper_bound=2),
+                                         pl.lit("h1").alias("rater")),
+                      other.with_columns(pl.lit("h2").alias("rater"))]).sort(
+        "query_id", "doc_id", "rater")
+
+
+@pytest.mark.parametrize("rule", ["max", "mean:floor", "rater:h1", "rater:h2"])
+def test_an_increment_of_rated_versions_is_the_full_scoring_byte_for_byte(tmp_path, rule):
+    """Versions with raters: the largest grade (the holes' range) is that of the combined
+    grades, and the rule is checked against the version's raters, read from its file."""
+    rng = np.random.default_rng(7)
+    landing = tmp_path / "landing"
+    (landing / "pool-a").mkdir(parents=True)
+    pool = _pool(rng)
+    for ranker in RANKERS:
+        pool.filter(pl.col("ranker") == ranker).write_parquet(landing / "pool-a" / f"{ranker}.parquet")
+    a = _judgments(rng, pool)
+    published = {}
+    for name, frame in (("v1", a), ("v2", _next_version(rng, a, pool))):
+        source = landing / f"{name}.parquet"
+        _rated(frame, rng).write_parquet(source)
+        published[name] = publish_judgments(source, tmp_path / f"{name}.parquet", version=name)
+    pool_file = publish_pool(landing / "pool-a", tmp_path / "pool.parquet")
+    spec = EvaluationSpec(raters=rule)
+    v1, v2 = published["v1"], published["v2"]
+    earlier, full = tmp_path / "scores-v1.parquet", tmp_path / "scores-v2-full.parquet"
+    score_files(v1.path, pool_file.path, spec, earlier, progress=False)
+    score_files(v2.path, pool_file.path, spec, full, progress=False)
+    out = tmp_path / "scores-v2-increment.parquet"
+    increment = score_increment(earlier, v1.path, v2.path, pool_file.path, spec, out,
+                                pool_sha256=pool_file.sha256,
+                                previous_judgments_sha256=v1.sha256)
+    assert increment is not None and increment.rescored_queries > 0
+    assert out.read_bytes() == full.read_bytes()
+    # A version with raters after one without, under a spec without a rule: refused, as the
+    # full scoring refuses it, before anything is written.
+    unrated = tmp_path / "unrated.parquet"
+    a.write_parquet(unrated)
+    plain = publish_judgments(unrated, tmp_path / "v1-unrated.parquet", version="v1")
+    plain_scores = tmp_path / "scores-v1-unrated.parquet"
+    score_files(plain.path, pool_file.path, EvaluationSpec(), plain_scores, progress=False)
+    with pytest.raises(SpecError, match="raters"):
+        score_files(v2.path, pool_file.path, EvaluationSpec(), tmp_path / "x.parquet",
+                    progress=False)
+    with pytest.raises(SpecError, match="raters"):
+        score_increment(plain_scores, plain.path, v2.path, pool_file.path, EvaluationSpec(),
+                        tmp_path / "refused.parquet", pool_sha256=pool_file.sha256,
+                        previous_judgments_sha256=plain.sha256)
+    assert not (tmp_path / "refused.parquet").exists()
