@@ -65,7 +65,9 @@ def _next_version(rng, before: pl.DataFrame, pool: pl.DataFrame) -> pl.DataFrame
     return pl.concat([after, added.select(after.columns)]).sort("query_id", "doc_id")
 
 
-def _published(tmp_path, rng):
+def _published(tmp_path, rng, shape=None):
+    """Both versions and the pool, published; ``shape``: applied to each version's rows as
+    they land."""
     landing = tmp_path / "landing"
     (landing / "pool-a").mkdir(parents=True)
     pool = _pool(rng)
@@ -76,7 +78,7 @@ def _published(tmp_path, rng):
     paths = {}
     for name, frame in (("v1", a), ("v2", b)):
         source = landing / f"{name}.parquet"
-        frame.write_parquet(source)
+        (shape(frame) if shape else frame).write_parquet(source)
         paths[name] = publish_judgments(source, tmp_path / "published" / f"{name}.parquet",
                                         version=name)
     paths["pool"] = publish_pool(landing / "pool-a", tmp_path / "published" / "pool.parquet")
@@ -181,20 +183,9 @@ def test_an_increment_of_rated_versions_is_the_full_scoring_byte_for_byte(tmp_pa
     """Versions with raters: the largest grade (the holes' range) is that of the combined
     grades, and the rule is checked against the version's raters, read from its file."""
     rng = np.random.default_rng(7)
-    landing = tmp_path / "landing"
-    (landing / "pool-a").mkdir(parents=True)
-    pool = _pool(rng)
-    for ranker in RANKERS:
-        pool.filter(pl.col("ranker") == ranker).write_parquet(landing / "pool-a" / f"{ranker}.parquet")
-    a = _judgments(rng, pool)
-    published = {}
-    for name, frame in (("v1", a), ("v2", _next_version(rng, a, pool))):
-        source = landing / f"{name}.parquet"
-        _rated(frame, rng).write_parquet(source)
-        published[name] = publish_judgments(source, tmp_path / f"{name}.parquet", version=name)
-    pool_file = publish_pool(landing / "pool-a", tmp_path / "pool.parquet")
+    published = _published(tmp_path / "rated", rng, shape=lambda frame: _rated(frame, rng))
+    pool_file, v1, v2 = published["pool"], published["v1"], published["v2"]
     spec = EvaluationSpec(raters=rule)
-    v1, v2 = published["v1"], published["v2"]
     earlier, full = tmp_path / "scores-v1.parquet", tmp_path / "scores-v2-full.parquet"
     score_files(v1.path, pool_file.path, spec, earlier, progress=False)
     score_files(v2.path, pool_file.path, spec, full, progress=False)
@@ -205,10 +196,8 @@ def test_an_increment_of_rated_versions_is_the_full_scoring_byte_for_byte(tmp_pa
     assert increment is not None and increment.rescored_queries > 0
     assert out.read_bytes() == full.read_bytes()
     # A version with raters after one without, under a spec without a rule: refused, as the
-    # full scoring refuses it, before anything is written.
-    unrated = tmp_path / "unrated.parquet"
-    a.write_parquet(unrated)
-    plain = publish_judgments(unrated, tmp_path / "v1-unrated.parquet", version="v1")
+    # full scoring refuses it, before anything is written. (The same seed: the same pool.)
+    plain = _published(tmp_path / "plain", np.random.default_rng(7))["v1"]
     plain_scores = tmp_path / "scores-v1-unrated.parquet"
     score_files(plain.path, pool_file.path, EvaluationSpec(), plain_scores, progress=False)
     with pytest.raises(SpecError, match="raters"):
