@@ -74,10 +74,16 @@ def _waiting(home: Path, timeout: float):
     return say
 
 
-def _not_an_interruption(record: logging.LogRecord) -> bool:
+def _is_the_stop(exc: BaseException | None) -> bool:
+    """``exc`` is the stop's own interruption (ours, or Dagster's during a run)."""
+    # Imported here: local_runner imports Dagster, which the job loads after DAGSTER_HOME is set.
     from evaluation_pipeline.orchestration.local_runner import INTERRUPTIONS
 
-    return not (record.exc_info and type(record.exc_info[1]).__name__ in INTERRUPTIONS)
+    return type(exc).__name__ in INTERRUPTIONS
+
+
+def _not_an_interruption(record: logging.LogRecord) -> bool:
+    return not (record.exc_info and _is_the_stop(record.exc_info[1]))
 
 
 @contextmanager
@@ -102,13 +108,11 @@ def stop_signals(runner):
     os.set_blocking(write, False)
     wakeup = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
     runner.signals = read
-    from evaluation_pipeline.orchestration.local_runner import INTERRUPTIONS
-
     unraisable = sys.unraisablehook
 
     def quiet_interruptions(failure) -> None:
         # The swallowed interruption is the stop itself, seen through the pipe: no traceback.
-        if type(failure.exc_value).__name__ not in INTERRUPTIONS:
+        if not _is_the_stop(failure.exc_value):
             unraisable(failure)
 
     sys.unraisablehook = quiet_interruptions
