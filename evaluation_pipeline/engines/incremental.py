@@ -152,9 +152,13 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     if _top_grade(before, spec) != top_grade:
         return None  # the grade scale of every query (its holes' range) is the version's
     rated = RATER in now_rows.collect_schema().names()
-    # The rule is refused here as a full scoring refuses it.
-    check_rule(spec, rated, distinct_values(location(judgments), [RATER])[RATER] if rated
-               else None, str(judgments))
+    # One scan for the version's name and its raters, whose rule is refused here as a full
+    # scoring refuses it.
+    found = distinct_values(location(judgments), ["judgment_version", *([RATER] if rated else [])])
+    check_rule(spec, rated, found[RATER] if rated else None, str(judgments))
+    if len(found["judgment_version"]) != 1:
+        raise ValueError(f"{judgments}: expected one judgment_version, found "
+                         f"{found['judgment_version'][:5]}")
     lap("versions")
     changed = changed_queries(before, now_rows)
     grades = now_rows.filter(pl.col("query_id").is_in(changed.implode())).collect()
@@ -168,11 +172,7 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     digest = judgments_sha256_now or judgments_sha256(judgment_blocks(
         pl.read_parquet(judgments)))
     lap("version hash")
-    versions = distinct_values(location(judgments), ["judgment_version"])["judgment_version"]
-    if len(versions) != 1:
-        raise ValueError(f"{judgments}: expected one judgment_version, found {versions[:5]}")
-    version = versions[0]
-    now = Lineage(judgment_version=version,
+    now = Lineage(judgment_version=found["judgment_version"][0],
                   judgments_sha256=digest, candidate_pool=lineage.candidate_pool,
                   pool_sha256=pool_sha256, spec_id=spec.spec_id)
     rescored = _rescored(grades, pool, changed, spec, earlier, top_grade, lap)
