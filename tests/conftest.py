@@ -40,8 +40,11 @@ def _memory_backed_tmpdir() -> None:
     try:
         if shutil.disk_usage(SHARED_MEMORY).free < SHARED_MEMORY_FREE:
             return
-        folder = SHARED_MEMORY / f"ndcg-eval-tests-{os.getuid()}"
-        folder.mkdir(mode=0o700, exist_ok=True)
+        folder = SHARED_MEMORY / f"evaluation-pipeline-tests-{os.getuid()}"
+        folder.mkdir(exist_ok=True)
+        # Others may pass through, not list: the PostgreSQL server's user reaches its own
+        # folder inside (tests/support/postgres_server.py).
+        folder.chmod(0o711)
     except OSError:
         return
     os.environ["TMPDIR"] = str(folder)

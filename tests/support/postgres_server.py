@@ -126,7 +126,7 @@ def postgres_server() -> Iterator[PostgresServer]:
             unavailable(f"running as root and there is no {SERVER_USER!r} system user to run "
                         "PostgreSQL as (Debian's postgresql package creates it)")
         user = SERVER_USER
-    # Under /tmp, not pytest's per-user folder: the server's user must reach it.
+    # In the temporary folder, not pytest's per-user one: the server's user must reach it.
     folder = Path(tempfile.mkdtemp(prefix="ndcg-postgres-"))
     if user:
         shutil.chown(folder, user=user)
