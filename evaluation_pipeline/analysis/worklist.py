@@ -187,6 +187,7 @@ def _what_ifs(blocks, index, spec_k: EvaluationSpec) -> dict[str, np.ndarray]:
     kernel releases the GIL, and each half writes its own blocks' rows). The compiled modules
     are imported here, not at the top: every command imports this module (``cli.main``)."""
     from evaluation_pipeline.metric.kernels.dcg import CandidateBlocks, QueryJudgments, Rules
+    from evaluation_pipeline.metric.kernels.loading import read_only
     from evaluation_pipeline.metric.kernels.threads import helper
     n_values, n_blocks = len(index.hole_gains), blocks.n_blocks
     found = {"base": np.zeros(n_blocks), "past_k": np.zeros((n_blocks, n_values))}
@@ -196,7 +197,7 @@ def _what_ifs(blocks, index, spec_k: EvaluationSpec) -> dict[str, np.ndarray]:
                                             np.zeros(0, np.int8), np.zeros((0, n_values)))))}
     facts = blocks.keys.join(index.queries, on="query_id", how="left", maintain_order="left")
     k = spec_k.cutoffs[0]
-    arguments = (
+    arguments = read_only((
         CandidateBlocks(blocks.starts, blocks.order, blocks.numpy("score"), blocks.docs,
                         _ranks(blocks, spec_k)),
         QueryJudgments(facts["j_lo"].fill_null(0).to_numpy(),
@@ -209,7 +210,7 @@ def _what_ifs(blocks, index, spec_k: EvaluationSpec) -> dict[str, np.ndarray]:
               spec_k.unknown != "exclude", spec_k.unjudged != "exclude",
               spec_k.ideal == "candidates", index.hole_gains,
               _NO_POSITIVE_CODES[spec_k.no_positive]),
-    )
+    ))
     from evaluation_pipeline.metric.kernels.what_if import what_if_blocks as kernel
 
 

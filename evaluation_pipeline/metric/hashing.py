@@ -135,17 +135,18 @@ def _writer(kind: str, blocks: Blocks, version: int = HASH_VERSION):
     fields bare, so that a tab or newline inside an id could make two contents one line)."""
     # Here, not at the top: numba loads with the first kernel call (see metric.kernels.loading).
     from evaluation_pipeline.metric.kernels.lines import judgment_lines, pool_lines
+    from evaluation_pipeline.metric.kernels.loading import read_only
 
     prefixed = version >= 3
     queries = string_buffers(blocks.keys["query_id"])
     if kind == "pool":
-        bits = blocks.numpy("score").view(np.int64)  # -0.0: see line_kernels.pool_lines
+        bits = read_only(blocks.numpy("score").view(np.int64))  # -0.0: see line_kernels.pool_lines
         rankers = string_buffers(blocks.keys["ranker"])
         return lambda chunk, out: pool_lines(
             chunk, blocks.starts, blocks.order, *rankers, *queries, *blocks.docs, bits, out,
             prefixed)
     graded = (blocks.frame["grade_status"] == columns.GRADED).to_numpy()
-    grade = blocks.frame["grade"].fill_null(0).to_numpy()
+    grade = read_only(blocks.frame["grade"].fill_null(0).to_numpy())
     return lambda chunk, out: judgment_lines(
         chunk, blocks.starts, blocks.order, *queries, *blocks.docs, grade, graded, out,
         prefixed)

@@ -109,8 +109,9 @@ def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec,
     gains = grades["gain"].to_numpy()
     # Here, not at the top: numba loads with the first kernel call (see metric.kernels.loading).
     from evaluation_pipeline.metric.kernels.dcg import ideal_dcg
+    from evaluation_pipeline.metric.kernels.loading import read_only
 
-    ideal = ideal_dcg(starts, gains, np.array(spec.cutoffs, dtype=np.int64))
+    ideal = ideal_dcg(*read_only((starts, gains, np.array(spec.cutoffs, dtype=np.int64))))
     is_unknown = grades["grade_class"].to_numpy() == UNKNOWN
     facts = {
         "query_id": blocks.keys["query_id"],
@@ -165,6 +166,7 @@ def score_candidates(
         Rules,
         score_blocks,
     )
+    from evaluation_pipeline.metric.kernels.loading import read_only
 
     blocks = candidates if isinstance(candidates, Blocks) else pool_blocks(candidates)
     if blocks.frame.height == 0:
@@ -174,7 +176,7 @@ def score_candidates(
     facts = keys.join(index.queries, on="query_id", how="left", maintain_order="left")
     cutoffs = spec.cutoffs
     (dcg, candidate_ideal, judged_at_k, counts, positive_candidates, least, greatest,
-     holes) = score_blocks(
+     holes) = score_blocks(*read_only((
         CandidateBlocks(starts, blocks.order, blocks.numpy("score"), blocks.docs, run_rank),
         QueryJudgments(facts["j_lo"].fill_null(0).to_numpy(),
                        facts["j_hi"].fill_null(0).to_numpy(), index.order, index.docs,
@@ -183,7 +185,7 @@ def score_candidates(
         Rules(np.array(cutoffs, dtype=np.int64), _discount_prefix(max(cutoffs)),
               _TIES[spec.ties], spec.unknown != "exclude", spec.unjudged != "exclude",
               spec.ideal == "candidates", index.hole_gains, _NO_POSITIVE_CODES[spec.no_positive]),
-    )
+    )))
     counts = counts.T  # (class, block)
 
     judged = facts["n_positive"].is_not_null().to_numpy()

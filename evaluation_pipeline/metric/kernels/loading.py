@@ -48,7 +48,25 @@ def warm_up() -> None:
     _load_array_functions()
     from evaluation_pipeline.metric.kernels.dcg import ideal_dcg
 
-    ideal_dcg(np.array([0, 1], dtype=np.int64), np.ones(1), np.array([1], dtype=np.int64))
+    ideal_dcg(*read_only((np.array([0, 1], dtype=np.int64), np.ones(1),
+                          np.array([1], dtype=np.int64))))
+
+
+def read_only(value):
+    """``value`` (an array, or a tuple of a kernel's input arrays, nested) with each array a
+    read-only C-contiguous view: no copy for an array that already is contiguous. numba
+    compiles a kernel once for each mix of read-only and writable arrays it is called with,
+    and polars hands out read-only arrays where numpy's are writable, so the same call could
+    need a new compilation: score_blocks had eleven, some 3 s each on a new machine. Only
+    inputs: the kernels do not write into them."""
+    if isinstance(value, np.ndarray):
+        view = np.ascontiguousarray(value).view()
+        view.flags.writeable = False
+        return view
+    if isinstance(value, tuple):
+        items = [read_only(item) for item in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    return value
 
 
 _BLAS_PROBE = "scipy.linalg.cython_blas"
