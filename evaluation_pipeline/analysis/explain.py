@@ -45,13 +45,6 @@ class Trace:
         }
 
 
-def _discount_sum(first: np.ndarray, last: np.ndarray, cutoff: int) -> np.ndarray:
-    """Sum of 1/log2(p + 1) over positions first..min(last, K); 0 when first > K."""
-    top = max(int(last.max()) if last.size else 0, cutoff)
-    prefix = np.r_[0.0, np.cumsum(1.0 / np.log2(np.arange(1, top + 1) + 1.0))]
-    return np.where(first <= cutoff, prefix[np.minimum(last, cutoff)] - prefix[first - 1], 0.0)
-
-
 def explain(
     candidates: pl.DataFrame,
     judgments: pl.DataFrame,
@@ -88,40 +81,64 @@ def explain_many(
     judgments = combine_ratings(judgments, spec) if is_rated(judgments) else judgments
     kernel = score(candidates, judgments, spec).with_columns(
         pl.col("ranker").cast(pl.String), pl.col("query_id").cast(pl.String))
-    return [_trace(candidates, judgments, kernel, version, spec, query_id=str(query_id),
-                   ranker=ranker, cutoff=cutoff) for ranker, query_id, cutoff in keys]
+    wanted = pl.DataFrame(
+        {"key": range(len(keys)), "ranker": [str(r) for r, _, _ in keys],
+         "query_id": [str(q) for _, q, _ in keys], "cutoff": [int(k) for _, _, k in keys]},
+        schema={"key": pl.Int64, "ranker": pl.String, "query_id": pl.String,
+                "cutoff": pl.Int64})
+    judged = judgments.select(pl.col("query_id").cast(pl.String),
+                              pl.col("doc_id").cast(pl.String), "grade",
+                              pl.col("grade_status").cast(pl.String))
+    listed = _listed(candidates, judged, wanted, spec)
+    ideal = _ideal_orders(listed, judged, wanted, spec)
+    numbers = wanted.join(kernel.select("ranker", "query_id", "cutoff", "status", "ndcg"),
+                          on=["ranker", "query_id", "cutoff"], how="left",
+                          maintain_order="left")
+    rows = _by_key(listed.with_columns(pl.lit(version, dtype=pl.String)
+                                       .alias("judgment_version")).select("key", *_TRACE))
+    ideals = _by_key(ideal)
+    traces = []
+    for key, (ranker, query_id, cutoff) in enumerate(keys):
+        trace = rows.get(key, rows[None])
+        order = ideals.get(key, ideals[None])
+        # A ranker that did not return the query has no number of its own here, whatever the
+        # kernel reports for it under `missing_from_run`.
+        returned = trace.height > 0 and numbers["status"][key] is not None
+        traces.append(Trace(
+            query_id=str(query_id), ranker=ranker, cutoff=cutoff, judgment_version=version,
+            status=numbers["status"][key] if returned else "missing_from_run",
+            dcg=float(trace["contribution"].to_numpy().sum()),
+            ideal_dcg=float(order["contribution"].sum()),
+            ndcg=numbers["ndcg"][key] if returned else None, candidates=trace, ideal=order))
+    return traces
 
 
-def _trace(candidates: pl.DataFrame, judgments: pl.DataFrame, kernel: pl.DataFrame,
-           version: str | None, spec: EvaluationSpec, *, query_id: str, ranker: str,
-           cutoff: int) -> Trace:
-    listed = candidates.filter(
-        (pl.col("ranker").cast(pl.String) == ranker)
-        & (pl.col("query_id").cast(pl.String) == query_id)
-    )
-    graded_rows = judgments.filter(pl.col("query_id").cast(pl.String) == query_id)
-    # A ranker that did not return the query has no number of its own here, whatever the
-    # kernel reports for it under `missing_from_run`.
-    number = kernel.filter(
-        (pl.col("ranker") == ranker) & (pl.col("query_id") == query_id)
-        & (pl.col("cutoff") == cutoff)
-    ) if listed.height else kernel.clear()
-    status = number["status"][0] if number.height else "missing_from_run"
-    ndcg = number["ndcg"][0] if number.height else None
+# A trace's columns, and its ideal order's.
+_TRACE = ("rank", "query_id", "doc_id", "judgment_version", "score", "grade", "grade_status",
+          "position_first", "position_last", "gain", "discount", "contribution", "note")
+_IDEAL = ("ideal_position", "doc_id", "gain", "discount", "contribution")
 
-    judged = graded_rows.select(
-        pl.col("doc_id").cast(pl.String), "grade",
-        pl.col("grade_status").cast(pl.String),
-    )
+
+def _by_key(frame: pl.DataFrame) -> dict:
+    """Each key's rows, without the key, in their order; under None the empty frame."""
+    parts = frame.partition_by("key", maintain_order=True, include_key=False, as_dict=True)
+    return {**{key: part for (key,), part in parts.items()}, None: frame.drop("key").clear()}
+
+
+def _listed(candidates: pl.DataFrame, judged: pl.DataFrame, wanted: pl.DataFrame,
+            spec: EvaluationSpec) -> pl.DataFrame:
+    """Every key's candidates in the kernel's order, with their class, the positions the tie
+    rule gives the kept ones, gain, discount and contribution: one pass over all keys."""
     # Equal scores in the kernel's order: by doc_id, or under ties: rank by the run's rank.
     tie_order = pl.col(RANK) if spec.needs_rank else pl.col("doc_id").cast(pl.String)
     ranked = (
-        listed.select(pl.col("doc_id").cast(pl.String), pl.col("score").cast(pl.Float64),
-                      tie_order.alias("tie order"))
-        .join(judged, on="doc_id", how="left")
+        candidates.select(pl.col("ranker").cast(pl.String), pl.col("query_id").cast(pl.String),
+                          pl.col("doc_id").cast(pl.String), pl.col("score").cast(pl.Float64),
+                          tie_order.alias("tie order"))
+        .join(wanted, on=["ranker", "query_id"], how="inner")
+        .join(judged, on=["query_id", "doc_id"], how="left")
         .with_columns(pl.col("grade_status").fill_null("unjudged"))
-        .sort(["score", "tie order"], descending=[True, spec.ties == "trec_eval"])
-        .drop("tie order")
+        .sort(["key", "score", "tie order"], descending=[False, True, spec.ties == "trec_eval"])
     )
     status_of = ranked["grade_status"].to_numpy()
     is_graded = status_of == "graded"
@@ -132,66 +149,63 @@ def _trace(candidates: pl.DataFrame, judgments: pl.DataFrame, kernel: pl.DataFra
         | ((status_of == "unknown") & (spec.unknown != "exclude"))
         | ((status_of == "unjudged") & (spec.unjudged != "exclude"))
     )
-    kept_scores = ranked["score"].to_numpy()[keep]
-    m = int(keep.sum())
-    position = np.arange(1, m + 1)
-    if spec.ties == "average" and m:
-        starts = np.flatnonzero(np.r_[True, kept_scores[1:] != kept_scores[:-1]])
-        sizes = np.diff(np.r_[starts, m])
-        first, last = np.repeat(position[starts], sizes), np.repeat(position[starts] + sizes - 1, sizes)
+    # Positions 1..m among each key's kept candidates; under ties=average a tie group (equal
+    # scores, adjacent in this order) spans its first..last and each member gets the group's
+    # mean discount over that span (positions past K discount to 0), as the kernel scores it.
+    kept = ranked.select("key", "score").with_columns(pl.Series("kept", keep)).with_columns(
+        pl.col("kept").cast(pl.Int64).cum_sum().over("key").alias("position"))
+    if spec.ties == "average":
+        group = ["key", "score", "kept"]  # -0.0 and +0.0 one group, as polars hashes them
+        kept = kept.with_columns(pl.col("position").min().over(group).alias("first"),
+                                 pl.col("position").max().over(group).alias("last"))
     else:
-        first, last = position, position
-    discount_kept = _discount_sum(first, last, cutoff) / (last - first + 1)
-
-    n = ranked.height
-    first_all = np.full(n, -1)
-    last_all = np.full(n, -1)
-    discount = np.full(n, np.nan)
-    first_all[keep], last_all[keep], discount[keep] = first, last, discount_kept
-    gain_used = np.where(keep, gain, np.nan)
+        kept = kept.with_columns(pl.col("position").alias("first"),
+                                 pl.col("position").alias("last"))
+    first, last = kept["first"].to_numpy(), kept["last"].to_numpy()
+    cutoff = ranked["cutoff"].to_numpy()
+    top = max(int(last.max()) if last.size else 0, int(cutoff.max()) if cutoff.size else 0)
+    prefix = np.r_[0.0, np.cumsum(1.0 / np.log2(np.arange(1, top + 1) + 1.0))]
+    inside = keep & (first <= cutoff)
+    discount_kept = np.where(
+        inside, prefix[np.minimum(last, cutoff)] - prefix[np.maximum(first - 1, 0)], 0.0
+    ) / np.where(keep, last - first + 1, 1)
+    discount = np.where(keep, discount_kept, np.nan)
     contribution = np.where(keep, gain * np.nan_to_num(discount), 0.0)
     note = np.where(
         keep, "",
         np.where(status_of == "unknown", "dropped: unknown=exclude", "dropped: unjudged=exclude"),
     )
-    trace = ranked.with_columns(
-        pl.lit(query_id).alias("query_id"),
-        pl.lit(version, dtype=pl.String).alias("judgment_version"),
-        pl.Series("position_first", first_all).replace(-1, None),
-        pl.Series("position_last", last_all).replace(-1, None),
-        pl.Series("gain", gain_used, nan_to_null=True),
+    return ranked.with_columns(
+        pl.Series("position_first", np.where(keep, first, -1)).replace(-1, None),
+        pl.Series("position_last", np.where(keep, last, -1)).replace(-1, None),
+        pl.Series("gain", np.where(keep, gain, np.nan), nan_to_null=True),
         pl.Series("discount", discount, nan_to_null=True),
         pl.Series("contribution", contribution),
         pl.Series("note", note),
-    ).with_row_index("rank", offset=1).select(
-        "rank", "query_id", "doc_id", "judgment_version", "score", "grade", "grade_status",
-        "position_first", "position_last", "gain", "discount", "contribution", "note",
-    )
-
-    ideal = _ideal_order(trace, graded_rows, spec, cutoff)
-    return Trace(
-        query_id=query_id, ranker=ranker, cutoff=cutoff, judgment_version=version,
-        status=status, dcg=float(contribution.sum()),
-        ideal_dcg=float(ideal["contribution"].sum()), ndcg=ndcg,
-        candidates=trace, ideal=ideal,
+        (pl.int_range(pl.len(), dtype=pl.UInt32).over("key") + 1).alias("rank"),
     )
 
 
-def _ideal_order(trace: pl.DataFrame, graded_rows: pl.DataFrame, spec: EvaluationSpec,
-                 cutoff: int) -> pl.DataFrame:
-    """The ideal set's gains high to low: kept candidates, or every judged doc (all_judged)."""
+def _ideal_orders(listed: pl.DataFrame, judged: pl.DataFrame, wanted: pl.DataFrame,
+                  spec: EvaluationSpec) -> pl.DataFrame:
+    """Each key's ideal set, gains high to low: its kept candidates, or every judged document
+    of its query (all_judged)."""
     if spec.ideal == "candidates":
-        pool = trace.filter(pl.col("position_first").is_not_null()).select("doc_id", "gain")
+        pool = listed.filter(pl.col("position_first").is_not_null()).select(
+            "key", "cutoff", "doc_id", "gain")
     else:
-        is_graded = (graded_rows["grade_status"].cast(pl.String) == "graded").to_numpy()
-        gain = np.zeros(graded_rows.height)
-        gain[is_graded] = gains_for_grades(graded_rows["grade"].to_numpy()[is_graded], spec)
-        pool = pl.DataFrame({"doc_id": graded_rows["doc_id"].cast(pl.String), "gain": gain})
-    pool = pool.sort(["gain", "doc_id"], descending=[True, False])
-    position = np.arange(1, pool.height + 1)
-    discount = np.where(position <= cutoff, 1.0 / np.log2(position + 1.0), 0.0)
+        pool = wanted.select("key", "query_id", "cutoff").join(
+            judged, on="query_id", how="inner").drop("query_id")
+        is_graded = (pool["grade_status"] == "graded").to_numpy()
+        gain = np.zeros(pool.height)
+        gain[is_graded] = gains_for_grades(pool["grade"].to_numpy()[is_graded], spec)
+        pool = pool.select("key", "cutoff", "doc_id", pl.Series("gain", gain))
+    pool = pool.sort(["key", "gain", "doc_id"], descending=[False, True, False]).with_columns(
+        (pl.int_range(pl.len(), dtype=pl.Int64).over("key") + 1).alias("ideal_position"))
+    position = pool["ideal_position"].to_numpy()
+    discount = np.where(position <= pool["cutoff"].to_numpy(),
+                        1.0 / np.log2(position + 1.0), 0.0)
     return pool.with_columns(
-        pl.Series("ideal_position", position),
         pl.Series("discount", discount),
         pl.Series("contribution", pool["gain"].to_numpy() * discount),
-    ).select("ideal_position", "doc_id", "gain", "discount", "contribution")
+    ).select("key", *_IDEAL)

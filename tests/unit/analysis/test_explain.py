@@ -117,3 +117,27 @@ def test_many_traces_at_once_are_the_traces_one_at_a_time(spec):
                          cutoff=cutoff)
         assert trace.to_dict() == single.to_dict()
     assert explain_many(candidates, judgments, spec, []) == []
+
+
+@pytest.mark.parametrize("ties", ["average", "doc_id", "trec_eval", "rank"])
+@pytest.mark.parametrize("ideal", ["candidates", "all_judged"])
+def test_every_trace_of_one_pass_sums_to_the_kernel_with_signed_zeros_among_the_ties(ties,
+                                                                                    ideal):
+    """explain_many computes all the traces in one pass over the keys' rows; each must still
+    sum to the kernel's numbers. Half the zero scores are -0.0, the same score as +0.0 (one
+    tie group under ties=average), and a key asked twice gets the same trace twice."""
+    candidates, judgments = random_pool(seed=5, n_queries=8)
+    candidates = candidates.with_columns(
+        pl.when((pl.col("score") == 0) & (pl.col("rank") % 2 == 0)).then(pl.lit(-0.0))
+        .otherwise(pl.col("score")).alias("score"))
+    assert (candidates["score"].cast(pl.String) == "-0.0").any()
+    spec = EvaluationSpec(cutoffs=(2, 5), ties=ties, ideal=ideal, unknown="zero",
+                          unjudged="zero")
+    kernel = score(candidates, judgments, spec).filter(pl.col("dcg").is_not_null())
+    keys = [(r["ranker"], r["query_id"], r["cutoff"]) for r in kernel.iter_rows(named=True)]
+    traces = explain_many(candidates, judgments, spec, [*keys, keys[0]])
+    assert traces[-1].to_dict() == traces[0].to_dict()
+    for row, trace in zip(kernel.iter_rows(named=True), traces):
+        assert trace.dcg == pytest.approx(row["dcg"], rel=1e-12, abs=1e-12)
+        assert trace.ideal_dcg == pytest.approx(row["ideal_dcg"], rel=1e-12, abs=1e-12)
+        assert (trace.status, trace.ndcg) == (row["status"], row["ndcg"])
