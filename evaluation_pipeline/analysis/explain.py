@@ -68,7 +68,9 @@ def explain_many(
     """The traces of ``keys``, each a (ranker, query_id, cutoff), in their order. The frames are
     cut to the keys' queries, the raters' grades combined and the kernel run once for them
     all: a report's dozens of traces cost one kernel pass over a few queries, not one pass
-    each over the whole pool."""
+    each over the whole pool. The traces are then computed as whole columns over all the keys'
+    rows (a key's rows once for each key that asks for them), and cut into one frame per key
+    at the end."""
     if not keys:
         return []
     version = (
