@@ -99,19 +99,22 @@ def explain_many(
     rows = _by_key(listed.with_columns(pl.lit(version, dtype=pl.String)
                                        .alias("judgment_version")).select("key", *_TRACE))
     ideals = _by_key(ideal)
+    statuses, ndcgs = numbers["status"].to_list(), numbers["ndcg"].to_list()
     traces = []
     for key, (ranker, query_id, cutoff) in enumerate(keys):
         trace = rows.get(key, rows[None])
         order = ideals.get(key, ideals[None])
         # A ranker that did not return the query has no number of its own here, whatever the
         # kernel reports for it under `missing_from_run`.
-        returned = trace.height > 0 and numbers["status"][key] is not None
+        returned = trace.height > 0 and statuses[key] is not None
         traces.append(Trace(
             query_id=str(query_id), ranker=ranker, cutoff=cutoff, judgment_version=version,
-            status=numbers["status"][key] if returned else "missing_from_run",
+            status=statuses[key] if returned else "missing_from_run",
+            # numpy's sum for the DCG, polars' for the ideal: the sums the traces have always
+            # printed, to the last digit (the two add in different orders).
             dcg=float(trace["contribution"].to_numpy().sum()),
             ideal_dcg=float(order["contribution"].sum()),
-            ndcg=numbers["ndcg"][key] if returned else None, candidates=trace, ideal=order))
+            ndcg=ndcgs[key] if returned else None, candidates=trace, ideal=order))
     return traces
 
 
