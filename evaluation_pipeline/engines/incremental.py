@@ -164,8 +164,9 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     grades = now_rows.filter(pl.col("query_id").is_in(changed.implode())).collect()
     lap("changed queries")
     # The candidates of the changed queries, as a share of the pool's rows.
+    queries_before = earlier["query_id"].unique()
     candidates = pq.read_metadata(str(pool)).num_rows * changed.len() // max(
-        earlier["query_id"].n_unique(), 1)
+        queries_before.len(), 1)
     if held + candidates > IN_MEMORY_MAX_ROWS:
         return None
     lap("memory check")
@@ -177,13 +178,17 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
                   pool_sha256=pool_sha256, spec_id=spec.spec_id)
     rescored = _rescored(grades, pool, changed, spec, earlier, top_grade, lap)
     kept = earlier.filter(~pl.col("query_id").is_in(changed.implode())).cast(RESULT_SCHEMA)
-    del earlier  # let go before the merge copies the kept rows once more
+    del earlier  # let go before the rows are put together, which copies the kept ones
     # The earlier rows were checked when they were written: the new ones are checked here.
-    rescored = sort_results(rescored)
     validate("PerQueryResults", with_lineage(rescored, now), "per-query results")
-    per_query = with_lineage(_merged(kept, rescored), now)
-    kept_queries = kept["query_id"].n_unique()
+    # The kept rows are one run in the row order, the rescored ones another: one frame (one
+    # chunk, which the sort's gather would otherwise copy while the kept rows are still held),
+    # then a sort that takes the runs as they are.
+    rows = pl.concat([kept, sort_results(rescored)])
+    kept_queries = queries_before.len() - int(queries_before.is_in(changed.implode()).sum())
     del kept, rescored
+    per_query = with_lineage(sort_results(rows, runs=True), now)
+    del rows
     lap("rows put together")
     atomic_write(out_path, lambda tmp: per_query.write_parquet(
         tmp, compression="zstd", statistics=True, row_group_size=PER_QUERY_ROW_GROUP_ROWS))
@@ -205,25 +210,6 @@ class _Laps:
         wall, cpu = self.seconds.get(name, (0.0, 0.0))
         self.seconds[name] = (wall + now[0] - self._last[0], cpu + now[1] - self._last[1])
         self._last = now
-
-
-def _merged(kept: pl.DataFrame, rescored: pl.DataFrame) -> pl.DataFrame:
-    """Two frames in the one row order of per-query rows (``sort_results``) that share no
-    (ranker, query_id), as one frame in that order: a merge of each ranker's rows by
-    query_id (stable: a query's cutoffs stay in order), without sorting the whole."""
-    parts = []
-    for ranker in sorted(set(kept["ranker"].unique()) | set(rescored["ranker"].unique())):
-        a, b = (_ranker_rows(frame, ranker) for frame in (kept, rescored))
-        parts.append(a.merge_sorted(b, key="query_id") if a.height and b.height else
-                     a if a.height else b)
-    return pl.concat(parts) if parts else kept
-
-
-def _ranker_rows(frame: pl.DataFrame, ranker: str) -> pl.DataFrame:
-    """The rows of ``ranker`` in a frame sorted by ranker: a slice, not a copy."""
-    column = frame["ranker"]
-    start, end = (int(column.search_sorted(ranker, side=side)) for side in ("left", "right"))
-    return frame.slice(start, end - start)
 
 
 def _top_grade(judgments: pl.DataFrame | pl.LazyFrame, spec: EvaluationSpec) -> int | None:
