@@ -86,9 +86,11 @@ def distinct_values(where: Location, columns: Sequence[str]) -> dict[str, list]:
         return {}
     if is_remote(where):
         return {c: read_dataset(where, [c])[c].unique().to_list() for c in columns}
-    found = scan_dataset(where).select(pl.col(c).unique().implode() for c in columns).collect(
-        engine="streaming")
-    return {c: found[c][0].to_list() for c in columns}
+    # One streamed query per column: imploding the columns' uniques in one select held the
+    # columns whole (1.95 GB for six lineage columns of 20M per-query rows, against 0.17 GB).
+    scan = scan_dataset(where)
+    found = pl.collect_all([scan.select(pl.col(c).unique()) for c in columns], engine="streaming")
+    return {c: frame[c].to_list() for c, frame in zip(columns, found)}
 
 
 def dataset_columns(where: Location) -> list[str]:
