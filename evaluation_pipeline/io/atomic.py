@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -140,6 +141,11 @@ def write_parquet(frame: pl.DataFrame | pl.LazyFrame, path: str | Path | UPath
     return atomic_write(
         path, lambda tmp: frame.write_parquet(tmp, compression="zstd", statistics=True)
     )
+
+
+def copy_file(source: Path, path: str | Path | UPath) -> Path | UPath:
+    """A local file's bytes at ``path``, atomically."""
+    return atomic_write(path, lambda tmp: shutil.copyfile(source, tmp))
 
 
 def json_text(data: Any) -> str:

@@ -33,7 +33,7 @@ from evaluation_pipeline.io import (
     leftovers,
     result_set,
 )
-from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.io.atomic import atomic_write, copy_file
 from evaluation_pipeline.io.datasets import read_dataset, scan_dataset
 from evaluation_pipeline.io.faults import check_write
 from evaluation_pipeline.io.locations import is_remote, location
@@ -150,10 +150,8 @@ class EvaluationStorage(dg.ConfigurableResource):
             return {name: str(target / name) for name in files}
         with result_set.replacing(Path(target)) as staging:
             for name, source in files.items():
-                def copy(tmp: Path, source: Path = source) -> None:
-                    shutil.copyfile(source, tmp)
                 (staging / name).parent.mkdir(parents=True, exist_ok=True)
-                atomic_write(staging / name, copy)
+                copy_file(source, staging / name)
         return {name: str(target / name) for name in files}
 
     @contextmanager
