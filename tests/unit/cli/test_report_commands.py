@@ -108,8 +108,9 @@ def test_subcommands_are_listed_in_help(capsys):
 
 def test_a_report_from_the_columns_it_reads_writes_the_same_files(tmp_path):
     """The pipeline's report holds only ``REPORT_COLUMNS`` and copies the whole rows into the
-    report from their file, streamed: every file is byte for byte the report of all columns,
-    from one file and from a folder of parts."""
+    report from their file (one file byte for byte, a folder of parts streamed into one): every
+    file is byte for byte the report of all columns, from one file and from a folder of
+    parts."""
     from evaluation_pipeline.evaluation import read_with_lineage
     from evaluation_pipeline.io.atomic import write_parquet
     from evaluation_pipeline.report import REPORT_COLUMNS, ReportConfig, write_report
@@ -138,5 +139,7 @@ def test_a_report_from_the_columns_it_reads_writes_the_same_files(tmp_path):
                          per_query_source=copied)
             written[name] = {p.name: p.read_bytes() for p in folder.iterdir()}
         assert written["narrow"] == written["whole"]
+        if source.is_file():  # the scoring's own bytes, whatever the writer's settings
+            assert written["narrow"]["per_query.parquet"] == source.read_bytes()
         assert pl.read_parquet(tmp_path / f"narrow-{source.parent.name}" / "per_query.parquet"
                                ).equals(rows)
