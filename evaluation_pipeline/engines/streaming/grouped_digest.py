@@ -39,6 +39,7 @@ from evaluation_pipeline.metric.hashing import (
 from evaluation_pipeline.metric.kernels.blocks import Blocks
 from evaluation_pipeline.metric.kernels.intrinsics import copy_bytes
 from evaluation_pipeline.metric.kernels.lines import _digits, put_int
+from evaluation_pipeline.metric.kernels.loading import read_only
 from evaluation_pipeline.metric.kernels.threads import helper
 from schemas import columns
 
@@ -96,7 +97,7 @@ class GroupedDigest:
             self._buffer, ends = _packed(piece, self._buffer)
             self._file.write(memoryview(self._buffer[:int(ends[-1])]))
         else:
-            ends = _ends(self._kind, piece)
+            ends = _judgment_line_ends(piece)
             write = _writer(self._kind, piece, HASH_VERSION)
             for chunk in _chunks(piece, np.arange(piece.n_blocks, dtype=np.int64)):
                 self._buffer, size = write(chunk, self._buffer)
@@ -157,7 +158,7 @@ class GroupedDigest:
                 total = int(size.sum())
                 if len(buffers[k % 2]) < total:
                     buffers[k % 2] = np.empty(total, np.uint8)
-                gather(source, at, size, buffers[k % 2])
+                gather(*read_only((source, at, size)), buffers[k % 2])
                 if hashing is not None:
                     digests.append(hashing.result())
                     lines.madvise(mmap.MADV_DONTNEED)  # the range's pages leave this process
@@ -188,7 +189,7 @@ def _pool_digests(source: np.ndarray, spill: mmap.mmap | None, table: pl.DataFra
         lo, hi = int(lo), int(hi)
         total = int(sizes[lo:hi].sum())
         packed = packed if len(packed) >= total else np.empty(total, np.uint8)
-        gather(source, offsets[lo:hi], sizes[lo:hi], packed)
+        gather(*read_only((source, offsets[lo:hi], sizes[lo:hi])), packed)
         r_off, r_data = string_buffers(table["ranker"].slice(lo, hi - lo))
         q_off, q_data = string_buffers(table["query_id"].slice(lo, hi - lo))
         n_rows = int(rows[lo:hi].sum())
@@ -196,8 +197,8 @@ def _pool_digests(source: np.ndarray, spill: mmap.mmap | None, table: pl.DataFra
             n_rows * (3 * 21 + 24)
         if len(buffers[k % 2]) < bound:
             buffers[k % 2] = np.empty(bound, np.uint8)
-        size = _pool_lines_packed(packed, rows[lo:hi], r_off, r_data, q_off, q_data,
-                                  buffers[k % 2])
+        size = _pool_lines_packed(
+            *read_only((packed, rows[lo:hi], r_off, r_data, q_off, q_data)), buffers[k % 2])
         if hashing is not None:
             hashing.result()
         if current is None or int(ranges[lo]) != current[0]:
@@ -221,8 +222,8 @@ def _packed(blocks: Blocks, buffer: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     n = len(d_off) - 1
     need = 12 * n + int(d_off[-1] - d_off[0]) + 16
     buffer = buffer if len(buffer) >= need else np.empty(need, np.uint8)
-    return buffer, _pack(blocks.starts, blocks.order, d_off, d_data,
-                         blocks.numpy("score").view(np.int64), buffer)
+    return buffer, _pack(*read_only((blocks.starts, blocks.order, d_off, d_data,
+                                     blocks.numpy("score").view(np.int64))), buffer)
 
 
 @njit(cache=True, nogil=True)
@@ -286,19 +287,16 @@ def _sha256(data: np.ndarray) -> bytes:
     return hashlib.sha256(data).digest()
 
 
-def _ends(kind: str, blocks: Blocks) -> np.ndarray:
-    """The byte offset after each block's lines, the blocks in their own order."""
+def _judgment_line_ends(blocks: Blocks) -> np.ndarray:
+    """The byte offset after each block's lines of a version, the blocks in their own order (a
+    pool's come from its packed rows, ``_packed``)."""
     from evaluation_pipeline.metric.kernels.buffers import string_buffers
 
     queries = string_buffers(blocks.keys["query_id"])[0]
-    if kind == "pool":
-        rankers = string_buffers(blocks.keys["ranker"])[0]
-        return _pool_ends(blocks.starts, blocks.order, rankers, queries, blocks.docs[0],
-                          blocks.numpy("score").view(np.int64))
     graded = (blocks.frame["grade_status"] == columns.GRADED).to_numpy()
     grade = blocks.frame["grade"].fill_null(0).to_numpy()
-    return _judgment_ends(blocks.starts, blocks.order, queries, blocks.docs[0], grade, graded,
-                          _WORDS[0], _WORDS[1])
+    return _judgment_ends(*read_only((blocks.starts, blocks.order, queries, blocks.docs[0],
+                                      grade, graded)), _WORDS[0], _WORDS[1])
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -306,20 +304,6 @@ def _field(off, i):
     """Bytes of string i as a field of hash version 3: its length, a colon, its bytes."""
     n = off[i + 1] - off[i]
     return n + _digits(n) + 1
-
-
-@njit(cache=True, nogil=True)
-def _pool_ends(starts, order, r_off, q_off, d_off, bits):
-    ends = np.empty(len(starts) - 1, np.int64)
-    at = 0
-    for b in range(len(starts) - 1):
-        key = _field(r_off, b) + _field(q_off, b) + 4  # three tabs and the newline
-        for t in range(starts[b], starts[b + 1]):
-            i = order[t]
-            value = bits[i]
-            at += key + _field(d_off, i) + _digits(0 if value == _NEGATIVE_ZERO else value)
-        ends[b] = at
-    return ends
 
 
 @njit(cache=True, nogil=True)

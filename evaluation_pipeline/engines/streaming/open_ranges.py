@@ -23,6 +23,7 @@ from numba import njit
 
 from evaluation_pipeline.metric import hashing
 from evaluation_pipeline.metric.kernels.blocks import Blocks
+from evaluation_pipeline.metric.kernels.loading import read_only
 
 
 class OpenRanges:
@@ -112,7 +113,7 @@ class OpenRanges:
 def _cut(packed: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """The bytes of the given blocks, one after the other, in a copy of their own."""
     out = np.empty(int(sizes.sum()), np.uint8)
-    gather(packed, starts, sizes, out)
+    gather(*read_only((packed, starts, sizes)), out)
     return out
 
 

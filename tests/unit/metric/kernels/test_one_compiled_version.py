@@ -52,3 +52,31 @@ def test_scoring_and_the_worklist_use_one_compiled_version_of_each_kernel():
     for kernel in (score_blocks, ideal_dcg, pool_lines, judgment_lines, what_if_blocks):
         assert len(kernel.signatures) == 1, (kernel.__name__, kernel.signatures)
 
+
+
+def test_the_grouped_digest_uses_one_compiled_version_of_each_kernel(tmp_path):
+    """A grouped run's content hash, both ways: every block spilled to the scratch file, and
+    ranges hashed from memory as they close (some held, some spilled), for a pool and a
+    version; pieces from polars and from a concatenation."""
+    from evaluation_pipeline.engines.streaming import grouped_digest, open_ranges
+    from evaluation_pipeline.engines.streaming.grouped_digest import GroupedDigest
+    from evaluation_pipeline.metric import hashing
+
+    run, judged = one_query([3, "u", None, 1, 0], [5.0, 4.0, -0.0, 2.0, 1.0])
+    other, more = one_query([2, 0, None, None, 1], [1.0, 2.0, 3.0, 3.0, 5.0], query_id="q2",
+                            ranker="s")
+    run, judged = pl.concat([run, other]), pl.concat([judged, more])
+    groups = run.group_by("ranker", "query_id", maintain_order=True).len("rows")
+    for number, (kind, frame, keyed) in enumerate(
+            (("pool", run, groups), ("pool", run, None), ("judgments", judged, None))):
+        blocks = ["ranker", "query_id"] if kind == "pool" else ["query_id"]
+        for held in ((0, 60, 10**9) if keyed is not None else (0,)):
+            scratch = tmp_path / f"{number}-{held}"
+            scratch.mkdir()
+            digest = GroupedDigest(kind, scratch, keyed, held)
+            for part in frame.partition_by(blocks, maintain_order=True):
+                digest.update(part)
+            assert digest.hexdigest() == hashing.sha256_of(kind, frame)
+    for kernel in (open_ranges.gather, grouped_digest._pack, grouped_digest._pool_lines_packed,
+                   grouped_digest._judgment_ends):
+        assert len(kernel.signatures) == 1, (kernel.__name__, kernel.signatures)
