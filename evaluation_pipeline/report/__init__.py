@@ -64,7 +64,7 @@ def write_report(
     page). ``queries_sha256``, the hash of the queries table the weights and slices came from,
     joins the lineage (``lineage.queries_sha256``) when a queries table is given.
     ``per_query_source``: the per-query results ``per_query`` was read from, copied whole
-    into the report's per_query.parquet (streamed, when local); ``per_query`` may then hold
+    into the report's per_query.parquet (``_write_per_query``); ``per_query`` may then hold
     only the columns the report reads (``REPORT_COLUMNS``), or be None when ``numbers`` (the
     report's plan and numbers, summed on a cluster or from both nights at once:
     ``report.build.local_numbers``) are given. ``night_inputs``: (judgments, tonight's
