@@ -7,7 +7,8 @@ Scoring a pool of a million queries takes a while; the report reads only ``per_q
 and ``summary.json``, so this writes them directly: the rows an evaluation of ``--rankers``
 rankers at cutoffs 10 and 100 would give (about 80% scored, the rest spread over the other
 statuses), and a queries table with traffic weights (long-tailed, some queries weigh 0) and two
-slice columns of 3 and 5 values, as in the nightly of the scaling issue. Sizes and seed fix the
+slice columns of 3 and 5 values, as in the nightly of the scaling issue; the scored rows carry
+bounds over the gradings of their unknown and unjudged candidates. Sizes and seed fix the
 bytes.
 """
 
@@ -60,6 +61,11 @@ def per_query(n: int, rankers: int, rng: np.random.Generator, lineage: Lineage) 
             ndcg = np.clip(skill + (0.03 if k == 100 else 0.0), 0.0, 1.0)
             ndcg = np.where(status == 0, ndcg, np.where(status == 4, 0.0, np.nan))
             ideal = np.where(np.isnan(ndcg), np.nan, 3.0)
+            # Bounds over the gradings of the unknown and unjudged candidates (every query has
+            # some): a range around the number where it is scored under every grading, none for
+            # the other statuses.
+            bounded = status == 0
+            spread = rng.uniform(0.0, 0.1, size=n)
             frames.append(pl.DataFrame({
                 "ranker": pl.Series([f"ranker_{r}"] * n, dtype=pl.String),
                 "query_id": ids,
@@ -72,8 +78,12 @@ def per_query(n: int, rankers: int, rng: np.random.Generator, lineage: Lineage) 
                 **counts,
                 "judged_at_k": np.where(status == 3, np.nan, rng.uniform(0.3, 1.0, size=n)),
                 "candidate_recall": recall,
-            }).with_columns(pl.col("dcg", "ideal_dcg", "ndcg", "judged_at_k",
-                                   "candidate_recall").fill_nan(None)))
+                "ndcg_min": np.where(bounded, np.clip(ndcg - spread, 0.0, 1.0), np.nan),
+                "ndcg_max": np.where(bounded, np.clip(ndcg + spread, 0.0, 1.0), np.nan),
+                "n_holes": counts["n_unknown"] + counts["n_unjudged"],
+                "every_grading_scored": bounded,
+            }).with_columns(pl.col("dcg", "ideal_dcg", "ndcg", "judged_at_k", "candidate_recall",
+                                   "ndcg_min", "ndcg_max").fill_nan(None)))
     return pl.concat(frames).sort("ranker", "query_id", "cutoff").with_columns(lineage.columns())
 
 
