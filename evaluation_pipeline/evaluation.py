@@ -44,14 +44,15 @@ class Lineage:
 
     @classmethod
     def of(cls, judgments: pl.DataFrame, pool: pl.DataFrame, spec: EvaluationSpec,
-           pool_rows: Blocks | None = None, judgments_digest: str | None = None) -> Lineage:
-        """``pool_rows``, ``judgments_digest``: the pool's blocks and the judgments' SHA-256,
-        if the caller already has them."""
+           pool_rows: Blocks | None = None, judgments_digest: str | None = None,
+           pool_digest: str | None = None) -> Lineage:
+        """``pool_rows``, ``judgments_digest``, ``pool_digest``: the pool's blocks and the
+        inputs' SHA-256, if the caller already has them."""
         return cls(
             judgment_version=single_value(judgments, "judgment_version"),
             judgments_sha256=judgments_digest or judgments_sha256(judgments),
             candidate_pool=single_value(pool, "candidate_pool"),
-            pool_sha256=pool_sha256(pool if pool_rows is None else pool_rows),
+            pool_sha256=pool_digest or pool_sha256(pool if pool_rows is None else pool_rows),
             spec_id=spec.spec_id,
         )
 
@@ -107,18 +108,20 @@ def evaluate(
     judgments: pl.DataFrame, pool: pl.DataFrame, spec: EvaluationSpec,
     blocks: Blocks | None = None, index: JudgmentIndex | None = None,
     judgments_digest: str | None = None,
+    pool_digest: str | None = None,
 ) -> tuple[pl.DataFrame, Lineage]:
     """Per-query rows for every ranker of ``pool`` against ``judgments``, with lineage.
 
     Work the caller has done can be handed in: the pool cut into blocks
-    (``metric.hashing.pool_blocks``), the judgment index for ``spec``, the judgments' SHA-256.
+    (``metric.hashing.pool_blocks``), the judgment index for ``spec``, the inputs' SHA-256.
     """
     # The pool is cut into blocks once; then hashing and scoring are independent, and both
     # spend their time in compiled loops, polars and hashlib, which release the GIL: hash on a
     # second thread while the kernel scores.
     blocks = pool_blocks(pool) if blocks is None else blocks
     with ThreadPoolExecutor(max_workers=1) as hasher:
-        lineage = hasher.submit(Lineage.of, judgments, pool, spec, blocks, judgments_digest)
+        lineage = hasher.submit(Lineage.of, judgments, pool, spec, blocks, judgments_digest,
+                                pool_digest)
         per_query = score(blocks, judgments, spec, index=index)
         return with_lineage(per_query, lineage.result()), lineage.result()
 

@@ -30,6 +30,7 @@ from evaluation_pipeline.engines.choice import AUTO, choose_engine
 from evaluation_pipeline.evaluation import Lineage
 from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.io.locations import location
+from evaluation_pipeline.metric.hashing import KnownHashes
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas.errors import InputError, violation
 
@@ -74,6 +75,7 @@ def score_files(
     progress: bool = True,
     spark_session=None,
     spark_master: str | None = None,
+    known: KnownHashes | None = None,
 ) -> EngineResult:
     """Score ``run_path`` against ``judgments_path`` under ``spec``; per-query Parquet at
     ``out_path`` (a local path or a URL on object storage; for ``spark`` any URL Spark writes).
@@ -81,7 +83,11 @@ def score_files(
     ``auto``: ``engines.choice.choose_engine`` under ``budget``, the memory and spill folder
     also of the streaming engine's external sort of unsorted input (default ``Budget.of()``).
     ``spark``: ``spark_session`` if given, else the active session, else a new one at
-    ``spark_master`` (``engines.spark.cogroup.spark_master``: a local one unless set or submitted)."""
+    ``spark_master`` (``engines.spark.cogroup.spark_master``: a local one unless set or submitted).
+    ``known``: the inputs' content hashes when they are proven already (``KnownHashes``: a
+    published file whose bytes are the ones hashed at publish); each engine takes them for
+    the lineage instead of hashing those inputs again."""
+    known = known or KnownHashes()
     if engine != "spark":  # Spark reads its URLs itself, and says so when one is missing
         for given in (judgments_path, run_path):
             if not location(given).exists():
@@ -96,7 +102,8 @@ def score_files(
         scored = score_local(location(judgments_path), location(run_path), spec,
                              location(out_path),
                              judgments_format=judgments_format, run_format=run_format,
-                             judgment_version=judgment_version, pool=pool, ranker=ranker)
+                             judgment_version=judgment_version, pool=pool, ranker=ranker,
+                             known=known)
         return EngineResult(scored.lineage, str(out_path), scored.rows, engine="local",
                             judgments=scored.judgments, candidates=scored.candidates)
     if engine == "streaming":
@@ -105,7 +112,7 @@ def score_files(
         result = score_streaming(judgments_path, run_path, spec, out_path,
                                  batch_rows=batch_rows or DEFAULT_BATCH_ROWS,
                                  judgment_version=judgment_version, pool=pool, ranker=ranker,
-                                 progress=progress, budget=budget)
+                                 progress=progress, budget=budget, known=known)
         return EngineResult(result.lineage, str(out_path), result.rows, result.notes,
                             engine="streaming")
     if engine == "spark":
@@ -113,7 +120,8 @@ def score_files(
 
         lineage, rows = score_spark(str(judgments_path), str(run_path), spec, str(out_path),
                                     judgment_version=judgment_version, pool=pool, ranker=ranker,
-                                    spark=spark_session, master=spark_master)
+                                    spark=spark_session, master=spark_master,
+                                    judgments_sha256=known.judgments, pool_sha256=known.pool)
         return EngineResult(lineage, str(out_path), rows, engine="spark")
     raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
 

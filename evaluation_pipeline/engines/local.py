@@ -14,6 +14,7 @@ from evaluation_pipeline.evaluation import Lineage, evaluate
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
 from evaluation_pipeline.metric.hashing import (
+    KnownHashes,
     judgment_blocks,
     judgments_sha256,
     pool_blocks,
@@ -40,18 +41,20 @@ def read_and_evaluate(
     ranker: str | None = None,
     ranks: bool | None = None,
     display: bool = False,
+    known: KnownHashes = KnownHashes(),
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, Lineage]:
     """(judgments, candidates, per-query rows, lineage) of two input files, all validated.
 
     ``ranks``: the run's rank column is read and checked (``schemas.ranks``); by default when
     ``spec`` orders ties by it, or for a caller that will score other specs that do.
-    ``display``: a rank column is kept when present, unchecked (``read_run``)."""
+    ``display``: a rank column is kept when present, unchecked (``read_run``).
+    ``known``: content hashes proven already (``metric.hashing.KnownHashes``), not computed."""
     ranks = spec.needs_rank if ranks is None else ranks
     with ThreadPoolExecutor(max_workers=1) as side:
         # The judgments (read, indexed for the spec, hashed) on a second thread, while the run
         # is read and cut into blocks: both are mostly polars and compiled loops, GIL released.
         judged = side.submit(_read_judgments, judgments_path, judgments_format,
-                             judgment_version, spec)
+                             judgment_version, spec, known.judgments)
         # numba's import (0.3 s, holding the interpreter) runs beside the judgments' read; the
         # compiler then starts on a spare thread while the run is read.
         kernel.load()
@@ -63,17 +66,18 @@ def read_and_evaluate(
             run_path, run_format, pool=pool, ranker=ranker, ranks=ranks))
         judgments, index, digest = judged.result()
     per_query, lineage = evaluate(judgments, candidates, spec, blocks=blocks, index=index,
-                                  judgments_digest=digest)
+                                  judgments_digest=digest, pool_digest=known.pool)
     return judgments, candidates, per_query, lineage
 
 
-def _read_judgments(path, fmt, version, spec) -> tuple[pl.DataFrame, JudgmentIndex, str]:
+def _read_judgments(path, fmt, version, spec, digest: str | None
+                    ) -> tuple[pl.DataFrame, JudgmentIndex, str]:
     judgments = read_judgments(path, fmt, version=version, check_keys=False)
     rated = is_rated(judgments)
     check_rule(spec, rated, judgments[RATER].unique().to_list() if rated else None, str(path))
     blocks = judgment_blocks(judgments)  # one cut for the index and the hash
     _refuse_repeats(blocks, path, lambda: read_judgments(path, fmt, version=version))
-    return judgments, index_judgments(blocks, spec), judgments_sha256(blocks)
+    return judgments, index_judgments(blocks, spec), digest or judgments_sha256(blocks)
 
 
 def _refuse_repeats(blocks: Blocks, path: Path, read_checked) -> None:
@@ -108,11 +112,14 @@ def score_local(
     judgment_version: str | None = None,
     pool: str | None = None,
     ranker: str | None = None,
+    known: KnownHashes = KnownHashes(),
 ) -> LocalScores:
-    """Per-query rows with lineage at ``out_path``, everything validated before it is written."""
+    """Per-query rows with lineage at ``out_path``, everything validated before it is written
+    (``known``: as ``read_and_evaluate``)."""
     judgments, candidates, per_query, lineage = read_and_evaluate(
         judgments_path, run_path, spec, judgments_format=judgments_format,
-        run_format=run_format, judgment_version=judgment_version, pool=pool, ranker=ranker)
+        run_format=run_format, judgment_version=judgment_version, pool=pool, ranker=ranker,
+        known=known)
     per_query = validate("PerQueryResults", per_query, "per-query results")
     # The streaming engine's row groups, so that both engines write the same bytes.
     atomic_write(out_path, lambda tmp: per_query.write_parquet(

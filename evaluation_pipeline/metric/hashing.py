@@ -22,6 +22,7 @@ scorer uses (``metric.kernels.blocks``), some 64k lines at a time, and fed to ha
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -243,3 +244,31 @@ class StreamingDigest:
             return (self._open or hashlib.sha256()).hexdigest()
         return combine(self._closed + ([self._open.digest()] if self._open is not None else []),
                        self._version)
+
+
+@dataclass(frozen=True)
+class KnownHashes:
+    """Content hashes an engine need not compute again: of inputs whose bytes are proven to be
+    the very bytes hashed to them (a published file checked against the stamp its publish
+    took, ``io.integrity``). Each one given is what the lineage names; None is computed."""
+
+    judgments: str | None = None
+    pool: str | None = None
+
+
+class KnownDigest:
+    """A :class:`StreamingDigest` whose hash is already known: it is fed the same pieces and
+    hashes none, but still cuts a frame into blocks, whose ``duplicate`` the checks read."""
+
+    def __init__(self, kind: str, sha256: str) -> None:
+        if kind not in ("pool", "judgments"):
+            raise ValueError(f"kind must be 'pool' or 'judgments', not {kind!r}")
+        self._kind, self._sha256 = kind, sha256
+
+    def update(self, piece: pl.DataFrame | Blocks) -> Blocks:
+        if isinstance(piece, pl.DataFrame):
+            return pool_blocks(piece) if self._kind == "pool" else judgment_blocks(piece)
+        return piece
+
+    def hexdigest(self) -> str:
+        return self._sha256

@@ -25,6 +25,7 @@ from evaluation_pipeline.ingest.publish import Published
 from evaluation_pipeline.io.atomic import named_in
 from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.io.storage import Place
+from evaluation_pipeline.metric.hashing import KnownHashes
 from evaluation_pipeline.orchestration.resources import EvaluationStorage
 from evaluation_pipeline.report.build import ReportPlan
 from evaluation_pipeline.report.config import ReportConfig
@@ -69,7 +70,8 @@ class ScoringEngine(dg.ConfigurableResource):
         return engines.publish(function, source, target, engine=self.engine,
                                spark_master=self.spark_master, **options)
 
-    def score(self, judgments_path: str, pool_path: str, spec, out_path: str, budget=None):
+    def score(self, judgments_path: str, pool_path: str, spec, out_path: str, budget=None,
+              known: KnownHashes | None = None):
         if self.engine not in ENGINES:
             raise dg.Failure(f"engine {self.engine!r} is not one of {', '.join(ENGINES)}")
         if not self.reads_urls():
@@ -77,7 +79,7 @@ class ScoringEngine(dg.ConfigurableResource):
                 location(p, self.storage_options) for p in (judgments_path, pool_path, out_path))
         return engines.score_files(judgments_path, pool_path, spec, out_path, engine=self.engine,
                            batch_rows=self.batch_rows, progress=False,
-                           spark_master=self.spark_master, budget=budget)
+                           spark_master=self.spark_master, budget=budget, known=known)
 
     def score_increment(self, previous_scores: str, previous_judgments: str, judgments: str,
                         pool: str, spec: EvaluationSpec, out_path: str, **hashes
@@ -110,13 +112,13 @@ class ScoringEngine(dg.ConfigurableResource):
 
 def score_published(storage: EvaluationStorage, scoring: ScoringEngine, budget: Budget,
                     judgments: Place, pool: Place, scores: Place,
-                    spec: EvaluationSpec) -> EngineResult:
+                    spec: EvaluationSpec, known: KnownHashes | None = None) -> EngineResult:
     """Score the published ``pool`` against ``judgments`` into ``scores``, through
     ``engines.score_files`` with the configured engine (``ScoringEngine.reads_urls``: Spark
-    reads and writes URLs itself)."""
+    reads and writes URLs itself; ``known``: the content hashes not computed again)."""
     if storage.is_local() or scoring.reads_urls():
         return scoring.score(str(storage.path(*judgments)), str(storage.path(*pool)), spec,
-                             str(storage.path(*scores)), budget=budget)
+                             str(storage.path(*scores)), budget=budget, known=known)
     with (budget.scratch("ndcg-eval-score-") as tmp,
           named_in(Path(tmp), storage.path(*scores[:-1]))):
         local = [Path(tmp) / place[-1] for place in (judgments, pool)]
@@ -124,6 +126,6 @@ def score_published(storage: EvaluationStorage, scoring: ScoringEngine, budget: 
             with storage.path(*place).open("rb") as source, open(copy, "wb") as target:
                 shutil.copyfileobj(source, target)
         result = scoring.score(str(local[0]), str(local[1]), spec, str(Path(tmp) / scores[-1]),
-                               budget=budget)
+                               budget=budget, known=known)
         written = storage.put_file(Path(result.per_query_path), *scores)
     return dataclasses.replace(result, per_query_path=written)

@@ -86,7 +86,13 @@ from evaluation_pipeline.ingest.external_sort import (
 from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.atomic import WriteFailed, atomic_write
 from evaluation_pipeline.io.locations import is_remote, location
-from evaluation_pipeline.metric.hashing import JUDGMENT_KEYS, POOL_KEYS, StreamingDigest
+from evaluation_pipeline.metric.hashing import (
+    JUDGMENT_KEYS,
+    POOL_KEYS,
+    KnownDigest,
+    KnownHashes,
+    StreamingDigest,
+)
 from evaluation_pipeline.metric.kernels import loading as kernel
 from evaluation_pipeline.metric.kernels.blocks import Blocks
 from evaluation_pipeline.metric.ndcg import (
@@ -125,10 +131,12 @@ def score_streaming(
     ranker: str | None = None,
     progress: bool = True,
     budget: Budget | None = None,
+    known: KnownHashes | None = None,
 ) -> StreamResult:
     """Per-query rows with lineage at ``out_path``, streamed; see the module docstring.
 
-    ``budget``: the external sort's memory and spill folder (default ``Budget.of()``)."""
+    ``budget``: the external sort's memory and spill folder (default ``Budget.of()``).
+    ``known``: content hashes proven already (``metric.hashing.KnownHashes``), not computed."""
     threading.Thread(target=kernel.warm_up, daemon=True).start()  # while the first batch reads
     judgments_path, run_path, out_path = (location(judgments_path), location(run_path),
                                           location(out_path))
@@ -155,7 +163,8 @@ def score_streaming(
         grouped: Grouped | None = None
         while True:
             try:
-                one = _Pass(sources, names, spec, batch_rows, grouped=grouped, pool=unjudged)
+                one = _Pass(sources, names, spec, batch_rows, grouped=grouped, pool=unjudged,
+                            known=known or KnownHashes())
                 return _stream(one, out_path, progress, notes, scratch)
             except NotSorted as exc:
                 which = exc.what
@@ -240,10 +249,12 @@ class _Pass:
     """One pass over both inputs: the run's batches in order, each met by its judgments.
 
     The judgments are read once per ranker; the first ranker's read checks and hashes them.
-    ``grouped``: the run is grouped by (ranker, query_id) but not sorted (``grouping``)."""
+    ``grouped``: the run is grouped by (ranker, query_id) but not sorted (``grouping``).
+    ``known``: the hashes not computed again; their digests still cut the batches into blocks."""
 
     def __init__(self, sources: dict, names: Names, spec: EvaluationSpec, batch_rows: int,
-                 grouped: Grouped | None = None, pool: pl.DataFrame | None = None):
+                 grouped: Grouped | None = None, pool: pl.DataFrame | None = None,
+                 known: KnownHashes = KnownHashes()):
         self.grouped = grouped
         self.sources = sources
         self.pool = pool  # the pool's unjudged documents per query (unjudged_scan), if needed
@@ -252,7 +263,10 @@ class _Pass:
         self.batch_rows = batch_rows
         self.judgment_digest = grouped.judgment_digest(sources["judgments"], names.fill(
             "judgments"), batch_rows) if grouped else StreamingDigest("judgments")
-        self.pool_digest = grouped.pool_digest() if grouped else StreamingDigest("pool")
+        if known.judgments is not None:  # the grouped judgments' order is found all the same
+            self.judgment_digest = KnownDigest("judgments", known.judgments)
+        self.pool_digest = (KnownDigest("pool", known.pool) if known.pool is not None
+                            else grouped.pool_digest() if grouped else StreamingDigest("pool"))
         self.seen_names: dict = {}  # each input's one name, as its first batch holds it
         self.judgments_checked = False
         self.rated = has_raters(sources["judgments"][0])
@@ -285,7 +299,8 @@ class _Pass:
                 # The pool digest, in batch order, one batch in flight: memory stays bounded.
                 if hashing is not None:
                     hashing.result()
-                hashing = hasher.submit(self.pool_digest.update, batch.blocks)
+                if not isinstance(self.pool_digest, KnownDigest):
+                    hashing = hasher.submit(self.pool_digest.update, batch.blocks)
                 yield from self._batch_steps(batch)
                 yield _BatchDone(batch.frame.height)
             if self.windows is None:
