@@ -215,6 +215,7 @@ def _run(home: Path) -> int:
         expected_evaluations,
         unpublished_inputs,
     )
+    from evaluation_pipeline.orchestration.sensors import landing_stamps
 
     spec = pipeline_spec()
     # make run lands the example week night by night; a configured landing folder is run as it is.
@@ -255,7 +256,8 @@ def _run(home: Path) -> int:
             instance, resources["landing"], resources["storage"], resources["policy"], spec)
             if not state.whole]
         # What the landing holds but this storage never published (nothing may claim done).
-        unpublished = unpublished_inputs(resources["landing"], resources["storage"])
+        unpublished = unpublished_inputs(resources["landing"], resources["storage"],
+                                         landing_stamps(runner.cursors))
         if not outcomes and not runner.tick_errors and not missing and not unpublished:
             print("nothing new in the landing folder; the results below are current")
         root = resources["storage"].root()

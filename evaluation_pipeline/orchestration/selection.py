@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import dagster as dg
 
 from evaluation_pipeline import settings
+from evaluation_pipeline.io.landing import FileHashes
 from evaluation_pipeline.io.storage import (
     AGGREGATES_FILE,
     HTML_FILE,
@@ -243,14 +244,16 @@ def expected_evaluations(instance: dg.DagsterInstance, landing: LandingZone,
                                                  pools, policy.backfill())]
 
 
-def unpublished_inputs(landing: LandingZone, storage: EvaluationStorage) -> list[str]:
+def unpublished_inputs(landing: LandingZone, storage: EvaluationStorage,
+                       hashes: FileHashes | None = None) -> list[str]:
     """What the landing holds that the storage has not published: each judgment version and
-    ready pool without a manifest there, and the queries table; in landing order."""
+    ready pool without a manifest there, and the queries table; in landing order. ``hashes``:
+    the stamps of files hashed already (``sensors.landing_stamps``), not read again."""
     missing = [f"judgments {item.name} ({landing.judgment_file(item.name)})"
-               for item in landing.judgment_files()[0]
+               for item in landing.judgment_files(hashes)[0]
                if storage.manifest(*judgments_folder(item.name)) is None]
     missing += [f"pool {item.name} ({landing.pool_folder(item.name)})"
-                for item in landing.pool_folders()[0]
+                for item in landing.pool_folders(hashes)[0]
                 if storage.manifest(*pool_folder(item.name)) is None]
     if landing.queries_file().is_file() and storage.manifest(*QUERIES_FOLDER) is None:
         missing.append(f"queries table ({landing.queries_file()})")

@@ -218,6 +218,36 @@ def test_landing_sensors_hash_only_files_whose_size_or_mtime_changed(tmp_path: P
         assert read == [second.name] and isinstance(result, dg.SkipReason)
 
 
+def test_the_jobs_last_listing_of_the_landing_reads_only_what_the_sensors_did_not(
+        tmp_path: Path, monkeypatch):
+    """The main job's closing check of what the landing holds unpublished lists it through the
+    stamps the sensors kept: settled files are not read a third time; a file changed since is."""
+    from evaluation_pipeline.orchestration.selection import unpublished_inputs
+    from evaluation_pipeline.orchestration.sensors import landing_stamps
+
+    with temporary_instance(tmp_path / "home") as instance:
+        env = make_pipeline(tmp_path, instance)
+        env.land_version(VERSION_1)
+        env.land_pool(POOL_1)
+        landed = [p for p in env.landing.rglob("*") if p.is_file()]
+        for path in landed:
+            _settle(path, 3600)
+        assert all(o.success for o in env.runner.run_until_quiet())
+        hashed = HashCounter(monkeypatch)
+        resources = env.defs.resources
+        stamps = landing_stamps(env.runner.cursors)
+        assert unpublished_inputs(resources["landing"], resources["storage"], stamps) == []
+        assert hashed.read == []
+        # Without the stamps every landed file is read; with them, only one that changed.
+        assert unpublished_inputs(resources["landing"], resources["storage"]) == []
+        assert sorted(hashed.read) == sorted(p.name for p in landed if p.name != "_READY")
+        hashed.read.clear()
+        version = env.landing / "judgments" / f"{VERSION_1}.csv"
+        _settle(version, 60)
+        unpublished_inputs(resources["landing"], resources["storage"], stamps)
+        assert hashed.read == [version.name]
+
+
 def test_landing_sensors_read_the_cursor_of_earlier_releases(tmp_path: Path, monkeypatch):
     """Cursors once held only the content hashes: read with one, a tick hashes every file
     once and requests nothing that was already seen."""
