@@ -9,7 +9,11 @@ a seeded hash of (ranker, doc_id) for every ranker past the first, in the publis
 order (ranker, query_id, doc_id), zstd, 1M-row row groups. Version 2 regrades the
 graded rows of ``--regrade`` of the queries (grade + 1, mod 4) and grades the unknown rows of
 another ``--add`` of them. Each scoring runs in a process of its own, which reports its wall
-time, CPU time and peak memory; the two outputs must be the same bytes.
+time, CPU time and peak memory; the two outputs must be the same bytes. Both take the inputs'
+published content hashes, as the pipeline's scoring of published inputs does (the increment
+from the manifests; the full scoring as ``orchestration.assets.score_evaluation`` hands them on
+when the files hold the bytes their publish hashed); ``--full-hashes`` makes the full scoring
+hash its inputs as it scores, as ``ndcg-eval score`` does.
 """
 
 from __future__ import annotations
@@ -68,20 +72,29 @@ def pool_of_rankers(run: Path, target: Path, rankers: int) -> None:
     writer.close()
 
 
-def child(kind: str, folder: Path, judgments: Path, run: Path, published: str | None) -> None:
+def child(kind: str, folder: Path, judgments: Path, run: Path, published: str | None,
+          full_hashes: bool = False) -> None:
     from evaluation_pipeline.engines import score_files
     from evaluation_pipeline.engines.incremental import score_increment
     from evaluation_pipeline.evaluation import read_lineage
+    from evaluation_pipeline.io.landing import file_sha256
+    from evaluation_pipeline.metric.hashing import KnownHashes
     from evaluation_pipeline.spec import profile
 
     spec = profile("default")
     out = folder / f"{kind}.parquet"
     started = time.perf_counter()
+    earlier = folder / "v1.parquet"
+    lineage = read_lineage(earlier)
     if kind == "full":
-        score_files(judgments, run, spec, out, progress=False)
+        known = None
+        if not full_hashes:
+            # The pipeline's proof that both files hold the bytes their publish hashed.
+            for path in (judgments, run):
+                file_sha256(path)
+            known = KnownHashes(judgments=published, pool=lineage.pool_sha256)
+        score_files(judgments, run, spec, out, progress=False, known=known)
     else:
-        earlier = folder / "v1.parquet"
-        lineage = read_lineage(earlier)
         done = score_increment(earlier, data_paths_first(judgments), judgments, run, spec, out,
                                pool_sha256=lineage.pool_sha256,
                                previous_judgments_sha256=lineage.judgments_sha256,
@@ -127,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folder", type=Path)
     # The pipeline has the new version's hash from its manifest, as a publish step gives it.
     parser.add_argument("--published-sha256")
+    parser.add_argument("--full-hashes", action="store_true",
+                        help="the full scoring hashes its inputs (ndcg-eval score's way)")
     args = parser.parse_args(argv)
     per_ranker = args.rows // args.rankers // CANDIDATES * CANDIDATES
     first, run = data_paths(per_ranker, args.out)
@@ -134,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         run.name.replace(".parquet", f"x{args.rankers}.parquet"))
     second = first.with_name(first.name.replace(".parquet", "-v2.parquet"))
     if args.child:
-        child(args.child, args.folder, second, pool, args.published_sha256)
+        child(args.child, args.folder, second, pool, args.published_sha256, args.full_hashes)
         return 0
     if not run.exists():
         generate(per_ranker, CANDIDATES, SEED, args.out)
@@ -157,12 +172,15 @@ def main(argv: list[str] | None = None) -> int:
         results[kind] = measured(["--rows", str(args.rows), "--rankers", str(args.rankers),
                                   "--out", str(args.out),
                                   "--child", kind, "--folder", str(folder),
-                                  "--published-sha256", published])
+                                  "--published-sha256", published,
+                                  *(["--full-hashes"] if args.full_hashes else [])])
         runs.append((kind, results[kind]))
     same = (folder / "full.parquet").read_bytes() == (folder / "increment.parquet").read_bytes()
     rows = pq.read_metadata(run).num_rows
     print(f"{rows:,} rows ({args.rankers} rankers), {args.regrade:.0%} of queries regraded, "
-          f"{args.add:.0%} graded; load average {os.getloadavg()[0]:.1f}")
+          f"{args.add:.0%} graded; the full scoring "
+          + ("hashes its inputs" if args.full_hashes else "takes the published hashes")
+          + f"; load average {os.getloadavg()[0]:.1f}")
     for kind, result in runs:
         print(f"  {kind:<10} {result['wall']:6.1f} s wall  {result['cpu']:6.1f} s CPU  "
               f"{result['peak_gb']:.2f} GB peak")
