@@ -215,7 +215,11 @@ def _run(home: Path) -> int:
         expected_evaluations,
         unpublished_inputs,
     )
-    from evaluation_pipeline.orchestration.sensors import landing_stamps
+    from evaluation_pipeline.orchestration.sensors import (
+        landing_stamps,
+        stamped_cursors,
+        store_stamps,
+    )
 
     spec = pipeline_spec()
     # make run lands the example week night by night; a configured landing folder is run as it is.
@@ -235,6 +239,8 @@ def _run(home: Path) -> int:
     # Opened under the lock: a fresh home gets its storage tables here, once.
     with dg.DagsterInstance.get() as instance:
         runner = LocalRunner(defs, instance)
+        # The landing's unchanged files are not hashed again (the stamps of the last job).
+        runner.cursors.update(stamped_cursors(instance, runner.driven_sensors()))
         try:
             with stop_signals(runner):
                 outcomes = run_week(runner, landing) if week else runner.run_until_quiet()
@@ -258,6 +264,7 @@ def _run(home: Path) -> int:
         # What the landing holds but this storage never published (nothing may claim done).
         unpublished = unpublished_inputs(resources["landing"], resources["storage"],
                                          landing_stamps(runner.cursors))
+        store_stamps(instance, runner.cursors)
         if not outcomes and not runner.tick_errors and not missing and not unpublished:
             print("nothing new in the landing folder; the results below are current")
         root = resources["storage"].root()

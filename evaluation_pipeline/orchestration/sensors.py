@@ -28,6 +28,7 @@ from evaluation_pipeline.orchestration.partitions import (
     PARTITION_TAG,
     Naming,
     evaluation_key,
+    of_any_instance,
 )
 from evaluation_pipeline.orchestration.resources import EvaluationStorage
 from evaluation_pipeline.orchestration.selection import (
@@ -65,6 +66,32 @@ def landing_stamps(cursors: Mapping[str, str | None]) -> FileHashes:
         if isinstance(data.get("files"), dict):
             known.update(_stamps(data["files"]))
     return FileHashes(known)
+
+
+# The landing's file stamps between runs of the main job, in the instance's key-value store
+# (SQLite or PostgreSQL alike). The daemon keeps each sensor's whole cursor; the main job's
+# runner starts its sensors without one (so that what a failed run left is requested again),
+# and without the stamps it would hash every file ever landed, each night.
+STAMPS_KEY = "ndcg_eval/landing_file_stamps"
+LANDING_SENSORS = ("queries_changed", "judgment_versions_landed", "candidate_pools_landed")
+
+
+def stamped_cursors(instance: dg.DagsterInstance, sensor_names: list[str]) -> dict[str, str]:
+    """For each landing sensor of ``sensor_names``, a cursor holding only the file stamps the
+    instance stored (``store_stamps``): nothing counts as seen, no unchanged file is read."""
+    stored = instance.daemon_cursor_storage.get_cursor_values({STAMPS_KEY}).get(STAMPS_KEY)
+    if not stored:
+        return {}
+    cursor = json.dumps({"landed": {}, "sha256": None, "files": json.loads(stored)})
+    return {name: cursor for name in sensor_names
+            if any(of_any_instance(name, base) for base in LANDING_SENSORS)}
+
+
+def store_stamps(instance: dg.DagsterInstance, cursors: Mapping[str, str | None]) -> None:
+    """Keep the file stamps of the landing sensors' ``cursors`` for the next main job."""
+    stamps = {path: list(astuple(stamp))
+              for path, stamp in sorted(landing_stamps(cursors).known.items())}
+    instance.daemon_cursor_storage.set_cursor_values({STAMPS_KEY: json.dumps(stamps)})
 
 
 def _landed_cursor(cursor: str | None, storage: str

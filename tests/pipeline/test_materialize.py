@@ -248,6 +248,47 @@ def test_the_jobs_last_listing_of_the_landing_reads_only_what_the_sensors_did_no
         assert hashed.read == [version.name]
 
 
+def test_the_next_main_job_hashes_only_files_changed_since_the_last(tmp_path: Path,
+                                                                    monkeypatch):
+    """The main job's runner starts its sensors without cursors, so that what failed is asked
+    for again; the landing's file stamps, kept in the instance, spare it reading every file
+    ever landed. A runner without them reads them all; a changed file is read, and ingested."""
+    from evaluation_pipeline.orchestration.local_runner import LocalRunner
+    from evaluation_pipeline.orchestration.sensors import stamped_cursors, store_stamps
+
+    with temporary_instance(tmp_path / "home") as instance:
+        env = make_pipeline(tmp_path, instance)
+        env.land_version(VERSION_1)
+        env.land_pool(POOL_1)
+        landed = sorted(p.name for p in env.landing.rglob("*") if p.is_file()
+                        and p.name != "_READY") + ["queries.csv"]
+        for path in [*env.landing.rglob("*"), env.root / "queries.csv"]:
+            if path.is_file():
+                _settle(path, 3600)
+        assert all(o.success for o in env.runner.run_until_quiet())
+        assert stamped_cursors(instance, env.runner.driven_sensors()) == {}
+        store_stamps(instance, env.runner.cursors)
+
+        hashed = HashCounter(monkeypatch)
+        cold = LocalRunner(env.defs, instance)
+        assert cold.run_until_quiet() == [] and sorted(hashed.read) == landed
+        hashed.read.clear()
+        runner = LocalRunner(env.defs, instance)
+        seeded = stamped_cursors(instance, runner.driven_sensors())
+        assert sorted(seeded) == ["candidate_pools_landed", "judgment_versions_landed",
+                                  "queries_changed"]
+        runner.cursors.update(seeded)
+        assert runner.run_until_quiet() == [] and hashed.read == []
+        version = env.landing / "judgments" / f"{VERSION_1}.csv"
+        version.write_text(version.read_text().replace(",1,", ",2,", 1))
+        _settle(version, 600)
+        runner = LocalRunner(env.defs, instance)
+        runner.cursors.update(stamped_cursors(instance, runner.driven_sensors()))
+        outcomes = runner.run_until_quiet()
+        assert hashed.read == [version.name]
+        assert [(o.job, o.partition) for o in outcomes][:1] == [("ingest_judgments", VERSION_1)]
+
+
 def test_landing_sensors_read_the_cursor_of_earlier_releases(tmp_path: Path, monkeypatch):
     """Cursors once held only the content hashes: read with one, a tick hashes every file
     once and requests nothing that was already seen."""
