@@ -222,8 +222,8 @@ def score_candidates(
 # Blocks of at least this many candidate rows are scored in two halves, one on a helper thread
 # (the kernel releases the GIL): a streamed batch is 500k rows. Per-block results, so the
 # halves' rows are the whole's, bit for bit. With the second core free (the pipeline's
-# scoring of published inputs hashes nothing) a 30M-row scoring took 6.9 to 7.5 s, not 8.6 to
-# 9.1; beside the streaming engine's hashing thread it took the same time as one thread.
+# scoring of published inputs hashes nothing) a 30M-row scoring took 6.9 to 8.7 s, not 8.6 to
+# 9.6; beside the streaming engine's hashing thread it gains little (benchmarks/README.md).
 HALVES_FROM_ROWS = 65_536
 
 
