@@ -104,37 +104,39 @@ def block_bounds(slots, rank, m, rules, k, top, n_top, n_outside, scratch):
     weight, hole_weight, index, denominator, high_at, low_at, merge_at, ideal_at = scratch
     slot_score, slot_class, slot_gain = slots.score, slots.grade_class, slots.gain
     average = rules.ties == TIES_AVERAGE
-    # Each place's weight at cutoff k, the fixed part of DCG and the weighted holes.
+    # Each place's weight at cutoff k, the fixed part of DCG and the weighted holes. Every
+    # place of a tie group that starts before k weighs more than 0, and none after (``end``)
+    # weighs anything: those are only counted, a graded one adding 0 to the fixed part.
     p = 0
-    while p < m:
+    while p < m and p < k:
         q = p + 1
         if average:
             while q < m and slot_score[rank[q]] == slot_score[rank[p]]:
                 q += 1
-        w = 0.0
-        if p + 1 <= k:
-            if q == p + 1:
-                w = 1.0 / denominator[p]
-            else:
-                w = (rules.prefix[min(q, k)] - rules.prefix[p]) / (q - p)
+        if q == p + 1:
+            w = 1.0 / denominator[p]
+        else:
+            w = (rules.prefix[min(q, k)] - rules.prefix[p]) / (q - p)
         for i in range(p, q):
             weight[i] = w
         p = q
+    end = p
     fixed, n_weighted, n_unweighted = 0.0, 0, n_outside
-    for i in range(m):
+    for i in range(end):
         s = rank[i]
         if slot_class[s] == GRADED:
             fixed += weight[i] * slot_gain[s]
-        elif weight[i] > 0.0:
+        else:
+            # In rank order, so from the largest weight down (a tie group's average is no
+            # less than the next group's): the order the extremes pair gains with.
             hole_weight[n_weighted] = weight[i]
             n_weighted += 1
-        else:
-            n_unweighted += 1
+    for i in range(end, m):
+        n_unweighted += slot_class[rank[i]] != GRADED
     values = rules.hole_gains
     top_value = len(values) - 1
     if _count_vectors(n_weighted, len(values)) > MAX_GRADINGS:
         return 0.0, 1.0  # a tie group of many holes across K: a valid range, not the exact one
-    hole_weight[:n_weighted] = np.sort(hole_weight[:n_weighted])[::-1]
     least, greatest = np.inf, -np.inf
     # For the least, the unweighted holes take the largest gain. When there are K of them and
     # no graded gain is larger, they alone fill the ideal's top K whatever the grading: the

@@ -16,7 +16,7 @@ sort over the run (five times slower here) plus a string join. The kernels:
 Everything is compiled with ``cache=True`` (the first process compiles, later ones load) and
 ``nogil=True`` (the content hash runs on a second thread while the kernel scores). numba's cache
 is checked against the file of the function it compiled only, not the files of the helpers it
-calls: after editing a kernel module, delete ``core/__pycache__/*.nb[ic]`` so that the kernels
+calls: after editing a kernel module, delete ``metric/kernels/__pycache__/*.nb[ic]`` so that the kernels
 of the other modules recompile too.
 
 Importing numba takes 0.3 s of one core, holding the interpreter: modules that call a kernel
