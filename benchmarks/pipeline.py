@@ -369,7 +369,11 @@ def table(result: dict) -> str:
     job = result["main_job"]
     lines.append(f"| main job{'' if job['ok'] else ' (FAILED)'} | {job['wall']:.1f} s | "
                  f"{job['cpu']:.1f} s | {gb(job['peak_rss'])} |")
-    lines.append(f"| main job, between steps | | | {gb(job['peak_rss_between_steps'])} |")
+    # The steps run one after another: the rest is the start, the instance, the sensor ticks,
+    # the runs' records and the closing summary.
+    outside = job["wall"] - sum(step["wall"] for step in result["steps"])
+    lines.append(f"| main job, between steps | {outside:.1f} s | | "
+                 f"{gb(job['peak_rss_between_steps'])} |")
     for step in result["steps"]:
         lines.append(f"| {step['job']} {step['partition']}: {step['step']}"
                      f"{'' if step['ok'] else ' (FAILED)'} | {step['wall']:.1f} s | | "
