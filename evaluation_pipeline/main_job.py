@@ -262,9 +262,9 @@ def _run(home: Path) -> int:
             instance, resources["landing"], resources["storage"], resources["policy"], spec)
             if not state.whole]
         # What the landing holds but this storage never published (nothing may claim done).
-        unpublished = unpublished_inputs(resources["landing"], resources["storage"],
-                                         landing_stamps(runner.cursors))
-        store_stamps(instance, runner.cursors)
+        stamps = landing_stamps(runner.cursors)
+        unpublished = unpublished_inputs(resources["landing"], resources["storage"], stamps)
+        store_stamps(instance, stamps)
         if not outcomes and not runner.tick_errors and not missing and not unpublished:
             print("nothing new in the landing folder; the results below are current")
         root = resources["storage"].root()

@@ -50,6 +50,21 @@ VERSION_TAGS = {2: b"ndcg-eval content hash v2\n", 3: b"ndcg-eval content hash v
 RANGE_ROWS = 1_048_576
 
 
+def checked_kind(kind: str) -> str:
+    """``kind``, when it names what a content hash is taken of: "pool" or "judgments"."""
+    if kind not in ("pool", "judgments"):
+        raise ValueError(f"kind must be 'pool' or 'judgments', not {kind!r}")
+    return kind
+
+
+def blocks_of(kind: str, piece: pl.DataFrame | Blocks) -> Blocks:
+    """A piece fed to a digest of ``kind`` as blocks: a frame is cut (its blocks'
+    ``duplicate`` flags a repeated key), blocks are taken as they are."""
+    if isinstance(piece, Blocks):
+        return piece
+    return pool_blocks(piece) if kind == "pool" else judgment_blocks(piece)
+
+
 def pool_blocks(pool: pl.DataFrame, starts: np.ndarray | None = None) -> Blocks:
     """A pool's rows as (ranker, query_id) blocks, with the columns the hash and kernel read.
 
@@ -109,8 +124,7 @@ def sha256_of(kind: str, frame: pl.DataFrame | Blocks, version: int = HASH_VERSI
 
 def range_digest(kind: str, frame: pl.DataFrame | Blocks, version: int = HASH_VERSION) -> bytes:
     """The 32-byte SHA-256 of one range's lines: ``frame`` holds its rows (whole blocks)."""
-    blocks = frame if isinstance(frame, Blocks) else (
-        pool_blocks(frame) if kind == "pool" else judgment_blocks(frame))
+    blocks = blocks_of(kind, frame)
     digest = hashlib.sha256()
     update_lines(digest, kind, blocks, version)
     return digest.digest()
@@ -202,11 +216,9 @@ class StreamingDigest:
     """
 
     def __init__(self, kind: str, version: int = HASH_VERSION) -> None:
-        if kind not in ("pool", "judgments"):
-            raise ValueError(f"kind must be 'pool' or 'judgments', not {kind!r}")
         if version not in VERSIONS:
             raise ValueError(f"unknown content hash version {version!r}")
-        self._kind, self._version = kind, version
+        self._kind, self._version = checked_kind(kind), version
         self._rows = 0  # rows hashed so far
         self._range = -1  # the number of the open range
         self._open = None  # its SHA-256
@@ -215,8 +227,7 @@ class StreamingDigest:
 
     def update(self, piece: pl.DataFrame | Blocks) -> Blocks:
         """Hash one piece; returns its blocks (whose ``duplicate`` flags a repeated key)."""
-        if isinstance(piece, pl.DataFrame):
-            piece = pool_blocks(piece) if self._kind == "pool" else judgment_blocks(piece)
+        piece = blocks_of(self._kind, piece)
         if not piece.n_blocks:
             return piece
         order = piece.canonical_blocks()
@@ -261,14 +272,10 @@ class KnownDigest:
     hashes none, but still cuts a frame into blocks, whose ``duplicate`` the checks read."""
 
     def __init__(self, kind: str, sha256: str) -> None:
-        if kind not in ("pool", "judgments"):
-            raise ValueError(f"kind must be 'pool' or 'judgments', not {kind!r}")
-        self._kind, self._sha256 = kind, sha256
+        self._kind, self._sha256 = checked_kind(kind), sha256
 
     def update(self, piece: pl.DataFrame | Blocks) -> Blocks:
-        if isinstance(piece, pl.DataFrame):
-            return pool_blocks(piece) if self._kind == "pool" else judgment_blocks(piece)
-        return piece
+        return blocks_of(self._kind, piece)
 
     def hexdigest(self) -> str:
         return self._sha256

@@ -52,8 +52,8 @@ def _stamps(data: dict[str, list]) -> dict[str, FileStamp]:
     return {path: FileStamp(*values) for path, values in data.items()}
 
 
-def _stamps_json(hashes: FileHashes) -> dict[str, list]:
-    return {path: list(astuple(stamp)) for path, stamp in sorted(hashes.settled.items())}
+def _stamps_json(stamps: Mapping[str, FileStamp]) -> dict[str, list]:
+    return {path: list(astuple(stamp)) for path, stamp in sorted(stamps.items())}
 
 
 def landing_stamps(cursors: Mapping[str, str | None]) -> FileHashes:
@@ -87,10 +87,10 @@ def stamped_cursors(instance: dg.DagsterInstance, sensor_names: list[str]) -> di
             if any(of_any_instance(name, base) for base in LANDING_SENSORS)}
 
 
-def store_stamps(instance: dg.DagsterInstance, cursors: Mapping[str, str | None]) -> None:
-    """Keep the file stamps of the landing sensors' ``cursors`` for the next main job."""
-    stamps = {path: list(astuple(stamp))
-              for path, stamp in sorted(landing_stamps(cursors).known.items())}
+def store_stamps(instance: dg.DagsterInstance, hashes: FileHashes) -> None:
+    """Keep the file stamps of ``hashes`` (``landing_stamps``', with any taken since) for
+    the next main job."""
+    stamps = _stamps_json(hashes.known | hashes.settled)
     instance.daemon_cursor_storage.set_cursor_values({STAMPS_KEY: json.dumps(stamps)})
 
 
@@ -159,7 +159,7 @@ def _landed_sensor_result(context, list_landed, partitions_def, job, kind, stora
                 run_key=run_key, job_name=job.name, partition_key=item.name,
                 tags={SOURCE_TAG: item.files_sha256, INGEST_TAG: content_key}))
     cursor = json.dumps({"landed": seen | {item.name: item.files_sha256 for item in items},
-                         "files": _stamps_json(hashes), "storage": where}, sort_keys=True)
+                         "files": _stamps_json(hashes.settled), "storage": where}, sort_keys=True)
     if not requests and not new_names:
         if refused:
             # A failed tick is what Dagster shows as a problem. It fails only once the valid
@@ -234,7 +234,7 @@ def build_ingest_sensors(naming: Naming = DEFAULT) -> list[dg.SensorDefinition]:
         previous, known = _queries_cursor(context.cursor, where)
         hashes = FileHashes(known)
         sha = hashes.sha256(source)
-        context.update_cursor(json.dumps({"sha256": sha, "files": _stamps_json(hashes),
+        context.update_cursor(json.dumps({"sha256": sha, "files": _stamps_json(hashes.settled),
                                           "storage": where}, sort_keys=True))
         content_key = f"{naming.name('queries')}:{sha}@{where}"
         run_key = _run_key(context.instance, content_key, storage, QUERIES_FOLDER)

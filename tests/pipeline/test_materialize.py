@@ -254,7 +254,11 @@ def test_the_next_main_job_hashes_only_files_changed_since_the_last(tmp_path: Pa
     for again; the landing's file stamps, kept in the instance, spare it reading every file
     ever landed. A runner without them reads them all; a changed file is read, and ingested."""
     from evaluation_pipeline.orchestration.local_runner import LocalRunner
-    from evaluation_pipeline.orchestration.sensors import stamped_cursors, store_stamps
+    from evaluation_pipeline.orchestration.sensors import (
+        landing_stamps,
+        stamped_cursors,
+        store_stamps,
+    )
 
     with temporary_instance(tmp_path / "home") as instance:
         env = make_pipeline(tmp_path, instance)
@@ -267,7 +271,7 @@ def test_the_next_main_job_hashes_only_files_changed_since_the_last(tmp_path: Pa
                 _settle(path, 3600)
         assert all(o.success for o in env.runner.run_until_quiet())
         assert stamped_cursors(instance, env.runner.driven_sensors()) == {}
-        store_stamps(instance, env.runner.cursors)
+        store_stamps(instance, landing_stamps(env.runner.cursors))
 
         hashed = HashCounter(monkeypatch)
         cold = LocalRunner(env.defs, instance)

@@ -32,9 +32,9 @@ from evaluation_pipeline.metric.hashing import (
     RANGE_ROWS,
     _chunks,
     _writer,
+    blocks_of,
+    checked_kind,
     combine,
-    judgment_blocks,
-    pool_blocks,
 )
 from evaluation_pipeline.metric.kernels.blocks import Blocks
 from evaluation_pipeline.metric.kernels.intrinsics import copy_bytes
@@ -57,9 +57,7 @@ class GroupedDigest:
 
     def __init__(self, kind: str, scratch: Path, groups: pl.DataFrame | None = None,
                  held_bytes: int = 0) -> None:
-        if kind not in ("pool", "judgments"):
-            raise ValueError(f"kind must be 'pool' or 'judgments', not {kind!r}")
-        self._kind = kind
+        self._kind = checked_kind(kind)
         self._path = scratch / f"{kind}.lines"
         self._file = open(self._path, "w+b")  # noqa: SIM115 - closed by hexdigest
         self._written = 0
@@ -72,8 +70,7 @@ class GroupedDigest:
 
     def update(self, piece: pl.DataFrame | Blocks) -> Blocks:
         """Write one piece's lines; returns its blocks (``duplicate`` flags a repeated key)."""
-        if isinstance(piece, pl.DataFrame):
-            piece = pool_blocks(piece) if self._kind == "pool" else judgment_blocks(piece)
+        piece = blocks_of(self._kind, piece)
         if not piece.n_blocks:
             return piece
         if self._open is not None:

@@ -261,10 +261,12 @@ class _Pass:
         self.names = names
         self.spec = spec
         self.batch_rows = batch_rows
-        self.judgment_digest = grouped.judgment_digest(sources["judgments"], names.fill(
-            "judgments"), batch_rows) if grouped else StreamingDigest("judgments")
-        if known.judgments is not None:  # the grouped judgments' order is found all the same
-            self.judgment_digest = KnownDigest("judgments", known.judgments)
+        # A grouped run's judgments have their order of queries found all the same.
+        judged = grouped.judgment_digest(sources["judgments"], names.fill("judgments"),
+                                         batch_rows) if grouped else None
+        self.judgment_digest = (KnownDigest("judgments", known.judgments)
+                                if known.judgments is not None
+                                else judged or StreamingDigest("judgments"))
         self.pool_digest = (KnownDigest("pool", known.pool) if known.pool is not None
                             else grouped.pool_digest() if grouped else StreamingDigest("pool"))
         self.seen_names: dict = {}  # each input's one name, as its first batch holds it
@@ -299,8 +301,7 @@ class _Pass:
                 # The pool digest, in batch order, one batch in flight: memory stays bounded.
                 if hashing is not None:
                     hashing.result()
-                if not isinstance(self.pool_digest, KnownDigest):
-                    hashing = hasher.submit(self.pool_digest.update, batch.blocks)
+                hashing = hasher.submit(self.pool_digest.update, batch.blocks)
                 yield from self._batch_steps(batch)
                 yield _BatchDone(batch.frame.height)
             if self.windows is None:
