@@ -93,14 +93,15 @@ def _published_manifest(storage: EvaluationStorage, folder: Place, what: str) ->
 
 
 def _incremental(storage: EvaluationStorage, scoring: ScoringEngine, pool: str, version: str,
-                 spec: EvaluationSpec, pool_manifest: dict) -> EngineResult | None:
+                 spec: EvaluationSpec, known: KnownHashes) -> EngineResult | None:
     """``version``'s scores of ``pool`` from the newest earlier version's scores of it, with
     only the queries whose grades changed scored again (``engines.incremental``); None when
     there is none to start from, or it does not apply (a storage not on this machine, hashes
-    of an earlier hash version), and the caller scores in full. On Spark the increment runs
-    on the session (``engines.spark.increment``)."""
-    if not scoring.incremental or not storage.is_local() or (
-            hash_version(pool_manifest) != HASH_VERSION):
+    of an earlier hash version, an input not proven to hold its published bytes: ``known``,
+    ``_proven``), and the caller scores in full, hashing what is not proven. On Spark the
+    increment runs on the session (``engines.spark.increment``)."""
+    if not scoring.incremental or not storage.is_local() or None in (known.pool,
+                                                                      known.judgments):
         return None
     # The storage's published versions, by publication (a local storage: listed directly).
     folder = Path(storage.root()) / judgments_folder("")[0]
@@ -116,15 +117,15 @@ def _incremental(storage: EvaluationStorage, scoring: ScoringEngine, pool: str, 
         manifest = published[earlier]
         scores = scores_file(pool, earlier, spec.spec_id)
         # A file, or the folder of parts Spark writes.
-        if hash_version(manifest) != HASH_VERSION or not storage.exists(*scores):
+        if not storage.exists(*scores) or _proven(storage, judgments_file(earlier),
+                                                  manifest) is None:
             continue
         increment = scoring.score_increment(
             str(storage.path(*scores)), str(storage.path(*judgments_file(earlier))),
             str(storage.path(*judgments_file(version))), str(storage.path(*pool_file(pool))),
             spec, str(storage.path(*scores_file(pool, version, spec.spec_id))),
-            pool_sha256=pool_manifest["sha256"], previous_judgments_sha256=manifest["sha256"],
-            judgments_sha256_now=published[version]["sha256"]
-            if hash_version(published[version]) == HASH_VERSION else None)
+            pool_sha256=known.pool, previous_judgments_sha256=manifest["sha256"],
+            judgments_sha256_now=known.judgments)
         if increment is None:
             continue
         return EngineResult(
@@ -157,11 +158,11 @@ def score_evaluation(storage: EvaluationStorage, scoring: ScoringEngine, pool: s
     grades_manifest = _published_manifest(
         storage, judgments_folder(version), f"judgment version {version!r}")
     pool_manifest = _published_manifest(storage, pool_folder(pool), f"candidate pool {pool!r}")
-    result = _incremental(storage, scoring, pool, version, spec, pool_manifest) or score_published(
+    known = KnownHashes(judgments=_proven(storage, judgments_file(version), grades_manifest),
+                        pool=_proven(storage, pool_file(pool), pool_manifest))
+    result = _incremental(storage, scoring, pool, version, spec, known) or score_published(
         storage, scoring, budget or MemoryBudget().budget(storage), judgments_file(version),
-        pool_file(pool), scores_file(pool, version, spec.spec_id), spec,
-        KnownHashes(judgments=_proven(storage, judgments_file(version), grades_manifest),
-                    pool=_proven(storage, pool_file(pool), pool_manifest)))
+        pool_file(pool), scores_file(pool, version, spec.spec_id), spec, known)
     for name, computed, manifest, place in (
         ("judgments", result.lineage.judgments_sha256, grades_manifest, judgments_file(version)),
         ("pool", result.lineage.pool_sha256, pool_manifest, pool_file(pool)),

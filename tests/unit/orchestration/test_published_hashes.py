@@ -102,3 +102,62 @@ def test_altered_content_fails_the_scoring(published, engine):
     with pytest.raises(dg.Failure, match="stored judgments content has sha256 .* was "
                                          "published: the storage was altered"):
         score_evaluation(published, ScoringEngine(engine=engine), POOL, VERSION, SPEC)
+
+
+SECOND = "maint-v2"
+
+
+@pytest.fixture
+def two_versions(published) -> EvaluationStorage:
+    """``published`` with a second version, published later, that regrades one query: the
+    second version's scoring starts from the first's scores (the increment)."""
+    grades = pl.read_parquet(published.path(*judgments_folder(VERSION), JUDGMENTS_FILE))
+    first_query = grades["query_id"].min()
+    second = grades.with_columns(
+        grade=pl.when((pl.col("query_id") == first_query) & (pl.col("grade_status") == "graded"))
+        .then(3 - pl.col("grade")).otherwise(pl.col("grade")),
+        judgment_version=pl.lit(SECOND))
+    published.publish(judgments_folder(SECOND), JUDGMENTS_FILE, second, {
+        "sha256": hashing.judgments_sha256(second), "hash_version": hashing.HASH_VERSION,
+        "published_at": "2026-11-29T00:00:00+00:00"}, f"judgment version {SECOND!r}")
+    score_evaluation(published, ScoringEngine(), POOL, VERSION, SPEC)
+    return published
+
+
+def test_the_increment_scores_published_bytes_as_a_full_scoring_does(two_versions, tmp_path):
+    result = score_evaluation(two_versions, ScoringEngine(), POOL, SECOND, SPEC)
+    assert result.engine == "incremental"
+    full = score_files(two_versions.path(*judgments_folder(SECOND), JUDGMENTS_FILE),
+                       two_versions.path(*pool_folder(POOL), POOL_FILE), SPEC,
+                       tmp_path / "full.parquet", progress=False)
+    assert result.lineage == full.lineage
+    assert (two_versions.path(*scores_file(POOL, SECOND, SPEC.spec_id)).read_bytes()
+            == (tmp_path / "full.parquet").read_bytes())
+
+
+@pytest.mark.parametrize("altered", ["pool", "version", "earlier version"])
+def test_an_altered_input_is_not_scored_from_earlier_scores(two_versions, altered):
+    """The increment reads the pool's candidates and both versions' rows: a file that no longer
+    holds its published bytes is found out as a full scoring finds it, never taken on trust
+    from the manifests' hashes."""
+    place = {"pool": pool_folder(POOL) + (POOL_FILE,),
+             "version": judgments_folder(SECOND) + (JUDGMENTS_FILE,),
+             "earlier version": judgments_folder(VERSION) + (JUDGMENTS_FILE,)}[altered]
+    path = two_versions.path(*place)
+    rows = pl.read_parquet(path)
+    if altered == "pool":
+        changed = rows.with_columns(score=pl.col("score") + 1.0)
+    else:
+        changed = rows.with_columns(grade=pl.when(pl.col("grade_status") == "graded")
+                                    .then(3 - pl.col("grade")))
+    changed.write_parquet(path)
+    if altered == "earlier version":
+        # Its own scores were of its published bytes: the increment must not start from
+        # them against a file that changed since; the full scoring of the second version does
+        # not read the first, and passes.
+        result = score_evaluation(two_versions, ScoringEngine(), POOL, SECOND, SPEC)
+        assert result.engine != "incremental"
+        return
+    with pytest.raises(dg.Failure, match=f"stored {'pool' if altered == 'pool' else 'judgments'}"
+                                         " content has sha256 .* the storage was altered"):
+        score_evaluation(two_versions, ScoringEngine(), POOL, SECOND, SPEC)
