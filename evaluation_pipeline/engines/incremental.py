@@ -120,14 +120,18 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
 
     The increment holds in memory the earlier rows (twice, as the kept rows are merged with
     the new ones) and the changed queries' judgments and candidates; the versions are scanned
-    for their digests. When the earlier rows, both versions and the changed queries'
-    candidates come to more than ``engines.choice.IN_MEMORY_MAX_ROWS`` rows (the rows past
-    which ``auto`` streams), it returns None too, and the full scoring streams: a bound on the
-    evaluation's size that keeps the increment's peak within the default memory budget (1.5 GB
-    at 100M pool rows, benchmarks/README.md)."""
+    for their digests, not held (nor counted). When what it holds comes to more than
+    ``engines.choice.IN_MEMORY_MAX_ROWS`` rows (the rows past which ``auto`` streams), it
+    returns None too, and the full scoring streams: a bound on the evaluation's size that
+    keeps the increment's peak within the default memory budget (benchmarks/README.md)."""
     lap = _Laps()
-    held = sum(pq.read_metadata(str(path)).num_rows
-               for path in (previous_scores, previous_judgments, judgments))
+    # The earlier rows twice; a version whole when its hash is computed here, or when its
+    # raters' grades are combined to find its largest grade (one version at a time).
+    rows = {path: pq.read_metadata(str(path)).num_rows for path in (previous_judgments,
+                                                                       judgments)}
+    held = 2 * pq.read_metadata(str(previous_scores)).num_rows + max(
+        [0 if judgments_sha256_now else rows[judgments],
+         *(rows[path] for path in rows if RATER in pq.read_schema(str(path)).names)])
     if held > IN_MEMORY_MAX_ROWS:
         return None
     if not set(RESULT_SCHEMA) <= set(pq.read_schema(str(previous_scores)).names):
@@ -167,7 +171,7 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     queries_before = earlier["query_id"].unique()
     candidates = pq.read_metadata(str(pool)).num_rows * changed.len() // max(
         queries_before.len(), 1)
-    if held + candidates > IN_MEMORY_MAX_ROWS:
+    if held + grades.height + candidates > IN_MEMORY_MAX_ROWS:
         return None
     lap("memory check")
     digest = judgments_sha256_now or judgments_sha256(judgment_blocks(

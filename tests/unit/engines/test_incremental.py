@@ -146,24 +146,34 @@ def test_rows_of_another_evaluation_are_not_used(tmp_path):
         assert not out.exists()
 
 
-@pytest.mark.parametrize("limit", ["inputs", "candidates"])
+@pytest.mark.parametrize("given_hash", [False, True])
+@pytest.mark.parametrize("limit", ["inputs", "candidates", "fits"])
 def test_an_increment_that_would_not_fit_in_memory_is_left_to_the_full_scoring(
-        tmp_path, monkeypatch, limit):
-    # The earlier rows, both versions and the changed queries' candidates are held at once:
-    # past the rows auto streams from, the caller scores in full (streamed) instead.
+        tmp_path, monkeypatch, limit, given_hash):
+    """What the increment holds at once: the earlier rows twice (the kept ones are merged with
+    the new ones), the changed queries' judgment rows and their candidates (a share of the
+    pool's rows), and the new version whole when its hash is computed here. Past the rows auto
+    streams from, the caller scores in full (streamed) instead. The versions, scanned for
+    their digests, do not count."""
     from evaluation_pipeline.engines import incremental
 
     published, spec, earlier = _scored_v1(tmp_path, seed=5)
-    held = sum(pl.read_parquet(p).height
-               for p in (earlier, published["v1"].path, published["v2"].path))
-    monkeypatch.setattr(incremental, "IN_MEMORY_MAX_ROWS", held - 1 if limit == "inputs"
-                        else held)
+    before, after = pl.read_parquet(published["v1"].path), pl.read_parquet(published["v2"].path)
+    scores = pl.read_parquet(earlier)
+    changed = changed_queries(before, after)
+    pool_rows = pl.read_parquet(published["pool"].path).height
+    inputs = 2 * scores.height + (0 if given_hash else after.height)
+    held = (inputs + after.filter(pl.col("query_id").is_in(changed.implode())).height
+            + pool_rows * changed.len() // scores["query_id"].n_unique())
+    monkeypatch.setattr(incremental, "IN_MEMORY_MAX_ROWS",
+                        {"inputs": inputs - 1, "candidates": held - 1, "fits": held}[limit])
     out = tmp_path / "out.parquet"
-    assert score_increment(earlier, published["v1"].path, published["v2"].path,
+    done = score_increment(earlier, published["v1"].path, published["v2"].path,
                            published["pool"].path, spec, out,
                            pool_sha256=published["pool"].sha256,
-                           previous_judgments_sha256=published["v1"].sha256) is None
-    assert not out.exists()
+                           previous_judgments_sha256=published["v1"].sha256,
+                           judgments_sha256_now=published["v2"].sha256 if given_hash else None)
+    assert (done is not None) == (limit == "fits") == out.exists()
 
 
 def _rated(frame: pl.DataFrame, rng) -> pl.DataFrame:
