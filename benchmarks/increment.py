@@ -12,8 +12,9 @@ another ``--add`` of them. Each scoring runs in a process of its own, which repo
 time, CPU time and peak memory; the two outputs must be the same bytes. Both take the inputs'
 published content hashes, as the pipeline's scoring of published inputs does (the increment
 from the manifests; the full scoring as ``orchestration.assets.score_evaluation`` hands them on
-when the files hold the bytes their publish hashed); ``--full-hashes`` makes the full scoring
-hash its inputs as it scores, as ``ndcg-eval score`` does.
+when the files hold the bytes their publish hashed), and both prove it as the pipeline does
+(the SHA-256 of the files each reads); ``--full-hashes`` makes the full scoring hash its inputs
+as it scores, as ``ndcg-eval score`` does.
 """
 
 from __future__ import annotations
@@ -95,6 +96,10 @@ def child(kind: str, folder: Path, judgments: Path, run: Path, published: str | 
             known = KnownHashes(judgments=published, pool=lineage.pool_sha256)
         score_files(judgments, run, spec, out, progress=False, known=known)
     else:
+        # The pipeline proves the files the increment reads as it proves the full scoring's:
+        # the pool and both versions.
+        for path in (judgments, run, data_paths_first(judgments)):
+            file_sha256(path)
         done = score_increment(earlier, data_paths_first(judgments), judgments, run, spec, out,
                                pool_sha256=lineage.pool_sha256,
                                previous_judgments_sha256=lineage.judgments_sha256,

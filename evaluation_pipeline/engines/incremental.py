@@ -165,15 +165,20 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
                          f"{found['judgment_version'][:5]}")
     lap("versions")
     changed = changed_queries(before, now_rows)
-    grades = now_rows.filter(pl.col("query_id").is_in(changed.implode())).collect()
+    wanted = pl.col("query_id").is_in(changed.implode())
     lap("changed queries")
-    # The candidates of the changed queries, as a share of the pool's rows.
+    # The candidates of the changed queries, as a share of the pool's rows, and their
+    # judgment rows, counted before either is read.
     queries_before = earlier["query_id"].unique()
     candidates = pq.read_metadata(str(pool)).num_rows * changed.len() // max(
         queries_before.len(), 1)
-    if held + grades.height + candidates > IN_MEMORY_MAX_ROWS:
+    if held + candidates > IN_MEMORY_MAX_ROWS or held + candidates + now_rows.select(
+            "query_id").filter(wanted).select(pl.len()).collect(engine="streaming").item(
+            ) > IN_MEMORY_MAX_ROWS:
         return None
     lap("memory check")
+    grades = now_rows.filter(wanted).collect()
+    lap("changed queries' judgments")
     digest = judgments_sha256_now or judgments_sha256(judgment_blocks(
         pl.read_parquet(judgments)))
     lap("version hash")

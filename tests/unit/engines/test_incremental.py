@@ -167,6 +167,17 @@ def test_an_increment_that_would_not_fit_in_memory_is_left_to_the_full_scoring(
             + pool_rows * changed.len() // scores["query_id"].n_unique())
     monkeypatch.setattr(incremental, "IN_MEMORY_MAX_ROWS",
                         {"inputs": inputs - 1, "candidates": held - 1, "fits": held}[limit])
+    # Which judgment rows are read whole (a version's rows, not digests or counts).
+    read: list[int] = []
+    collect = pl.LazyFrame.collect
+
+    def recorded(self, *args, **kwargs):
+        frame = collect(self, *args, **kwargs)
+        if "grade_status" in frame.columns:
+            read.append(frame.height)
+        return frame
+
+    monkeypatch.setattr(pl.LazyFrame, "collect", recorded)
     out = tmp_path / "out.parquet"
     done = score_increment(earlier, published["v1"].path, published["v2"].path,
                            published["pool"].path, spec, out,
@@ -174,6 +185,8 @@ def test_an_increment_that_would_not_fit_in_memory_is_left_to_the_full_scoring(
                            previous_judgments_sha256=published["v1"].sha256,
                            judgments_sha256_now=published["v2"].sha256 if given_hash else None)
     assert (done is not None) == (limit == "fits") == out.exists()
+    # Refused before the changed queries' judgment rows are read.
+    assert (read != []) == (limit == "fits")
 
 
 def _rated(frame: pl.DataFrame, rng) -> pl.DataFrame:
