@@ -73,8 +73,15 @@ def choose_engine(judgments_path: str | Path, run_path: str | Path, *,
 def in_memory_peak(footers: dict[str, list[pq.FileMetaData]]) -> int:
     """Estimated peak bytes of the in-memory engine on these inputs' files (``judgments``,
     ``run``: their Parquet footers)."""
-    width_bytes = sum(footer.num_rows * _row_width(footer, _READ[which])
-                      for which, files in footers.items() for footer in files)
+    return held_peak([(footer, _READ[which], footer.num_rows)
+                      for which, files in footers.items() for footer in files])
+
+
+def held_peak(parts: list[tuple[pq.FileMetaData, tuple[str, ...], int]]) -> int:
+    """Estimated peak bytes of a process that holds, of each file (its footer), ``rows`` rows
+    of the given columns: the in-memory engine's model, also the increment's
+    (``engines.incremental``)."""
+    width_bytes = sum(rows * _row_width(footer, columns) for footer, columns, rows in parts)
     return IN_MEMORY_BASE_BYTES + int(IN_MEMORY_FACTOR * width_bytes)
 
 

@@ -22,8 +22,9 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from evaluation_pipeline.engines import PER_QUERY_ROW_GROUP_ROWS
-from evaluation_pipeline.engines.choice import IN_MEMORY_MAX_ROWS
+from evaluation_pipeline.engines.choice import IN_MEMORY_MAX_ROWS, held_peak
 from evaluation_pipeline.evaluation import Lineage, read_lineage, with_lineage
+from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.io.datasets import distinct_values
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.locations import Location, location
@@ -43,7 +44,7 @@ from evaluation_pipeline.metric.ndcg import (
 from evaluation_pipeline.metric.raters import check_rule, combine_ratings
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import validate
-from schemas.columns import GRADED, RATER
+from schemas.columns import GRADED, JUDGMENT_COLUMNS, RATER, RUN_COLUMNS
 
 # Judgment columns that name the version, not a grade: equal rows differ in them only.
 _NOT_GRADES = ("judgment_version",)
@@ -110,7 +111,8 @@ def _query_digests(judgments: pl.LazyFrame, columns: list[str]) -> pl.DataFrame:
 def score_increment(previous_scores: Location, previous_judgments: Location,
                     judgments: Location, pool: Location, spec: EvaluationSpec,
                     out_path: Location, *, pool_sha256: str, previous_judgments_sha256: str,
-                    judgments_sha256_now: str | None = None) -> Increment | None:
+                    judgments_sha256_now: str | None = None, budget: Budget | None = None
+                    ) -> Increment | None:
     """``judgments`` x ``pool`` under ``spec`` at ``out_path``, from the rows at
     ``previous_scores`` (the same pool under ``previous_judgments``) and a scoring of the
     queries that changed; None, writing nothing, when those rows are not known to be the same
@@ -121,18 +123,29 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     The increment holds in memory the earlier rows (twice, as the kept rows are merged with
     the new ones) and the changed queries' judgments and candidates; the versions are scanned
     for their digests, not held (nor counted). When what it holds comes to more than
-    ``engines.choice.IN_MEMORY_MAX_ROWS`` rows (the rows past which ``auto`` streams), it
-    returns None too, and the full scoring streams: a bound on the evaluation's size that
-    keeps the increment's peak within the default memory budget (benchmarks/README.md)."""
+    ``engines.choice.IN_MEMORY_MAX_ROWS`` rows (the rows past which ``auto`` streams), or its
+    estimated peak (``engines.choice.held_peak``) to more than ``budget`` (default
+    ``Budget.of()``: ``NDCG_EVAL_MEMORY_LIMIT``), it returns None too, and the full scoring
+    streams (benchmarks/README.md)."""
     lap = _Laps()
-    # The earlier rows twice; a version whole when its hash is computed here, or when its
-    # raters' grades are combined to find its largest grade (one version at a time).
-    rows = {path: pq.read_metadata(str(path)).num_rows for path in (previous_judgments,
-                                                                       judgments)}
-    held = 2 * pq.read_metadata(str(previous_scores)).num_rows + max(
-        [0 if judgments_sha256_now else rows[judgments],
-         *(rows[path] for path in rows if RATER in pq.read_schema(str(path)).names)])
-    if held > IN_MEMORY_MAX_ROWS:
+    footers = {path: pq.read_metadata(str(path)) for path in (previous_scores,
+                                                              previous_judgments, judgments,
+                                                              pool)}
+    limit = (budget or Budget.of()).memory_limit
+
+    def fits(judgment_rows: int, candidates: int) -> bool:
+        earlier_rows = 2 * footers[previous_scores].num_rows
+        return earlier_rows + judgment_rows + candidates <= IN_MEMORY_MAX_ROWS and held_peak([
+            (footers[previous_scores], tuple(RESULT_SCHEMA), earlier_rows),
+            (footers[judgments], JUDGMENT_COLUMNS, judgment_rows),
+            (footers[pool], RUN_COLUMNS, candidates)]) <= limit
+
+    # A version whole when its hash is computed here, or when its raters' grades are combined
+    # to find its largest grade (one version at a time).
+    whole = max([0 if judgments_sha256_now else footers[judgments].num_rows,
+                 *(footers[path].num_rows for path in (previous_judgments, judgments)
+                   if RATER in footers[path].schema.to_arrow_schema().names)])
+    if not fits(whole, 0):
         return None
     if not set(RESULT_SCHEMA) <= set(pq.read_schema(str(previous_scores)).names):
         return None  # written by a release whose rows had other columns
@@ -170,11 +183,9 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     # The candidates of the changed queries, as a share of the pool's rows, and their
     # judgment rows, counted before either is read.
     queries_before = earlier["query_id"].unique()
-    candidates = pq.read_metadata(str(pool)).num_rows * changed.len() // max(
-        queries_before.len(), 1)
-    if held + candidates > IN_MEMORY_MAX_ROWS or held + candidates + now_rows.select(
-            "query_id").filter(wanted).select(pl.len()).collect(engine="streaming").item(
-            ) > IN_MEMORY_MAX_ROWS:
+    candidates = footers[pool].num_rows * changed.len() // max(queries_before.len(), 1)
+    if not fits(whole, candidates) or not fits(whole + now_rows.select("query_id").filter(
+            wanted).select(pl.len()).collect(engine="streaming").item(), candidates):
         return None
     lap("memory check")
     grades = now_rows.filter(wanted).collect()

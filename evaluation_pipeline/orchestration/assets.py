@@ -46,7 +46,6 @@ from evaluation_pipeline.nightly.alerts import notify
 from evaluation_pipeline.nightly.history import numeric_metadata, read_history
 from evaluation_pipeline.nightly.watch import record_evaluation, watch_evaluation
 from evaluation_pipeline.orchestration.ingest_assets import utc_now
-from evaluation_pipeline.orchestration.resources import MemoryBudget
 from evaluation_pipeline.orchestration.partitions import (
     DEFAULT,
     POOL_DIMENSION,
@@ -57,6 +56,7 @@ from evaluation_pipeline.orchestration.partitions import (
 )
 from evaluation_pipeline.orchestration.resources import (
     EvaluationStorage,
+    MemoryBudget,
     NightlyWatch,
     hash_version,
 )
@@ -93,13 +93,13 @@ def _published_manifest(storage: EvaluationStorage, folder: Place, what: str) ->
 
 
 def _incremental(storage: EvaluationStorage, scoring: ScoringEngine, pool: str, version: str,
-                 spec: EvaluationSpec, known: KnownHashes) -> EngineResult | None:
+                 spec: EvaluationSpec, known: KnownHashes, budget: Budget
+                 ) -> EngineResult | None:
     """``version``'s scores of ``pool`` from the newest earlier version's scores of it, with
-    only the queries whose grades changed scored again (``engines.incremental``); None when
-    there is none to start from, or it does not apply (a storage not on this machine, hashes
-    of an earlier hash version, an input not proven to hold its published bytes: ``known``,
-    ``_proven``), and the caller scores in full, hashing what is not proven. On Spark the
-    increment runs on the session (``engines.spark.increment``)."""
+    only the queries whose grades changed scored again (``engines.incremental``, within
+    ``budget``); None when there is none to start from, or it does not apply (a storage not on
+    this machine, an input not proven to hold its published bytes: ``known``, ``_proven``),
+    and the caller scores in full. On Spark it runs on the session (``engines.spark``)."""
     if not scoring.incremental or not storage.is_local() or None in (known.pool,
                                                                       known.judgments):
         return None
@@ -123,7 +123,7 @@ def _incremental(storage: EvaluationStorage, scoring: ScoringEngine, pool: str, 
         increment = scoring.score_increment(
             str(storage.path(*scores)), str(storage.path(*judgments_file(earlier))),
             str(storage.path(*judgments_file(version))), str(storage.path(*pool_file(pool))),
-            spec, str(storage.path(*scores_file(pool, version, spec.spec_id))),
+            spec, str(storage.path(*scores_file(pool, version, spec.spec_id))), budget,
             pool_sha256=known.pool, previous_judgments_sha256=manifest["sha256"],
             judgments_sha256_now=known.judgments)
         if increment is None:
@@ -147,9 +147,8 @@ def read_published(storage: EvaluationStorage, place: Place,
 def score_evaluation(storage: EvaluationStorage, scoring: ScoringEngine, pool: str,
                      version: str, spec: EvaluationSpec, budget: Budget | None = None
                      ) -> EngineResult:
-    """Score ``pool`` x ``version`` under ``spec`` into its scores file, through
-    ``engines.score_files`` as ``ndcg-eval score`` does (``budget``: the memory budget, by
-    default the environment's).
+    """Score ``pool`` x ``version`` under ``spec`` into its scores file, as ``ndcg-eval score``
+    does, or from an earlier version's (``budget``: the memory budget, else the environment's).
 
     An input whose file has the bytes its publish hashed (``storage.as_published``) is not
     hashed again: its published hash is the lineage's. Any other input is hashed as it is read,
@@ -160,9 +159,10 @@ def score_evaluation(storage: EvaluationStorage, scoring: ScoringEngine, pool: s
     pool_manifest = _published_manifest(storage, pool_folder(pool), f"candidate pool {pool!r}")
     known = KnownHashes(judgments=_proven(storage, judgments_file(version), grades_manifest),
                         pool=_proven(storage, pool_file(pool), pool_manifest))
-    result = _incremental(storage, scoring, pool, version, spec, known) or score_published(
-        storage, scoring, budget or MemoryBudget().budget(storage), judgments_file(version),
-        pool_file(pool), scores_file(pool, version, spec.spec_id), spec, known)
+    budget = budget or MemoryBudget().budget(storage)
+    result = _incremental(storage, scoring, pool, version, spec, known, budget) or (
+        score_published(storage, scoring, budget, judgments_file(version), pool_file(pool),
+                        scores_file(pool, version, spec.spec_id), spec, known))
     for name, computed, manifest, place in (
         ("judgments", result.lineage.judgments_sha256, grades_manifest, judgments_file(version)),
         ("pool", result.lineage.pool_sha256, pool_manifest, pool_file(pool)),

@@ -82,12 +82,12 @@ class ScoringEngine(dg.ConfigurableResource):
                            spark_master=self.spark_master, budget=budget, known=known)
 
     def score_increment(self, previous_scores: str, previous_judgments: str, judgments: str,
-                        pool: str, spec: EvaluationSpec, out_path: str, **hashes
-                        ) -> Increment | None:
+                        pool: str, spec: EvaluationSpec, out_path: str,
+                        budget: Budget | None = None, **hashes) -> Increment | None:
         """``judgments`` x ``pool`` from an earlier version's scores of the pool, rescoring
         only the queries whose judgment rows changed, where the engine runs: on the Spark
-        session when the engine is Spark, else on this machine; None when the earlier rows do
-        not apply (``hashes``: ``engines.incremental.score_increment``'s)."""
+        session when the engine is Spark, else on this machine within ``budget``; None when
+        the earlier rows do not apply (``hashes``: ``engines.incremental.score_increment``'s)."""
         if self.reads_urls():
             from evaluation_pipeline.engines.spark.increment import (
                 score_increment_spark,  # the spark extra
@@ -98,7 +98,7 @@ class ScoringEngine(dg.ConfigurableResource):
         if not Path(previous_scores).is_file():
             return None  # a folder of parts, as Spark writes them: scored in full here
         return score_increment(previous_scores, previous_judgments, judgments, pool, spec,
-                               out_path, **hashes)
+                               out_path, budget=budget, **hashes)
 
     def report_numbers(self, scores: Location, previous: Location | None,
                        queries: pl.DataFrame | None, config: ReportConfig

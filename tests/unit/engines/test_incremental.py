@@ -231,3 +231,23 @@ def test_an_increment_of_rated_versions_is_the_full_scoring_byte_for_byte(tmp_pa
                         tmp_path / "refused.parquet", pool_sha256=pool_file.sha256,
                         previous_judgments_sha256=plain.sha256)
     assert not (tmp_path / "refused.parquet").exists()
+
+
+def test_an_increment_over_the_memory_budget_is_left_to_the_full_scoring(tmp_path):
+    """The increment holds its rows in memory: under a budget its estimated peak (the
+    in-memory engine's model of the rows it holds) passes, the full scoring (which streams)
+    is left to run instead, as ``auto`` would choose for a full scoring."""
+    from evaluation_pipeline.engines.choice import IN_MEMORY_BASE_BYTES
+    from evaluation_pipeline.ingest.external_sort import Budget
+
+    published, spec, earlier = _scored_v1(tmp_path, seed=5)
+    arguments = (earlier, published["v1"].path, published["v2"].path, published["pool"].path,
+                 spec)
+    hashes = {"pool_sha256": published["pool"].sha256,
+              "previous_judgments_sha256": published["v1"].sha256}
+    out = tmp_path / "out.parquet"
+    # The interpreter and libraries alone take the base: any rows held pass it.
+    assert score_increment(*arguments, out, budget=Budget.of(IN_MEMORY_BASE_BYTES),
+                           **hashes) is None
+    assert not out.exists()
+    assert score_increment(*arguments, out, budget=Budget.of("2GB"), **hashes) is not None
