@@ -46,7 +46,7 @@ _FIXED_BYTES = 8
 _STRING_BYTES = 32  # a string column's length where the footer has no statistics
 _PARQUET = (".parquet", ".pq")
 # The columns the in-memory readers load of each input (the run's rank where present).
-_READ = {"judgments": JUDGMENT_COLUMNS, "run": (*RUN_COLUMNS, RANK)}
+READ_COLUMNS = {"judgments": JUDGMENT_COLUMNS, "run": (*RUN_COLUMNS, RANK)}
 
 
 def choose_engine(judgments_path: str | Path, run_path: str | Path, *,
@@ -73,7 +73,7 @@ def choose_engine(judgments_path: str | Path, run_path: str | Path, *,
 def in_memory_peak(footers: dict[str, list[pq.FileMetaData]]) -> int:
     """Estimated peak bytes of the in-memory engine on these inputs' files (``judgments``,
     ``run``: their Parquet footers)."""
-    return held_peak([(footer, _READ[which], footer.num_rows)
+    return held_peak([(footer, READ_COLUMNS[which], footer.num_rows)
                       for which, files in footers.items() for footer in files])
 
 

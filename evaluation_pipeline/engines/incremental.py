@@ -22,7 +22,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from evaluation_pipeline.engines import PER_QUERY_ROW_GROUP_ROWS
-from evaluation_pipeline.engines.choice import IN_MEMORY_MAX_ROWS, held_peak
+from evaluation_pipeline.engines.choice import IN_MEMORY_MAX_ROWS, READ_COLUMNS, held_peak
 from evaluation_pipeline.evaluation import Lineage, read_lineage, with_lineage
 from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.io.datasets import distinct_values
@@ -44,7 +44,7 @@ from evaluation_pipeline.metric.ndcg import (
 from evaluation_pipeline.metric.raters import check_rule, combine_ratings
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import validate
-from schemas.columns import GRADED, JUDGMENT_COLUMNS, RATER, RUN_COLUMNS
+from schemas.columns import GRADED, RATER
 
 # Judgment columns that name the version, not a grade: equal rows differ in them only.
 _NOT_GRADES = ("judgment_version",)
@@ -122,7 +122,8 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
 
     The increment holds in memory the earlier rows (twice, as the kept rows are merged with
     the new ones) and the changed queries' judgments and candidates; the versions are scanned
-    for their digests, not held (nor counted). When what it holds comes to more than
+    for their digests (a version with raters is read whole for its largest grade, unless the
+    spec sets ``max_grade``, and counted so). When what it holds comes to more than
     ``engines.choice.IN_MEMORY_MAX_ROWS`` rows (the rows past which ``auto`` streams), or its
     estimated peak (``engines.choice.held_peak``) to more than ``budget`` (default
     ``Budget.of()``: ``NDCG_EVAL_MEMORY_LIMIT``), it returns None too, and the full scoring
@@ -137,14 +138,15 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
         earlier_rows = 2 * footers[previous_scores].num_rows
         return earlier_rows + judgment_rows + candidates <= IN_MEMORY_MAX_ROWS and held_peak([
             (footers[previous_scores], tuple(RESULT_SCHEMA), earlier_rows),
-            (footers[judgments], JUDGMENT_COLUMNS, judgment_rows),
-            (footers[pool], RUN_COLUMNS, candidates)]) <= limit
+            (footers[judgments], READ_COLUMNS["judgments"], judgment_rows),
+            (footers[pool], READ_COLUMNS["run"], candidates)]) <= limit
 
     # A version whole when its hash is computed here, or when its raters' grades are combined
-    # to find its largest grade (one version at a time).
+    # to find its largest grade (one version at a time; not under the spec's max_grade).
     whole = max([0 if judgments_sha256_now else footers[judgments].num_rows,
                  *(footers[path].num_rows for path in (previous_judgments, judgments)
-                   if RATER in footers[path].schema.to_arrow_schema().names)])
+                   if spec.max_grade is None
+                   and RATER in footers[path].schema.to_arrow_schema().names)])
     if not fits(whole, 0):
         return None
     if not set(RESULT_SCHEMA) <= set(pq.read_schema(str(previous_scores)).names):

@@ -251,3 +251,31 @@ def test_an_increment_over_the_memory_budget_is_left_to_the_full_scoring(tmp_pat
                            **hashes) is None
     assert not out.exists()
     assert score_increment(*arguments, out, budget=Budget.of("2GB"), **hashes) is not None
+
+
+@pytest.mark.parametrize("max_grade", [None, 3])
+def test_a_rated_version_is_counted_whole_only_when_it_is_read_whole(tmp_path, monkeypatch,
+                                                                     max_grade):
+    """A version with raters is read whole to combine its grades for its largest grade, and
+    counted so; under a spec's max_grade it is not read, and not counted."""
+    from evaluation_pipeline.engines import incremental
+
+    rng = np.random.default_rng(7)
+    published = _published(tmp_path, rng, shape=lambda frame: _rated(frame, rng))
+    pool_file, v1, v2 = published["pool"], published["v1"], published["v2"]
+    spec = EvaluationSpec(raters="max", max_grade=max_grade)
+    earlier = tmp_path / "scores-v1.parquet"
+    score_files(v1.path, pool_file.path, spec, earlier, progress=False)
+    before, after = pl.read_parquet(v1.path), pl.read_parquet(v2.path)
+    scores = pl.read_parquet(earlier)
+    changed = changed_queries(before, after)
+    # What it holds besides a whole version: the earlier rows twice, the changed queries'
+    # judgment rows and candidates.
+    held = (2 * scores.height + after.filter(pl.col("query_id").is_in(changed.implode())).height
+            + pl.read_parquet(pool_file.path).height * changed.len()
+            // scores["query_id"].n_unique())
+    monkeypatch.setattr(incremental, "IN_MEMORY_MAX_ROWS", held)
+    done = score_increment(earlier, v1.path, v2.path, pool_file.path, spec,
+                           tmp_path / "out.parquet", pool_sha256=pool_file.sha256,
+                           previous_judgments_sha256=v1.sha256, judgments_sha256_now=v2.sha256)
+    assert (done is not None) == (max_grade is not None)

@@ -161,3 +161,14 @@ def test_an_altered_input_is_not_scored_from_earlier_scores(two_versions, altere
     with pytest.raises(dg.Failure, match=f"stored {'pool' if altered == 'pool' else 'judgments'}"
                                          " content has sha256 .* the storage was altered"):
         score_evaluation(two_versions, ScoringEngine(), POOL, SECOND, SPEC)
+
+
+def test_the_scoring_budget_reaches_the_increment(two_versions):
+    """The memory budget handed to the scoring bounds the increment too: one that its
+    estimated peak passes leaves the version to the full scoring."""
+    from evaluation_pipeline.engines.choice import IN_MEMORY_BASE_BYTES
+    from evaluation_pipeline.ingest.external_sort import Budget
+
+    result = score_evaluation(two_versions, ScoringEngine(), POOL, SECOND, SPEC,
+                              Budget.of(IN_MEMORY_BASE_BYTES))
+    assert result.engine != "incremental"
