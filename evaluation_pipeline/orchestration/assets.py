@@ -1,8 +1,7 @@
-"""The evaluation assets: read, validate, call the evaluation, write, attach metadata. Nothing
-else happens here (the ingest assets are in ``ingest_assets``).
-
-Evaluation assets (``query_scores``, ``evaluation_report``, ``evaluation_history``) carry a code version
-derived from the project version and the spec_id, so changing the spec marks them stale.
+"""The evaluation assets: read, validate, call the evaluation, write, attach metadata (the
+ingest assets are in ``ingest_assets``). They (``query_scores``, ``evaluation_report``,
+``evaluation_history``) carry a code version of the project's version and the spec_id, so
+changing the spec marks them stale.
 
 ``evaluation_report`` also takes the evaluation's step of the nightly watch: the comparison with
 the previous night goes into the report, the evaluation into ``evaluation_history`` (materialized
@@ -178,9 +177,8 @@ def score_evaluation(storage: EvaluationStorage, scoring: ScoringEngine, pool: s
 
 def _proven(storage: EvaluationStorage, place: Place, manifest: dict) -> str | None:
     """The published content hash of the file at ``place``, when the file holds the very bytes
-    its publish hashed to it; else None (it is hashed as it is scored). The proof is the
-    SHA-256 of the file's bytes (some 1.5 GB/s), where its content hash costs the scoring a
-    core throughout: 2 of 10 s of wall time at 30M rows."""
+    its publish hashed to it, else None: the SHA-256 of its bytes (some 1.5 GB/s), where its
+    content hash costs a scoring a core throughout (2 of 10 s of wall time at 30M rows)."""
     if hash_version(manifest) == HASH_VERSION and storage.as_published(place, manifest):
         return manifest["sha256"]
     return None
@@ -206,16 +204,16 @@ def _nights(instance: dg.DagsterInstance, storage: EvaluationStorage,
 
 def _previous_scores(context: dg.AssetExecutionContext, storage: EvaluationStorage,
                      scoring: ScoringEngine, previous: str | None, version: str,
-                     spec: EvaluationSpec) -> Location | None:
-    """Where the previous night's per-query rows under ``version`` are, scored first when
-    they are not yet (a pinned baseline, or a night that arrived out of order)."""
+                     spec: EvaluationSpec, budget: Budget) -> Location | None:
+    """Where the previous night's per-query rows under ``version`` are, scored first within
+    ``budget`` when they are not yet (a pinned baseline, or a night that arrived late)."""
     if previous is None:
         return None
     scores = scores_file(previous, version, spec.spec_id)
     if not storage.exists(*scores):
         context.log.info(f"the previous night {previous} has no scores under {version} yet; "
                          "scoring it first")
-        score_evaluation(storage, scoring, previous, version, spec)
+        score_evaluation(storage, scoring, previous, version, spec, budget)
     return storage.path(*scores)
 
 
@@ -330,7 +328,7 @@ def build_evaluation_assets(spec: EvaluationSpec,
     @dg.multi_asset(
         name=naming.name(REPORT_ASSET),
         partitions_def=evaluation_partitions,
-        required_resource_keys=naming.resource_keys("storage", "scoring", "watch"),
+        required_resource_keys=naming.resource_keys("storage", "scoring", "watch", "memory"),
         specs=[
             dg.AssetSpec(
                 report_key,
@@ -358,7 +356,8 @@ def build_evaluation_assets(spec: EvaluationSpec,
         ],
     )
     def evaluation_report(context: dg.AssetExecutionContext) -> Iterator[dg.MaterializeResult]:
-        storage, scoring, watch = naming.resources(context, "storage", "scoring", "watch")
+        storage, scoring, watch, memory = naming.resources(context, "storage", "scoring",
+                                                           "watch", "memory")
         pool, version = split_evaluation_key(context.partition_key)
         scores = scores_file(pool, version, spec.spec_id)
         if not storage.exists(*scores):
@@ -371,7 +370,8 @@ def build_evaluation_assets(spec: EvaluationSpec,
         settings = watch.settings(config)
         ready, published = _nights(context.instance, storage, naming)
         previous = nightly.previous_night(pool, ready, settings.baseline_pool)
-        previous_scores = _previous_scores(context, storage, scoring, previous, version, spec)
+        previous_scores = _previous_scores(context, storage, scoring, previous, version, spec,
+                                           memory.budget(storage))
         # Both nights' numbers in one pass, where the engine sums (a cluster's executors, or
         # this machine from the columns the report reads); the whole rows are copied into the
         # report from the file.
