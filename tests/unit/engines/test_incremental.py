@@ -279,3 +279,37 @@ def test_a_rated_version_is_counted_whole_only_when_it_is_read_whole(tmp_path, m
                            tmp_path / "out.parquet", pool_sha256=pool_file.sha256,
                            previous_judgments_sha256=v1.sha256, judgments_sha256_now=v2.sha256)
     assert (done is not None) == (max_grade is not None)
+
+
+def test_the_changed_queries_of_a_pair_of_versions_are_found_once(tmp_path, monkeypatch):
+    """A new version is scored against every pool of the backfill window from the same earlier
+    version: the pair's changed queries are found once, and again only when a file changes."""
+    import os
+
+    from evaluation_pipeline.engines import incremental
+
+    published, spec, earlier = _scored_v1(tmp_path, seed=11)
+    pool_file, v1, v2 = published["pool"], published["v1"], published["v2"]
+    digests: list[int] = []
+    real = incremental._query_digests
+    monkeypatch.setattr(incremental, "_query_digests",
+                        lambda *a, **k: digests.append(1) or real(*a, **k))
+    full = tmp_path / "full.parquet"
+    score_files(v2.path, pool_file.path, spec, full, progress=False)
+
+    def increment(name: str):
+        out = tmp_path / f"{name}.parquet"
+        done = score_increment(earlier, v1.path, v2.path, pool_file.path, spec, out,
+                               pool_sha256=pool_file.sha256,
+                               previous_judgments_sha256=v1.sha256)
+        assert done is not None and out.read_bytes() == full.read_bytes()
+        return done
+
+    first, second = increment("first"), increment("second")
+    assert len(digests) == 2  # one per version, for both increments
+    assert first.rescored_queries == second.rescored_queries > 0
+    # The same bytes written again are another file to the cache: found anew.
+    stat = os.stat(v2.path)
+    os.utime(v2.path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    increment("third")
+    assert len(digests) == 4
