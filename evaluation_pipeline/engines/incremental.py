@@ -159,6 +159,8 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     footers = {path: pq.read_metadata(str(path)) for path in (previous_scores,
                                                               previous_judgments, judgments,
                                                               pool)}
+    columns = {path: set(footer.schema.to_arrow_schema().names)
+               for path, footer in footers.items()}
     limit = (budget or Budget.of()).memory_limit
 
     def fits(judgment_rows: int, candidates: int) -> bool:
@@ -173,10 +175,10 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     whole = max([0 if judgments_sha256_now else footers[judgments].num_rows,
                  *(footers[path].num_rows for path in (previous_judgments, judgments)
                    if spec.max_grade is None
-                   and RATER in footers[path].schema.to_arrow_schema().names)])
+                   and RATER in columns[path])])
     if not fits(whole, 0):
         return None
-    if not set(RESULT_SCHEMA) <= set(pq.read_schema(str(previous_scores)).names):
+    if not set(RESULT_SCHEMA) <= columns[previous_scores]:
         return None  # written by a release whose rows had other columns
     try:
         lineage = read_lineage(location(previous_scores))
@@ -197,7 +199,7 @@ def score_increment(previous_scores: Location, previous_judgments: Location,
     top_grade = _top_grade(now_rows, spec)
     if _top_grade(before, spec) != top_grade:
         return None  # the grade scale of every query (its holes' range) is the version's
-    rated = RATER in now_rows.collect_schema().names()
+    rated = RATER in columns[judgments]
     # One scan for the version's name and its raters, whose rule is refused here as a full
     # scoring refuses it.
     found = distinct_values(location(judgments), ["judgment_version", *([RATER] if rated else [])])
