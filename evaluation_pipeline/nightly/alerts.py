@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from evaluation_pipeline.io import append_log
 from evaluation_pipeline.io.locations import Location
@@ -70,19 +70,36 @@ class AlertSettings:
 
 
 def check_webhook(url: str) -> None:
-    parts = urlsplit(url)
-    problem = (
-        "it has whitespace in it" if any(c.isspace() for c in url) else
-        "it does not start with http:// or https://" if parts.scheme not in ("http", "https")
-        else "it names no host" if not parts.hostname else None)
-    if problem is None:
-        try:
-            parts.port  # noqa: B018 - raises on a port that is not a number
-        except ValueError:
-            problem = "its port is not a number"
+    problem = webhook_problem(url)
     if problem:
         raise EvaluationError(f"alert webhook {url!r} ({ALERT_WEBHOOK.name} or the watch's "
                               f"alert_webhook) is not a URL to POST to: {problem}")
+
+
+def webhook_problem(url: str) -> str | None:
+    """Why ``url`` is no webhook to POST to, or None."""
+    if any(c.isspace() for c in url):
+        return "it has whitespace in it"
+    try:
+        # urlsplit raises on a bracketed host cut short ("http://[::1/"), .hostname on a
+        # bracketed host that is no IPv6 address: both are the URL's fault, not a crash.
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError as exc:
+        return f"it cannot be parsed ({exc})"
+    if parts.scheme not in ("http", "https"):
+        return "it does not start with http:// or https://"
+    if not host:
+        return "it names no host"
+    return _port_problem(parts)
+
+
+def _port_problem(parts: SplitResult) -> str | None:
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number, or out of range
+    except ValueError:
+        return "its port is not a number from 0 to 65535"
+    return None
 
 
 @dataclass(frozen=True)
