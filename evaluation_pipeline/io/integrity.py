@@ -3,12 +3,17 @@
 Every run checks that the published inputs behind the reports are still what was published. The
 check is cheap: a file whose size and mtime equal its stamp is taken as unchanged; only a file
 whose size or mtime moved is read and hashed (a file restored byte for byte passes).
+
+Results the pipeline writes and reads back later (a version's per-query scores, which the next
+version's increment and the report start from) are stamped the same way when written, and
+hashed again before they are trusted (``dataset_stamp``, ``dataset_alteration``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from evaluation_pipeline.io.datasets import NoDataFiles, data_files
 from evaluation_pipeline.io.landing import file_sha256
 
 
@@ -46,3 +51,42 @@ def alteration(path: Path, recorded: dict) -> str | None:
     if file_sha256(path) != recorded["sha256"]:
         return f"{path} has other bytes than were published (sha256 {recorded['sha256']})"
     return None
+
+
+# -- results written once and read back (a per-query scores file, or Spark's folder of parts) --
+
+
+def dataset_stamp(where: Path) -> dict:
+    """The stamp of a result just written at ``where``: each of its data files' name (relative
+    to ``where``; a single file: its own), size and SHA-256, in name order. Only data files are
+    stamped: a writer's markers and checksums (``io.datasets``) are not what a reader reads."""
+    return {"files": [{"name": _name_in(where, part), "size": part.stat().st_size,
+                       "sha256": file_sha256(part)} for part in data_files(where)]}
+
+
+def dataset_alteration(where: Path, recorded: dict | None) -> str | None:
+    """Why the result at ``where`` does not hold the bytes stamped ``recorded`` (every data
+    file hashed again: this is the proof a reader relies on), or None when it does. No stamp
+    proves nothing."""
+    if not recorded or not isinstance(recorded.get("files"), list):
+        return f"{where} has no stamp of its bytes (it was written before stamps were kept)"
+    try:
+        parts = data_files(where)
+    except (FileNotFoundError, NoDataFiles):
+        return f"{where} is missing"
+    found = {_name_in(where, part): part for part in parts}
+    expected = {entry["name"]: entry for entry in recorded["files"]}
+    if set(found) != set(expected):
+        return (f"{where} holds the files {sorted(found)}; {sorted(expected)} were written")
+    for name, entry in expected.items():
+        part = found[name]
+        size = part.stat().st_size
+        if size != entry["size"]:
+            return f"{part} has {size} bytes; {entry['size']} were written"
+        if file_sha256(part) != entry["sha256"]:
+            return f"{part} has other bytes than were written (sha256 {entry['sha256']})"
+    return None
+
+
+def _name_in(where: Path, part: Path) -> str:
+    return part.name if part == where else part.relative_to(where).as_posix()

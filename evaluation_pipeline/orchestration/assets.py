@@ -59,7 +59,13 @@ from evaluation_pipeline.orchestration.resources import (
     NightlyWatch,
     hash_version,
 )
-from evaluation_pipeline.orchestration.scoring import ScoringEngine, score_published
+from evaluation_pipeline.orchestration.scoring import (
+    ScoringEngine,
+    read_published,
+    scores_alteration,
+    scores_stamp,
+    score_evaluation,
+)
 from evaluation_pipeline.orchestration.selection import published_versions
 from evaluation_pipeline.report import (
     ReportConfig,
@@ -83,107 +89,6 @@ def evaluation_code_version(spec: EvaluationSpec) -> str:
     return f"{__version__}+spec.{spec.spec_id}"
 
 
-def _published_manifest(storage: EvaluationStorage, folder: Place, what: str) -> dict:
-    manifest = storage.manifest(*folder)
-    if manifest is None:
-        raise dg.Failure(f"{what} is not published yet in {storage.path(*folder)}; "
-                         "materialize its ingest partition (or land it) first")
-    return manifest
-
-
-def _incremental(storage: EvaluationStorage, scoring: ScoringEngine, pool: str, version: str,
-                 spec: EvaluationSpec, known: KnownHashes, budget: Budget
-                 ) -> EngineResult | None:
-    """``version``'s scores of ``pool`` from the newest earlier version's scores of it, with
-    only the queries whose grades changed scored again (``engines.incremental``, within
-    ``budget``); None when there is none to start from, or it does not apply (a storage not on
-    this machine, an input not proven to hold its published bytes: ``known``, ``_proven``),
-    and the caller scores in full. On Spark it runs on the session (``engines.spark``)."""
-    if not scoring.incremental or not storage.is_local() or None in (known.pool,
-                                                                      known.judgments):
-        return None
-    # The storage's published versions, by publication (a local storage: listed directly).
-    folder = Path(storage.root()) / judgments_folder("")[0]
-    published = {}
-    for entry in folder.iterdir() if folder.is_dir() else ():
-        manifest = storage.manifest(*judgments_folder(entry.name))
-        if manifest is not None:
-            published[entry.name] = manifest
-    order = sorted(published, key=lambda name: (published[name][nightly.PUBLISHED_AT], name))
-    if version not in order:
-        return None
-    for earlier in reversed(order[:order.index(version)]):
-        manifest = published[earlier]
-        scores = scores_file(pool, earlier, spec.spec_id)
-        # A file, or the folder of parts Spark writes.
-        if not storage.exists(*scores) or _proven(storage, judgments_file(earlier),
-                                                  manifest) is None:
-            continue
-        increment = scoring.score_increment(
-            str(storage.path(*scores)), str(storage.path(*judgments_file(earlier))),
-            str(storage.path(*judgments_file(version))), str(storage.path(*pool_file(pool))),
-            spec, str(storage.path(*scores_file(pool, version, spec.spec_id))), budget,
-            pool_sha256=known.pool, previous_judgments_sha256=manifest["sha256"],
-            judgments_sha256_now=known.judgments)
-        if increment is None:
-            continue
-        return EngineResult(
-            increment.lineage, increment.per_query_path, increment.rows,
-            notes=[f"from {earlier}'s scores: {increment.rescored_queries} queries whose "
-                   f"grades changed scored again, {increment.kept_queries} kept"],
-            engine="incremental")
-    return None
-
-
-def read_published(storage: EvaluationStorage, place: Place,
-                    what: str) -> tuple[pl.DataFrame, dict]:
-    """A published file and the manifest beside it; a folder without its manifest is not
-    published yet (a step failure that says so)."""
-    manifest = _published_manifest(storage, place[:-1], what)
-    return storage.read_parquet(*place), manifest
-
-
-def score_evaluation(storage: EvaluationStorage, scoring: ScoringEngine, pool: str,
-                     version: str, spec: EvaluationSpec, budget: Budget | None = None
-                     ) -> EngineResult:
-    """Score ``pool`` x ``version`` under ``spec`` into its scores file, as ``ndcg-eval score``
-    does, or from an earlier version's (``budget``: the memory budget, else the environment's).
-
-    An input whose file has the bytes its publish hashed (``storage.as_published``) is not
-    hashed again: its published hash is the lineage's. Any other input is hashed as it is read,
-    and that hash must be the published one. An input published under an earlier hash version
-    is hashed again in that version, from its stored file."""
-    grades_manifest = _published_manifest(
-        storage, judgments_folder(version), f"judgment version {version!r}")
-    pool_manifest = _published_manifest(storage, pool_folder(pool), f"candidate pool {pool!r}")
-    known = KnownHashes(judgments=_proven(storage, judgments_file(version), grades_manifest),
-                        pool=_proven(storage, pool_file(pool), pool_manifest))
-    budget = budget or MemoryBudget().budget(storage)
-    result = _incremental(storage, scoring, pool, version, spec, known, budget) or (
-        score_published(storage, scoring, budget, judgments_file(version), pool_file(pool),
-                        scores_file(pool, version, spec.spec_id), spec, known))
-    for name, computed, manifest, place in (
-        ("judgments", result.lineage.judgments_sha256, grades_manifest, judgments_file(version)),
-        ("pool", result.lineage.pool_sha256, pool_manifest, pool_file(pool)),
-    ):
-        published = manifest["sha256"]
-        if hash_version(manifest) != HASH_VERSION:
-            computed = storage.content_sha256(place, name, hash_version(manifest)).sha256
-        if computed != published:
-            raise dg.Failure(f"stored {name} content has sha256 {computed}, but "
-                             f"{published} was published: the storage was altered")
-    return result
-
-
-def _proven(storage: EvaluationStorage, place: Place, manifest: dict) -> str | None:
-    """The published content hash of the file at ``place``, when the file holds the very bytes
-    its publish hashed to it, else None: the SHA-256 of its bytes (some 1.5 GB/s), where its
-    content hash costs a scoring a core throughout (2 of 10 s of wall time at 30M rows)."""
-    if hash_version(manifest) == HASH_VERSION and storage.as_published(place, manifest):
-        return manifest["sha256"]
-    return None
-
-
 # -- the nightly watch ------------------------------------------------------------------------
 
 
@@ -205,15 +110,29 @@ def _nights(instance: dg.DagsterInstance, storage: EvaluationStorage,
 def _previous_scores(context: dg.AssetExecutionContext, storage: EvaluationStorage,
                      scoring: ScoringEngine, previous: str | None, version: str,
                      spec: EvaluationSpec, budget: Budget) -> Location | None:
-    """Where the previous night's per-query rows under ``version`` are, scored first within
-    ``budget`` when they are not yet (a pinned baseline, or a night that arrived late)."""
+    """Where the previous night's per-query rows under ``version`` are, proven or scored first
+    within ``budget`` (``_proven_scores``)."""
     if previous is None:
         return None
-    scores = scores_file(previous, version, spec.spec_id)
+    return _proven_scores(context, storage, scoring, previous, version, spec, budget)
+
+
+def _proven_scores(context: dg.AssetExecutionContext, storage: EvaluationStorage,
+                   scoring: ScoringEngine, pool: str, version: str, spec: EvaluationSpec,
+                   budget: Budget) -> Location:
+    """Where ``pool`` x ``version``'s per-query rows are, proven to hold the bytes they were
+    written with (``scoring.scores_alteration``); scored first when they are not yet (a
+    pinned baseline, or a night that arrived late), or again, with a warning that names the
+    file, when they fail their proof: a report never reads rows taken on trust."""
+    scores = scores_file(pool, version, spec.spec_id)
     if not storage.exists(*scores):
-        context.log.info(f"the previous night {previous} has no scores under {version} yet; "
-                         "scoring it first")
-        score_evaluation(storage, scoring, previous, version, spec, budget)
+        context.log.info(f"{pool} has no scores under {version} yet; scoring it first")
+        score_evaluation(storage, scoring, pool, version, spec, budget,
+                         warn=context.log.warning)
+    elif (altered := scores_alteration(storage, scores)) is not None:
+        context.log.warning(f"{altered}: scoring {pool} x {version} again before it is read")
+        score_evaluation(storage, scoring, pool, version, spec, budget,
+                         warn=context.log.warning)
     return storage.path(*scores)
 
 
@@ -300,7 +219,7 @@ def build_evaluation_assets(spec: EvaluationSpec,
         storage, scoring, memory = naming.resources(context, "storage", "scoring", "memory")
         pool, version = split_evaluation_key(context.partition_key)
         result = score_evaluation(storage, scoring, pool, version, spec,
-                                  memory.budget(storage))
+                                  memory.budget(storage), warn=context.log.warning)
         lineage, path = result.lineage, result.per_query_path
         context.log.info(f"scored {pool} x {version} with the {result.engine} engine")
         for note in result.notes:
@@ -317,6 +236,8 @@ def build_evaluation_assets(spec: EvaluationSpec,
                 "lineage": dg.MetadataValue.json(asdict(lineage)),
                 "spec_id": spec.spec_id,
                 "engine": result.engine,
+                "scoring": dg.MetadataValue.json(
+                    scores_stamp(storage, scores_file(pool, version, spec.spec_id))["scoring"]),
                 "per_query": dg.MetadataValue.path(path),
             },
             data_version=dg.DataVersion(
@@ -363,7 +284,9 @@ def build_evaluation_assets(spec: EvaluationSpec,
         if not storage.exists(*scores):
             raise dg.Failure(f"no scores at {storage.path(*scores)}: materialize query_scores "
                              f"for {pool} x {version} first")
+        _proven_scores(context, storage, scoring, pool, version, spec, memory.budget(storage))
         lineage = storage.read_lineage(*scores)
+        scored = (scores_stamp(storage, scores) or {}).get("scoring")
         weights, queries_manifest = read_published(
             storage, queries_file(), "the queries table")
         config = ReportConfig()
@@ -398,7 +321,7 @@ def build_evaluation_assets(spec: EvaluationSpec,
                                       numbers=(planned, numbers),
                                       night_inputs=_night_inputs(storage, step.section,
                                                                  version, pool, spec),
-                                      agreement=raters)
+                                      agreement=raters, scoring=scored)
                 aggregates = pl.read_parquet(staged / AGGREGATES_FILE)
                 written = storage.put_tree(staged, *report_folder(pool, version, spec.spec_id))
             history = record_evaluation(history, aggregates, step, evaluated_at=now)
@@ -421,6 +344,7 @@ def build_evaluation_assets(spec: EvaluationSpec,
                 "result": dg.MetadataValue.md("\n\n".join(report["headline"])),
                 "lineage": dg.MetadataValue.json(asdict(lineage)),
                 "queries_sha256": queries_manifest["sha256"],
+                "scoring": dg.MetadataValue.json(scored or {}),
                 "report": dg.MetadataValue.path(written[REPORT_FILE]),
                 "report_html": dg.MetadataValue.path(written[HTML_FILE]),
                 "previous_pool": step.section["previous_pool"] or "",

@@ -44,6 +44,7 @@ from evaluation_pipeline.orchestration.partitions import (
     split_evaluation_key,
 )
 from evaluation_pipeline.orchestration.resources import EvaluationStorage, hash_version
+from evaluation_pipeline.orchestration.scoring import scores_alteration
 from evaluation_pipeline.orchestration.selection import published_versions
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
@@ -151,11 +152,13 @@ def build_ingest_checks(naming: Naming = DEFAULT) -> list[dg.AssetChecksDefiniti
 def _earlier_scored_version(instance: dg.DagsterInstance, storage: EvaluationStorage,
                             pool: str, version: str, spec_id: str,
                             naming: Naming) -> str | None:
-    """The last version registered before ``version`` that has scores for ``pool``."""
+    """The last version registered before ``version`` that has scores for ``pool``, proven to
+    hold the bytes they were written with (scores altered since are not compared with)."""
     versions = instance.get_dynamic_partitions(naming.judgment_versions.name)
     earlier = versions[:versions.index(version)] if version in versions else []
     for candidate in reversed(earlier):
-        if storage.exists(*scores_file(pool, candidate, spec_id)):
+        scores = scores_file(pool, candidate, spec_id)
+        if storage.exists(*scores) and scores_alteration(storage, scores) is None:
             return candidate
     return None
 

@@ -18,7 +18,8 @@ from evaluation_pipeline.io.storage import (
     queries_file,
     worklist_file,
 )
-from evaluation_pipeline.orchestration.assets import evaluation_code_version, read_published
+from evaluation_pipeline.orchestration.assets import evaluation_code_version
+from evaluation_pipeline.orchestration.scoring import read_published
 from evaluation_pipeline.orchestration.partitions import (
     DEFAULT,
     Naming,

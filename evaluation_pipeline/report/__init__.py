@@ -55,6 +55,7 @@ def write_report(
     numbers: tuple[ReportPlan, Numbers] | None = None,
     night_inputs: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame] | None = None,
     agreement: dict | None = None,
+    scoring: dict | None = None,
 ) -> dict:
     """Write the report files into ``out_dir`` (each atomically) and return report.json's dict.
 
@@ -69,7 +70,9 @@ def write_report(
     report's plan and numbers, summed on a cluster or from both nights at once:
     ``report.build.local_numbers``) are given. ``night_inputs``: (judgments, tonight's
     candidates, the previous night's), at least of the queries ``traces.mover_queries`` names:
-    the movers' traces of both nights are written and linked. ``agreement``: a version with
+    the movers' traces of both nights are written and linked. ``scoring``: in the pipeline, how
+    the per-query rows were scored (report.json's ``scoring``: in full, or from an earlier
+    version's scores, and why). ``agreement``: a version with
     raters, its ``analysis.agreement`` document (report.json's ``agreement``, a section of
     the page).
     """
@@ -94,6 +97,8 @@ def write_report(
                                                report["headline_cutoff"], *night_inputs, spec)
     if agreement is not None:
         report["agreement"] = agreement
+    if scoring is not None:
+        report["scoring"] = scoring
     report["files"] = {
         "report": REPORT_FILE,
         "aggregates": AGGREGATES_FILE,

@@ -32,9 +32,9 @@ def test_a_previous_night_scored_by_the_report_keeps_the_configured_budget(tmp_p
         budgets: list[tuple[str, Budget | None]] = []
         real = assets.score_evaluation
 
-        def recorded(storage, scoring, pool, version, spec, budget=None):
+        def recorded(storage, scoring, pool, version, spec, budget=None, **options):
             budgets.append((pool, budget))
-            return real(storage, scoring, pool, version, spec, budget)
+            return real(storage, scoring, pool, version, spec, budget, **options)
 
         monkeypatch.setattr(assets, "score_evaluation", recorded)
         outcome = env.runner.execute("evaluate", dg.RunRequest(
