@@ -3,12 +3,17 @@ out, a run folder's files, and the external sort of an input that is not in key 
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 from upath import UPath
+
+from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS
 
 from evaluation_pipeline.engines.streaming.reading import (
     Fill,
@@ -21,6 +26,7 @@ from evaluation_pipeline.ingest.external_sort import (
     sort_parquet,
 )
 from evaluation_pipeline.io.datasets import is_data_file
+from evaluation_pipeline.io.formats.cells import with_name_column
 from evaluation_pipeline.io.locations import is_remote
 from evaluation_pipeline.io.readers import detect_format, read_judgments
 from evaluation_pipeline.metric.hashing import JUDGMENT_KEYS, POOL_KEYS
@@ -98,11 +104,80 @@ def parquet_judgments(path: Path | UPath, version: str | None, scratch: Path) ->
     reader, with its checks and messages (``version``: the name asked for, if any), and
     written sorted by key into ``scratch``."""
     if detect_format(path, None) == "parquet":
+        check_asked_name([path], "judgment_version", version, "judgment version")
         return path
     frame = read_judgments(path, version=version)
     target = scratch / "judgments.parquet"
     frame.sort(list(SORT_KEYS["judgments"])).write_parquet(target)
     return target
+
+
+def asked_pool(run_path: Path | UPath, pool: str | None) -> str | None:
+    """The pool name a run must carry, as the local engine's reader asks it: --pool, else a
+    pool folder's name (a single run file without --pool names its own pool)."""
+    return pool or (run_path.name if run_path.is_dir() else None)
+
+
+def check_asked_name(paths: list[Path | UPath], column: str, asked: str | None,
+                     what: str) -> None:
+    """Each file that carries ``column`` holds ``asked`` in it, or the file is refused by the
+    local engine's own check (``io.formats.cells.with_name_column``): the same error, file,
+    column, rule and rows, before a row is scored. The stream checks only that its batches
+    agree with each other, so a folder ``otherpool`` whose file says ``bigpool`` was scored
+    and labelled ``bigpool``. A file's footer settles the usual case without reading a row;
+    otherwise its one column is read a slice at a time, in bounded memory."""
+    if asked is None:
+        return
+    for path in paths:
+        if _footer_settles(path, column, asked):
+            continue
+        for offset, frame in _column_slices(path, column):
+            rows = pl.int_range(offset + 1, offset + frame.height + 1, eager=True,
+                                dtype=pl.Int64)
+            try:
+                with_name_column(frame, column, asked, path, rows, what)
+            except InputError as exc:
+                # Rows of a Parquet file, numbered in the whole file as the local engine
+                # numbers them: rows, not the lines of a text file.
+                raise dataclasses.replace(exc, row_label="row") from None
+
+
+def _footer_settles(path: Path | UPath, column: str, asked: str) -> bool:
+    """True when the footer shows there is nothing to read: no such column (the file takes the
+    name asked), every row group's statistics showing ``asked`` alone and no null, or a footer
+    that cannot be read (the stream refuses that file itself, as unreadable)."""
+    try:
+        if is_remote(path):
+            with path.open("rb") as handle:
+                metadata = pq.read_metadata(handle)
+        else:
+            metadata = pq.read_metadata(path)
+    except Exception:  # noqa: BLE001 - the stream's reader names what is wrong with the file
+        return True
+    names = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
+    if column not in names:
+        return True
+    index = names.index(column)
+    for group in range(metadata.num_row_groups):
+        stats = metadata.row_group(group).column(index).statistics
+        if (stats is None or not stats.has_min_max or not stats.has_null_count
+                or stats.null_count or stats.min != asked or stats.max != asked):
+            return False
+    return True
+
+
+def _column_slices(path: Path | UPath, column: str) -> Iterator[tuple[int, pl.DataFrame]]:
+    """(first row from 0, the rows' ``column``) of the file, a batch of rows at a time."""
+    source = path.open("rb") if is_remote(path) else str(path)
+    try:
+        offset = 0
+        for batch in pq.ParquetFile(source).iter_batches(batch_size=DEFAULT_BATCH_ROWS,
+                                                          columns=[column]):
+            yield offset, pl.from_arrow(batch)
+            offset += batch.num_rows
+    finally:
+        if not isinstance(source, str):
+            source.close()
 
 
 def external_sort(which: str, paths: list[Path | UPath], names: Names, scratch: Path,

@@ -71,6 +71,8 @@ from evaluation_pipeline.engines.streaming.result_file import (
 from evaluation_pipeline.engines.streaming.sorted_inputs import (
     KEYS,
     Names,
+    asked_pool,
+    check_asked_name,
     external_sort,
     has_raters,
     input_columns,
@@ -141,6 +143,8 @@ def score_streaming(
     judgments_path, run_path, out_path = (location(judgments_path), location(run_path),
                                           location(out_path))
     files = run_files(run_path)
+    # A file naming another pool than the one asked for is refused as the local engine does.
+    check_asked_name(files, "candidate_pool", asked_pool(run_path, pool), "candidate pool")
     names = Names(judgment_version or judgments_path.stem, pool or
                    (run_path.name if run_path.is_dir() else run_path.parent.name), ranker)
     notes: list[str] = []
