@@ -35,6 +35,7 @@ import threading
 import time
 from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 
 import dagster as dg
 from sqlalchemy import event
@@ -227,13 +228,110 @@ def database_failure(exc: BaseException) -> str | None:
 
 
 def failure_message(words: str, database: str | None, home) -> str:
-    """What `make run` says when the instance's database fails, and what to do."""
+    """What `make run` says when the instance's database fails, and what to do: the advice
+    depends on the kind of database (a SQLite file in the instance folder, or a server) and on
+    what failed (a damaged file, a full disk, or a database that does not answer)."""
     named = database or f"of the instance in {home}"
-    if "not a database" in words or "malformed" in words:
-        advice = (f"The file is damaged: move it aside (with SQLite, the folder {home}/history) "
-                  "and run again. A new run history is started; the results in the storage "
-                  "stay where they are.")
-    else:
-        advice = ("Check that the server runs and that dagster.yaml (DAGSTER_PG_*) names it, "
-                  "then run again: what is done stays done.")
+    file = _sqlite_file(database)
+    if database is not None and file is None:  # a server's
+        advice = _server_full(named) if _disk_full(words) else (
+            "Check that the server runs and that dagster.yaml (DAGSTER_PG_*) names it, then "
+            "run again: what is done stays done.")
+    else:  # a file of the instance folder (or none asked yet: the folder itself)
+        advice = _sqlite_advice(words, file, Path(home))
     return f"ndcg-eval: error: the Dagster instance's database {named} failed: {words}. {advice}"
+
+
+# -- the advice ----------------------------------------------------------------------------
+
+# sqlite3's words for a full disk ("database or disk is full", SQLITE_FULL), the system's
+# (ENOSPC), and PostgreSQL's when it cannot grow a table's file.
+_FULL = ("database or disk is full", "no space left on device", "could not extend file",
+         "disk full")
+_DAMAGED = ("not a database", "malformed")
+
+
+def _disk_full(words: str) -> bool:
+    return any(marker in words.lower() for marker in _FULL)
+
+
+def _sqlite_file(database: str | None) -> Path | None:
+    """The file of a SQLite database as ``DatabaseWatch`` names it (``sqlite:///<path>``)."""
+    if not database or not database.startswith("sqlite:///"):
+        return None
+    return Path(database.removeprefix("sqlite:///"))
+
+
+def _sqlite_full(home) -> str:
+    return (f"The disk that holds the instance folder {home} is full: free space there (df -h "
+            f"{home}), or point DAGSTER_HOME at a folder on a disk with room, then run again: "
+            "what is done stays done.")
+
+
+def _server_full(named: str) -> str:
+    return (f"The disk of the database server of {named} is full: free space on the server "
+            "(or grow its volume), then run again: what is done stays done.")
+
+
+def _sqlite_advice(words: str, file: Path | None, home: Path) -> str:
+    if file is not None and any(marker in words for marker in _DAMAGED):
+        aside, holds = damaged_part(file, home)
+        how = ("with its -wal and -shm files, if any" if aside == file
+               else f"with its folder: mv {aside} {aside}.damaged")
+        return (f"The file is damaged: move it aside {how}, and run again. That loses only "
+                f"{holds}; the results in the storage stay where they are.")
+    # SQLite names a full disk "database or disk is full" only when a write of its own is
+    # refused; when the WAL index or a journal cannot grow it says "disk I/O error". The disk's
+    # own free space tells the two apart from a folder that cannot be written.
+    if _disk_full(words) or _nearly_full(file.parent if file else home):
+        return _sqlite_full(home)
+    if "database is locked" in words:
+        return (f"Another process holds {file}: a `dagster dev` or daemon on the instance "
+                f"folder {home}. Stop it or let it finish, then run again: what is done stays "
+                "done.")
+    return (f"Check that this user can write {file.parent if file else home} and that its disk "
+            "answers, then run again: what is done stays done.")
+
+
+# Below this much free space a SQLite instance is out of room: a night's runs write some MB
+# into it (their event logs), and SQLite grows its files a page at a time.
+NEARLY_FULL_BYTES = 8 * 1024 * 1024
+
+
+def _nearly_full(folder: Path) -> bool:
+    """True when the disk that holds ``folder`` (or its nearest existing parent) has less than
+    NEARLY_FULL_BYTES free for this user; False when that cannot be told."""
+    for candidate in (folder, *folder.parents):
+        try:
+            stat = os.statvfs(candidate)
+        except OSError:
+            continue
+        return stat.f_bavail * stat.f_frsize < NEARLY_FULL_BYTES
+    return False
+
+
+def damaged_part(file: Path, home: Path) -> tuple[Path, str]:
+    """What to move aside for a damaged SQLite file of the instance in ``home``, and what that
+    loses, by Dagster's layout (dagster._core.storage.sqlite_storage).
+
+    Each database runs in WAL mode, with ``-wal`` and ``-shm`` files beside it: a file moved
+    alone would leave those for a new database to replay, so the file's folder is moved, and
+    with it only what that folder holds. A run's own event log is the exception: its folder
+    holds every run's, so it is moved alone (with its companions)."""
+    try:  # resolved both: DAGSTER_HOME may be given through a link or relative
+        part = file.resolve().relative_to(home.resolve()).as_posix()
+    except ValueError:
+        return file.parent, f"what {file.parent} holds"
+    if part == "history/runs.db":
+        return file.parent, ("the run history (every run, its event log and the asset records): "
+                             "a new run history is started")
+    if part == "history/runs/index.db":
+        return file.parent, ("the runs' event logs and the asset records (the runs stay in "
+                             "history/runs.db): the next run redoes the evaluations they recorded")
+    if part.startswith("history/runs/") and part.endswith(".db"):
+        return file, f"the event log of run {file.stem}"
+    if part == "schedules/schedules.db":
+        return file.parent, ("the schedules' and sensors' state (their ticks, cursors, and "
+                             "whether each was turned on or off): Dagster starts them again as "
+                             "declared, and the runs stay")
+    return file.parent, f"what {file.parent} holds"
