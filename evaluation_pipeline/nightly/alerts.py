@@ -16,8 +16,14 @@ backoff on network errors, 5xx and 429. Nothing here raises into scoring: a fail
 log line and a record. The body is Slack-compatible: Slack incoming webhooks read ``text`` and
 ignore the structured fields beside it.
 
-The record is a log of JSON lines (``io.append_log``): appended under a lock locally, by
-conditional writes on a bucket, so two evaluations that alert together both keep their line.
+A delivery that failed is retried by every later run (``redeliver_due``: the main job at its
+end, and every report step through ``notify``) under the same id, not before its
+``next_retry_at`` (the wait doubles with each failed run), until it is delivered or
+``AlertSettings.give_up_after_seconds`` have passed since it was raised: then it is recorded
+``expired``. The record is a log of JSON lines (``io.append_log``): appended under a lock
+locally, by conditional writes on a bucket, so two evaluations that alert together both keep
+their line; ``nightly.history`` reads it (an alert's state is the fold of its lines), says
+what is due, and shows what was not delivered.
 """
 
 from __future__ import annotations
@@ -31,11 +37,26 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from urllib.parse import SplitResult, urlsplit
 
 from evaluation_pipeline.io import append_log
 from evaluation_pipeline.io.locations import Location
+from evaluation_pipeline.nightly.history import (  # the record's reading, importable here too
+    DELIVERED,
+    EXPIRED,
+    FAILED,
+    RECORDED,
+    SENDING,
+    attempts_of,
+    due,
+    expires_at,
+    latest_by_key,
+    read_alerts,
+    retry_wait,
+    runs_of,
+    state_of,
+)
 from evaluation_pipeline.nightly.verdicts import grading_clause
 from evaluation_pipeline.settings import ALERT_WEBHOOK
 from schemas.columns import REGRESSED
@@ -55,6 +76,14 @@ class AlertSettings:
     backoff_seconds: float = 1.0  # before the second attempt; doubled before each further one
     timeout_seconds: float = 10.0  # one attempt, the whole exchange
     deadline_seconds: float = 60.0  # every attempt and pause together
+    # Between runs: a failed delivery is due again this long after the run that failed, the
+    # wait doubled for each further run that failed, up to the maximum (a receiver that is
+    # down for a day is not hammered by every run, and hears within hours once it is back).
+    retry_after_seconds: float = 60.0
+    retry_after_max_seconds: float = 6 * 3600.0
+    # Since the alert was raised: past this, an undelivered alert is recorded expired and no
+    # run sends it again (news of a regression a week old is no alert any more).
+    give_up_after_seconds: float = 7 * 24 * 3600.0
 
     def check(self) -> AlertSettings:
         """Refuse a webhook that is not an http(s) URL with a host, before anything runs:
@@ -245,41 +274,22 @@ def post_json(url: str, body: Mapping, settings: AlertSettings, *, alert_id: str
     return Delivery(False, max(attempt, 1), status, error)
 
 
-# --- the record ---------------------------------------------------------------------------------
+# --- the record (read and shown by nightly.history) ---------------------------------------------
 
-SENDING, DELIVERED, FAILED, RECORDED = "sending", "delivered", "failed", "recorded"
-
-
-def state_of(record: Mapping) -> str:
-    """A record's state; a record written before states were recorded holds its outcome."""
-    if "state" in record:
-        return record["state"]
-    return DELIVERED if record.get("delivery", {}).get("delivered") else FAILED
+Clock = Callable[[], datetime]
 
 
-def latest_by_key(records: Sequence[Mapping]) -> dict[str, dict]:
-    """The last record of every alert, in the order the alerts were first recorded (lines
-    that are JSON but not an alert record are skipped)."""
-    latest: dict[str, dict] = {}
-    for record in filter(is_alert_record, records):
-        latest[record["key"]] = {**latest.get(record["key"], {}), **record}
-    return latest
+def utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
-def is_alert_record(record: Mapping) -> bool:
-    return isinstance(record.get("key"), str) and isinstance(record.get("payload"), dict)
+def _stamp(moment: datetime) -> str:
+    return moment.isoformat(timespec="seconds")
 
 
-def read_alerts(alerts_file: Location) -> list[dict]:
-    """Every recorded alert, its latest state, oldest first (an absent file is no alert). Lines
-    that are not JSON objects are named by the log's reader; JSON objects that are no alert
-    record (another program's line) are counted here: both are skipped, never fatal."""
-    records = append_log.read(alerts_file).records
-    foreign = sum(not is_alert_record(r) for r in records)
-    if foreign:
-        LOG.warning(f"{alerts_file}: {foreign} JSON line(s) without a string 'key' and an "
-                    "object 'payload' are no alert record: skipped")
-    return list(latest_by_key(records).values())
+def _ceil(moment: datetime) -> datetime:
+    """To the second, rounded up: a retry stamped so is never early."""
+    return (moment + timedelta(microseconds=999_999)).replace(microsecond=0)
 
 
 def alerted_keys(alerts_file: Location) -> set[str]:
@@ -290,6 +300,48 @@ def _outcome(delivery: Delivery) -> str:
     if delivery.delivered:
         return DELIVERED
     return FAILED if delivery.attempts else RECORDED
+
+
+def _outcome_line(claimed: Mapping, delivery: Delivery, earlier: Mapping,
+                  settings: AlertSettings, now: datetime) -> dict:
+    """The line that closes a run's delivery: its outcome, the counts over every run so far
+    (``earlier`` is the alert's state before it), and when a failed one is due again."""
+    runs = runs_of(earlier) + (1 if delivery.attempts else 0)
+    line = {**claimed, "state": _outcome(delivery), "delivery": asdict(delivery),
+            "attempts": attempts_of(earlier) + delivery.attempts, "runs": runs,
+            "finished_at": _stamp(now), "next_retry_at": None}
+    if delivery.error and delivery.attempts:
+        line["last_error"] = delivery.error
+    if line["state"] == FAILED:
+        line["next_retry_at"] = _stamp(_ceil(now + timedelta(seconds=retry_wait(runs, settings))))
+        line["expires_at"] = _stamp(expires_at(line, settings))
+    return line
+
+
+def _deliver(alerts_file: Location, claimed: dict, settings: AlertSettings, *, now: Clock,
+             sleep: Callable[[float], None], log) -> dict:
+    """POST a claimed alert (its ``sending`` line is written) and append its outcome."""
+    body = claimed["payload"]
+    if settings.webhook:
+        delivery = post_json(settings.webhook, body, settings, alert_id=claimed["alert_id"],
+                             sleep=sleep, log=log)
+    else:
+        delivery = Delivery(False, 0, error=f"no webhook configured ({ALERT_WEBHOOK.name})")
+
+    def outcome(records: Sequence[dict]) -> dict:
+        earlier = latest_by_key(records).get(claimed["key"], {})
+        return _outcome_line(claimed, delivery, earlier, settings, now())
+
+    return append_log.append(alerts_file, outcome)
+
+
+def _sending_line(earlier: Mapping | None, key: str, payload: dict, moment: datetime) -> dict:
+    """The line written before a run's first POST of an alert; a resend keeps the id and
+    the time the alert was first raised (the give-up deadline counts from it)."""
+    alert_id = earlier["alert_id"] if earlier else uuid.uuid4().hex
+    return {"key": key, "alert_id": alert_id, "state": SENDING,
+            "alerted_at": earlier["alerted_at"] if earlier else _stamp(moment),
+            "attempted_at": _stamp(moment), "payload": {**payload, "alert_id": alert_id}}
 
 
 def notify(
@@ -305,14 +357,28 @@ def notify(
     drill_down: str | None = None,
     sleep: Callable[[float], None] = time.sleep,
     log=LOG,
+    now: Clock = utc_now,
 ) -> dict | None:
-    """Alert one evaluation if it is due; returns the outcome recorded, or None.
+    """Alert one evaluation if it is due; returns the outcome recorded, or None. Then send
+    again every earlier alert whose retry is due (``redeliver_due``): a report step is a run
+    that delivers alerts.
 
     Due means: an evaluation of the newest pool (``newest``) under its headline version
     (``headline``), with at least one regression, whose alert has no outcome recorded yet (a
     ``sending`` record alone is a delivery that was cut short: it is sent again under its id).
     Never raises.
     """
+    record = _notify(alerts_file, nightly, candidate_pool=candidate_pool, spec_id=spec_id,
+                     report=report, newest=newest, headline=headline, settings=settings,
+                     drill_down=drill_down, sleep=sleep, log=log, now=now)
+    redeliver_due(alerts_file, settings, sleep=sleep, log=log, now=now)
+    return record
+
+
+def _notify(alerts_file: Location, nightly: Mapping | None, *, candidate_pool: str,
+            spec_id: str, report: str, newest: bool, headline: bool, settings: AlertSettings,
+            drill_down: str | None, sleep: Callable[[float], None], log, now: Clock
+            ) -> dict | None:
     try:
         if not (newest and headline and nightly and nightly["previous_pool"]):
             return None
@@ -326,25 +392,58 @@ def notify(
             earlier = latest_by_key(records).get(key)
             if earlier is not None and state_of(earlier) != SENDING:
                 return None
-            alert_id = earlier["alert_id"] if earlier else uuid.uuid4().hex
-            return {"key": key, "alert_id": alert_id, "state": SENDING,
-                    "alerted_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                    "payload": {**payload, "alert_id": alert_id}}
+            return _sending_line(earlier, key, payload, now())
 
         claimed = append_log.append(alerts_file, claim)
         if claimed is None:
             log.info(f"evaluation {key} was already alerted; not alerting again")
             return None
-        body = claimed["payload"]
-        if settings.webhook:
-            delivery = post_json(settings.webhook, body, settings,
-                                 alert_id=claimed["alert_id"], sleep=sleep, log=log)
-        else:
-            delivery = Delivery(False, 0, error=f"no webhook configured ({ALERT_WEBHOOK.name})")
-        record = {**claimed, "state": _outcome(delivery), "delivery": asdict(delivery)}
-        append_log.append(alerts_file, lambda _records: record)
-        log.warning(body["text"])
+        record = _deliver(alerts_file, claimed, settings, now=now, sleep=sleep, log=log)
+        log.warning(claimed["payload"]["text"])
         return record
     except Exception as exc:  # an alert must never fail the scoring
         log.error(f"alert for {candidate_pool} not raised: {type(exc).__name__}: {exc}")
         return None
+
+
+def redeliver_due(alerts_file: Location, settings: AlertSettings, *,
+                  sleep: Callable[[float], None] = time.sleep, log=LOG,
+                  now: Clock = utc_now) -> list[dict]:
+    """Send again every alert whose retry is due, under its id, and expire those past their
+    deadline; returns the lines written. Without a webhook nothing is sent (an alert waits for
+    one), but alerts still expire. Never raises: a failure is logged, the alert stays due."""
+    written = []
+    try:
+        for alert in read_alerts(alerts_file):
+            action = due(alert, settings, now())
+            if action == "expire" or (action == "retry" and settings.webhook):
+                line = _act(alerts_file, alert["key"], action, settings, sleep=sleep, log=log,
+                            now=now)
+                written += [line] if line else []
+    except Exception as exc:  # a redelivery must never fail the run that carries it
+        log.error(f"alerts not redelivered: {type(exc).__name__}: {exc}")
+    return written
+
+
+def _act(alerts_file: Location, key: str, action: str, settings: AlertSettings, *,
+         sleep: Callable[[float], None], log, now: Clock) -> dict | None:
+    """Expire or resend one alert, if it is still due when its line is written (another run
+    may have sent it meanwhile: the decision is taken again on the log as it is then)."""
+    def decide(records: Sequence[dict]) -> dict | None:
+        alert = latest_by_key(records).get(key)
+        moment = now()
+        if alert is None or due(alert, settings, moment) != action:
+            return None
+        if action == "expire":
+            return {**alert, "state": EXPIRED, "expired_at": _stamp(moment),
+                    "next_retry_at": None, "expires_at": _stamp(expires_at(alert, settings))}
+        return _sending_line(alert, key, alert["payload"], moment)
+
+    line = append_log.append(alerts_file, decide)
+    if line is None or action == "expire":
+        if line is not None:
+            log.error(f"alert {line['alert_id']} for {key} expired undelivered after "
+                      f"{attempts_of(line)} attempt(s): {line.get('last_error')}")
+        return line
+    log.warning(f"alert {line['alert_id']} for {key}: sending it again")
+    return _deliver(alerts_file, line, settings, now=now, sleep=sleep, log=log)

@@ -5,14 +5,24 @@ One row per (candidate_pool, judgment_version, spec_id, ranker, cutoff, slice, s
 written to aggregates.parquet) with the night's ready time, when it was evaluated, whether its
 version is the night's headline, and, on overall rows, the comparison with the previous night
 and the attribution. Upserting an evaluation replaces its rows, so a rerun never duplicates.
+
+Beside it, the record of alerts (``history/alerts.jsonl``, written by ``nightly.alerts``) is
+read here: a log of JSON lines that only grows, an alert's state the fold of its lines (the
+last one's fields over the earlier ones'; each delivery's outcome line carries the counts so
+far, ``attempts`` and ``runs``), what a run does with each alert now (``due``: resend it,
+expire it, or wait), and how an alert not delivered is shown.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 import polars as pl
 
+from evaluation_pipeline.io import append_log
 from evaluation_pipeline.io.datasets import read_dataset
 from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.nightly.verdicts import parse_time
@@ -26,6 +36,7 @@ from schemas.columns import (
 )
 from schemas.errors import EvaluationError
 
+LOG = logging.getLogger(__name__)
 OVERALL = "all"  # the aggregates' slice_column of the pooled rows
 
 # aggregates.parquet column -> history column, where the names differ.
@@ -223,3 +234,144 @@ def read_history(where: Location) -> pl.DataFrame | None:
             f"{where}: the evaluation history is not a readable Parquet file ({exc}). Restore it "
             "from a backup, or move it aside: the next evaluation starts a new history (every "
             "evaluation's numbers stay in its report.json)") from None
+
+
+# --- the record of alerts ------------------------------------------------------------------------
+
+SENDING, DELIVERED, FAILED, RECORDED = "sending", "delivered", "failed", "recorded"
+EXPIRED = "expired"  # given up: not delivered within AlertSettings.give_up_after_seconds
+# Not delivered (yet, or ever); a ``recorded`` alert was never meant to be sent (no webhook).
+UNDELIVERED = (SENDING, FAILED, EXPIRED)
+
+
+def state_of(record: Mapping) -> str:
+    """A record's state; a record written before states were recorded holds its outcome."""
+    if "state" in record:
+        return record["state"]
+    return DELIVERED if record.get("delivery", {}).get("delivered") else FAILED
+
+
+def attempts_of(record: Mapping) -> int:
+    """POSTs made for an alert over every run; a record from before the count was kept has
+    its one delivery's."""
+    if "attempts" in record:
+        return record["attempts"]
+    return (record.get("delivery") or {}).get("attempts", 0)
+
+
+def runs_of(record: Mapping) -> int:
+    """Runs whose delivery of the alert came to an outcome."""
+    if "runs" in record:
+        return record["runs"]
+    return 1 if record.get("delivery") else 0
+
+
+def latest_by_key(records: Sequence[Mapping]) -> dict[str, dict]:
+    """The state of every alert, the fold of its lines (a later line's fields over the earlier
+    ones'), in the order the alerts were first recorded (lines that are JSON but not an alert
+    record are skipped)."""
+    latest: dict[str, dict] = {}
+    for record in filter(is_alert_record, records):
+        latest[record["key"]] = {**latest.get(record["key"], {}), **record}
+    return latest
+
+
+def is_alert_record(record: Mapping) -> bool:
+    return isinstance(record.get("key"), str) and isinstance(record.get("payload"), dict)
+
+
+def read_alerts(alerts_file: Location) -> list[dict]:
+    """Every recorded alert, its latest state, oldest first (an absent file is no alert). Lines
+    that are not JSON objects are named by the log's reader; JSON objects that are no alert
+    record (another program's line) are counted here: both are skipped, never fatal."""
+    records = append_log.read(alerts_file).records
+    foreign = sum(not is_alert_record(r) for r in records)
+    if foreign:
+        LOG.warning(f"{alerts_file}: {foreign} JSON line(s) without a string 'key' and an "
+                    "object 'payload' are no alert record: skipped")
+    return list(latest_by_key(records).values())
+
+
+# --- what is due ---------------------------------------------------------------------------------
+
+
+class Waits(Protocol):
+    """What says when an alert is due: the fields of ``nightly.alerts.AlertSettings`` (which
+    imports this module, so the class is not named here)."""
+
+    timeout_seconds: float
+    deadline_seconds: float
+    retry_after_seconds: float
+    retry_after_max_seconds: float
+    give_up_after_seconds: float
+
+
+def _time(stamp: str) -> datetime:
+    moment = datetime.fromisoformat(stamp)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def expires_at(record: Mapping, settings: Waits) -> datetime:
+    """When an undelivered alert is given up: ``give_up_after_seconds`` after it was raised."""
+    return _time(record["alerted_at"]) + timedelta(seconds=settings.give_up_after_seconds)
+
+
+def retry_wait(runs: int, settings: Waits) -> float:
+    """Seconds from a failed run to the next retry, after ``runs`` runs failed."""
+    doubled = settings.retry_after_seconds * 2 ** max(0, min(runs - 1, 40))
+    return min(doubled, settings.retry_after_max_seconds)
+
+
+def in_flight_seconds(settings: Waits) -> float:
+    """The longest one run's delivery takes: a ``sending`` record older than this was cut
+    short (its run was killed), a younger one may still be under way in another process."""
+    return settings.deadline_seconds + settings.timeout_seconds
+
+
+def due(record: Mapping, settings: Waits, now: datetime) -> str | None:
+    """What a run does with an alert now: ``"expire"`` it, ``"retry"`` it, or None (delivered,
+    only recorded, waiting for its next retry, or being sent by another run)."""
+    state = state_of(record)
+    started = _time(record.get("attempted_at") or record["alerted_at"])
+    if state == SENDING and (now - started).total_seconds() <= in_flight_seconds(settings):
+        return None
+    if state not in (SENDING, FAILED):
+        return None
+    if now >= expires_at(record, settings):
+        return "expire"
+    # A record from before retries has no next_retry_at: its run is long over, it is due.
+    retry = record.get("next_retry_at") if state == FAILED else None
+    return "retry" if retry is None or now >= _time(retry) else None
+
+
+# --- what shows ----------------------------------------------------------------------------------
+
+
+def undelivered(alerts: Sequence[Mapping]) -> list[dict]:
+    """The alerts not delivered (being sent, failed, or given up), each as its delivery's
+    named fields: what a run's summary, the check and ``ndcg-eval history`` show."""
+    return [delivery_status(a) for a in alerts if state_of(a) in UNDELIVERED]
+
+
+def delivery_status(alert: Mapping) -> dict:
+    return {"alert_id": alert.get("alert_id"), "key": alert["key"], "state": state_of(alert),
+            "alerted_at": alert.get("alerted_at"), "attempts": attempts_of(alert),
+            "runs": runs_of(alert),
+            "last_error": alert.get("last_error") or (alert.get("delivery") or {}).get("error"),
+            "next_retry_at": alert.get("next_retry_at"), "expires_at": alert.get("expires_at"),
+            "expired_at": alert.get("expired_at")}
+
+
+def describe_delivery(status: Mapping) -> str:
+    """One line: how an undelivered alert stands, and what happens to it next."""
+    tried = f"{status['attempts']} attempt(s) in {status['runs']} run(s)"
+    error = f"last error: {status['last_error']}" if status["last_error"] else "no error recorded"
+    if status["state"] == EXPIRED:
+        return f"given up at {status['expired_at']}, never delivered ({tried}; {error})"
+    if status["state"] == SENDING:
+        return (f"being sent (a delivery that did not finish: the next run sends it again; "
+                f"{tried} before it)")
+    retry = (f"next retry at {status['next_retry_at']}" if status["next_retry_at"]
+             else "the next run retries it")
+    gives_up = f", gives up at {status['expires_at']}" if status["expires_at"] else ""
+    return f"not delivered ({tried}; {error}); {retry}{gives_up}"
