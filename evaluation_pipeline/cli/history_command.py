@@ -3,7 +3,9 @@ nightly trend, or one night's drill-down.
 
 The trend: one line per night and ranker: the night's headline evaluation (its NDCG and
 interval), the comparison with the previous night (difference, Holm-adjusted p, verdict) and,
-on the night the headline judgment version changed, the attribution. Then every alert raised.
+on the night the headline judgment version changed, the attribution. Then every alert raised,
+and how its delivery stands: one not delivered shows its attempts, its last error, and its next
+retry or when it was given up (``--json``: ``undelivered``, one object of named fields each).
 
 ``--night POOL``: that night's headline evaluation against the previous night: the verdicts,
 the queries that moved most and the change by slice (from its report.json), and its report.
@@ -30,8 +32,17 @@ from evaluation_pipeline.io.storage import (
     report_file,
 )
 from evaluation_pipeline.nightly import verdicts as nightly
-from evaluation_pipeline.nightly.alerts import SENDING, read_alerts, state_of
-from evaluation_pipeline.nightly.history import headline_trend, read_history
+from evaluation_pipeline.nightly.history import (
+    DELIVERED,
+    UNDELIVERED,
+    delivery_status,
+    describe_delivery,
+    headline_trend,
+    read_alerts,
+    read_history,
+    state_of,
+    undelivered,
+)
 from evaluation_pipeline.report.format import interval, number
 from evaluation_pipeline.report.night_text import render_night
 from evaluation_pipeline.report.tables import aligned
@@ -85,13 +96,21 @@ def render_trend_table(trend: pl.DataFrame, alerts: list[dict]) -> str:
     if not alerts:
         lines.append("alerts: none")
     for alert in alerts:
-        delivery = alert.get("delivery") or {}
-        state = ("delivered" if delivery.get("delivered") else
-                 "being sent (a delivery that did not finish: the next run sends it again)"
-                 if state_of(alert) == SENDING else f"not delivered ({delivery.get('error')})")
-        lines += [f"alert {alert['alerted_at']} for {alert['key']}, {state}:",
+        lines += [f"alert {alert['alerted_at']} for {alert['key']} (id {alert.get('alert_id')}), "
+                  f"{alert_state(alert)}:",
                   *(f"  {line}" for line in alert["payload"]["text"].splitlines())]
     return "\n".join(lines)
+
+
+def alert_state(alert: dict) -> str:
+    """How an alert's delivery stands: for one not delivered, its attempts, last error, and
+    its next retry or when it was given up."""
+    state = state_of(alert)
+    if state == DELIVERED:
+        return "delivered"
+    if state in UNDELIVERED:
+        return describe_delivery(delivery_status(alert))
+    return f"not delivered ({(alert.get('delivery') or {}).get('error')})"  # recorded only
 
 
 def render_regressions(trend: pl.DataFrame, storage: Location | str) -> str:
@@ -194,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         rows = [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in row.items()}
                 for row in trend.to_dicts()]
-        print(json_text({"trend": rows, "alerts": alerts,
+        print(json_text({"trend": rows, "alerts": alerts, "undelivered": undelivered(alerts),
                          "not_evaluated": not_evaluated(storage, args.spec_id)}), end="")
     else:
         print(render_trend_table(trend, alerts)
