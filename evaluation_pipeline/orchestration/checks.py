@@ -18,6 +18,7 @@ from evaluation_pipeline.ingest.verify import candidate_set_disagreements
 from evaluation_pipeline.io.storage import (
     HTML_FILE,
     Place,
+    alerts_file,
     history_file,
     history_html_file,
     judgments_file,
@@ -28,7 +29,15 @@ from evaluation_pipeline.io.storage import (
 )
 from evaluation_pipeline.nightly import verdicts as nightly
 from evaluation_pipeline.nightly.alerts import REGRESSION_FIELDS
-from evaluation_pipeline.nightly.history import read_history
+from evaluation_pipeline.nightly.alerts import evaluation_key as alert_key
+from evaluation_pipeline.nightly.history import (
+    UNDELIVERED,
+    delivery_status,
+    describe_delivery,
+    read_alerts,
+    read_history,
+    undelivered,
+)
 from evaluation_pipeline.orchestration.nightly_status import (
     describe_standing,
     headline_nights,
@@ -236,6 +245,24 @@ def build_evaluation_checks(spec: EvaluationSpec, naming: Naming = DEFAULT
         return dg.MetadataValue.path(
             str(storage.path(*report_folder(pool, version, spec.spec_id), HTML_FILE)))
 
+    def alert_metadata(storage: EvaluationStorage, pool: str, version: str) -> dict:
+        """How this evaluation's alert stands (if it raised one), and every alert of the storage
+        not delivered: a failed delivery is retried by later runs, which this check's result
+        does not follow, so each run's check says what stands then."""
+        alerts = read_alerts(storage.path(*alerts_file()))
+        key = alert_key(pool, version, spec.spec_id)
+        own = [delivery_status(alert) for alert in alerts if alert["key"] == key]
+        metadata = {"undelivered_alerts": dg.MetadataValue.json(undelivered(alerts))}
+        if own:
+            metadata["alert_delivery"] = dg.MetadataValue.json(own[0])
+        return metadata
+
+    def alert_clause(metadata: dict) -> str:
+        own = metadata.get("alert_delivery")
+        if own is None or own.value["state"] not in UNDELIVERED:
+            return ""
+        return f"; its alert {own.value['alert_id']} is {describe_delivery(own.value)}"
+
     @dg.asset_check(asset=naming.key("evaluation_report"),
                     partitions_def=evaluation_partitions,
                     required_resource_keys=naming.resource_keys("storage"),
@@ -278,10 +305,11 @@ def build_evaluation_checks(spec: EvaluationSpec, naming: Naming = DEFAULT
         }
         if not headline and headline_version:
             metadata["headline_report_html"] = report_html(storage, pool, headline_version)
+        metadata |= alert_metadata(storage, pool, version)
         return dg.AssetCheckResult(
             passed=not regressed,
             severity=dg.AssetCheckSeverity.ERROR if headline else dg.AssetCheckSeverity.WARN,
-            description=description,
+            description=description + alert_clause(metadata),
             metadata=metadata,
         )
 
