@@ -265,6 +265,7 @@ def _run(home: Path) -> int:
         stamps = landing_stamps(runner.cursors)
         unpublished = unpublished_inputs(resources["landing"], resources["storage"], stamps)
         store_stamps(instance, stamps)
+        alerts = redeliver_alerts(resources)
         if not outcomes and not runner.tick_errors and not missing and not unpublished:
             print("nothing new in the landing folder; the results below are current")
         root = resources["storage"].root()
@@ -295,9 +296,42 @@ def _run(home: Path) -> int:
                 print(f"  {entry}")
         print(describe_outside_window(instance, resources["landing"], resources["storage"],
                                       resources["policy"]), end="")
+        print(describe_undelivered(alerts), end="")
     ok = (all(o.success for o in outcomes) and not runner.tick_errors and not missing
-          and not unpublished)
+          and not unpublished and not pending(alerts))
     return 0 if ok else 1
+
+
+def redeliver_alerts(resources) -> list[dict]:
+    """Send again every alert whose retry is due (a failed delivery is retried by every later
+    run, not only by the evaluation that raised it); returns the alerts still not delivered."""
+    from evaluation_pipeline.io.storage import alerts_file
+    from evaluation_pipeline.nightly.alerts import redeliver_due
+    from evaluation_pipeline.nightly.history import read_alerts, undelivered
+
+    where = resources["storage"].path(*alerts_file())
+    redeliver_due(where, resources["watch"].alert_settings())
+    return undelivered(read_alerts(where))
+
+
+def pending(alerts: list[dict]) -> list[dict]:
+    """The undelivered alerts a later run still sends: they keep the exit status from 0 (an
+    expired one is given up: it is listed, but no run can mend it)."""
+    from evaluation_pipeline.nightly.history import EXPIRED
+
+    return [alert for alert in alerts if alert["state"] != EXPIRED]
+
+
+def describe_undelivered(alerts: list[dict]) -> str:
+    from evaluation_pipeline.nightly.history import describe_delivery
+
+    if not alerts:
+        return ""
+    lines = [f"\n{len(alerts)} alert(s) not delivered:"]
+    lines += [f"  alert {alert['alert_id']} for {alert['key']}: {describe_delivery(alert)}"
+              for alert in alerts]
+    return "\n".join(lines) + "\n"
+
 
 if __name__ == "__main__":
     sys.exit(main())
