@@ -11,10 +11,12 @@ hashed again before they are trusted (``dataset_stamp``, ``dataset_alteration``)
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from evaluation_pipeline.io.datasets import NoDataFiles, data_files
 from evaluation_pipeline.io.landing import file_sha256
+from evaluation_pipeline.io.locations import Location
 
 
 def stamp(path: Path, content_sha256: str) -> dict:
@@ -90,3 +92,29 @@ def dataset_alteration(where: Path, recorded: dict | None) -> str | None:
 
 def _name_in(where: Path, part: Path) -> str:
     return part.name if part == where else part.relative_to(where).as_posix()
+
+
+# -- a file the pipeline rewrites in place (the evaluation history) ---------------------------
+
+
+def location_sha256(where: Location) -> str:
+    """The SHA-256 of the bytes at ``where``, a local path or an object (read as a stream)."""
+    with where.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def rewrite_stamp(current: str | None, new: str) -> dict:
+    """The stamp written just before a file is replaced: both its current bytes' hash and the
+    new bytes', so a run killed between the stamp and the file leaves a file it still
+    proves (the old bytes or the new, never a false alarm)."""
+    return {"sha256": [digest for digest in (current, new) if digest is not None]}
+
+
+def rewrite_alteration(where: Location, recorded: dict | None, digest: str) -> str | None:
+    """Why the file at ``where``, whose bytes hash to ``digest``, is not one its writer
+    stamped ``recorded`` (``rewrite_stamp``), or None when it is. A file written before stamps
+    were kept (no stamp) is taken as it is, once: its next rewrite stamps it."""
+    if recorded is None or digest in recorded.get("sha256", ()):
+        return None
+    return (f"{where} has other bytes (sha256 {digest[:12]}) than the pipeline wrote "
+            f"({', '.join(d[:12] for d in recorded['sha256'])})")

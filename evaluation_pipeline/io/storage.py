@@ -9,9 +9,10 @@ manifest beside it, and one scores and one report folder per evaluation::
     judgments/<version>/            judgments.parquet, manifest.json
     pools/<pool>/                   candidates.parquet, manifest.json
     queries/                        queries.parquet, manifest.json
-    scores/<pool>/<version>/<spec_id>/    per_query.parquet
+    scores/<pool>/<version>/<spec_id>/    per_query.parquet, manifest.json (its stamp)
     reports/<pool>/<version>/<spec_id>/   report.json, report.html, aggregates.parquet, ...
-    history/                        history.parquet, history.html, alerts.jsonl (nightly watch)
+    history/                        history.parquet, history.stamp.json, history.html,
+                                    alerts.jsonl (nightly watch)
     .staging/                       scratch folders of running steps (removed by the next run)
     .spill/                         a local storage's scratch: sorts past the memory budget
 
@@ -66,6 +67,9 @@ READY_MARKER = "_READY"
 HISTORY_FOLDER = "history"
 HISTORY_FILE = "history.parquet"
 HISTORY_HTML_FILE = "history.html"
+# The hashes of the history's bytes its writer left (io.integrity.rewrite_stamp), proven
+# before the history is read back.
+HISTORY_STAMP_FILE = "history.stamp.json"
 ALERTS_FILE = "alerts.jsonl"
 
 # --- the pipeline's default spec: package data, so an installed code location has it too -------
@@ -143,6 +147,10 @@ HISTORY: Place = (HISTORY_FOLDER,)
 
 def history_file() -> Place:
     return (*HISTORY, HISTORY_FILE)
+
+
+def history_stamp_file() -> Place:
+    return (*HISTORY, HISTORY_STAMP_FILE)
 
 
 def history_html_file() -> Place:

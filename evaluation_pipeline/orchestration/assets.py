@@ -8,18 +8,19 @@ the previous night goes into the report, the evaluation into ``evaluation_histor
 by the same step), and a regression of the newest night into an alert.
 """
 
+import hashlib
+import io
 import shlex
 from collections.abc import Iterator
 from dataclasses import asdict
-from pathlib import Path
 
 import dagster as dg
 import polars as pl
 
 from evaluation_pipeline import __version__
 from evaluation_pipeline.analysis.agreement import agreement
-from evaluation_pipeline.engines import EngineResult
 from evaluation_pipeline.ingest.external_sort import Budget
+from evaluation_pipeline.io import integrity
 from evaluation_pipeline.io.atomic import named_in
 from evaluation_pipeline.io.datasets import read_queries_rows
 from evaluation_pipeline.io.locations import Location
@@ -31,6 +32,7 @@ from evaluation_pipeline.io.storage import (
     alerts_file,
     history_file,
     history_html_file,
+    history_stamp_file,
     judgments_file,
     judgments_folder,
     pool_file,
@@ -39,7 +41,6 @@ from evaluation_pipeline.io.storage import (
     report_folder,
     scores_file,
 )
-from evaluation_pipeline.metric.hashing import HASH_VERSION, KnownHashes
 from evaluation_pipeline.nightly import verdicts as nightly
 from evaluation_pipeline.nightly.alerts import notify
 from evaluation_pipeline.nightly.history import numeric_metadata, read_history
@@ -55,16 +56,14 @@ from evaluation_pipeline.orchestration.partitions import (
 )
 from evaluation_pipeline.orchestration.resources import (
     EvaluationStorage,
-    MemoryBudget,
     NightlyWatch,
-    hash_version,
 )
 from evaluation_pipeline.orchestration.scoring import (
     ScoringEngine,
     read_published,
+    score_evaluation,
     scores_alteration,
     scores_stamp,
-    score_evaluation,
 )
 from evaluation_pipeline.orchestration.selection import published_versions
 from evaluation_pipeline.report import (
@@ -76,6 +75,7 @@ from evaluation_pipeline.report.traces import mover_queries
 from evaluation_pipeline.report.trend import render_trend
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas.columns import EVALUATION_KEY
+from schemas.errors import EvaluationError
 
 EVALUATION_GROUP = "evaluation"
 # The concurrency pool of scoring: its limit (dagster.yaml `concurrency: pools:`, or `dagster
@@ -134,6 +134,39 @@ def _proven_scores(context: dg.AssetExecutionContext, storage: EvaluationStorage
         score_evaluation(storage, scoring, pool, version, spec, budget,
                          warn=context.log.warning)
     return storage.path(*scores)
+
+
+def _read_history(storage: EvaluationStorage) -> tuple[pl.DataFrame | None, str | None]:
+    """The history and its bytes' SHA-256, proven to be bytes its last writer left
+    (``io.integrity.rewrite_alteration``): an altered history would decide tonight's verdicts
+    and standings from numbers no evaluation gave, so it stops the report, named."""
+    where = storage.path(*history_file())
+    history = read_history(where)
+    if history is None:
+        return None, None
+    digest = integrity.location_sha256(where)
+    stamp = (storage.read_json(*history_stamp_file())
+             if storage.exists(*history_stamp_file()) else None)
+    altered = integrity.rewrite_alteration(where, stamp, digest)
+    if altered is not None:
+        raise EvaluationError(
+            f"{altered}. Restore it from a backup, or move it and "
+            f"{storage.path(*history_stamp_file())} aside: the next evaluation starts a new "
+            "history (every evaluation's numbers stay in its report.json)")
+    return history, digest
+
+
+def _write_history(storage: EvaluationStorage, history: pl.DataFrame,
+                   current_sha256: str | None) -> str:
+    """Write the history, its stamp first (``io.integrity.rewrite_stamp``: the bytes it
+    replaces and the new ones, so a kill between the two writes leaves a proven history)."""
+    buffer = io.BytesIO()
+    # Fixed compression and statistics, as every Parquet file of the storage.
+    history.write_parquet(buffer, compression="zstd", statistics=True)
+    data = buffer.getvalue()
+    storage.write_json(integrity.rewrite_stamp(current_sha256, hashlib.sha256(data).hexdigest()),
+                       *history_stamp_file())
+    return storage.write(history_file(), lambda handle: handle.write(data))
 
 
 def report_href(pool: str, version: str, spec_id: str) -> str:
@@ -306,7 +339,7 @@ def build_evaluation_assets(spec: EvaluationSpec,
                                             ci_level=settings.ci_level)
         # The history is read, extended and written by one evaluation at a time.
         with storage.locked(*history_file()):
-            history = read_history(storage.path(*history_file()))
+            history, history_sha256 = _read_history(storage)
             now = utc_now()
             step = watch_evaluation(
                 compared, candidate_pool=pool, judgment_version=version,
@@ -326,7 +359,7 @@ def build_evaluation_assets(spec: EvaluationSpec,
                 written = storage.put_tree(staged, *report_folder(pool, version, spec.spec_id))
             history = record_evaluation(history, aggregates, step, evaluated_at=now)
             page = render_trend(history, report_href)
-            history_path = storage.write_parquet(history, *history_file())
+            history_path = _write_history(storage, history, history_sha256)
             trend = storage.write_text(page, *history_html_file())
         alert = _alert(context, storage, watch, step, pool, spec, written[HTML_FILE])
         regressed = nightly.regressions(step.section)

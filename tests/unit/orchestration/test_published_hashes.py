@@ -17,9 +17,8 @@ from evaluation_pipeline.io.storage import (
     scores_file,
 )
 from evaluation_pipeline.metric import hashing
-from evaluation_pipeline.orchestration.assets import score_evaluation
 from evaluation_pipeline.orchestration.resources import EvaluationStorage
-from evaluation_pipeline.orchestration.scoring import ScoringEngine
+from evaluation_pipeline.orchestration.scoring import ScoringEngine, score_evaluation
 from evaluation_pipeline.spec import EvaluationSpec
 from tests.support.paths import EXAMPLES
 
