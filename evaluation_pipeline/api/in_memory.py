@@ -32,8 +32,9 @@ from evaluation_pipeline.analysis.quality import queries_sha256
 from evaluation_pipeline.cli.options import file_sha256
 from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.io.readers import read_queries
-from schemas.columns import GRADED, RATER, UNKNOWN
+from schemas.columns import GRADED, RANK, RATER, UNKNOWN
 from schemas.errors import EvaluationError, InputError, violation
+from schemas.integers import refuse_out_of_int64
 
 # The names an in-memory input gets when the call names none: those of files named so.
 JUDGMENTS_STEM = "judgments"
@@ -43,6 +44,8 @@ QUERIES_STEM = "queries"
 KINDS = ("judgments", "run", "queries")
 ACCEPTED = ("a path or URL, a polars or pandas DataFrame, a pyarrow Table or a nested dict "
             "({query_id: {doc_id: value}})")
+# The contract's integer columns of each input, which the reader casts to int64.
+INTEGER_COLUMNS = {"judgments": ("grade",), "run": (RANK,), "queries": ()}
 
 
 def is_path(value: Any) -> bool:
@@ -63,13 +66,15 @@ class Staging:
         self.folder = folder
         self.labels: dict[str, str] = {}  # a staged file's path: the input as the caller named it
 
-    def place(self, value: Any, kind: str) -> Location | None:
+    def place(self, value: Any, kind: str) -> Location:
         """``value`` as a location the readers take: a path or URL as given (with the storage
-        options of NDCG_EVAL_STORAGE_OPTIONS), else the Parquet file it is staged as."""
-        if value is None or is_path(value):
-            return None if value is None else location(value)
+        options of NDCG_EVAL_STORAGE_OPTIONS), else the Parquet file it is staged as (None,
+        as any other value that is no input, is refused naming what was given)."""
+        if is_path(value):
+            return location(value)
         label = f"{kind} ({describe(value)})"
         table = _table(value, kind, label)
+        _refuse_out_of_int64(table, kind, label)
         if kind == "run":
             target = self.folder / POOL_FOLDER / f"{RUN_STEM}.parquet"
             self.labels[str(target.parent)] = label
@@ -124,6 +129,26 @@ def _table(value: Any, kind: str, label: str) -> pa.Table:
     raise InputError(label, [violation("(input)", f"expected {accepted}", [])])
 
 
+def _refuse_out_of_int64(table: pa.Table, kind: str, label: str) -> None:
+    """An integer column holding a value int64 cannot (inf, 2**70, a uint64 above it) is
+    refused naming its rows, as the contract's check of such values (``schemas.integers``):
+    the reader's cast to int64 would raise polars' error, or make the value null."""
+    for column in INTEGER_COLUMNS[kind]:
+        if column in table.column_names:
+            values = pl.from_arrow(table.column(column))
+            refuse_out_of_int64(values.rename(column), column, label)
+
+
+def _values(values: list) -> pa.Array:
+    """A dict's values as one Arrow column: in their own type when Arrow holds them in one,
+    else as text (an int beyond int64, 2 beside "2" or True), which the reader then judges as
+    it judges a CSV cell written so: read as the number it spells, or refused naming it."""
+    try:
+        return pa.array(values)
+    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([None if value is None else str(value) for value in values])
+
+
 def _nested(value: Mapping, label: str, what: str) -> None:
     """Refuse a dict whose values are not dicts ({query_id: {doc_id: value}})."""
     if not value:
@@ -171,7 +196,7 @@ def _judgment_table(value: Mapping, label: str) -> pa.Table:
         columns = _pairs_by_name(value, RATER)
     else:
         columns = _pairs(value)
-    rel = pa.array(columns.pop("value"))
+    rel = _values(columns.pop("value"))
     if pa.types.is_integer(rel.type):
         judged = pc.greater_equal(rel, 0)
         grade = pc.if_else(judged, rel, pa.scalar(None, rel.type))
@@ -190,8 +215,23 @@ def _run_table(value: Mapping, label: str) -> pa.Table:
         columns = _pairs_by_name(value, "ranker")
     else:
         columns = _pairs(value)
-    columns["score"] = columns.pop("value")
+    columns["score"] = _scores(columns.pop("value"))
     return pa.table(columns)
+
+
+def _scores(values: list) -> pa.Array:
+    """A run dict's scores in their own type; an int beyond int64 as the float64 a score is
+    (``2**70`` is a score, if not a grade); anything else as ``_values`` gives it, for the
+    reader to refuse by its rule."""
+    try:
+        return pa.array(values)
+    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+        pass
+    try:
+        return pa.array([float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+                         for v in values], type=pa.float64())
+    except (OverflowError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return _values(values)
 
 
 def read_queries_input(queries: Any) -> tuple[pl.DataFrame, str]:

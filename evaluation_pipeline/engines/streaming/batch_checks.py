@@ -14,6 +14,7 @@ from evaluation_pipeline.metric.kernels.blocks import Blocks, sorted_by
 from schemas import InputError, validate
 from schemas.columns import JUDGMENT_DTYPES, RANK, RUN_DTYPES
 from schemas.errors import violation
+from schemas.integers import may_leave_int64, refuse_out_of_int64
 from schemas.ranks import check_ranks
 from schemas.screening import screen
 
@@ -59,6 +60,8 @@ def check_run(frame: pl.DataFrame, path: Path, offset: int, names: dict,
                                                     not frame[column].dtype.is_integer()):
             raise InputError(str(path), [violation(
                 column, f"{column} is stored as {frame[column].dtype}; store it as {dtype}", [])])
+    if ranks:
+        _refuse_out_of_int64(frame, RANK, path, offset)
     frame = cast(frame, {**RUN_DTYPES, RANK: pl.Int64} if ranks else RUN_DTYPES)
     if ranks:  # whole queries per batch: a repeat within a query is within the batch
         check_ranks(frame, str(path), _file_rows(offset, frame.height), row_label="row")
@@ -78,6 +81,7 @@ def check_judgments(frame: pl.DataFrame, path: Path, offset: int, names: dict,
     if not frame["grade"].dtype.is_integer() and frame["grade"].null_count() < frame.height:
         raise InputError(str(path), [violation(
             "grade", f"grade is stored as {frame['grade'].dtype}; store it as int64", [])])
+    _refuse_out_of_int64(frame, "grade", path, offset)
     frame = cast(frame, JUDGMENT_DTYPES)
     ok = screen("Judgments", frame, check_keys=False)  # key uniqueness: from the digest's blocks
     ok = ok and digest.update(frame).duplicate < 0
@@ -85,6 +89,14 @@ def check_judgments(frame: pl.DataFrame, path: Path, offset: int, names: dict,
         _explain("Judgments", frame, path, offset)
     _same_name(frame, "judgment_version", names, "judgment version", path)
     return frame
+
+
+def _refuse_out_of_int64(frame: pl.DataFrame, column: str, path: Path, offset: int) -> None:
+    """A uint64 value above int64 is refused as written (``schemas.integers``): the cast to
+    the contract's int64 would fail with polars' own error. An int64 column is not read."""
+    if may_leave_int64(frame[column].dtype):
+        refuse_out_of_int64(frame[column], column, str(path), _file_rows(offset, frame.height),
+                            row_label="row")
 
 
 def _same_name(frame: pl.DataFrame, column: str, names: dict, what: str, path: Path) -> None:
