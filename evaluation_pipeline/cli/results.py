@@ -14,10 +14,13 @@ import polars as pl
 
 from evaluation_pipeline import settings
 from evaluation_pipeline.evaluation import Lineage, read_with_lineage
-from evaluation_pipeline.io.locations import Location
+from evaluation_pipeline.io import integrity
+from evaluation_pipeline.io.landing import file_sha256
+from evaluation_pipeline.io.locations import Location, is_remote
 from evaluation_pipeline.io.result_folder import IncompleteResult, result_file
 from evaluation_pipeline.io.storage import (
     DEFAULT_SPEC,
+    MANIFEST_FILE,
     PER_QUERY_FILE,
     REPORT_FILE,
     SUMMARY_FILE,
@@ -59,6 +62,11 @@ def load_results(
     stored = result_file(folder, name)
     if not stored.exists():
         raise ResultsError(f"{file}: no such file (expected ndcg-eval score output)")
+    altered = rows_alteration(folder, stored)
+    if altered is not None:
+        raise ResultsError(f"{altered}: the rows changed after they were written, and are not "
+                           "read. Restore them, or write the result again (ndcg-eval score, "
+                           "or the pipeline's next run)")
     per_query, lineage = read_with_lineage(stored, str(file))
     per_query = validate("PerQueryResults", per_query, str(file))
     if args is not None and (getattr(args, "spec", None) or getattr(args, "profile", None)):
@@ -70,6 +78,36 @@ def load_results(
             f"{file}: rows were computed under spec {lineage.spec_id}, not {spec.spec_id}"
         )
     return per_query, spec, lineage
+
+
+def rows_alteration(folder: Location, rows: Location) -> str | None:
+    """Why the per-query rows at ``rows`` are not the bytes their writer recorded beside them
+    (hashed again), or None when they are, or when nothing recorded them: the pipeline's
+    scores folder has their stamp (its ``manifest.json``), a report folder the hash in its
+    report.json (``files_sha256``). Object storage is read as written: its result marker,
+    written last, names the complete result's files."""
+    if is_remote(folder):
+        return None
+    stamp = _recorded(folder / MANIFEST_FILE)
+    if stamp is not None and "stamp" in stamp:
+        return integrity.dataset_alteration(rows, stamp["stamp"])
+    recorded = ((_recorded(folder / REPORT_FILE) or {}).get("files_sha256") or {}).get(
+        "per_query")
+    if recorded is None or rows.is_dir():
+        return None
+    digest = file_sha256(rows)
+    return None if digest == recorded else (
+        f"{rows} has other bytes (sha256 {digest[:12]}) than its report recorded "
+        f"({recorded[:12]})")
+
+
+def _recorded(path: Location) -> dict | None:
+    """A JSON record written beside the rows, or None (none, or not whole: a torn record
+    proves nothing, and its own reader names it)."""
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
 
 
 def spec_of_rows(folder: Location, lineage: Lineage, *, flags: bool = False) -> EvaluationSpec:
