@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import numbers
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -134,7 +135,7 @@ class EvaluationSpec:
     max_grade: int | None = None  # None: the version's largest grade (contract section 3, rule 7)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "cutoffs", _validate_cutoffs(self.cutoffs))
+        object.__setattr__(self, "cutoffs", check_cutoffs(self.cutoffs))
         object.__setattr__(self, "gain", _validate_gain(self.gain))
         object.__setattr__(self, "raters", _validate_raters(self.raters))
         object.__setattr__(self, "max_grade", _validate_max_grade(self.max_grade))
@@ -245,15 +246,20 @@ def _validate_max_grade(value: Any) -> int | None:
     return value
 
 
-def _validate_cutoffs(cutoffs: Any) -> tuple[int, ...]:
-    if isinstance(cutoffs, (int, str)) or not hasattr(cutoffs, "__iter__"):
+def check_cutoffs(cutoffs: Any) -> tuple[int, ...]:
+    """The cutoffs as a spec holds them, or ``SpecError``: the one check of a spec file's
+    ``cutoffs``, of ``--cutoff`` and of the Python API's ``cutoffs=`` and ``cutoff=``. One K
+    stands for a list of it; a K must be an integer (a numpy one too), never a bool or a float,
+    which would be cut to an integer and score another K than the one asked for."""
+    if isinstance(cutoffs, (numbers.Integral, str)) or not hasattr(cutoffs, "__iter__"):
         cutoffs = [cutoffs]
     values = list(cutoffs)
     if not values:
         raise SpecError("spec field 'cutoffs': at least one cutoff K is required")
     out = []
     for value in values:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+                or value < 1):
             raise SpecError(f"spec field 'cutoffs': {value!r} is not an integer >= 1")
         if value > MAX_CUTOFF:
             raise SpecError(f"spec field 'cutoffs': {value:,} is above the largest cutoff, "

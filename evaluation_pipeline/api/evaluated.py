@@ -14,6 +14,7 @@ import polars as pl
 from evaluation_pipeline.aggregation.aggregate_table import aggregate
 from evaluation_pipeline.aggregation.comparison import compare_pools, compare_rankers
 from evaluation_pipeline.analysis.diff import judgment_version_diff
+from evaluation_pipeline.api import arguments
 from evaluation_pipeline.api.in_memory import read_queries_input
 from evaluation_pipeline.cli.compare_command import NO_JUDGMENTS
 from evaluation_pipeline.cli.results import ResultsError
@@ -112,13 +113,12 @@ class Evaluation:
         """The report (intervals, ranker comparison, report.html) with the options of
         ``ndcg-eval report``; ``queries`` (as ``evaluate`` takes them) else those of the
         evaluation give the weights and slices. Every option is checked first."""
-        defaults = ReportConfig()
-        config = ReportConfig(
-            slices=tuple(slices) if slices else None,
-            ci_level=defaults.ci_level if ci_level is None else ci_level,
-            n_bootstrap=defaults.n_bootstrap if n_bootstrap is None else n_bootstrap,
-            seed=defaults.seed if seed is None else seed, baseline=baseline,
-            n_regressions=defaults.n_regressions if n_regressions is None else n_regressions)
+        # One string is one column, as one --slice names it.
+        slices = [slices] if isinstance(slices, str) else slices
+        config = report_config(
+            slices=None if slices is None else arguments.names("slices", slices),
+            ci_level=ci_level, n_bootstrap=n_bootstrap, seed=seed, baseline=baseline,
+            n_regressions=n_regressions)
         table, digest = (self.queries, self.queries_sha256) if queries is None else (
             read_queries_input(queries))
         check_options(self.rankers, table, config)
@@ -135,12 +135,12 @@ class Evaluation:
         with it, the two evaluations: over the same pool, a judgment-version diff (the
         documents added, removed and regraded, the statuses and NDCG that moved), else the
         paired comparison of the pools."""
-        defaults = ReportConfig()
-        config = ReportConfig(
-            ci_level=defaults.ci_level if ci_level is None else ci_level,
-            n_bootstrap=defaults.n_bootstrap if n_bootstrap is None else n_bootstrap,
-            seed=defaults.seed if seed is None else seed, baseline=baseline,
-            n_regressions=defaults.n_regressions if n_regressions is None else n_regressions)
+        if other is not None and not isinstance(other, Evaluation):
+            raise arguments.ApiOptionError(
+                f"other must be an Evaluation (what evaluate returns), not "
+                f"{type(other).__name__}")
+        config = report_config(ci_level=ci_level, n_bootstrap=n_bootstrap, seed=seed,
+                               baseline=baseline, n_regressions=n_regressions)
         options = dict(ci_level=config.ci_level, n_bootstrap=config.n_bootstrap,
                        seed=config.seed, n_regressions=config.n_regressions)
         if other is None:
@@ -165,3 +165,21 @@ class Evaluation:
                 f"{self.lineage.judgments_sha256[:12]}), pool {self.lineage.candidate_pool} "
                 f"(sha256 {self.lineage.pool_sha256[:12]}), spec {self.spec.spec_id}, "
                 f"{self.per_query.height} rows, engine {self.engine})")
+
+
+def report_config(*, slices: list[str] | None = None, ci_level=None, n_bootstrap=None,
+                  seed=None, baseline=None, n_regressions=None) -> ReportConfig:
+    """The report options as ``ndcg-eval report``'s flags give them: each of the type its flag
+    parses to (else ``ApiOptionError``), None for the flag's default, then checked by
+    ``ReportConfig`` as the flags are (``ReportOptionError``)."""
+    defaults = ReportConfig()
+    return ReportConfig(
+        slices=tuple(slices) if slices else None,
+        ci_level=defaults.ci_level if ci_level is None else arguments.real("ci_level",
+                                                                           ci_level),
+        n_bootstrap=defaults.n_bootstrap if n_bootstrap is None else arguments.whole(
+            "n_bootstrap", n_bootstrap),
+        seed=defaults.seed if seed is None else arguments.whole("seed", seed),
+        baseline=arguments.text("baseline", baseline),
+        n_regressions=defaults.n_regressions if n_regressions is None else arguments.whole(
+            "n_regressions", n_regressions))

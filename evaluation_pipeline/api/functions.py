@@ -19,6 +19,8 @@ from evaluation_pipeline.analysis.explain import Trace
 from evaluation_pipeline.analysis.explain import explain as trace_of
 from evaluation_pipeline.analysis.reconcile import ReconcileError, Scorer, plan
 from evaluation_pipeline.analysis.reconcile import reconcile as reconciled
+from evaluation_pipeline.api import arguments
+from evaluation_pipeline.api.arguments import ApiOptionError
 from evaluation_pipeline.api.evaluated import Evaluation
 from evaluation_pipeline.api.in_memory import Staging, is_path, read_queries_input
 from evaluation_pipeline.cli.reconcile_command import spec_named
@@ -28,19 +30,18 @@ from evaluation_pipeline.evaluation import read_with_lineage
 from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
 from evaluation_pipeline.io.storage import PER_QUERY_FILE
-from evaluation_pipeline.spec import EvaluationSpec, SpecError, profile
-from schemas.errors import EvaluationError
+from evaluation_pipeline.spec import EvaluationSpec, SpecError, check_cutoffs, profile
 
 SpecLike = EvaluationSpec | str | Path | None
 
-
-class ApiOptionError(EvaluationError):
-    """An option of the Python API that cannot apply (an engine that is none of them)."""
+__all__ = ["ApiOptionError", "agreement", "evaluate", "explain", "reconcile", "resolve_spec"]
 
 
 def resolve_spec(spec: SpecLike = None, cutoffs: Sequence[int] | None = None) -> EvaluationSpec:
     """The spec as the CLI resolves --spec, --profile and --cutoff: None is the default
-    profile, a string a profile name or a spec file, a path a spec file."""
+    profile, a string a profile name or a spec file, a path a spec file. ``cutoffs`` (None:
+    the spec's own) go through the spec's check of cutoffs, as --cutoff does: 2.5, 0, True or
+    an empty list is refused (``SpecError``), never cut to another K or dropped."""
     if spec is None:
         chosen = profile("default")
     elif isinstance(spec, EvaluationSpec):
@@ -50,8 +51,8 @@ def resolve_spec(spec: SpecLike = None, cutoffs: Sequence[int] | None = None) ->
     else:
         raise SpecError(f"spec must be a profile name, a spec file or an EvaluationSpec, "
                         f"not {type(spec).__name__}")
-    if cutoffs:
-        chosen = chosen.replace(cutoffs=tuple(int(k) for k in cutoffs))
+    if cutoffs is not None:
+        chosen = chosen.replace(cutoffs=check_cutoffs(cutoffs))
     return chosen
 
 
@@ -82,7 +83,8 @@ def evaluate(
     chosen = resolve_spec(spec, cutoffs)
     if engine not in ENGINES:
         raise ApiOptionError(f"engine {engine!r} is none of {', '.join(ENGINES)}")
-    budget = Budget.of(memory_limit)
+    ranker = arguments.text("ranker", ranker)
+    budget = Budget.of(arguments.size("memory_limit", memory_limit))
     budget.check_spill_dir()
     table, digest = read_queries_input(queries) if queries is not None else (None, None)
     with tempfile.TemporaryDirectory(prefix="ndcg-eval-") as folder:
@@ -113,7 +115,10 @@ def explain(
     """As ``ndcg-eval explain``: the per-candidate trace (gain, discount, contribution) of
     ``ranker``'s NDCG@``cutoff`` on ``query``; without ``cutoff`` one trace per cutoff of the
     spec. A one-ranker run in memory is that ranker's."""
-    chosen = resolve_spec(spec, [cutoff] if cutoff else None)
+    query, ranker = arguments.query_id("query", query), arguments.text("ranker", ranker)
+    if ranker is None:
+        raise ApiOptionError("ranker: name the ranker whose number to trace")
+    chosen = resolve_spec(spec, None if cutoff is None else [cutoff])
     with tempfile.TemporaryDirectory(prefix="ndcg-eval-") as folder:
         staging = Staging(Path(folder))
         with staging.naming():
@@ -122,9 +127,9 @@ def explain(
             # A file names its rankers; an in-memory run without a ranker column is this one.
             candidates = read_candidates(staging.place(run, "run"), pool=pool,
                                          ranker=None if is_path(run) else ranker)
-    traces = [trace_of(candidates, grades, chosen, query_id=str(query), ranker=ranker,
+    traces = [trace_of(candidates, grades, chosen, query_id=query, ranker=ranker,
                        cutoff=k) for k in chosen.cutoffs]
-    return traces[0] if cutoff else traces
+    return traces[0] if cutoff is not None else traces
 
 
 def reconcile(
@@ -146,13 +151,19 @@ def reconcile(
     field, what each convention does to the mean (with ``shapley``, each field's mean
     contribution over all orders; with ``sensitivity``, each field of ``source`` set to each
     alternative). Specs are profile names, spec files or ``EvaluationSpec``s."""
+    shapley = arguments.flag("shapley", shapley)
+    sensitivity = arguments.flag("sensitivity", sensitivity)
+    ranker = arguments.text("ranker", ranker)
     if target is None and not sensitivity:
         raise ReconcileError("give a target spec to walk to, or sensitivity=True to vary the "
                              "source alone")
     start = resolve_spec(source)
     end = None if target is None else resolve_spec(target)
-    the_plan = plan(start, end, cutoffs=list(cutoffs) if cutoffs else None,
-                    order=list(order) if order else None, source_label=_label(source),
+    # A string is the CLI's --order F1,F2,...
+    order = order.split(",") if isinstance(order, str) else order
+    the_plan = plan(start, end, cutoffs=None if cutoffs is None else check_cutoffs(cutoffs),
+                    order=None if order is None else arguments.names("order", order),
+                    source_label=_label(source),
                     target_label="" if target is None else _label(target))
     needs_rank = the_plan.source.needs_rank or (end is not None and end.needs_rank)
     table = read_queries_input(queries)[0] if queries is not None else None
@@ -184,6 +195,7 @@ def agreement(
     raters' orders of the rankers. ``judgments`` takes what ``evaluate`` takes, and the dict
     ``{rater: {query_id: {doc_id: grade}}}``; a version without raters is refused."""
     chosen = resolve_spec(spec, cutoffs)
+    ranker = arguments.text("ranker", ranker)
     with tempfile.TemporaryDirectory(prefix="ndcg-eval-") as folder:
         staging = Staging(Path(folder))
         with staging.naming():
