@@ -2,12 +2,17 @@
 
 ``fcntl.flock`` on a lock file inside the folder: the kernel releases it when the holder exits,
 also when it is killed, so a crash never leaves a stale lock behind (unlike a pid file).
+
+A lock that outlives its holder (a lease object on a bucket, ``io.object_lock``) records the
+holder as ``this_process()``; ``process_is_gone`` tells from that record whether the holder
+provably no longer runs.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -53,3 +58,57 @@ def folder_lock(folder: Path, timeout: float,
             yield path
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def process_start(pid: int) -> str | None:
+    """The start time of process ``pid`` in clock ticks since boot (Linux ``/proc``), or None
+    when there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            stat = handle.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    except OSError:
+        return ""  # alive, but not readable here
+    # The command name (field 2) is in parentheses and may hold spaces: count after it.
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _machine() -> dict[str, str]:
+    """What the pids of this process are the pids of: the host, its boot (a new boot starts
+    pids anew) and the pid namespace (containers on one host each number their own). Empty
+    values where the system does not tell (not Linux)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            boot = handle.read().strip()
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        boot = namespace = ""
+    return {"host": socket.gethostname(), "boot": boot, "pid_namespace": namespace}
+
+
+def this_process() -> dict[str, str | int]:
+    """This process as a lock's holder records it: its machine, pid and start time."""
+    pid = os.getpid()
+    return {**_machine(), "pid": pid, "start": process_start(pid) or ""}
+
+
+def process_is_gone(holder: dict) -> bool:
+    """True when ``holder`` (a record of ``this_process()``) was a process of this machine that
+    no longer runs: its pid is free, or taken by a later process (another start time).
+
+    A holder of another machine, or whose machine cannot be told (a record without it, a system
+    without ``/proc``), is not judged: False."""
+    machine = _machine()
+    if not all(machine.values()) or any(holder.get(key) != value
+                                        for key, value in machine.items()):
+        return False
+    try:
+        pid = int(holder["pid"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    started = process_start(pid)
+    if started is None:
+        return True
+    recorded = holder.get("start") or ""
+    return bool(recorded and started and started != recorded)

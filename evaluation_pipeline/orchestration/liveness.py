@@ -41,6 +41,8 @@ import dagster as dg
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
+from evaluation_pipeline.io.lock import process_start
+
 HIDDEN_PREFIX = ".dagster/"  # Dagster's prefix of the tags its UI does not show
 PID_TAG = f"{HIDDEN_PREFIX}ndcg_eval/pid"
 HOST_TAG = f"{HIDDEN_PREFIX}ndcg_eval/host"
@@ -53,20 +55,6 @@ IN_FLIGHT = [
     dg.DagsterRunStatus.STARTING,
     dg.DagsterRunStatus.STARTED,
 ]
-
-
-def process_start(pid: int) -> str | None:
-    """The start time of process ``pid`` in clock ticks since boot (Linux ``/proc``), or None
-    when there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-            stat = handle.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    except OSError:
-        return ""  # alive, but not readable here
-    # The command name (field 2) is in parentheses and may hold spaces: count after it.
-    return stat.rsplit(")", 1)[1].split()[19]
 
 
 @cache
