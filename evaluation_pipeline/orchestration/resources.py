@@ -166,7 +166,15 @@ class EvaluationStorage(dg.ConfigurableResource):
             return
         if not self.is_local():
             conditional.require(target, "/".join(parts))
-            with object_lock(target, settings.lock_timeout()):
+            # A wait on a lease may last its 10 minutes: it is said in the run's log as a
+            # warning (make run's terminal shows those), or on stderr outside a run.
+            try:
+                say = dg.OpExecutionContext.get().log.warning
+            except dg.DagsterInvariantViolationError:
+                import sys
+                from functools import partial
+                say = partial(print, file=sys.stderr, flush=True)
+            with object_lock(target, settings.lock_timeout(), say=say):
                 yield
             return
         import fcntl  # POSIX; the pipeline's local storage runs there
