@@ -127,12 +127,21 @@ def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec,
                          hole_gains=hole_gains(grade_values[is_graded], spec, top_grade))
 
 
+# The largest grade the bounds list the gains up to (every grade 0..it, 8 bytes each).
+MAX_HOLE_GRADE = 2**20
+
+
 def hole_gains(graded: np.ndarray, spec: EvaluationSpec, top_grade: int | None = None
                ) -> np.ndarray:
     """The distinct gains of the grades 0..max_grade (the spec's, else the version's largest
     graded grade), ascending: what a hole may take (contract section 3, rule 7)."""
     top = (spec.max_grade if spec.max_grade is not None
            else top_grade if top_grade is not None else int(graded.max(initial=0)))
+    if top > MAX_HOLE_GRADE:
+        # Every grade 0..top is a gain a hole may take: 2**30 of them would be 8 GiB.
+        raise GainError(f"grade {top}: the bounds over unjudged documents grade them 0..{top}, "
+                        f"more grades than the {MAX_HOLE_GRADE} they can list; set max_grade "
+                        "in the spec to narrow that, or regrade to a smaller scale")
     try:
         gains = gains_for_grades(np.arange(top + 1), spec)
     except GainError as exc:

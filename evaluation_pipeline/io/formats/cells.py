@@ -14,6 +14,7 @@ import polars as pl
 
 from schemas import InputError
 from schemas.errors import MAX_EXAMPLES, violation
+from schemas.integers import refuse_out_of_int64
 from schemas.names import UnsafeNameError, check_safe_name, is_safe_name
 
 _INTEGER = r"^[+-]?[0-9]+$"
@@ -46,6 +47,8 @@ def row_numbers(lines: pl.Series | None, mask: pl.Series) -> list[int]:
 
 def integer_column(frame, column, source, lines, rule) -> pl.Series:
     values = frame[column]
+    # Before any cast: a value int64 cannot hold would become null, or raise polars' error.
+    refuse_out_of_int64(values, column, source, lines)
     if values.dtype.is_integer():
         return values.cast(pl.Int64)
     if values.dtype.is_float():

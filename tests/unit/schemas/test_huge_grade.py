@@ -4,8 +4,7 @@ breaks (out of int64's range), the row and the value as written.
 ``99999999999999999999999`` in a judgments CSV was cast to null, then reported as "a graded
 row needs a grade >= 0" with the grade shown as null; a uint64 or float column above int64
 raised polars' InvalidOperationError. ``schemas.integers`` holds the rule; the readers of
-``io/formats/cells.py`` do not call it yet (the tests marked xfail), the Python API and the
-streaming engine do.
+``io/formats/cells.py``, the Python API and the streaming engine call it before any cast.
 """
 
 from __future__ import annotations
@@ -27,9 +26,6 @@ from schemas.integers import INT64_MAX, out_of_int64, refuse_out_of_int64
 
 HUGE = "99999999999999999999999"
 HEADER = "query_id,doc_id,grade,grade_status,judgment_version\n"
-READERS_CAST_FIRST = pytest.mark.xfail(
-    strict=True, reason="io/formats/cells.integer_column casts the grade to int64 before "
-    "schemas.integers.refuse_out_of_int64 can name it")
 
 
 def judgments_csv(folder: Path) -> Path:
@@ -93,7 +89,6 @@ def test_the_streaming_engine_refuses_a_uint64_grade_above_int64(tmp_path):
     assert_out_of_range(refused.value, str(judgments), "row 2", str(2**64 - 1))
 
 
-@READERS_CAST_FIRST
 def test_the_csv_reader_refuses_it_naming_the_line_and_value(tmp_path):
     path = judgments_csv(tmp_path)
     with pytest.raises(InputError) as refused:
@@ -101,7 +96,6 @@ def test_the_csv_reader_refuses_it_naming_the_line_and_value(tmp_path):
     assert_out_of_range(refused.value, str(path), "line 3", HUGE)
 
 
-@READERS_CAST_FIRST
 def test_ingest_refuses_it_naming_the_line_and_value(tmp_path):
     path = judgments_csv(tmp_path)
     with pytest.raises(InputError) as refused:
@@ -110,7 +104,6 @@ def test_ingest_refuses_it_naming_the_line_and_value(tmp_path):
     assert not (tmp_path / "published").exists()
 
 
-@READERS_CAST_FIRST
 def test_the_score_command_refuses_it_and_writes_nothing(tmp_path, capsys):
     path = judgments_csv(tmp_path)
     out = tmp_path / "out"
