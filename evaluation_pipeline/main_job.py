@@ -16,6 +16,7 @@ pool has its scores and report, made from the inputs published now. Otherwise ea
 input and evaluation is listed with the reason.
 """
 
+import errno
 import logging
 import os
 import shlex
@@ -155,6 +156,11 @@ def main() -> int:
     except OSError as exc:
         if not exc.filename or home not in (Path(exc.filename), *Path(exc.filename).parents):
             raise
+        if exc.errno == errno.ENOSPC:  # its disk is full: no owner or permission will help
+            print(f"ndcg-eval: error: cannot write in the Dagster instance folder {home}: "
+                  f"{exc.strerror}: {exc.filename}. Free space on its disk (df -h {home}), "
+                  "or point DAGSTER_HOME at a folder on another disk.", file=sys.stderr)
+            return 1
         # The instance folder itself: read-only, or a lock file of another user's.
         print(f"ndcg-eval: error: cannot use the Dagster instance folder {home}: "
               f"{exc.strerror}: {exc.filename}. DAGSTER_HOME must be a folder this user can "

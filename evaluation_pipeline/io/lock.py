@@ -52,8 +52,12 @@ def folder_lock(folder: Path, timeout: float,
                 time.sleep(POLL_SECONDS)
         handle.seek(0)
         handle.truncate()
-        handle.write(f"pid {os.getpid()}\n")
-        handle.flush()
+        try:
+            # Past the handle's buffer: a write that fails (a full disk) fails here, once,
+            # not again when the handle closes, and the caller names the file and its folder.
+            os.write(handle.fileno(), f"pid {os.getpid()}\n".encode())
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         try:
             yield path
         finally:

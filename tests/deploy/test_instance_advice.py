@@ -103,3 +103,15 @@ def test_a_server_that_is_full_or_down_gets_the_servers_advice(tmp_path):
     assert "server" in full and "DAGSTER_PG" not in full and f"df -h {tmp_path}" not in full
     down = failure_message("too many retries", server, tmp_path)
     assert "DAGSTER_PG_*" in down
+
+
+def test_a_disk_full_before_the_instance_exists_is_named_with_its_folder(tmp_path, monkeypatch,
+                                                                         capsys):
+    """The lock file or dagster.yaml cannot be written: a full disk, not a permission to fix."""
+    with small_disk(tmp_path / "home", "1m") as home:
+        _fill(home / "filler")
+        code = _main_job(home, tmp_path / "storage", monkeypatch)
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert f"df -h {home})" in err and "permissions" not in err, err
+    assert "Traceback" not in err
