@@ -1,11 +1,13 @@
 """The landed files of a judgment version or a candidate pool, checked file by file in
 bounded memory (pass 1 of ``ingest.publish``): what differs between the two kinds, the
-row rules screened in batches, and the refusals worded by the in-memory readers."""
+row rules screened in batches (a contract-typed Parquet file's, a CSV file's converted as its
+reader converts them), and the refusals worded by the in-memory readers."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from contextlib import closing, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -14,9 +16,18 @@ import pyarrow.parquet as pq
 from evaluation_pipeline.ingest.external_sort import (
     SortInput,
 )
+from evaluation_pipeline.io.atomic import naming
 from evaluation_pipeline.io.datasets import is_data_file
-from evaluation_pipeline.io.readers import detect_format, read_judgments, read_run
+from evaluation_pipeline.io.readers import (
+    csv_parts,
+    detect_format,
+    judgments_table,
+    read_judgments,
+    read_run,
+    run_table,
+)
 from evaluation_pipeline.metric.kernels.blocks import sorted_by
+from evaluation_pipeline.metric.kernels.threads import helper
 from schemas import columns as cols
 from schemas import screening
 from schemas.errors import InputError, violation
@@ -40,20 +51,21 @@ class Kind:
     digest: str
     read: Callable[..., pl.DataFrame]  # the existing reader: (path, fmt, name, check_keys)
     optional: tuple[str, ...]  # columns a file may lack: the name column, a pool's ranker
+    table: Callable[..., pl.DataFrame]  # the reader's conversions of a CSV part: (frame, path, name)
 
 
 POOL = Kind(
     "CandidatePool", "candidate_pool", "candidate pool", cols.POOL_KEY, cols.RUN_COLUMNS,
     cols.RUN_DTYPES, "pool",
     lambda path, fmt, name, check_keys: read_run(path, fmt, pool=name, check_keys=check_keys),
-    ("candidate_pool", "ranker"),
+    ("candidate_pool", "ranker"), run_table,
 )
 JUDGMENTS = Kind(
     "Judgments", "judgment_version", "judgment version", cols.JUDGMENT_KEY,
     cols.JUDGMENT_COLUMNS, cols.JUDGMENT_DTYPES, "judgments",
     lambda path, fmt, name, check_keys: read_judgments(path, fmt, version=name,
                                                        check_keys=check_keys),
-    ("judgment_version",),
+    ("judgment_version",), judgments_table,
 )
 
 
@@ -125,9 +137,15 @@ class Prepared:
 
 def prepare(kind: Kind, path: Path, fmt: str | None, name: str | None, spilled: Path
              ) -> Prepared:
-    """Screened in batches when its columns already have the contract's types; otherwise read
-    whole by its reader (the in-memory path, one file at a time) and spilled as Parquet."""
-    schema = parquet_schema(path) if detect_format(path, fmt) == "parquet" else None
+    """Screened in batches when its columns already have the contract's types, or when it is a
+    CSV file (converted a part at a time and spilled as Parquet); otherwise, or when a batch
+    needs it, read whole by its reader (the in-memory path, one file at a time) and spilled as
+    Parquet."""
+    found = detect_format(path, fmt)
+    if found == "csv":
+        return streamed_csv(kind, path, name, spilled) or converted(kind, path, fmt, name,
+                                                                    spilled)
+    schema = parquet_schema(path) if found == "parquet" else None
     if schema is not None and contract_typed(kind, schema):
         constants = missing_columns(kind, path, schema, name)
         name = constants.get(kind.name_column, name)
@@ -158,6 +176,131 @@ def converted(kind: Kind, path: Path, fmt: str | None, name: str | None, spilled
     frame = frame.select(published_columns(kind, frame.columns))
     frame.write_parquet(spilled)
     return Prepared(SortInput(spilled), name, frame.columns, rankers_of(kind, frame))
+
+
+def streamed_csv(kind: Kind, path: Path, name: str | None, spilled: Path) -> Prepared | None:
+    """A CSV file read a part at a time (``readers.csv_parts``), each part converted as its
+    reader converts the whole file, screened by the model's rules, and spilled as Parquet at
+    ``spilled``: the memory of a part, where the reader holds the file's text, its cells and
+    their conversions at once (4.4 GB for a 1.15 GB file). None when a part needs the reader:
+    a rule broken (whose message the reader words, reading the file whole), or a file the
+    parts do not take (one it cannot parse, one without rows)."""
+    tally = _Tally(kind, name)
+    try:
+        with ParquetAppender(spilled, thread="csv-spill") as out:
+            for frame in _converted_parts(kind, path, name):
+                if not tally.admits(frame):
+                    return None
+                out.append(frame.select(tally.columns))
+    except _NeedsReader:
+        return None
+    if not tally.rows:
+        return None
+    return Prepared(SortInput(spilled), tally.name, tally.columns, frozenset(tally.rankers))
+
+
+class _NeedsReader(Exception):
+    """A part whose fault the reader must word: a cell it refuses, a file polars cannot parse
+    (ragged rows, not UTF-8), a file gone."""
+
+
+def _converted_parts(kind: Kind, path: Path, name: str | None) -> Iterator[pl.DataFrame]:
+    """The file's parts, each converted by the kind's reader (``Kind.table``)."""
+    with closing(csv_parts(path)) as parts:
+        while True:
+            try:
+                frame = next(parts, None)
+                converted = None if frame is None else kind.table(frame, path, name)
+            except (InputError, pl.exceptions.PolarsError, OSError) as exc:
+                raise _NeedsReader from exc
+            if converted is None:
+                return
+            yield converted
+
+
+@dataclass
+class _Tally:
+    """What the parts of a file screened so far establish: the name they hold (the asked one,
+    else the first part's), the published columns, the rankers, each rater's kind and the
+    rows. The file-wide rules of the reader's model beyond a row's own (one name per file,
+    one kind per rater) are kept across parts here."""
+
+    kind: Kind
+    name: str | None
+    columns: list[str] | None = None
+    rankers: set[str] = field(default_factory=set)
+    rater_kinds: dict[str, str] = field(default_factory=dict)
+    rows: int = 0
+
+    def admits(self, frame: pl.DataFrame) -> bool:
+        kind = self.kind
+        if kind.name_column not in frame.columns or not frame.height:
+            return False
+        if self.name is None:
+            self.name = frame.select(pl.col(kind.name_column).first()).item()
+        columns = published_columns(kind, frame.columns)
+        if self.columns is None:
+            self.columns = columns
+        if not (columns == self.columns
+                and screening.screen(kind.model, frame, check_keys=False)
+                and holds(frame, (pl.col(kind.name_column) == self.name).all())
+                and self._one_kind_per_rater(frame)):
+            return False
+        self.rankers |= rankers_of(kind, frame)
+        self.rows += frame.height
+        return True
+
+    def _one_kind_per_rater(self, frame: pl.DataFrame) -> bool:
+        if cols.RATER_KIND not in frame.columns or cols.RATER not in frame.columns:
+            return True
+        pairs = frame.select(cols.RATER, cols.RATER_KIND).unique().iter_rows()
+        return all(self.rater_kinds.setdefault(rater, kind) == kind for rater, kind in pairs)
+
+
+class ParquetAppender:
+    """Frames appended to one zstd Parquet file, encoded on a helper thread (``thread``) while
+    the caller makes the next batch (Parquet encoding releases the GIL: a third of the hash
+    pass, a third of a CSV file's check). At most one frame waits, so memory stays at a couple
+    of batches."""
+
+    def __init__(self, path: Path, named: bool = False, thread: str = "parquet-append"
+                 ) -> None:
+        """``named``: its failures name ``path`` (a file not the target of the write it is
+        made in, whose ``atomic_write`` would name its own target)."""
+        self._path, self._writer, self._pending, self._named = path, None, None, named
+        self._thread, self._schema = thread, None
+
+    def __enter__(self) -> ParquetAppender:
+        return self
+
+    def append(self, frame: pl.DataFrame) -> None:
+        self._wait()
+        self._pending = helper(self._thread).submit(self._write, frame.to_arrow())
+
+    def _write(self, table) -> None:
+        if self._writer is None:
+            self._schema = table.schema
+            self._writer = pq.ParquetWriter(self._path, table.schema, compression="zstd")
+        # A name column a reader gave as a literal may come out as another string type.
+        self._writer.write_table(table if table.schema.equals(self._schema)
+                                 else table.cast(self._schema))
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            with self._naming():
+                pending.result()
+
+    def _naming(self):
+        return naming(self._path) if self._named else nullcontext()
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self._wait()
+        finally:
+            if self._writer is not None:
+                with self._naming():
+                    self._writer.close()
 
 
 def rankers_of(kind: Kind, frame: pl.DataFrame) -> frozenset[str]:

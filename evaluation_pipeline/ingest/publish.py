@@ -35,7 +35,6 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import pyarrow.parquet as pq
 
 from evaluation_pipeline.ingest.external_sort import (
     Budget,
@@ -51,6 +50,7 @@ from evaluation_pipeline.ingest.inputs import (
     JUDGMENTS,
     POOL,
     Kind,
+    ParquetAppender,
     Prepared,
     check_unchanged,
     identity,
@@ -62,7 +62,6 @@ from evaluation_pipeline.ingest.inputs import (
 from evaluation_pipeline.ingest.verify import compare_sets
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.metric.hashing import StreamingDigest
-from evaluation_pipeline.metric.kernels.threads import helper
 from schemas import columns as cols
 from schemas.errors import InputError, violation
 
@@ -232,7 +231,7 @@ def _hash_and_write(kind: Kind, rows_in_order: Iterable[pl.DataFrame], tmp: Path
     raters: set[str] = set()
     kinds: dict[str, str] = {}  # each rater's one kind, across the batches
     rows = 0
-    with _ParquetAppender(tmp) as out, _ParquetAppender(signatures) as sets:
+    with ParquetAppender(tmp) as out, ParquetAppender(signatures) as sets:
         for frame in whole_blocks(rows_in_order, list(kind.key[:-1])):
             blocks = digest.update(frame)
             if blocks.duplicate >= 0:
@@ -286,39 +285,6 @@ def _set_signatures(blocks) -> pl.DataFrame:
         n=pl.Series(np.diff(starts), dtype=pl.Int64),
         h=pl.Series(np.bitwise_xor.reduceat(hashes, starts[:-1]) if len(hashes) else
                     np.empty(0, np.uint64), dtype=pl.UInt64))
-
-
-class _ParquetAppender:
-    """Frames appended to one zstd Parquet file, encoded on a helper thread while the caller
-    hashes the next batch (Parquet encoding releases the GIL, and was a third of the pass).
-    At most one frame waits, so memory stays at a couple of batches."""
-
-    def __init__(self, path: Path) -> None:
-        self._path, self._writer, self._pending = path, None, None
-
-    def __enter__(self) -> _ParquetAppender:
-        return self
-
-    def append(self, frame: pl.DataFrame) -> None:
-        self._wait()
-        self._pending = helper("parquet-append").submit(self._write, frame.to_arrow())
-
-    def _write(self, table) -> None:
-        self._writer = self._writer or pq.ParquetWriter(self._path, table.schema,
-                                                        compression="zstd")
-        self._writer.write_table(table)
-
-    def _wait(self) -> None:
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            pending.result()
-
-    def __exit__(self, *exc) -> None:
-        try:
-            self._wait()
-        finally:
-            if self._writer is not None:
-                self._writer.close()
 
 
 def refuse_duplicate(kind: Kind, key: dict, files, inputs, label, fmt, name) -> None:

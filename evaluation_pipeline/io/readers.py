@@ -11,8 +11,10 @@ storage (``io.locations``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from evaluation_pipeline.io.datasets import is_data_file
@@ -86,16 +88,32 @@ def read_judgments(path: str | Path, fmt: str | None = None, version: str | None
         frame, lines = read_qrels(path)
     else:
         frame, lines = _read_table(path, fmt, constant=JUDGMENT_NAME_COLUMNS)
-        require(frame, _JUDGMENT_REQUIRED, path, lines,
-                hint=f"every row states grade_status; {UNKNOWN_HINT}")
-        grade = integer_column(frame, "grade", str(path), lines,
-                               f"grade must be a whole number; {UNKNOWN_HINT}")
-        frame = frame.with_columns(grade.alias("grade"),
-                                   pl.col("grade_status").cast(pl.String).str.strip_chars())
+        frame = _judgment_cells(frame, path, lines)
+    frame = _named_judgments(frame, path, lines, version)
+    return validate("Judgments", frame, str(path), line_numbers=lines, check_keys=check_keys)
+
+
+def judgments_table(frame: pl.DataFrame, path: Path, version: str | None) -> pl.DataFrame:
+    """Rows of a judgments table (a CSV file's cells as strings) as ``read_judgments`` converts
+    them, without the model's check: for a file read a part at a time, whose every part is
+    converted alike. Raises InputError as the reader does (rows numbered within the part)."""
+    return _named_judgments(_judgment_cells(frame, path, None), path, None, version)
+
+
+def _judgment_cells(frame: pl.DataFrame, path: Path, lines: pl.Series | None) -> pl.DataFrame:
+    require(frame, _JUDGMENT_REQUIRED, path, lines,
+            hint=f"every row states grade_status; {UNKNOWN_HINT}")
+    grade = integer_column(frame, "grade", str(path), lines,
+                           f"grade must be a whole number; {UNKNOWN_HINT}")
+    return frame.with_columns(grade.alias("grade"),
+                              pl.col("grade_status").cast(pl.String).str.strip_chars())
+
+
+def _named_judgments(frame: pl.DataFrame, path: Path, lines: pl.Series | None,
+                     version: str | None) -> pl.DataFrame:
     frame = with_name_column(frame, "judgment_version", version, path, lines, "judgment version",
                              default=path.stem)
-    frame = string_ids(frame, (*JUDGMENT_KEY, *RATER_COLUMNS))
-    return validate("Judgments", frame, str(path), line_numbers=lines, check_keys=check_keys)
+    return string_ids(frame, (*JUDGMENT_KEY, *RATER_COLUMNS))
 
 
 def read_run(
@@ -127,9 +145,29 @@ def read_run(
     else:
         frame, lines = _read_table(path, fmt, constant=RUN_NAME_COLUMNS,
                                    unread={} if display or ranks else {RANK: pl.Int64})
-        require(frame, _RUN_REQUIRED, path, lines)
-        if "ranker" not in frame.columns:
-            frame = frame.with_columns(pl.lit(ranker or path.stem).alias("ranker"))
+        frame = _run_columns(frame, path, lines, ranker)
+    frame = _run_cells(frame, path, fmt, lines, pool)
+    if ranks:
+        check_ranks(frame, str(path), lines)
+    return validate("CandidatePool", frame, str(path), line_numbers=lines, check_keys=check_keys)
+
+
+def run_table(frame: pl.DataFrame, path: Path, pool: str | None) -> pl.DataFrame:
+    """Rows of a run table (a CSV file's cells as strings) as ``read_run`` converts them,
+    without the model's check: as ``judgments_table``."""
+    return _run_cells(_run_columns(frame, path, None, None), path, "csv", None, pool)
+
+
+def _run_columns(frame: pl.DataFrame, path: Path, lines: pl.Series | None,
+                 ranker: str | None) -> pl.DataFrame:
+    require(frame, _RUN_REQUIRED, path, lines)
+    if "ranker" not in frame.columns:
+        frame = frame.with_columns(pl.lit(ranker or path.stem).alias("ranker"))
+    return frame
+
+
+def _run_cells(frame: pl.DataFrame, path: Path, fmt: str, lines: pl.Series | None,
+               pool: str | None) -> pl.DataFrame:
     score = float_column(frame, "score", str(path), lines, text_allowed=fmt != "parquet")
     frame = frame.with_columns(score.alias("score"))
     if RANK in frame.columns:
@@ -139,10 +177,7 @@ def read_run(
         )
     frame = with_name_column(frame, "candidate_pool", pool, path, lines, "candidate pool",
                              default=path.parent.name)
-    frame = string_ids(frame, POOL_KEY)
-    if ranks:
-        check_ranks(frame, str(path), lines)
-    return validate("CandidatePool", frame, str(path), line_numbers=lines, check_keys=check_keys)
+    return string_ids(frame, POOL_KEY)
 
 
 def read_pool(folder: str | Path, pool: str | None = None, fmt: str | None = None,
@@ -201,3 +236,52 @@ def _read_table(path: Path, fmt: str, constant: tuple[str, ...] = (), unread: di
     if fmt == "parquet":
         return read_parquet_table(path, constant, unread), None
     return read_csv_table(path)
+
+
+# -- a CSV file a part at a time --------------------------------------------------------------
+
+# Bytes of a CSV file parsed at once by ``csv_parts``: some 75k rows of judgments. polars parses
+# a part of 4 MB in some 10 MB beside it; one of 16 MB took 170 MB, and its own streaming scan
+# of the file some 380 MB (22M rows, 2 threads).
+CSV_PART_BYTES = 4 * 1000**2
+
+
+def csv_parts(path: Path, part_bytes: int | None = None) -> Iterator[pl.DataFrame]:
+    """A local CSV file's rows as ``read_csv_table`` parses them (every cell a string, the
+    header's names trimmed), in frames of whole records read some ``part_bytes`` at a time:
+    the header is parsed again with each part. A part ends at a line break outside quotes (an
+    even number of quote characters before it: a quote inside a quoted cell is written twice),
+    so a quoted cell that holds a line break stays in one part. Raises polars' or the
+    system's error for a file it cannot parse; the reader words those (``read_csv_table``)."""
+    size = part_bytes or CSV_PART_BYTES
+    header, rest = None, b""
+    with open(path, "rb") as handle:
+        while True:
+            block = handle.read(size)
+            data = rest + block
+            # At the end of the file the rest is its last record, line break or not.
+            ends = _record_ends(data) if block else np.array([len(data)])
+            if header is None and len(ends):
+                header, data, ends = data[:ends[0]], data[ends[0]:], ends[1:] - ends[0]
+            cut = int(ends[-1]) if len(ends) else 0
+            if cut:
+                yield _csv_part(header + data[:cut])
+            rest = data[cut:]
+            if not block:
+                return
+
+
+def _record_ends(data: bytes) -> np.ndarray:
+    """The offsets just past each line break of ``data`` that ends a record: outside quotes,
+    ``data`` starting at a record's start."""
+    if b'"' not in data:
+        return np.flatnonzero(np.frombuffer(data, np.uint8) == 10) + 1
+    raw = np.frombuffer(data, np.uint8)
+    breaks = np.flatnonzero(raw == 10)
+    quotes_before = np.searchsorted(np.flatnonzero(raw == 34), breaks)
+    return breaks[quotes_before % 2 == 0] + 1
+
+
+def _csv_part(text: bytes) -> pl.DataFrame:
+    frame = pl.read_csv(text, infer_schema=False, encoding="utf8", raise_if_empty=True)
+    return frame.rename({c: c.strip().lstrip("\ufeff") for c in frame.columns})
