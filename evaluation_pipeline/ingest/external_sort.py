@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from evaluation_pipeline import settings
 from evaluation_pipeline.io import leftovers
-from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.io.atomic import WriteFailed, atomic_write, is_full_disk, spill_scratch
 from schemas.errors import EvaluationError
 
 DEFAULT_MEMORY_LIMIT = 2 * 1000**3  # "2GB"
@@ -72,9 +72,9 @@ class SpillFolderFull(MemoryBudgetError):
             free = "its free space unknown"
         EvaluationError.__init__(
             self, f"{step}: the spill folder {str(folder)!r} is full ({free}; {detail}). Point "
-            f"--spill-dir or {settings.SPILL_DIR.name} at a folder with more free disk, free "
-            f"some there, or raise --memory-limit or {settings.MEMORY_LIMIT.name} so that "
-            "less spills.")
+            f"--spill-dir or {settings.SPILL_DIR.name} (the memory resource's spill_dir) at a "
+            "folder with more free disk, free some there, or raise --memory-limit or "
+            f"{settings.MEMORY_LIMIT.name} so that less spills.")
 
 
 def parse_memory_limit(text: str | int | None) -> int:
@@ -142,8 +142,32 @@ class Budget:
         """A temporary folder under the spill folder (created if missing), removed on exit;
         held while in use, so that the next run removes it if this one is killed
         (io.leftovers)."""
-        with leftovers.scratch_folder(prefix, self.spill_dir) as folder:
+        with (leftovers.scratch_folder(prefix, self.spill_dir) as folder,
+              spill_scratch(folder, self._full)):
             yield str(folder)
+
+    def _full(self, error: OSError, place: str) -> SpillFolderFull:
+        """A file bound for ``place`` that the spill folder's full disk stopped: the spill
+        folder's error (``io.atomic.named_in``), not a write of ``place``'s."""
+        return SpillFolderFull(f"staging {place}", self.memory_limit,
+                               configured_folder(self.spill_dir), _reason(error))
+
+    @contextmanager
+    def spill_writes(self, step: str, keep: Path | None = None) -> Iterator[None]:
+        """The block's files written under the spill folder fail for its full disk as
+        :class:`SpillFolderFull` naming it, not as a write of the file they are for (polars'
+        bare ``ComputeError``, or the published file's name). ``keep``: a file whose failure
+        stays a ``WriteFailed`` of its own, for its caller to name."""
+        try:
+            yield
+        except (OSError, pl.exceptions.PolarsError, pa.ArrowException) as exc:
+            spilled = (not isinstance(exc, WriteFailed)
+                       or (_inside(Path(exc.filename), self.spill_dir)
+                           and Path(exc.filename) != keep))
+            if not (spilled and is_full_disk(exc)):
+                raise
+            raise SpillFolderFull(step, self.memory_limit, configured_folder(self.spill_dir),
+                                  _reason(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -323,10 +347,25 @@ _OFFLOAD = "failed to offload"
 
 def _users_folder(scratch: Path) -> Path:
     """The spill folder as configured, above this project's scratch folders in it."""
-    folder = scratch.parent
+    return configured_folder(scratch.parent)
+
+
+def configured_folder(folder: Path) -> Path:
+    """``folder``, or the spill folder it is a scratch folder of (a sort's budget spills in
+    the ingest's scratch folder)."""
     while folder.name.startswith(leftovers.SCRATCH_PREFIXES) and folder.parent != folder:
         folder = folder.parent
     return folder
+
+
+def _reason(error: BaseException) -> str:
+    """Why a write failed, without the scratch file's name a ``WriteFailed`` carries."""
+    return (error.strerror if isinstance(error, OSError) and error.strerror
+            else _first_line(error))
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return os.path.realpath(path).startswith(os.path.realpath(folder) + os.sep)
 
 
 def duckdb_share(limit: int, sort_rows: int | None = None) -> int:

@@ -136,7 +136,8 @@ def _publish(kind: Kind, files: list[Path], label: str, target: Path, name: str 
         prepared, pins = [], {}
         for number, path in enumerate(files):
             pinned = identity(path)
-            prepared.append(prepare(kind, path, fmt, name, scratch / f"in-{number}.parquet"))
+            with budget.spill_writes(f"checking {kind.what} {name or path.stem!r}"):
+                prepared.append(prepare(kind, path, fmt, name, scratch / f"in-{number}.parquet"))
             name = prepared[-1].name
             if prepared[-1].input.path == path:  # sorted from the landing: read a second time
                 pins[path] = pinned
@@ -173,7 +174,10 @@ def _publish(kind: Kind, files: list[Path], label: str, target: Path, name: str 
             # Before the target appears: what was sorted must be what was screened.
             check_unchanged(pins, f"{kind.what} {name!r}")
 
-        with closing(sorted_rows()) as rows:
+        # The target's own failure is its caller's to name (io.atomic.named_in); the spill
+        # folder's files (the candidate sets) are named as the spill folder's.
+        with (closing(sorted_rows()) as rows,
+              budget.spill_writes(f"publishing {kind.what} {name!r}", keep=target)):
             atomic_write(target, write)
         lap(f"sorted by {', '.join(kind.key)} within {format_bytes(budget.memory_limit)}"
             + (f" ({len(groups)} rankers sorted apart)" if len(groups) > 1 else "")
@@ -231,7 +235,7 @@ def _hash_and_write(kind: Kind, rows_in_order: Iterable[pl.DataFrame], tmp: Path
     raters: set[str] = set()
     kinds: dict[str, str] = {}  # each rater's one kind, across the batches
     rows = 0
-    with ParquetAppender(tmp) as out, ParquetAppender(signatures) as sets:
+    with ParquetAppender(tmp) as out, ParquetAppender(signatures, named=True) as sets:
         for frame in whole_blocks(rows_in_order, list(kind.key[:-1])):
             blocks = digest.update(frame)
             if blocks.duplicate >= 0:

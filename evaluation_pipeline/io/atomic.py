@@ -108,15 +108,69 @@ def naming(path: Path | UPath) -> Iterator[None]:
 def named_in(scratch: Path, place: Path | UPath) -> Iterator[None]:
     """A write that fails under the scratch folder ``scratch`` names its file's place under
     ``place``, where the user will look (the step's error, not a scratch name they never see);
-    a full disk that surfaces as a bare OSError names ``place`` itself."""
+    a full disk that surfaces as a bare OSError names ``place`` itself. A full disk under a
+    scratch folder in a spill folder (``spill_scratch``) on another disk than ``place`` is the
+    spill folder's: its error, since the storage was never written."""
     try:
         yield
-    except WriteFailed as exc:
-        raise exc.moved(Path(scratch), place) from exc
     except OSError as exc:
+        full = _spill_full(scratch, place, exc)
+        if full is not None:  # (its words say it all: no scratch file's name behind it)
+            raise full from None
+        if isinstance(exc, WriteFailed):
+            raise exc.moved(Path(scratch), place) from exc
         if exc.errno not in _FULL:
             raise
         raise WriteFailed(exc.errno, exc.strerror, str(place)) from exc
+
+
+# The scratch folders made in a spill folder (``ingest.external_sort.Budget.scratch``), each
+# with what a full disk there raises for a file bound for a place: (error, place) -> error.
+_SPILL_SCRATCH: dict[Path, Callable[[OSError, str], Exception]] = {}
+
+
+@contextmanager
+def spill_scratch(folder: Path, full: Callable[[OSError, str], Exception]) -> Iterator[None]:
+    """While the block runs, ``folder`` is a scratch folder in a spill folder, whose full disk
+    ``named_in`` reports as ``full(error, place)`` rather than as its place's."""
+    _SPILL_SCRATCH[Path(folder)] = full
+    try:
+        yield
+    finally:
+        _SPILL_SCRATCH.pop(Path(folder), None)
+
+
+def _spill_full(scratch: Path, place: Path | UPath, error: OSError) -> Exception | None:
+    """What ``error`` raises when it is a full disk under ``scratch`` and not ``place``'s."""
+    full = _SPILL_SCRATCH.get(Path(scratch))
+    written = Path(error.filename or "")  # a write of the storage itself fails on its own disk
+    if (full is None or Path(scratch) not in written.parents or not is_full_disk(error)
+            or _same_disk(Path(scratch), place)):
+        return None
+    bound_for = error.moved(Path(scratch), place).filename if isinstance(
+        error, WriteFailed) else place
+    return full(error, str(bound_for))
+
+
+def _same_disk(scratch: Path, place: Path | UPath) -> bool:
+    """Whether ``place`` (or the folder above it that exists) is on the disk of ``scratch``:
+    then a full disk is the place's too (the default spill folder is under the storage)."""
+    if is_remote(place):
+        return False
+    place = Path(place)
+    while not place.exists() and place.parent != place:
+        place = place.parent
+    try:
+        return os.stat(place).st_dev == os.stat(scratch).st_dev
+    except OSError:
+        return True
+
+
+def is_full_disk(error: BaseException) -> bool:
+    """A full disk or an exceeded quota, as an OSError's errno or a writer's own words."""
+    if isinstance(error, OSError) and error.errno in _FULL:
+        return True
+    return _NO_SPACE in str(error).lower() or "disk quota exceeded" in str(error).lower()
 
 
 _FULL = (errno.ENOSPC, errno.EDQUOT)  # a full disk, an exceeded quota
