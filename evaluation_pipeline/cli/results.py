@@ -83,14 +83,15 @@ def load_results(
 def rows_alteration(folder: Location, rows: Location) -> str | None:
     """Why the per-query rows at ``rows`` are not the bytes their writer recorded beside them
     (hashed again), or None when they are, or when nothing recorded them: the pipeline's
-    scores folder has their stamp (its ``manifest.json``), a report folder the hash in its
-    report.json (``files_sha256``). Object storage is read as written: its result marker,
+    scores folder has their stamp (its ``manifest.json``), ``ndcg-eval score``'s folder in its
+    summary.json, a report folder the hash in its report.json (``files_sha256``). Object storage is read as written: its result marker,
     written last, names the complete result's files."""
     if is_remote(folder):
         return None
-    stamp = _recorded(folder / MANIFEST_FILE)
-    if stamp is not None and "stamp" in stamp:
-        return integrity.dataset_alteration(rows, stamp["stamp"])
+    for beside in (MANIFEST_FILE, SUMMARY_FILE):
+        stamp = _recorded(folder / beside)
+        if stamp is not None and "stamp" in stamp:
+            return integrity.dataset_alteration(rows, stamp["stamp"])
     recorded = ((_recorded(folder / REPORT_FILE) or {}).get("files_sha256") or {}).get(
         "per_query")
     if recorded is None or rows.is_dir():

@@ -29,6 +29,7 @@ from evaluation_pipeline.cli.options import (
 )
 from evaluation_pipeline.engines import score_files
 from evaluation_pipeline.evaluation import read_with_lineage, summarize
+from evaluation_pipeline.io import integrity
 from evaluation_pipeline.io.atomic import json_text, write_json
 from evaluation_pipeline.io.datasets import read_dataset
 from evaluation_pipeline.io.locations import Location, location
@@ -97,6 +98,9 @@ def _score(args: argparse.Namespace, spec: EvaluationSpec, config: ReportConfig 
 
         write_text_at(inside(folder, SUMMARY_FILE), json_text(summary))
     else:
+        # The rows' bytes as written (a file, or Spark's parts), which compare and report
+        # prove before they read them back (cli.results.rows_alteration).
+        summary["stamp"] = integrity.dataset_stamp(Path(target))
         write_json(summary, folder / SUMMARY_FILE)
     _print_summary(summary, args.out)
     if config is not None:

@@ -65,3 +65,15 @@ def test_altered_scores_of_the_pipeline_are_refused(published):
     with pytest.raises(ResultsError) as refused:
         load_results(rows.parent, None)
     assert str(rows) in str(refused.value)
+
+
+def test_altered_rows_of_a_score_folder_are_refused(tmp_path):
+    out = tmp_path / "scored"
+    assert main(["score", "--judgments", str(V2), "--run", str(P28), "--out", str(out)]) == 0
+    assert json.loads((out / "summary.json").read_text())["stamp"]["files"][0]["name"] == (
+        "per_query.parquet")
+    load_results(out)
+    _set_one_ndcg(out / "per_query.parquet")
+    with pytest.raises(ResultsError) as refused:
+        load_results(out)
+    assert str(out / "per_query.parquet") in str(refused.value)
