@@ -98,7 +98,7 @@ def test_a_published_file_stopped_in_the_spill_folder_names_the_spill_folder(
     _land(landing, "csv", 1000)
     with small_disk(tmp_path / "spill", "64m") as spill:
         monkeypatch.setenv(settings.SPILL_DIR.name, str(spill))
-        monkeypatch.setenv(settings.FAIL_WRITE.name, "judgments.parquet:1")
+        monkeypatch.setenv(settings.FAIL_WRITE.name, "judgments.parquet")
         error = _ingest(instance, landing, storage)
         bound_for = storage / "judgments" / VERSION / "judgments.parquet"
         assert f"staging {bound_for}: the spill folder {str(spill)!r} is full (" in error, error
