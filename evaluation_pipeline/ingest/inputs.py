@@ -51,7 +51,7 @@ class Kind:
     digest: str
     read: Callable[..., pl.DataFrame]  # the existing reader: (path, fmt, name, check_keys)
     optional: tuple[str, ...]  # columns a file may lack: the name column, a pool's ranker
-    table: Callable[..., pl.DataFrame]  # the reader's conversions of a CSV part: (frame, path, name)
+    table: Callable[..., pl.DataFrame]  # its reader's conversions of a CSV part
 
 
 POOL = Kind(

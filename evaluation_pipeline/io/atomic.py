@@ -143,7 +143,7 @@ def spill_scratch(folder: Path, full: Callable[[OSError, str], Exception]) -> It
 def _spill_full(scratch: Path, place: Path | UPath, error: OSError) -> Exception | None:
     """What ``error`` raises when it is a full disk under ``scratch`` and not ``place``'s."""
     full = _SPILL_SCRATCH.get(Path(scratch))
-    written = Path(error.filename or "")  # a write of the storage itself fails on its own disk
+    written = Path(str(error.filename or ""))  # a write of the storage fails on its own disk
     if (full is None or Path(scratch) not in written.parents or not is_full_disk(error)
             or _same_disk(Path(scratch), place)):
         return None
