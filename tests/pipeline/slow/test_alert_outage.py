@@ -13,7 +13,6 @@ Slow (four main jobs, and the waits the alert's backoff asks for between runs, a
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -22,7 +21,7 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 from evaluation_pipeline import settings
@@ -36,45 +35,35 @@ from evaluation_pipeline.nightly.alerts import (
 from evaluation_pipeline.nightly.history import in_flight_seconds
 from evaluation_pipeline.orchestration.example_week import QUERIES_NAME, generator
 from tests.support.paths import REPO
+from tests.support.webhook import WebhookServer
 
 MAIN_TIMEOUT = 900
 
 
-class Receiver:
+class Receiver(WebhookServer):
     """A webhook that answers as ``mode`` says: "hold" (keep the request open until the test
     ends), "500", or "ok"; it keeps every request's Idempotency-Key, body id and answer."""
 
     def __init__(self):
         self.mode, self.requests = "hold", []
         self.held, self.released = threading.Event(), threading.Event()
-        receiver = self
+        super().__init__(self._respond)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server's naming)
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                mode = receiver.mode
-                receiver.requests.append({"key": self.headers["Idempotency-Key"],
-                                          "alert_id": body["alert_id"], "answer": mode})
-                if mode == "hold":
-                    receiver.held.set()
-                    receiver.released.wait(MAIN_TIMEOUT)
-                    self.close_connection = True
-                    return
-                self.send_response(500 if mode == "500" else 200)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def _respond(self, handler: BaseHTTPRequestHandler, body: dict) -> None:
+        mode = self.mode
+        self.requests.append({"key": handler.headers["Idempotency-Key"],
+                              "alert_id": body["alert_id"], "answer": mode})
+        if mode == "hold":
+            self.held.set()
+            self.released.wait(MAIN_TIMEOUT)
+            handler.close_connection = True
+            return
+        handler.send_response(500 if mode == "500" else 200)
+        handler.end_headers()
 
     def close(self) -> None:
         self.released.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().close()
 
 
 def _root(base: Path) -> Path:

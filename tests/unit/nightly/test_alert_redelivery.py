@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -25,6 +24,7 @@ from evaluation_pipeline.nightly.alerts import (
     redeliver_due,
 )
 from evaluation_pipeline.nightly.history import undelivered
+from tests.support.webhook import WebhookServer
 
 REGRESSION = {"ranker": "dense-v2", "cutoff": 10, "mean_diff": -0.0812, "ci_low": -0.11,
               "ci_high": -0.052, "p_adjusted": 0.0018, "verdict": "regressed",
@@ -51,30 +51,20 @@ class Clock:
         return self
 
 
-class Receiver:
+class Receiver(WebhookServer):
     """A webhook that answers each POST as the next word of ``script`` says ("500", "hang",
     "close": accept the request and close without an answer; "ok" once the script is used up),
     and keeps every request's Idempotency-Key, body id and the answer it got."""
 
     def __init__(self, script: list[str]):
         self.script, self.requests = list(script), []
-        receiver = self
+        super().__init__(self._respond)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server's naming)
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                answer = receiver.script.pop(0) if receiver.script else "ok"
-                receiver.requests.append({"key": self.headers["Idempotency-Key"],
-                                          "alert_id": body["alert_id"], "answer": answer})
-                receiver.answer(self, answer)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def _respond(self, handler: BaseHTTPRequestHandler, body: dict) -> None:
+        answer = self.script.pop(0) if self.script else "ok"
+        self.requests.append({"key": handler.headers["Idempotency-Key"],
+                              "alert_id": body["alert_id"], "answer": answer})
+        self.answer(handler, answer)
 
     @staticmethod
     def answer(handler: BaseHTTPRequestHandler, answer: str) -> None:
@@ -90,12 +80,6 @@ class Receiver:
     def delivered(self) -> list[dict]:
         return [r for r in self.requests if r["answer"] == "ok"]
 
-    def __enter__(self) -> Receiver:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def settings(url: str | None, **fields) -> AlertSettings:

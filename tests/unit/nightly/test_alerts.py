@@ -10,9 +10,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from evaluation_pipeline.settings import ALERT_WEBHOOK
 from evaluation_pipeline.nightly import alerts
 from evaluation_pipeline.nightly.alerts import AlertSettings, notify, read_alerts
+from evaluation_pipeline.settings import ALERT_WEBHOOK
+from tests.support.webhook import WebhookServer
 
 REGRESSION = {"ranker": "dense-v2", "cutoff": 10, "paired": 40, "mean_diff": -0.0812,
               "ci_low": -0.11, "ci_high": -0.052, "p": 0.0002, "p_adjusted": 0.0018,
@@ -176,30 +177,13 @@ def test_a_torn_last_line_and_a_foreign_line_never_stop_alerting(tmp_path, caplo
     assert call(tmp_path, settings(None))[0] is None
 
 
-class Receiver:
+class Receiver(WebhookServer):
     """A webhook that answers as ``answer(handler)`` says; it records every request."""
 
     def __init__(self, answer):
         self.requests = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (http.server's naming)
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                receiver.requests.append((dict(self.headers), body))
-                answer(self)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(lambda handler, body: (
+            self.requests.append((dict(handler.headers), body)), answer(handler)))
 
 
 def test_a_server_that_answers_a_byte_at_a_time_is_cut_off_at_the_deadline(tmp_path):
