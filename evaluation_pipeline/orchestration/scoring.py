@@ -300,7 +300,9 @@ def _stamp_scores(storage: EvaluationStorage, scores: Place, result: EngineResul
     """The scores' stamp, written after them (``scores_stamp``). A stamp left from earlier
     scores of the place, by a run killed between the two writes, proves nothing of the new
     bytes, so it is only ever a reason to score again."""
-    stamp = {"lineage": asdict(result.lineage), "scoring": scored | {"engine": result.engine}}
+    # The engine beside the path, not in it: the report names the path, which every engine
+    # takes alike, so that their reports are the same bytes.
+    stamp = {"lineage": asdict(result.lineage), "engine": result.engine, "scoring": scored}
     if storage.is_local():
         stamp["stamp"] = integrity.dataset_stamp(storage.path(*scores))
     storage.write_json(stamp, *manifest_file(scores[:-1]))
@@ -308,8 +310,8 @@ def _stamp_scores(storage: EvaluationStorage, scores: Place, result: EngineResul
 
 def scores_stamp(storage: EvaluationStorage, scores: Place) -> dict | None:
     """The stamp written beside the per-query scores at ``scores`` (``manifest.json`` in their
-    folder): their lineage, how they were scored (``scoring``: ``path`` full or incremental,
-    and from which version or why not), and on a local storage their bytes (``stamp``,
+    folder): their lineage, the engine, how they were scored (``scoring``: ``path`` full or
+    incremental, and from which version or why not), and on a local storage their bytes (``stamp``,
     ``io.integrity.dataset_stamp``); None without one, or one that is not whole."""
     try:
         return storage.manifest(*scores[:-1])
