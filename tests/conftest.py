@@ -64,6 +64,7 @@ FIRST = (
     "tests/deploy/slow/test_postgres_instance.py",
     "tests/deploy/slow/test_make_ui.py",
     "tests/pipeline/slow/test_spark.py",
+    "tests/pipeline/slow/test_alert_outage.py",
     "tests/pipeline/slow/test_backfill_window.py",
     "tests/pipeline/test_recovery_in_process.py",
     "tests/pipeline/slow/test_storage_switch.py",
