@@ -15,7 +15,6 @@ import polars as pl
 from evaluation_pipeline import settings
 from evaluation_pipeline.evaluation import Lineage, read_with_lineage
 from evaluation_pipeline.io import integrity
-from evaluation_pipeline.io.landing import file_sha256
 from evaluation_pipeline.io.locations import Location, is_remote
 from evaluation_pipeline.io.result_folder import IncompleteResult, result_file
 from evaluation_pipeline.io.storage import (
@@ -82,24 +81,19 @@ def load_results(
 
 def rows_alteration(folder: Location, rows: Location) -> str | None:
     """Why the per-query rows at ``rows`` are not the bytes their writer recorded beside them
-    (hashed again), or None when they are, or when nothing recorded them: the pipeline's
-    scores folder has their stamp (its ``manifest.json``), ``ndcg-eval score``'s folder in its
-    summary.json, a report folder the hash in its report.json (``files_sha256``). Object storage is read as written: its result marker,
+    (``io.integrity.dataset_stamp``, hashed again), or None when they are, or when nothing
+    recorded them. The stamp is in the pipeline's scores folder's ``manifest.json``, in a
+    report's report.json and in ``ndcg-eval score``'s summary.json: report.json first, as
+    ``ndcg-eval report`` into a score's folder keeps its summary.json beside rows it writes
+    again (Spark's parts as one file). Object storage is read as written: its result marker,
     written last, names the complete result's files."""
     if is_remote(folder):
         return None
-    for beside in (MANIFEST_FILE, SUMMARY_FILE):
-        stamp = _recorded(folder / beside)
-        if stamp is not None and "stamp" in stamp:
-            return integrity.dataset_alteration(rows, stamp["stamp"])
-    recorded = ((_recorded(folder / REPORT_FILE) or {}).get("files_sha256") or {}).get(
-        "per_query")
-    if recorded is None or rows.is_dir():
-        return None
-    digest = file_sha256(rows)
-    return None if digest == recorded else (
-        f"{rows} has other bytes (sha256 {digest[:12]}) than its report recorded "
-        f"({recorded[:12]})")
+    for beside in (MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE):
+        recorded = _recorded(folder / beside)
+        if recorded is not None and "stamp" in recorded:
+            return integrity.dataset_alteration(rows, recorded["stamp"])
+    return None
 
 
 def _recorded(path: Location) -> dict | None:

@@ -12,14 +12,9 @@ import polars as pl
 
 from evaluation_pipeline.aggregation.sums import Numbers
 from evaluation_pipeline.evaluation import Lineage
-from evaluation_pipeline.io.atomic import (
-    copy_file,
-    write_json,
-    write_parquet,
-    write_text,
-)
+from evaluation_pipeline.io import integrity
+from evaluation_pipeline.io.atomic import copy_file, write_json, write_parquet, write_text
 from evaluation_pipeline.io.datasets import read_dataset, scan_dataset
-from evaluation_pipeline.io.landing import file_sha256
 from evaluation_pipeline.io.locations import Location, is_remote
 from evaluation_pipeline.io.storage import (
     AGGREGATES_FILE,
@@ -116,8 +111,8 @@ def write_report(
     html = render_html(report, differences)
     _write_per_query(per_query, per_query_source, out_dir / PER_QUERY_FILE)
     # The rows' bytes as written, for those who read them back (``compare``, ``report``) to
-    # prove them: report.json is written last.
-    report["files_sha256"] = {"per_query": file_sha256(out_dir / PER_QUERY_FILE)}
+    # prove them, as summary.json records them: report.json is written last.
+    report["stamp"] = integrity.dataset_stamp(out_dir / PER_QUERY_FILE)
     write_parquet(aggregates, out_dir / AGGREGATES_FILE)
     write_text(html, out_dir / HTML_FILE)
     write_json(report, out_dir / REPORT_FILE)

@@ -1,6 +1,7 @@
 """compare and report read per-query rows back from folders written earlier: rows that no
-longer hold the bytes recorded beside them (a report's files_sha256, the pipeline's scores
-stamp) are refused, named, before any number is computed from them."""
+longer hold the bytes recorded beside them (the stamp in a report's report.json, a score
+folder's summary.json, the pipeline's scores manifest) are refused, named, before any number
+is computed from them."""
 
 from __future__ import annotations
 
@@ -40,8 +41,9 @@ def reported(tmp_path):
 
 
 def test_a_report_records_the_hash_of_its_rows(reported):
-    recorded = json.loads((reported / "report.json").read_text())["files_sha256"]
-    assert recorded == {"per_query": file_sha256(reported / "per_query.parquet")}
+    (recorded,) = json.loads((reported / "report.json").read_text())["stamp"]["files"]
+    assert recorded["name"] == "per_query.parquet"
+    assert recorded["sha256"] == file_sha256(reported / "per_query.parquet")
     load_results(reported)  # proven: read
 
 
