@@ -11,7 +11,6 @@ hashed again before they are trusted (``dataset_stamp``, ``dataset_alteration``)
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from evaluation_pipeline.io.datasets import NoDataFiles, data_files
@@ -95,12 +94,6 @@ def _name_in(where: Path, part: Path) -> str:
 
 
 # -- a file the pipeline rewrites in place (the evaluation history) ---------------------------
-
-
-def location_sha256(where: Location) -> str:
-    """The SHA-256 of the bytes at ``where``, a local path or an object (read as a stream)."""
-    with where.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def rewrite_stamp(current: str | None, new: str) -> dict:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
+from evaluation_pipeline.io.locations import Location, is_remote
 from evaluation_pipeline.io.storage import (
     LANDED_JUDGMENTS_FOLDER,
     LANDED_POOLS_FOLDER,
@@ -86,8 +87,9 @@ def inside(root: Path, path: Path, what: str) -> Path:
     return resolved
 
 
-def file_sha256(path: Path) -> str:
-    with open(path, "rb") as handle:
+def file_sha256(path: Path | Location) -> str:
+    """The SHA-256 of the bytes at ``path``: a local file, or an object (read as a stream)."""
+    with (path.open("rb") if is_remote(path) else open(path, "rb")) as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 

@@ -23,6 +23,7 @@ from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.io import integrity
 from evaluation_pipeline.io.atomic import named_in
 from evaluation_pipeline.io.datasets import read_queries_rows
+from evaluation_pipeline.io.landing import file_sha256
 from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.io.storage import (
     AGGREGATES_FILE,
@@ -144,7 +145,7 @@ def _read_history(storage: EvaluationStorage) -> tuple[pl.DataFrame | None, str 
     history = read_history(where)
     if history is None:
         return None, None
-    digest = integrity.location_sha256(where)
+    digest = file_sha256(where)
     stamp = (storage.read_json(*history_stamp_file())
              if storage.exists(*history_stamp_file()) else None)
     altered = integrity.rewrite_alteration(where, stamp, digest)

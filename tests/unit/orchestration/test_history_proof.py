@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from evaluation_pipeline.io import integrity
+from evaluation_pipeline.io.landing import file_sha256
 from evaluation_pipeline.io.storage import history_file, history_stamp_file
 from evaluation_pipeline.orchestration.assets import _read_history, _write_history
 from evaluation_pipeline.orchestration.resources import EvaluationStorage
@@ -28,7 +29,7 @@ def test_a_written_history_is_read_back_with_its_hash(storage):
     _write_history(storage, FIRST, None)
     history, digest = _read_history(storage)
     assert history.equals(FIRST)
-    assert digest == integrity.location_sha256(storage.path(*history_file()))
+    assert digest == file_sha256(storage.path(*history_file()))
     _write_history(storage, SECOND, digest)
     assert _read_history(storage)[0].equals(SECOND)
 
