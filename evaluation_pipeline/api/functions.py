@@ -27,7 +27,7 @@ from evaluation_pipeline.cli.reconcile_command import spec_named
 from evaluation_pipeline.engines import AUTO, ENGINES, score_files
 from evaluation_pipeline.engines.local import read_and_evaluate
 from evaluation_pipeline.evaluation import read_with_lineage
-from evaluation_pipeline.ingest.external_sort import Budget
+from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
 from evaluation_pipeline.io.storage import PER_QUERY_FILE
 from evaluation_pipeline.spec import EvaluationSpec, SpecError, check_cutoffs, profile

@@ -9,8 +9,8 @@ import hashlib
 import os
 from typing import Any
 
-from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.io import leftovers
+from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.report import ReportConfig
 from evaluation_pipeline.spec import EvaluationSpec, load_spec, profile

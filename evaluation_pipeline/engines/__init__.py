@@ -28,7 +28,7 @@ import polars as pl
 
 from evaluation_pipeline.engines.choice import AUTO, choose_engine
 from evaluation_pipeline.evaluation import Lineage
-from evaluation_pipeline.ingest.external_sort import Budget
+from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.locations import location
 from evaluation_pipeline.metric.hashing import KnownHashes
 from evaluation_pipeline.spec import EvaluationSpec

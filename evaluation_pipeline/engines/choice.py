@@ -30,7 +30,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evaluation_pipeline.ingest.external_sort import Budget
+from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.datasets import is_data_file
 from evaluation_pipeline.io.locations import is_remote
 from schemas.columns import JUDGMENT_COLUMNS, RANK, RUN_COLUMNS

@@ -37,7 +37,6 @@ import numpy as np
 import polars as pl
 
 from evaluation_pipeline.ingest.external_sort import (
-    Budget,
     SortInput,
     format_bytes,
     groups_by_value,
@@ -45,6 +44,7 @@ from evaluation_pipeline.ingest.external_sort import (
     sorted_batches,
     sql_text,
 )
+from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.ingest.inputs import (
     BATCH_ROWS,
     JUDGMENTS,

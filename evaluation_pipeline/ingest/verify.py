@@ -9,11 +9,11 @@ from pathlib import Path
 import polars as pl
 
 from evaluation_pipeline.ingest.external_sort import (
-    Budget,
     spilling,
     sql_text,
 )
 from evaluation_pipeline.ingest.inputs import JUDGMENTS, POOL, batches, whole_blocks
+from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.metric.hashing import HASH_VERSION, StreamingDigest
 from schemas import screening, validate
 from schemas.errors import InputError, violation

@@ -19,9 +19,9 @@ import polars as pl
 
 from evaluation_pipeline import __version__
 from evaluation_pipeline.analysis.agreement import agreement
-from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.io import integrity
 from evaluation_pipeline.io.atomic import named_in
+from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.datasets import read_queries_rows
 from evaluation_pipeline.io.landing import file_sha256
 from evaluation_pipeline.io.locations import Location

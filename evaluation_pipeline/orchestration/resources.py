@@ -24,7 +24,6 @@ from upath import UPath
 
 from evaluation_pipeline import settings
 from evaluation_pipeline.evaluation import Lineage, read_lineage, read_with_lineage
-from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.ingest.verify import Verified, verify_published
 from evaluation_pipeline.io import (
     conditional,
@@ -34,6 +33,7 @@ from evaluation_pipeline.io import (
     result_set,
 )
 from evaluation_pipeline.io.atomic import atomic_write, copy_file
+from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.datasets import read_dataset, scan_dataset
 from evaluation_pipeline.io.faults import check_write
 from evaluation_pipeline.io.locations import is_remote, location

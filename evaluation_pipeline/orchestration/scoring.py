@@ -24,10 +24,10 @@ from evaluation_pipeline import engines
 from evaluation_pipeline.aggregation.sums import Numbers
 from evaluation_pipeline.engines import AUTO, DEFAULT_BATCH_ROWS, ENGINES, EngineResult
 from evaluation_pipeline.engines.incremental import Increment, score_increment
-from evaluation_pipeline.ingest.external_sort import Budget
 from evaluation_pipeline.ingest.publish import Published
 from evaluation_pipeline.io import integrity
 from evaluation_pipeline.io.atomic import named_in
+from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.io.storage import (
     Place,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from evaluation_pipeline.ingest.external_sort import Budget
+from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.orchestration import assets
 from evaluation_pipeline.orchestration.partitions import evaluation_key
 from evaluation_pipeline.orchestration.resources import MemoryBudget

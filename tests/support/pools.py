@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from evaluation_pipeline.ingest.external_sort import Budget
+from evaluation_pipeline.io.budget import Budget
 
 POOL_KEY = ["ranker", "query_id", "doc_id"]
 # DuckDB's share, 32 MB, is less than even one ranker's sort needs: it spills (see the tests

@@ -16,7 +16,7 @@ def spilling_writer(spill: Path) -> subprocess.Popen:
     code = textwrap.dedent(f"""
         import sys, time
         from pathlib import Path
-        from evaluation_pipeline.ingest.external_sort import Budget
+        from evaluation_pipeline.io.budget import Budget
         budget = Budget.of("300MB", {str(spill)!r})
         with budget.scratch("ndcg-eval-ingest-") as outer:
             inner = Budget.of("300MB", outer)

@@ -35,8 +35,9 @@ from evaluation_pipeline.engines.spark.cogroup import spark_session
 from evaluation_pipeline.engines.spark.digests import content_hash_of, partition_count
 from evaluation_pipeline.ingest import inputs
 from evaluation_pipeline.ingest import publish as local
-from evaluation_pipeline.ingest.external_sort import Budget, SortInput
+from evaluation_pipeline.ingest.external_sort import SortInput
 from evaluation_pipeline.ingest.publish import Published
+from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.readers import detect_format
 from evaluation_pipeline.metric import hashing
 from schemas import columns as cols

@@ -32,7 +32,8 @@ from evaluation_pipeline.engines.streaming.reading import (
     read_batches,
     whole_groups,
 )
-from evaluation_pipeline.ingest.external_sort import Budget, spilling, sql_text
+from evaluation_pipeline.ingest.external_sort import spilling, sql_text
+from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.metric.hashing import JUDGMENT_KEYS, POOL_KEYS, StreamingDigest
 from evaluation_pipeline.metric.kernels.blocks import block_starts, sorted_by
 

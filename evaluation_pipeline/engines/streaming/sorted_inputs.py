@@ -20,11 +20,11 @@ from evaluation_pipeline.engines.streaming.reading import (
     with_names,
 )
 from evaluation_pipeline.ingest.external_sort import (
-    Budget,
     SortInput,
     groups_by_value,
     sort_parquet,
 )
+from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.datasets import is_data_file
 from evaluation_pipeline.io.formats.cells import with_name_column
 from evaluation_pipeline.io.locations import is_remote

@@ -82,9 +82,7 @@ from evaluation_pipeline.engines.streaming.sorted_inputs import (
 )
 from evaluation_pipeline.engines.streaming.unjudged_scan import pool_unjudged
 from evaluation_pipeline.evaluation import Lineage
-from evaluation_pipeline.ingest.external_sort import (
-    Budget,
-)
+from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.atomic import WriteFailed, atomic_write
 from evaluation_pipeline.io.locations import is_remote, location

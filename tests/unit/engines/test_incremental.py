@@ -238,7 +238,7 @@ def test_an_increment_over_the_memory_budget_is_left_to_the_full_scoring(tmp_pat
     in-memory engine's model of the rows it holds) passes, the full scoring (which streams)
     is left to run instead, as ``auto`` would choose for a full scoring."""
     from evaluation_pipeline.engines.choice import IN_MEMORY_BASE_BYTES
-    from evaluation_pipeline.ingest.external_sort import Budget
+    from evaluation_pipeline.io.budget import Budget
 
     published, spec, earlier = _scored_v1(tmp_path, seed=5)
     arguments = (earlier, published["v1"].path, published["v2"].path, published["pool"].path,

@@ -19,11 +19,11 @@ from evaluation_pipeline.ingest.publish import publish_judgments, publish_pool
 from evaluation_pipeline.ingest.verify import candidate_set_disagreements, count_candidate_set_disagreements
 from evaluation_pipeline.metric.hashing import judgments_sha256, pool_sha256
 from evaluation_pipeline.ingest.external_sort import (
-    Budget,
     SortInput,
     parse_memory_limit,
     sort_parquet,
 )
+from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.readers import read_judgments, read_pool
 from schemas.errors import EvaluationError, InputError
 from tests.support.pools import BUDGET, POOL_KEY, QUERIES, candidates, shuffled

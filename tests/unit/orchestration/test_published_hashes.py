@@ -166,7 +166,7 @@ def test_the_scoring_budget_reaches_the_increment(two_versions):
     """The memory budget handed to the scoring bounds the increment too: one that its
     estimated peak passes leaves the version to the full scoring."""
     from evaluation_pipeline.engines.choice import IN_MEMORY_BASE_BYTES
-    from evaluation_pipeline.ingest.external_sort import Budget
+    from evaluation_pipeline.io.budget import Budget
 
     result = score_evaluation(two_versions, ScoringEngine(), POOL, SECOND, SPEC,
                               Budget.of(IN_MEMORY_BASE_BYTES))

@@ -47,7 +47,7 @@ def _ingest(folder, tmp_path) -> dict:
     its peak at the end) in bytes, and the published pool's hash, from a fresh process."""
     code = textwrap.dedent(f"""
         import json
-        from evaluation_pipeline.ingest.external_sort import Budget
+        from evaluation_pipeline.io.budget import Budget
         from evaluation_pipeline.ingest.publish import publish_pool
 
         def peak():
