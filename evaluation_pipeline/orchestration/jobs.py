@@ -4,12 +4,9 @@ follow from the selected assets."""
 from __future__ import annotations
 
 from functools import cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import dagster as dg
-from dagster._core.definitions.unresolved_asset_job_definition import (
-    UnresolvedAssetJobDefinition,
-)
 
 from evaluation_pipeline.orchestration.assets import (
     EVALUATION_GROUP,
@@ -19,11 +16,16 @@ from evaluation_pipeline.orchestration.assets import (
 from evaluation_pipeline.orchestration.partitions import DEFAULT, Naming
 
 
+# What dg.define_asset_job returns: a job resolved against the Definitions that hold it.
+# Dagster does not export its class, so it is not named here.
+AssetJob = Any
+
+
 class Jobs(NamedTuple):
-    ingest_judgments: UnresolvedAssetJobDefinition
-    ingest_pool: UnresolvedAssetJobDefinition
-    ingest_queries: UnresolvedAssetJobDefinition
-    evaluation: UnresolvedAssetJobDefinition
+    ingest_judgments: AssetJob
+    ingest_pool: AssetJob
+    ingest_queries: AssetJob
+    evaluation: AssetJob
 
 
 def evaluation_selection(naming: Naming = DEFAULT) -> dg.AssetSelection:

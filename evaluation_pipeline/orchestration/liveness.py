@@ -300,7 +300,8 @@ def _nearly_full(folder: Path) -> bool:
 
 def damaged_part(file: Path, home: Path) -> tuple[Path, str]:
     """What to move aside for a damaged SQLite file of the instance in ``home``, and what that
-    loses, by Dagster's layout (dagster._core.storage.sqlite_storage).
+    loses, by the layout of Dagster's default SQLite storage (history/runs.db, an event log per
+    run and their index under history/runs/, schedules/schedules.db).
 
     Each database runs in WAL mode, with ``-wal`` and ``-shm`` files beside it: a file moved
     alone would leave those for a new database to replay, so the file's folder is moved, and
