@@ -1,5 +1,5 @@
 """`make run`: a week of nightly example pools lands night by night; each landing is ingested
-and evaluated, and the run ends with the trend of the week and the alert it raised.
+and evaluated, and the run ends with the week's trend, night by night, then its regressions.
 
 The runs go through the pipeline's own sensors and jobs against a persistent Dagster instance
 in ``.dagster_home/`` (so ``dagster dev -w workspace.yaml`` shows them afterwards), and results
@@ -52,7 +52,13 @@ run_monitoring:
 run_retries:
   enabled: true
   max_retries: 2
+# No usage statistics are sent, and no banner asking about them opens make run's output.
+telemetry:
+  enabled: false
 """
+# `make ui`'s port (the Makefile's UI_PORT, which make passes on to `make run`'s environment).
+UI_PORT = "UI_PORT"
+DEFAULT_UI_PORT = "3000"
 
 
 def prepare_instance_home(home: Path) -> Path:
@@ -276,19 +282,14 @@ def _run(home: Path) -> int:
             print("nothing new in the landing folder; the results below are current")
         root = resources["storage"].root()
         if week:
-            ui = " ".join(f"{setting.name}={shlex.quote(str(value))}" for setting, value in (
-                (settings.STORAGE, root), (settings.LANDING, landing),
-                (settings.QUERIES, queries)))
-            print(f"\nDagster instance: {home}; browse it with `make ui` "
-                  f"(http://127.0.0.1:3000), or from any folder with\n  DAGSTER_HOME="
-                  f"{shlex.quote(str(home))} {ui} dagster dev -w "
-                  f"{shlex.quote(str(REPO / 'workspace.yaml'))} -h 127.0.0.1 -p 3000")
-            print(f"\n{render_regressions(trend_rows(root), root)}")
+            print(f"\n{week_hint(home, root, landing, queries)}")
+            # The week's table, then its regressions: the last lines on the screen.
             print(f"\nThe week night by night (ndcg-eval history {root}):")
             cli.main(["history", str(root)])
+            print(f"\n{render_regressions(trend_rows(root), root)}")
         else:
             print(f"\nDagster instance: {home}; browse it with\n  DAGSTER_HOME={home} "
-                  "dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000, with this run's "
+                  f"dagster dev -w workspace.yaml -h 127.0.0.1 -p {ui_port()}, with this run's "
                   "NDCG_EVAL_* settings")
             print(describe_reports(resources["storage"], spec, instance))
         if missing:
@@ -306,6 +307,22 @@ def _run(home: Path) -> int:
     ok = (all(o.success for o in outcomes) and not runner.tick_errors and not missing
           and not unpublished and not pending(alerts))
     return 0 if ok else 1
+
+
+def ui_port() -> str:
+    """The port `make ui` serves on: $UI_PORT (as make was given it), else 3000."""
+    return os.environ.get(UI_PORT) or DEFAULT_UI_PORT
+
+
+def week_hint(home: Path, root: str, landing: Path, queries: Path) -> str:
+    """How to browse the week's instance: `make ui`, or `dagster dev` from any folder with the
+    whole environment the week ran with."""
+    port = shlex.quote(ui_port())
+    ui = " ".join(f"{setting.name}={shlex.quote(str(value))}" for setting, value in (
+        (settings.STORAGE, root), (settings.LANDING, landing), (settings.QUERIES, queries)))
+    return (f"Dagster instance: {home}; browse it with `make ui` (http://127.0.0.1:{port}), "
+            f"or from any folder with\n  DAGSTER_HOME={shlex.quote(str(home))} {ui} dagster dev "
+            f"-w {shlex.quote(str(REPO / 'workspace.yaml'))} -h 127.0.0.1 -p {port}")
 
 
 def redeliver_alerts(resources) -> list[dict]:

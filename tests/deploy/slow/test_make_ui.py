@@ -85,7 +85,7 @@ def test_make_ui_leaves_no_process_behind(tmp_path, how):
         make.wait()
 
 
-def test_the_hint_at_the_end_of_make_run_is_a_command_that_works(tmp_path, tmp_path_factory):
+def test_the_hint_make_run_prints_is_a_command_that_works(tmp_path, tmp_path_factory):
     """The main job's week prints how to browse its instance: `make ui`, or a command with its
     whole environment, which loads the code location from any folder (validated here by
     `dagster definitions validate` in place of `dagster dev`, on the same arguments)."""
@@ -93,6 +93,11 @@ def test_the_hint_at_the_end_of_make_run_is_a_command_that_works(tmp_path, tmp_p
     assert f"DAGSTER_HOME={week.home}" in week.stdout  # the hint names this run's instance
     lines = week.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Dagster instance:"))
+    # Then the week's table, and its regressions last: what the screen shows when it ends.
+    table = lines.index(next(line for line in lines if line.startswith("The week night by")))
+    regressions = lines.index("REGRESSIONS (against the previous night):")
+    assert start < table < regressions
+    assert lines[-1].startswith("drill down: ndcg-eval history ") and "--night" in lines[-1]
     assert "`make ui`" in lines[start]
     words = shlex.split(lines[start + 1])
     assignments = dict(word.split("=", 1) for word in words if "=" in word.split("/")[0])
