@@ -48,6 +48,7 @@ RANK = "rank"  # optional: the ranker's own position, display only unless the sp
 
 # --- queries (contract section 1) -------------------------------------------------------------
 QUERY_COLUMNS = ("query_id", "weight")  # any further string column is a slice
+QUERY_DTYPES = {"query_id": pl.String, "weight": pl.Float64}  # weight: optional
 
 # --- per-query results (contract sections 3 and 5) --------------------------------------------
 STATUSES = ("scored", "no_positive", "incomplete", "not_judged", "missing_from_run")

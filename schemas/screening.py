@@ -1,10 +1,11 @@
-"""The rules of the pool and judgment models as one polars pass, to spare clean input pandera.
+"""Each table's rules (``schemas.rules``) as one polars pass, to spare clean input pandera.
 
-``screen`` says whether the model would accept a frame: the same dtypes, nulls, non-empty ids,
-finite scores, grade rules, one safe name per file and unique keys. A frame that passes is
-returned as it is; one that fails (or a model without a screen) goes to pandera, whose message
-names the file, column, rule and rows. A test holds each screen to its model on generated
-frames, so the screen can only be faster, never more lenient.
+``screen`` says whether the model would accept a frame: it evaluates the very rules the model is
+made of (there, typed, no nulls, each rule's expression, one safe name per file, unique keys),
+each as an aggregate, in one lazy select. A frame that passes is returned as it is; one that
+fails (or a model without a screen) goes to pandera, whose message names the file, column,
+rule and rows. A test holds each screen to its model on generated frames, so the screen can
+only be faster, never more lenient.
 
 ``check_keys=False`` leaves key uniqueness to a caller that finds duplicates anyway (the
 scoring blocks put each block's rows in doc_id order, where repeats sit side by side).
@@ -16,9 +17,14 @@ import importlib
 
 import polars as pl
 
-from schemas.columns import JUDGMENT_KEY, RATED_JUDGMENT_KEY, RATER, RATER_KIND, STATUSES
+from schemas.columns import RATER, STATUSES
 from schemas.keys import unique_rows
-from schemas.names import is_safe_name
+from schemas.rules.candidate_pools import CANDIDATE_POOL
+from schemas.rules.judgments import JUDGMENTS, RATED_JUDGMENTS
+from schemas.rules.queries import QUERIES
+from schemas.rules.rule import DTYPE, KEY, NOT_NULLABLE, REQUIRED_COLUMN, Table
+
+TABLES = {t.name: t for t in (CANDIDATE_POOL, JUDGMENTS, RATED_JUDGMENTS, QUERIES)}
 
 
 def validate(
@@ -50,8 +56,38 @@ def rated_model(name: str, frame: pl.DataFrame) -> str:
 def screen(name: str, frame: pl.DataFrame, *, check_keys: bool = True) -> bool:
     """True if the model called ``name`` accepts ``frame``; False if it may not (or has no
     screen)."""
-    rules = _SCREENS.get(rated_model(name, frame))
+    name = rated_model(name, frame)
+    if name in TABLES:
+        return screen_table(TABLES[name], frame, check_keys=check_keys)
+    rules = _SCREENS.get(name)
     return rules is not None and rules(frame, check_keys)
+
+
+def screen_table(table: Table, frame: pl.DataFrame, *, check_keys: bool = True) -> bool:
+    """True if ``frame`` keeps every rule of ``table``."""
+    schema = frame.schema
+    for column in table.columns:
+        if column.name not in schema:
+            if column.required:
+                return False
+        elif schema[column.name] != column.dtype:
+            return False
+    if table.strict and set(schema) != set(table.dtypes):
+        return False
+    passes, key = [], None
+    for rule in table.rules:
+        if rule.kind in (REQUIRED_COLUMN, DTYPE) or not set(rule.reads) <= set(schema):
+            continue  # an optional column that is absent: its rules do not apply
+        if rule.kind == KEY:
+            key = rule
+        elif rule.kind == NOT_NULLABLE:
+            passes.append(pl.col(rule.column).null_count() == 0)
+        else:
+            passes.append(rule.screen() if rule.screen else rule.holds().all())
+    # A null aggregate (a name rule on a null first name) is the null rule's to refuse.
+    if frame.height and passes and not _holds(frame, pl.all_horizontal(passes).fill_null(True)):
+        return False
+    return not (check_keys and key is not None) or _keys_unique(frame, list(key.reads))
 
 
 def _types(frame: pl.DataFrame, required: dict, optional: dict) -> bool:
@@ -65,61 +101,14 @@ def _no_nulls(frame: pl.DataFrame, columns) -> bool:
     return sum(frame.select(pl.col(c).null_count() for c in columns).row(0)) == 0
 
 
-def _one_safe_name(frame: pl.DataFrame, column: str) -> bool:
-    if frame.height == 0:
-        return True
-    # By expression, not frame[column]: that would materialize a literal column (one name).
-    first = frame.select(pl.col(column).first()).item()
-    return is_safe_name(first) and _holds(frame, (pl.col(column) == first).all())
-
-
 def _holds(frame: pl.DataFrame, rule: pl.Expr) -> bool:
     """``rule`` (a boolean aggregate) on ``frame``, lazily: the streaming engine runs such a
     pass over millions of rows about twice as fast as an eager select."""
     return bool(frame.lazy().select(rule).collect().item())
 
 
-def _non_empty(*columns: str) -> pl.Expr:
-    return pl.all_horizontal([pl.col(c).str.len_bytes() > 0 for c in columns]).all()
-
-
 def _keys_unique(frame: pl.DataFrame, keys: list[str]) -> bool:
     return bool(unique_rows(frame.lazy(), keys).collect().to_series().all())
-
-
-def _candidate_pool(frame: pl.DataFrame, check_keys: bool) -> bool:
-    ids = ("ranker", "query_id", "doc_id")
-    required = {c: pl.String for c in ("candidate_pool", *ids)} | {"score": pl.Float64}
-    if not _types(frame, required, {"rank": pl.Int64}) or not _no_nulls(frame, required):
-        return False
-    if frame.height and not _holds(frame, _non_empty(*ids) & pl.col("score").is_finite().all()):
-        return False
-    return _one_safe_name(frame, "candidate_pool") and (
-        not check_keys or _keys_unique(frame, ["ranker", "query_id", "doc_id"]))
-
-
-def _judgments(frame: pl.DataFrame, check_keys: bool, rated: bool = False) -> bool:
-    ids = ("query_id", "doc_id", *((RATER,) if rated else ()))
-    strings = (*ids, "grade_status", "judgment_version")
-    required = {c: pl.String for c in strings} | {"grade": pl.Int64}
-    kind = (RATER_KIND,) if rated and RATER_KIND in frame.columns else ()
-    if not _types(frame, required, dict.fromkeys(kind, pl.String)) or not _no_nulls(
-            frame, (*strings, *kind)):
-        return False
-    status, grade = pl.col("grade_status"), pl.col("grade")
-    rows_ok = (((status == "graded") & grade.is_not_null() & (grade >= 0))
-               | ((status == "unknown") & grade.is_null())).all()
-    one_kind = [(pl.col(RATER_KIND).n_unique().over(RATER) == 1).all()] if kind else []
-    if frame.height and not _holds(frame, pl.all_horizontal(
-            _non_empty(*ids, *kind) & rows_ok, *one_kind)):
-        return False
-    return _one_safe_name(frame, "judgment_version") and (
-        not check_keys or _keys_unique(frame, list(RATED_JUDGMENT_KEY if rated
-                                                   else JUDGMENT_KEY)))
-
-
-def _rated_judgments(frame: pl.DataFrame, check_keys: bool) -> bool:
-    return _judgments(frame, check_keys, rated=True)
 
 
 _RESULT_STRINGS = ("ranker", "query_id", "status", "judgment_version", "judgments_sha256",
@@ -169,6 +158,4 @@ def _bounds_are_a_range() -> pl.Expr:
             & ((pl.col("n_holes") > 0) | low.eq_missing(pl.col("ndcg"))))
 
 
-_SCREENS = {"CandidatePool": _candidate_pool, "Judgments": _judgments,
-            "RatedJudgments": _rated_judgments,
-            "PerQueryResults": _per_query_results}
+_SCREENS = {"PerQueryResults": _per_query_results}

@@ -9,7 +9,7 @@ import pandera.errors as pa_errors
 import pandera.polars as pa
 import polars as pl
 
-from schemas.errors import MAX_EXAMPLES, UNKNOWN_HINT, InputError, RuleViolation
+from schemas.errors import MAX_EXAMPLES, InputError, RuleViolation
 
 # pandera's built-in check names, said as rules.
 _RULE_WORDS: list[tuple[str, str]] = [
@@ -27,13 +27,11 @@ _RULE_WORDS: list[tuple[str, str]] = [
 ]
 
 
-def _rule_words(column: str, check: str, unique: Sequence[str]) -> str:
+def _rule_words(column: str, check: str, unique: Sequence[str], table) -> str:
     if check == "multiple_fields_uniqueness":
         return f"({', '.join(unique)}) must be unique: duplicate rows"
-    if column == "grade" and check.startswith("greater_than_or_equal_to"):
-        return f"grades are integers >= 0; {UNKNOWN_HINT}"
-    if column == "grade_status" and check == "not_nullable":
-        return f"must not be empty (null): every row states 'graded' or 'unknown'; {UNKNOWN_HINT}"
+    if check == "not_nullable" and table is not None and column in table.dtypes:
+        return table.column(column).null_words  # a model made of rules: its own words
     if check == "not_nan":
         return "must be a number, not NaN"
     for pattern, words in _RULE_WORDS:
@@ -74,6 +72,7 @@ def validate(
 def _violations(cases: pl.DataFrame, model, line_numbers) -> list[RuleViolation]:
     unique = list(getattr(model.Config, "unique", None) or [])
     model_name = model.__name__
+    table = getattr(model, "__table__", None)  # ``schemas.rules``' table, when made of one
     missing_columns = set(
         cases.filter(pl.col("check") == "column_in_dataframe")["failure_case"].cast(pl.String)
     )
@@ -103,7 +102,7 @@ def _violations(cases: pl.DataFrame, model, line_numbers) -> list[RuleViolation]
         out.append(
             RuleViolation(
                 column=str(column),
-                rule=_rule_words(str(column), str(check), unique),
+                rule=_rule_words(str(column), str(check), unique, table),
                 rows=tuple(rows[:MAX_EXAMPLES]),
                 examples=tuple(_short(v) for v in values[: len(rows[:MAX_EXAMPLES])]),
                 count=len(rows),
