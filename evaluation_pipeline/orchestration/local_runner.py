@@ -7,15 +7,26 @@ the daemon uses, so a later ``dagster dev`` on the same instance does not launch
 the origin of the code location ``dagster dev -w workspace.yaml`` serves (location
 ``evaluation_pipeline``, the ``defs`` of ``evaluation_pipeline.definitions``). A run that
 ``JobDefinition.execute_in_process`` records has no job origin, and the UI lists it under no job:
-the Jobs page and the Overview timeline say "No runs found". ``execute_job`` creates the run with
-the origins, so it carries the repository label the UI filters a job's runs by, and executes it
+the Jobs page and the Overview timeline say "No runs found". This module's ``execute_job``
+creates the run with the origins, so it carries the repository label the UI filters a job's runs by, and executes it
 here, step after step, as ``execute_in_process`` does.
+
+Why from Dagster's own modules: Dagster's public API has no way to give a run executed in this
+process its remote origin. ``dagster.execute_job`` (as ``execute_in_process``, ``materialize``,
+``dagster job execute`` and ``dg launch``) creates the run with the job's Python origin only;
+the Jobs page lists a job's runs by the repository label that the remote origin tags a run with,
+and the Overview timeline skips a run whose origin is missing. Only a run launched through a
+workspace (the daemon's sensors, the webserver, ``dagster job launch``) gets one, and each such
+run executes in a process of its own that imports the code location again: more CPU time than
+a whole run here. tests/deploy/slow/test_dagster_ui.py holds what the UI shows of these runs.
 
 A run key counts as done only when a run of it succeeded. A failed run, or one left STARTED by
 a process that was killed (see ``liveness``), is executed again: up to ``max_attempts`` times
 per runner, with a doubling pause between attempts, and then reported as failed. The next
 runner (the next ``make run``) tries again. A failure caused by the input itself (an
 ``EvaluationError``: invalid rows, a refused republish) is not retried: it would fail the same.
+The retries are the runner's, not a ``dagster.RetryPolicy`` on the steps: under a policy Dagster
+retries a step that a stop signal interrupted, and the run it was to stop succeeds.
 """
 
 import os
