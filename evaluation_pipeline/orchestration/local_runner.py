@@ -8,8 +8,8 @@ the origin of the code location ``dagster dev -w workspace.yaml`` serves (locati
 ``evaluation_pipeline``, the ``defs`` of ``evaluation_pipeline.definitions``). A run that
 ``JobDefinition.execute_in_process`` records has no job origin, and the UI lists it under no job:
 the Jobs page and the Overview timeline say "No runs found". This module's ``execute_job``
-creates the run with the origins, so it carries the repository label the UI filters a job's runs by, and executes it
-here, step after step, as ``execute_in_process`` does.
+creates the run with the origins, so it carries the repository label the UI filters a job's runs
+by, and executes it here, step after step, as ``execute_in_process`` does.
 
 Why from Dagster's own modules: Dagster's public API has no way to give a run executed in this
 process its remote origin. ``dagster.execute_job`` (as ``execute_in_process``, ``materialize``,
