@@ -20,13 +20,12 @@ from __future__ import annotations
 import textwrap
 from importlib import resources
 from pathlib import Path
-from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import Annotated, Any
 
 import dagster as dg
+import pydantic
 
 from evaluation_pipeline import settings
-from evaluation_pipeline.engines import AUTO, ENGINES
 from evaluation_pipeline.ingest.external_sort import parse_memory_limit
 from evaluation_pipeline.io import conditional
 from evaluation_pipeline.io.locations import storage_options
@@ -52,11 +51,7 @@ from evaluation_pipeline.orchestration.resources import (
     NightlyWatch,
     QualityPolicy,
 )
-from evaluation_pipeline.orchestration.schedules import (
-    DEFAULT_CRON,
-    DEFAULT_TIMEZONE,
-    build_nightly_schedule,
-)
+from evaluation_pipeline.orchestration.schedules import build_nightly_schedule
 from evaluation_pipeline.orchestration.scoring import ScoringEngine
 from evaluation_pipeline.orchestration.sensors import (
     build_evaluation_sensor,
@@ -95,25 +90,21 @@ def setting(given: str | None, variable: settings.Setting, what: str,
     )
 
 
-def nightly_watch() -> NightlyWatch:
-    """The watch's thresholds from NDCG_EVAL_ALPHA and NDCG_EVAL_MIN_EFFECT, else defaults."""
-    thresholds = {field: value() for field, variable, value in
-                  (("alpha", settings.ALPHA, settings.alpha),
-                   ("min_effect", settings.MIN_EFFECT, settings.min_effect))
-                  if variable.get()}
-    return NightlyWatch(**thresholds)
+def nightly_watch(alpha: float | None = None, min_effect: float | None = None,
+                  baseline_pool: str | None = None, alert_webhook: str | None = None
+                  ) -> NightlyWatch:
+    """The watch: each threshold given, else its variable's, else its default. The baseline
+    pool and the webhook left out are read from their variables when a report is written."""
+    return NightlyWatch(alpha=settings.ALPHA.given(alpha),
+                        min_effect=settings.MIN_EFFECT.given(min_effect),
+                        baseline_pool=baseline_pool, alert_webhook=alert_webhook)
 
 
 def nightly_schedule(spec: EvaluationSpec, cron: str | None, timezone: str | None,
                      naming: Naming = DEFAULT):
-    """The nightly schedule; a cron string or time zone Dagster refuses is named here."""
-    cron = cron or settings.NIGHTLY_CRON.get() or DEFAULT_CRON
-    timezone = timezone or settings.NIGHTLY_TIMEZONE.get() or DEFAULT_TIMEZONE
-    try:
-        ZoneInfo(timezone)
-    except (ValueError, ZoneInfoNotFoundError):
-        raise EvaluationError(f"{settings.NIGHTLY_TIMEZONE.name}={timezone!r} is not a time "
-                              "zone (write e.g. UTC or Europe/Berlin)") from None
+    """The nightly schedule; a cron string Dagster refuses is named here."""
+    cron = settings.NIGHTLY_CRON.given(cron)
+    timezone = settings.NIGHTLY_TIMEZONE.given(timezone)
     try:
         return build_nightly_schedule(spec, cron, timezone, naming)
     except dg.DagsterInvalidDefinitionError:
@@ -124,12 +115,10 @@ def nightly_schedule(spec: EvaluationSpec, cron: str | None, timezone: str | Non
 def check_settings(storage: EvaluationStorage, watch: NightlyWatch) -> None:
     """Every setting the pipeline reads while it runs, checked before its first write: a
     bad value is named here, with its variable, rather than as a traceback in a step."""
-    settings.lock_timeout()
-    settings.database_timeout()
-    settings.backfill_nights()
-    settings.incremental()
+    storage_options()  # read for every URL, the storage's or an input's; its JSON named
+    for variable in settings.SETTINGS:
+        variable.value()  # its declared type, range or choices
     parse_memory_limit(None)
-    storage_options()  # read for every URL, the storage's or an input's
     root = storage.root()  # an unknown scheme, a missing filesystem
     # The history and the record of alerts are files every evaluation changes.
     conditional.require(root, "the history and the record of alerts")
@@ -170,10 +159,7 @@ def build_definitions(
     )
     watch = watch or nightly_watch()
     check_settings(storage, watch)
-    engine = engine or settings.ENGINE.get() or AUTO
-    if engine not in ENGINES:
-        raise EvaluationError(f"{settings.ENGINE.name}={engine!r} is not an engine: choose one "
-                              f"of {', '.join(ENGINES)}")
+    engine = settings.ENGINE.given(engine)
     resources = {
         "storage": storage,
         "landing": landing,
@@ -211,35 +197,27 @@ def build_definitions(
     )
 
 
-# attribute: (its variable, an example value); the meaning and default come from settings.
-ATTRIBUTES = (
-    ("storage", settings.STORAGE, "/data/ndcg-eval/storage"),
-    ("storage_options", settings.STORAGE_OPTIONS, '{endpoint_url: "http://127.0.0.1:9000"}'),
-    ("landing", settings.LANDING, "/data/ndcg-eval/landing"),
-    ("queries", settings.QUERIES, "/data/ndcg-eval/queries.csv"),
-    ("spec", settings.SPEC, "/data/ndcg-eval/evaluation_spec.yaml"),
-    ("engine", settings.ENGINE, "auto"),
-    ("spark_master", settings.SPARK_MASTER, "spark://spark-master:7077"),
-    ("memory_limit", settings.MEMORY_LIMIT, "4GB"),
-    ("spill_dir", settings.SPILL_DIR, "/scratch/ndcg-eval"),
-    ("nightly_cron", settings.NIGHTLY_CRON, '"0 2 * * *"'),
-    ("nightly_timezone", settings.NIGHTLY_TIMEZONE, "UTC"),
-    ("alpha", settings.ALPHA, "0.05"),
-    ("min_effect", settings.MIN_EFFECT, "0.01"),
-    ("baseline_pool", settings.BASELINE_POOL, "pool-2026-12-01"),
-    ("alert_webhook", settings.ALERT_WEBHOOK, "https://hooks.example.org/ndcg-eval"),
-)
-# A deployment names these; every other attribute has a default.
-REQUIRED = ("storage", "landing", "queries")
-# attribute: (what it does, what leaving it out means, an example value). No variable stands
-# for these: an instance is named in its defs.yaml, and the project's own location has no name.
-NAMING_ATTRIBUTES = (
-    ("key_prefix", "the prefix of this instance's asset keys, and of its jobs, sensors, "
-     "schedule, resource keys and partitions: a name or a list of names; two instances in one "
-     "code location need different ones", "no prefix", "search"),
-    ("group_name", "the group of every asset of this instance",
-     "the ingest and evaluation groups", "search_quality"),
-)
+# The settings that are attributes of the component, by attribute.
+ATTRIBUTE_SETTINGS = {variable.attribute: variable for variable in settings.SETTINGS
+                      if variable.is_attribute}
+
+
+def attribute(meaning: str, left_out: str, example: str) -> dg.Resolver:
+    """An attribute's documentation: what it does, what leaving it out means, and an example
+    value (YAML), as the component's schema and the scaffolded defs.yaml show them."""
+    return dg.Resolver.default(description=meaning, examples=[example],
+                               json_schema_extra={"left_out": left_out})
+
+
+# One attribute for each setting of settings.ComponentSettings, left out by default. A choice
+# is text here, refused by its setting's rule with the others when the definitions are built.
+SettingAttributes = pydantic.create_model(
+    "SettingAttributes", __base__=dg.Model, __module__=__name__,
+    **{name: (Annotated[(variable.kind if variable.choices else variable.field.annotation)
+                        | None, attribute(variable.meaning,
+                                          f"{variable.name}, else {variable.default}",
+                                          variable.example)], None)
+       for name, variable in ATTRIBUTE_SETTINGS.items()})
 
 
 def defs_yaml(type_name: str) -> str:
@@ -249,14 +227,15 @@ def defs_yaml(type_name: str) -> str:
              "# An attribute left out is read from its environment variable, if it has one "
              "(docs/dagster.md).",
              "attributes:"]
-    for name, meaning, default, example in NAMING_ATTRIBUTES:
-        lines += textwrap.wrap(meaning, 94, initial_indent="  # ", subsequent_indent="  # ")
-        lines.append(f"  # (left out: {default})")
-        lines.append(f"  # {name}: {example}")
-    for name, variable, example in ATTRIBUTES:
-        lines.append(f"  # {variable.meaning}")
-        lines.append(f"  # (left out: {variable.name}, else {variable.default})")
-        lines.append(f"  {'' if name in REQUIRED else '# '}{name}: {example}")
+    # The instance's names first: they have no variable.
+    for name in sorted(NdcgEvaluation.model_fields, key=ATTRIBUTE_SETTINGS.__contains__):
+        documented = next(rule for rule in NdcgEvaluation.model_fields[name].metadata
+                          if isinstance(rule, dg.Resolver))
+        lines += textwrap.wrap(documented.description, 94, initial_indent="  # ",
+                               subsequent_indent="  # ")
+        lines.append(f"  # (left out: {documented.json_schema_extra['left_out']})")
+        required = name in ATTRIBUTE_SETTINGS and ATTRIBUTE_SETTINGS[name].development
+        lines.append(f"  {'' if required else '# '}{name}: {documented.examples[0]}")
     return "\n".join(lines) + "\n"
 
 
@@ -270,44 +249,31 @@ class DefsYamlScaffolder(dg.Scaffolder):
 
 
 @dg.scaffold_with(DefsYamlScaffolder)
-class NdcgEvaluation(dg.Component, dg.Resolvable, dg.Model):
+class NdcgEvaluation(dg.Component, dg.Resolvable, SettingAttributes):
     """The NDCG evaluation pipeline: judgment versions and candidate pools ingested from a
     landing folder, every pool scored against every version with its checks and report, the
     nightly watch, its sensors, schedule, jobs and resources. An attribute left out is read
     from its NDCG_EVAL_* variable when the definitions are built (docs/configuration.md)."""
 
-    storage: str | None = None  # a folder or an fsspec URL (NDCG_EVAL_STORAGE)
-    storage_options: dict[str, Any] | None = None  # fsspec options, over NDCG_EVAL_STORAGE_OPTIONS
-    landing: str | None = None  # the landing folder the sensors watch (NDCG_EVAL_LANDING)
-    queries: str | None = None  # the queries table (NDCG_EVAL_QUERIES)
-    spec: str | None = None  # the spec file (NDCG_EVAL_SPEC, else the packaged one)
-    engine: str | None = None  # auto, local, streaming or spark (NDCG_EVAL_ENGINE)
-    spark_master: str | None = None  # the spark engine's master (NDCG_EVAL_SPARK_MASTER)
-    memory_limit: str | None = None  # e.g. 4GB (NDCG_EVAL_MEMORY_LIMIT)
-    spill_dir: str | None = None  # where sorts spill (NDCG_EVAL_SPILL_DIR)
-    nightly_cron: str | None = None  # NDCG_EVAL_NIGHTLY_CRON
-    nightly_timezone: str | None = None  # NDCG_EVAL_NIGHTLY_TIMEZONE
-    alpha: float | None = None  # the watch's significance level (NDCG_EVAL_ALPHA)
-    min_effect: float | None = None  # the smallest drop called a regression (NDCG_EVAL_MIN_EFFECT)
-    baseline_pool: str | None = None  # one pool every night is compared with (NDCG_EVAL_BASELINE_POOL)
-    alert_webhook: str | None = None  # where alerts are POSTed (NDCG_EVAL_ALERT_WEBHOOK)
-    # Dagster's key_prefix: prefixes the asset keys and names the jobs, sensors, schedule,
-    # resource keys and partitions apart, so that two instances share a code location.
-    key_prefix: list[str] | str | None = None
-    group_name: str | None = None  # every asset in this group (else: ingest and evaluation)
+    # No variable stands for these: an instance is named in its defs.yaml, and the project's
+    # own location has no name.
+    key_prefix: Annotated[list[str] | str | None, attribute(
+        "the prefix of this instance's asset keys, and of its jobs, sensors, schedule, resource "
+        "keys and partitions: a name or a list of names; two instances in one code location "
+        "need different ones", "no prefix", "search")] = None
+    group_name: Annotated[str | None, attribute(
+        "the group of every asset of this instance", "the ingest and evaluation groups",
+        "search_quality")] = None
 
     def build_defs(self, context: dg.ComponentLoadContext | None = None) -> dg.Definitions:
         if self.memory_limit is not None:
             parse_memory_limit(self.memory_limit)  # a size that is none is named here
-        watch = nightly_watch()
-        given = {name: getattr(self, name) for name in
-                 ("alpha", "min_effect", "baseline_pool", "alert_webhook")
-                 if getattr(self, name) is not None}
         return build_definitions(
             spec_path=self.spec, storage_base=self.storage, landing_folder=self.landing,
             queries_path=self.queries, nightly_cron=self.nightly_cron,
             nightly_timezone=self.nightly_timezone, engine=self.engine,
-            watch=NightlyWatch(**{**watch.model_dump(), **given}) if given else watch,
+            watch=nightly_watch(self.alpha, self.min_effect, self.baseline_pool,
+                                self.alert_webhook),
             storage_options=self.storage_options, spark_master=self.spark_master,
             memory=MemoryBudget(memory_limit=self.memory_limit, spill_dir=self.spill_dir),
             key_prefix=self.key_prefix, group_name=self.group_name)

@@ -1,167 +1,345 @@
-"""Every ``NDCG_EVAL_*`` environment variable, declared once: its name, its default, its meaning.
+"""Every ``NDCG_EVAL_*`` environment variable, declared once, as a field of ``Settings``: its
+name (``NDCG_EVAL_`` and the field's name in capitals, pydantic-settings' ``env_prefix``), its
+type and default, the values it allows (a range, choices) and its meaning. The fields of
+``ComponentSettings`` are also the attributes of the NdcgEvaluation component
+(definitions.py), the resources take their defaults from them, and docs/configuration.md's
+table is written from them (``python -m evaluation_pipeline.settings docs/configuration.md``).
 
-Modules read a variable through its declaration (``settings.MEMORY_LIMIT.get()``) and name it
-in messages by ``.name``; no other module spells an ``NDCG_EVAL_`` name. docs/configuration.md
-lists the same variables, and a test holds the two together.
+Modules read a variable through its handle (``settings.MEMORY_LIMIT.get()`` for its text,
+``.value()`` for its value, checked) and name it in messages by ``.name``; no other module
+spells an ``NDCG_EVAL_`` name. Each is read when it is needed, not all at once: a bad variable
+fails what reads it, not a command that has no use for it (``Settings()`` reads them all).
 
 An empty value counts as unset, as a shell's ``VAR= command`` means.
 """
 
 from __future__ import annotations
 
-import math
+import json
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import annotated_types
+from pydantic import AfterValidator, Field, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from schemas.errors import EvaluationError
+
+PREFIX = "NDCG_EVAL_"
+
+
+def setting(default: Any, meaning: str, *, unset: str | None = None, development: str = "",
+            what: str | None = None, example: str | None = None, **rules: Any) -> Any:
+    """A variable's declaration: ``default`` (None: none, and ``unset`` says what applies in
+    words; ``development``: a location a deployment must name, this under NDCG_EVAL_DEV=1),
+    ``meaning``; ``what`` names a valid value where its type does not (in a refusal, with
+    ``{choices}`` for the choices); ``example``: a value as a defs.yaml writes it; ``rules``:
+    pydantic's bounds (gt, ge, le)."""
+    extra = {key: value for key, value in
+             (("unset", unset), ("development", development), ("what", what)) if value}
+    return Field(default, description=meaning, examples=[example] if example else None,
+                 json_schema_extra=extra or None, **rules)
+
+
+def _time_zone(name: str) -> str:
+    try:
+        ZoneInfo(name)
+    except (ValueError, ZoneInfoNotFoundError):
+        raise ValueError(name) from None
+    return name
+
+
+class ComponentSettings(BaseSettings):
+    """The settings a deployment gives; each is an attribute of the NdcgEvaluation component
+    too, in this order (the scaffolded defs.yaml's)."""
+
+    model_config = SettingsConfigDict(env_prefix=PREFIX, env_ignore_empty=True)
+
+    # Where the pipeline reads and writes (definitions.py).
+    storage: str | None = setting(
+        None, "the storage every published input, score and report goes to: a folder or an "
+        "fsspec URL", development="the checkout's .storage/",
+        example="/data/ndcg-eval/storage")
+    # io.locations reads the variable (its JSON named in its refusal).
+    storage_options: dict[str, Any] = setting(
+        {}, "a JSON object of fsspec options for every URL read or written (endpoint, "
+        "credentials)", example='{endpoint_url: "http://127.0.0.1:9000"}')
+    landing: str | None = setting(
+        None, "the landing folder the sensors watch for judgment versions and candidate pools",
+        development="the bundled landing folder",
+        example="/data/ndcg-eval/landing")
+    queries: str | None = setting(
+        None, "the queries table (query text, slices and weights)",
+        development="the bundled queries table",
+        example="/data/ndcg-eval/queries.csv")
+    # What the pipeline evaluates under.
+    spec: str | None = setting(
+        None, "the spec file (YAML or TOML) the pipeline evaluates under",
+        unset="the packaged evaluation_spec.yaml", example="/data/ndcg-eval/evaluation_spec.yaml")
+    engine: Literal["auto", "local", "streaming", "spark"] = setting(
+        "auto", "the pipeline's scoring engine: auto, local, streaming or spark",
+        what="an engine: choose one of {choices}", example="auto")
+    spark_master: str | None = setting(
+        None, "the Spark master of the spark engine (spark://host:7077, yarn, k8s://...)",
+        unset="a local session, or spark-submit's --master", example="spark://spark-master:7077")
+    # ingest.external_sort reads it (a size, named in its refusal).
+    memory_limit: str = setting(
+        "2GB", "the memory budget of sorts, of the engine choice and of a new version's "
+        "incremental scoring on this machine (e.g. 512MB, 4GB)", example="4GB")
+    spill_dir: str | None = setting(
+        None, "where a sort spills past the memory budget",
+        unset="the storage's spill folder when local, else the system's temp folder",
+        example="/scratch/ndcg-eval")
+    # The nightly watch. Dagster checks the cron string (definitions.py).
+    nightly_cron: str = setting(
+        "0 2 * * *", "when the nightly schedule evaluates the newest pool",
+        example='"0 2 * * *"')
+    nightly_timezone: Annotated[str, AfterValidator(_time_zone)] = setting(
+        "UTC", "the time zone of the nightly schedule",
+        what="a time zone (write e.g. UTC or Europe/Berlin)", example="UTC")
+    alpha: float = setting(
+        0.05, "the watch's significance level, after Holm's adjustment", example="0.05",
+        gt=0, le=1, allow_inf_nan=False)
+    # A negative smallest drop would call an improvement a regression.
+    min_effect: float = setting(
+        0.01, "the smallest drop in mean NDCG the watch calls a regression", example="0.01",
+        ge=0, allow_inf_nan=False)
+    baseline_pool: str | None = setting(
+        None, "one pool every night is compared against, instead of the previous night",
+        unset="unset: the previous night", example="pool-2026-12-01")
+    # nightly.alerts checks the URL.
+    alert_webhook: str | None = setting(
+        None, "the URL each alert is POSTed to as JSON",
+        unset="unset: alerts are recorded, not sent", example="https://hooks.example.org/ndcg-eval")
+
+
+class Settings(ComponentSettings):
+    """Every variable: the component's, and those a run or a test reads on its own."""
+
+    dev: str | None = setting(
+        None, "1: the storage, landing and queries default to the checkout's example data "
+        "(`make run`, `make ui` and the tests set it)", unset="unset")
+    lock_timeout: float = setting(
+        1800, "seconds a run waits for a lock another holds (`make run`: the instance; a "
+        "bucket: the history) before it gives up", gt=0, allow_inf_nan=False)
+    backfill_nights: int = setting(
+        14, "a new judgment version is scored against the newest this many nights already "
+        "landed (and every night after it); 0: every night", ge=0)
+    incremental: Literal["0", "1"] = setting(
+        "1", "1: a new judgment version's scores of a pool reuse an earlier version's rows for "
+        "the queries whose grades did not change (the same bytes as a full scoring); 0: score "
+        "in full")
+    database_timeout: float = setting(
+        60, "seconds `make run` waits for one answer of the Dagster instance's database (a "
+        "statement, a connection) before it names the database and exits 1", gt=0,
+        allow_inf_nan=False)
+    # Tests only.
+    fail_write: str | None = setting(
+        None, "fault injection for tests: PATTERN[:N] makes the storage's writes of matching "
+        "files fail with ENOSPC (the first N times)", unset="unset")
+
+
+_BOUNDS = ((annotated_types.Gt, "gt", "above"), (annotated_types.Ge, "ge", "at least"),
+           (annotated_types.Le, "le", "at most"))
 
 
 @dataclass(frozen=True)
 class Setting:
-    name: str
-    default: str  # what applies when it is unset, in words
-    meaning: str
+    """One variable: a handle on its field of ``Settings``."""
+
+    attribute: str  # the field's name; the component's attribute's, if it is one
+
+    @property
+    def field(self) -> FieldInfo:
+        return Settings.model_fields[self.attribute]
+
+    @property
+    def name(self) -> str:
+        return PREFIX + self.attribute.upper()
+
+    @property
+    def meaning(self) -> str:
+        return self.field.description
+
+    @property
+    def value_default(self) -> Any:
+        """What applies when the variable is unset: a value, or None."""
+        return self.field.default
+
+    @property
+    def development(self) -> str | None:
+        """A location a deployment must name: what it is under NDCG_EVAL_DEV=1, else None."""
+        return (self.field.json_schema_extra or {}).get("development")
+
+    @property
+    def default(self) -> str:
+        """What applies when the variable is unset, in words."""
+        default = self.value_default
+        if self.development:
+            return f"none: required ({_BY_ATTRIBUTE['dev'].name}=1: {self.development})"
+        if default is None:
+            return self.field.json_schema_extra["unset"]
+        if isinstance(default, dict):
+            return json.dumps(default)
+        return f"{default:g}" if isinstance(default, float) else str(default)
+
+    @property
+    def example(self) -> str | None:
+        return (self.field.examples or [None])[0]
+
+    @property
+    def is_attribute(self) -> bool:
+        """Whether the NdcgEvaluation component has an attribute for it."""
+        return self.attribute in ComponentSettings.model_fields
+
+    @property
+    def kind(self) -> type:
+        """The type of a value (a choice's type for choices), None aside."""
+        annotation = self.field.annotation
+        if self.choices:
+            return type(self.choices[0])
+        if get_origin(annotation) in (Union, UnionType):
+            annotation = next(arg for arg in get_args(annotation) if arg is not type(None))
+        return get_origin(annotation) or annotation
+
+    @property
+    def choices(self) -> tuple:
+        return get_args(self.field.annotation) if get_origin(
+            self.field.annotation) is Literal else ()
+
+    def values(self) -> str:
+        """What a valid value is, in words."""
+        if self.choices:
+            *first, last = self.choices
+            return f"{', '.join(first)} or {last}" if first else last
+        extra = self.field.json_schema_extra or {}
+        if "what" in extra:
+            return extra["what"]
+        bounds = " and ".join(f"{words} {getattr(rule, key):g}" for rule in self.field.metadata
+                              for kind, key, words in _BOUNDS if isinstance(rule, kind))
+        noun = {float: "a number", int: "a whole number", dict: "a JSON object"}.get(
+            self.kind, "text")
+        return f"{noun} {bounds}" if bounds else noun
+
+    def _refusal(self, named: str, value: Any) -> EvaluationError:
+        what = (self.field.json_schema_extra or {}).get("what")
+        what = what.format(choices=", ".join(self.choices)) if what else self.values()
+        return EvaluationError(f"{named}={value!r} is not {what}")
+
+    @cached_property
+    def _adapter(self) -> TypeAdapter:
+        return TypeAdapter(self.field.rebuild_annotation())
 
     def get(self, environ: Mapping[str, str] | None = None) -> str | None:
-        """The value, or None when unset or empty."""
+        """The text, or None when unset or empty."""
         return (os.environ if environ is None else environ).get(self.name) or None
 
-    def number(self, *, low: float | None = None, high: float | None = None,
-               low_open: bool = False, environ: Mapping[str, str] | None = None) -> float | None:
-        """The value as a number in [``low``, ``high``] (``low_open``: above ``low``), else the
-        default's when it is one, else None; any other value is refused, naming the variable."""
+    def value(self, environ: Mapping[str, str] | None = None) -> Any:
+        """The value, checked by its declaration's rules, else the default; a value they
+        refuse is named with the variable."""
         text = self.get(environ)
         if text is None:
-            try:
-                return float(self.default)
-            except ValueError:
-                return None
+            return self.value_default
         try:
-            value = float(text)
-        except ValueError:
-            value = float("nan")
-        below = low is not None and (value <= low if low_open else value < low)
-        if not math.isfinite(value) or below or (high is not None and value > high):
-            bounds = " and ".join(part for part in (
-                low is not None and f"{'above' if low_open else 'at least'} {low:g}",
-                high is not None and f"at most {high:g}") if part)
-            raise EvaluationError(f"{self.name}={text!r} is not a number"
-                                  + (f" {bounds}" if bounds else ""))
-        return value
+            if self.kind is dict:
+                return self._adapter.validate_json(text)
+            return self._adapter.validate_strings(text)
+        except ValidationError:
+            raise self._refusal(self.name, text) from None
+
+    def given(self, value: Any, environ: Mapping[str, str] | None = None) -> Any:
+        """``value`` (an argument or an attribute, named by the attribute), checked, unless it is
+        None: then the variable's."""
+        if value is None:
+            return self.value(environ)
+        try:
+            return self._adapter.validate_python(value)
+        except ValidationError:
+            raise self._refusal(self.attribute, value) from None
 
     def __str__(self) -> str:
         return self.name
 
 
-# Where the pipeline reads and writes (definitions.py).
-STORAGE = Setting(
-    "NDCG_EVAL_STORAGE", "none: required (NDCG_EVAL_DEV=1: the checkout's .storage/)",
-    "the storage every published input, score and report goes to: a folder or an fsspec URL")
-LANDING = Setting(
-    "NDCG_EVAL_LANDING", "none: required (NDCG_EVAL_DEV=1: the bundled landing folder)",
-    "the landing folder the sensors watch for judgment versions and candidate pools")
-QUERIES = Setting(
-    "NDCG_EVAL_QUERIES", "none: required (NDCG_EVAL_DEV=1: the bundled queries table)",
-    "the queries table (query text, slices and weights)")
-STORAGE_OPTIONS = Setting(
-    "NDCG_EVAL_STORAGE_OPTIONS", "{}",
-    "a JSON object of fsspec options for every URL read or written (endpoint, credentials)")
-DEV = Setting(
-    "NDCG_EVAL_DEV", "unset",
-    "1: the storage, landing and queries default to the checkout's example data "
-    "(`make run`, `make ui` and the tests set it)")
-# What the pipeline evaluates under.
-SPEC = Setting(
-    "NDCG_EVAL_SPEC", "the packaged evaluation_spec.yaml",
-    "the spec file (YAML or TOML) the pipeline evaluates under")
-ENGINE = Setting(
-    "NDCG_EVAL_ENGINE", "auto",
-    "the pipeline's scoring engine: auto, local, streaming or spark")
-SPARK_MASTER = Setting(
-    "NDCG_EVAL_SPARK_MASTER", "a local session, or spark-submit's --master",
-    "the Spark master of the spark engine (spark://host:7077, yarn, k8s://...)")
-MEMORY_LIMIT = Setting(
-    "NDCG_EVAL_MEMORY_LIMIT", "2GB",
-    "the memory budget of sorts and of the engine choice (e.g. 512MB, 4GB)")
-SPILL_DIR = Setting(
-    "NDCG_EVAL_SPILL_DIR", "the storage's spill folder when local, else the system's temp folder",
-    "where a sort spills past the memory budget")
-# The nightly watch.
-NIGHTLY_CRON = Setting(
-    "NDCG_EVAL_NIGHTLY_CRON", "0 2 * * *", "when the nightly schedule evaluates the newest pool")
-NIGHTLY_TIMEZONE = Setting(
-    "NDCG_EVAL_NIGHTLY_TIMEZONE", "UTC", "the time zone of the nightly schedule")
-ALPHA = Setting(
-    "NDCG_EVAL_ALPHA", "0.05", "the watch's significance level, after Holm's adjustment")
-MIN_EFFECT = Setting(
-    "NDCG_EVAL_MIN_EFFECT", "0.01", "the smallest drop in mean NDCG the watch calls a regression")
-BASELINE_POOL = Setting(
-    "NDCG_EVAL_BASELINE_POOL", "unset: the previous night",
-    "one pool every night is compared against, instead of the previous night")
-ALERT_WEBHOOK = Setting(
-    "NDCG_EVAL_ALERT_WEBHOOK", "unset: alerts are recorded, not sent",
-    "the URL each alert is POSTed to as JSON")
-LOCK_TIMEOUT = Setting(
-    "NDCG_EVAL_LOCK_TIMEOUT", "1800",
-    "seconds a run waits for a lock another holds (`make run`: the instance; a bucket: the history) "
-    "before it gives up")
-BACKFILL_NIGHTS = Setting(
-    "NDCG_EVAL_BACKFILL_NIGHTS", "14",
-    "a new judgment version is scored against the newest this many nights already landed (and "
-    "every night after it); 0: every night")
-INCREMENTAL = Setting(
-    "NDCG_EVAL_INCREMENTAL", "1",
-    "1: a new judgment version's scores of a pool reuse an earlier version's rows for the "
-    "queries whose grades did not change (the same bytes as a full scoring); 0: score in full")
-DATABASE_TIMEOUT = Setting(
-    "NDCG_EVAL_DATABASE_TIMEOUT", "60",
-    "seconds `make run` waits for one answer of the Dagster instance's database (a statement, a "
-    "connection) before it names the database and exits 1")
-# Tests only.
-FAIL_WRITE = Setting(
-    "NDCG_EVAL_FAIL_WRITE", "unset",
-    "fault injection for tests: PATTERN[:N] makes the storage's writes of matching files fail "
-    "with ENOSPC (the first N times)")
+SETTINGS: tuple[Setting, ...] = tuple(Setting(attribute) for attribute in Settings.model_fields)
+_BY_ATTRIBUTE = {setting.attribute: setting for setting in SETTINGS}
+# The handles by name (``settings.ALPHA``), made from the fields rather than listed again.
+globals().update({setting.attribute.upper(): setting for setting in SETTINGS})
 
+
+def _read(attribute: str) -> Any:
+    return _BY_ATTRIBUTE[attribute].value()
 
 
 def lock_timeout() -> float:
     """Seconds to wait for a lock another run holds (``NDCG_EVAL_LOCK_TIMEOUT``)."""
-    return LOCK_TIMEOUT.number(low=0, low_open=True)
+    return float(_read("lock_timeout"))
 
 
 def backfill_nights() -> int:
     """Nights already landed that a new version is scored against (``NDCG_EVAL_BACKFILL_NIGHTS``;
     0: all of them)."""
-    value = BACKFILL_NIGHTS.number(low=0)
-    if value != int(value):
-        raise EvaluationError(f"{BACKFILL_NIGHTS.name}={BACKFILL_NIGHTS.get()!r} is not a whole "
-                              "number of nights")
-    return int(value)
+    return _read("backfill_nights")
 
 
 def incremental() -> bool:
     """Whether scores are built from an earlier version's (``NDCG_EVAL_INCREMENTAL``)."""
-    value = INCREMENTAL.get() or INCREMENTAL.default
-    if value not in ("0", "1"):
-        raise EvaluationError(f"{INCREMENTAL.name}={value!r} is not 0 or 1")
-    return value == "1"
+    return _read("incremental") == "1"
 
 
 def database_timeout() -> float:
     """Seconds to wait for one answer of the instance's database (``NDCG_EVAL_DATABASE_TIMEOUT``)."""
-    return DATABASE_TIMEOUT.number(low=0, low_open=True)
+    return float(_read("database_timeout"))
 
 
-def alpha() -> float | None:
-    return ALPHA.number(low=0, high=1, low_open=True)
+def alpha() -> float:
+    return _read("alpha")
 
 
-def min_effect() -> float | None:
-    # A negative smallest drop would call an improvement a regression.
-    return MIN_EFFECT.number(low=0)
+def min_effect() -> float:
+    return _read("min_effect")
 
 
-SETTINGS: tuple[Setting, ...] = tuple(
-    value for value in globals().values() if isinstance(value, Setting))
+# docs/configuration.md holds the table between these lines.
+TABLE_START = ("<!-- The table is written from evaluation_pipeline/settings.py by "
+               "`python -m evaluation_pipeline.settings docs/configuration.md`. -->")
+TABLE_END = "<!-- End of the written table. -->"
+
+
+def table() -> str:
+    """Every variable, by name: its attribute of the component, default, values and meaning."""
+    rows = ["| variable | component attribute | default | values | meaning |",
+            "|---|---|---|---|---|"]
+    for setting in sorted(SETTINGS, key=lambda setting: setting.name):
+        attribute = f"`{setting.attribute}`" if setting.is_attribute else ""
+        rows.append(f"| `{setting.name}` | {attribute} | {setting.default} | "
+                    f"{setting.values()} | {setting.meaning} |")
+    return "\n".join(rows) + "\n"
+
+
+def with_table(page: str, where: str) -> str:
+    """``page`` with the table written again between its marker lines (``where``: its name)."""
+    start, end = page.find(TABLE_START + "\n"), page.find(TABLE_END)
+    if start < 0 or end < start:
+        raise EvaluationError(f"{where}: the lines {TABLE_START!r} and {TABLE_END!r} that "
+                              "hold the table of settings are not both there, in that order")
+    head = page[:start + len(TABLE_START) + 1]
+    return f"{head}\n{table()}\n{page[end:]}"
+
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or ["docs/configuration.md"]:
+        path = Path(name)
+        text = path.read_text(encoding="utf-8")
+        written = with_table(text, name)
+        if written != text:
+            path.write_text(written, encoding="utf-8")
+            print(f"{name}: the table of settings written again")

@@ -20,6 +20,7 @@ from typing import IO, Any
 
 import dagster as dg
 import polars as pl
+import pydantic
 from upath import UPath
 
 from evaluation_pipeline import settings
@@ -49,10 +50,6 @@ from evaluation_pipeline.io.storage import (
 )
 from evaluation_pipeline.metric.hashing import HASH_VERSION, sha256_of
 from evaluation_pipeline.nightly.alerts import AlertSettings
-from evaluation_pipeline.nightly.verdicts import (
-    DEFAULT_ALPHA,
-    DEFAULT_MIN_EFFECT,
-)
 from evaluation_pipeline.nightly.watch import WatchSettings
 from evaluation_pipeline.report.config import ReportConfig
 from schemas import CandidatePool, Judgments, validate
@@ -64,6 +61,23 @@ def hash_version(manifest: dict) -> int:
     """The content hash version of a manifest's ``sha256``: a manifest written before hash
     versions were recorded holds version 1."""
     return manifest.get("hash_version", 1)
+
+
+def field_of(variable: settings.Setting, *, read_when_used: bool = False, over: bool = False
+             ) -> Any:
+    """A resource field standing for ``variable``: its meaning, and its default (none for a
+    location a deployment must name). ``read_when_used``: unset (None), the variable, else its
+    default, is read when the field is used; ``over``: the field's entries go over the
+    variable's."""
+    if variable.development:
+        return pydantic.Field(description=variable.meaning)
+    if read_when_used:
+        return pydantic.Field(None, description=f"{variable.meaning} (unset: {variable.name}, "
+                                                f"else {variable.default})")
+    if over:
+        return pydantic.Field(variable.value_default, description=f"{variable.meaning}, over "
+                                                                  f"those of {variable.name}")
+    return pydantic.Field(variable.value_default, description=variable.meaning)
 
 
 class PublishConflict(EvaluationError):
@@ -78,12 +92,11 @@ class EvaluationStorage(dg.ConfigurableResource):
     move).
     """
 
-    # No default: a deployment names its storage (definitions.py reads NDCG_EVAL_STORAGE).
-    base: str
-    # The fsspec filesystem's options for a URL base (endpoint_url, client_kwargs, profile...),
-    # over those of NDCG_EVAL_STORAGE_OPTIONS (io.locations); credentials are the provider
+    # definitions.py reads NDCG_EVAL_STORAGE when it is not given.
+    base: str = field_of(settings.STORAGE)
+    # endpoint_url, client_kwargs, profile... (io.locations); credentials are the provider
     # chain's, never these.
-    storage_options: dict[str, Any] = {}
+    storage_options: dict[str, Any] = field_of(settings.STORAGE_OPTIONS, over=True)
 
     # -- paths ----------------------------------------------------------------------------
     def root(self) -> Path | UPath:
@@ -338,9 +351,8 @@ class EvaluationStorage(dg.ConfigurableResource):
 class LandingZone(dg.ConfigurableResource):
     """Where judgment files, pool folders and the queries table arrive."""
 
-    # No defaults: a deployment names both (NDCG_EVAL_LANDING, NDCG_EVAL_QUERIES).
-    folder: str
-    queries_path: str
+    folder: str = field_of(settings.LANDING)
+    queries_path: str = field_of(settings.QUERIES)
 
     def root(self) -> Path:
         return Path(self.folder).resolve()
@@ -383,18 +395,11 @@ class QualityPolicy(dg.ConfigurableResource):
     # Warn when the share of incomplete queries rises by more than this against the previous
     # judgment version of the same pool.
     max_incomplete_share_increase: float = 0.0
-    # A new judgment version is scored against the newest this many nights already landed,
-    # and every night after it (0: every night); None: NDCG_EVAL_BACKFILL_NIGHTS, else 14.
-    backfill_nights: int | None = None
+    backfill_nights: int | None = field_of(settings.BACKFILL_NIGHTS, read_when_used=True)
 
     def backfill(self) -> int:
-        """The backfill window in nights (0: every night)."""
-        if self.backfill_nights is not None:
-            if self.backfill_nights < 0:
-                raise EvaluationError(f"QualityPolicy.backfill_nights={self.backfill_nights} "
-                                      "is below 0")
-            return self.backfill_nights
-        return settings.backfill_nights()
+        """The backfill window in nights (0: every night), checked by the setting's rule."""
+        return settings.BACKFILL_NIGHTS.given(self.backfill_nights)
 
 
 class NightlyWatch(dg.ConfigurableResource):
@@ -405,12 +410,11 @@ class NightlyWatch(dg.ConfigurableResource):
     NDCG_EVAL_BASELINE_POOL and NDCG_EVAL_ALERT_WEBHOOK, read when a report is written.
     """
 
-    alpha: float = DEFAULT_ALPHA
-    min_effect: float = DEFAULT_MIN_EFFECT
-    # One pool every night is compared with, instead of the night before it.
-    baseline_pool: str | None = None
+    alpha: float = field_of(settings.ALPHA)
+    min_effect: float = field_of(settings.MIN_EFFECT)
+    baseline_pool: str | None = field_of(settings.BASELINE_POOL, read_when_used=True)
     # Without a webhook, alerts are recorded in history/alerts.jsonl and logged only.
-    alert_webhook: str | None = None
+    alert_webhook: str | None = field_of(settings.ALERT_WEBHOOK, read_when_used=True)
 
     def settings(self, config: ReportConfig) -> WatchSettings:
         """The watch's settings; its statistics are the report's (level, resamples, seed)."""
@@ -425,12 +429,12 @@ class NightlyWatch(dg.ConfigurableResource):
 
 
 class MemoryBudget(dg.ConfigurableResource):
-    """``memory_limit`` ("2GB", "512MB"; unset: ``NDCG_EVAL_MEMORY_LIMIT``, else 2 GB) and
-    ``spill_dir`` (unset: ``NDCG_EVAL_SPILL_DIR``, else SPILL_FOLDER under a local storage, else
-    the system's temporary folder)."""
+    """The steps' memory budget ("2GB", "512MB") and spill folder, each unset read from its
+    variable when a step runs (else 2GB; SPILL_FOLDER under a local storage, else the system's
+    temporary folder)."""
 
-    memory_limit: str | None = None
-    spill_dir: str | None = None
+    memory_limit: str | None = field_of(settings.MEMORY_LIMIT, read_when_used=True)
+    spill_dir: str | None = field_of(settings.SPILL_DIR, read_when_used=True)
 
     def budget(self, storage: EvaluationStorage) -> Budget:
         """The budget, checked: a size that is not one, or a spill folder that cannot be
