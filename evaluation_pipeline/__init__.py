@@ -5,22 +5,25 @@ from within itself); ``tests/unit/test_layering.py`` reads every import and hold
 this list:
 
 1. ``schemas``: the pandera models and the one declaration of every table's columns.
-2. ``settings``, ``spec``: every NDCG_EVAL_* variable; the evaluation spec.
-3. ``io``: readers (``io/formats``), atomic writers, storage paths, landing, locks.
-4. ``metric``: the NDCG kernel and the content hashes (``metric/kernels``: numba).
-5. ``stats``: seeded resamples, bootstrap intervals, paired tests, Holm.
-6. ``aggregation``: the report's numbers, summed over chunks of queries; ranker comparisons.
-7. ``ingest``: publishing versions and pools: validate, sort out of core, hash, write.
-8. ``evaluation``: one evaluation (judgments x pool under a spec) with its lineage.
-9. ``nightly``, ``analysis``: the nightly watch and alerts; reconcile, diff, explain, coverage.
-10. ``report``: report.json, report.html and report.md, traces, the trend.
-11. ``engines``: the choice of engine and the local, streaming and Spark engines.
-12. ``cli``, ``orchestration``: the ``ndcg-eval`` commands; the Dagster assets and resources.
+2. ``settings``, ``spec_fields``: every NDCG_EVAL_* variable; what declaring a spec field
+   takes, and what comes from a declaration.
+3. ``spec``: the evaluation spec, its fields each declared once, its profiles.
+4. ``io``: readers (``io/formats``), atomic writers, storage paths, landing, locks.
+5. ``metric``: the NDCG kernel and the content hashes (``metric/kernels``: numba).
+6. ``stats``: seeded resamples, bootstrap intervals, paired tests, Holm.
+7. ``aggregation``: the report's numbers, summed over chunks of queries; ranker comparisons.
+8. ``ingest``: publishing versions and pools: validate, sort out of core, hash, write.
+9. ``evaluation``: one evaluation (judgments x pool under a spec) with its lineage.
+10. ``nightly``, ``analysis``: the nightly watch and alerts; reconcile, diff, explain, coverage.
+11. ``report``: report.json, report.html and report.md, traces, the trend.
+12. ``engines``: the choice of engine and the local, streaming and Spark engines.
 13. ``api``: the Python API, the commands as functions (``evaluate``, ``explain``,
     ``reconcile``, ``agreement``).
-14. ``definitions``: the Dagster code location, assembled from the resources and settings.
-15. ``main_job``, ``dev_ui``, ``__main__``: the entry points of `make run`, `make ui` and
-    ``ndcg-eval``.
+14. ``cli``, ``orchestration``: the ``ndcg-eval`` commands and the Dagster assets and
+    resources, on the engines and the API.
+15. ``definitions``: the Dagster code location, assembled from the resources and settings.
+16. ``main_job``, ``dev_ui``, ``__main__``, ``spec_docs``: the entry points of `make run`,
+    `make ui` and ``ndcg-eval``; the writer of docs/spec.md's table of the spec's fields.
 
 ``metric``, ``stats`` and ``aggregation`` are pure: no I/O, no Dagster. Only ``orchestration``
 and the entry points above it import Dagster.

@@ -1,9 +1,12 @@
 """The evaluation spec: every convention an NDCG number depends on, declared and hashed.
 
 A spec is a small immutable value (in the manner of ir_measures' measure objects): each field
-has its choices, a default and a one-line meaning, the value prints and parses canonically, and
-``spec_id`` is the SHA-256 of that canonical form, so a result can name exactly what produced it.
-Fields and defaults follow the evaluation contract, section 2.
+is declared once, in ``EvaluationSpec`` below, with its choices or the parser of its open
+values, its default, its canonical form and a one-line meaning (``spec_fields`` says what a
+declaration holds). Checking a value, the canonical form, ``spec_id`` (the SHA-256 of that
+form, so a result can name exactly what produced it), the conventions sentence, the lines of
+``ndcg-eval spec`` and the fields' tables in docs/CONTRACT.md and docs/spec.md all come from
+those declarations. Fields and defaults follow the evaluation contract, section 2.
 """
 
 from __future__ import annotations
@@ -20,46 +23,13 @@ from typing import Any
 
 import yaml
 
-from schemas.errors import EvaluationError
+from evaluation_pipeline.spec_fields import SpecError, SpecField, declare, declared
 
-GAINS = ("exponential", "linear")
-DISCOUNTS = ("log2",)
-IDEALS = ("candidates", "all_judged")
-TIES = ("average", "doc_id", "trec_eval", "rank")
-OPEN_POLICIES = ("incomplete", "exclude", "zero")
-ZERO_POLICIES = ("exclude", "zero")
-# A query whose ideal DCG is 0 has no NDCG of its own: counted apart, 0, or 1 (as LightGBM and
-# XGBoost score it).
-NO_POSITIVE_POLICIES = ("exclude", "zero", "one")
-
-# One line per field: shown by `ndcg-eval spec --explain` and in reports.
-FIELD_DOCS: dict[str, str] = {
-    "cutoffs": "K for DCG@K and ideal DCG@K alike; any list of integers >= 1, kept sorted, "
-    "repeats dropped",
-    "gain": "grade -> gain: exponential (2^g - 1), linear (g), or an explicit {grade: gain} map",
-    "discount": "position p (1-based) divides by log2(p + 1)",
-    "ideal": "ideal order from the query's candidates left after the policies (candidates; "
-    "contract section 3, rule 3) or from every graded document of the query in the judgment "
-    "version (all_judged, as trec_eval)",
-    "ties": "equal scores: expected DCG over all orders of the tie group (average, as "
-    "scikit-learn), doc_id ascending (doc_id), doc_id descending byte-wise (trec_eval), or the "
-    "run's own rank column ascending (rank, as LightGBM and XGBoost keep input order; the "
-    "result then depends on the ranker's tie order)",
-    "unknown": "a candidate with an explicit unknown grade: leave the query open (incomplete), "
-    "drop it (exclude) or give it gain 0 (zero)",
-    "unjudged": "a candidate with no row in the judgment version: incomplete, exclude or zero",
-    "no_positive": "ideal DCG is 0: the query is counted apart (exclude), scored 0 (zero, as "
-    "trec_eval and scikit-learn) or scored 1 (one, as LightGBM and XGBoost); its status stays "
-    "no_positive",
-    "missing_from_run": "a judged query with a positive grade that the ranker did not return: "
-    "counted apart (exclude) or scored 0 (zero, as trec_eval -c)",
-    "raters": "a version with raters: how a document's ratings become its one grade (contract "
-    "section 1, Several raters); unknown ratings are skipped, a document rated only unknown "
-    "stays unknown; in spec_id only when set",
-    "max_grade": "the largest grade an unjudged or unknown document may take in the bounds "
-    "ndcg_min and ndcg_max (contract section 3, rule 7); unset: the version's largest grade; "
-    "part of spec_id only when set",
-}
+# Exponential gain overflows float64 past 2^1023; a grade that high is a data error.
+MAX_EXPONENTIAL_GRADE = 1023
+# Scoring allocates a few floats per place up to the largest K (discounts, the ideal top): a
+# million places is about 24 MB, and longer than any candidate list evaluated by NDCG.
+MAX_CUTOFF = 1_000_000
 
 # The rules of `raters`: the pooled ones read every rater's grade of a document; ``rater:`` and
 # ``prefer:`` name raters. A grade is an integer, so a mean declares its rounding, a majority
@@ -69,182 +39,9 @@ RATER_RULES = (*(f"mean:{r}" for r in MEAN_ROUNDINGS), "median", "median:higher"
                "majority:lower", "majority:higher", "max", "min")
 RATER_NAMED_RULES = ("rater:<id>", "prefer:<id>,<id>,...")
 
-# The values a field takes besides its choices' names, in docs/CONTRACT.md's table.
-_OTHER_VALUES = {
-    "cutoffs": "any list of integers `>= 1`",
-    "gain": "a map `{grade: gain}` with integer grades `>= 0` and gains finite and `>= 0`",
-    "raters": ", ".join(f"`{rule}`" for rule in (*RATER_RULES, *RATER_NAMED_RULES)),
-    "max_grade": "an integer `>= 0`",
-}
-
-_CHOICES: dict[str, tuple[str, ...]] = {
-    "discount": DISCOUNTS,
-    "ideal": IDEALS,
-    "ties": TIES,
-    "unknown": OPEN_POLICIES,
-    "unjudged": OPEN_POLICIES,
-    "no_positive": NO_POSITIVE_POLICIES,
-    "missing_from_run": ZERO_POLICIES,
-}
-
-
-
-def fields_table() -> str:
-    """The Markdown table of the spec's fields (docs/CONTRACT.md, section 2): default, other
-    choices and meaning, from the declarations above; a test holds the contract to it."""
-    defaults = EvaluationSpec().to_dict()
-    choices = {**_CHOICES, "gain": GAINS}
-    rows = ["| field | default | other choices | meaning |", "|---|---|---|---|"]
-    for name, meaning in FIELD_DOCS.items():
-        default = json.dumps(defaults.get(name), separators=(", ", ": ")).strip('"')
-        others = [", ".join(f"`{choice}`" for choice in choices.get(name, ())
-                            if choice != defaults.get(name)), _OTHER_VALUES.get(name, "")]
-        others = "; or ".join(part for part in others if part) or "(none)"
-        rows.append(f"| `{name}` | `{default}` | {others} | {meaning} |")
-    return "\n".join(rows) + "\n"
-
-
-# Exponential gain overflows float64 past 2^1023; a grade that high is a data error.
-MAX_EXPONENTIAL_GRADE = 1023
-# Scoring allocates a few floats per place up to the largest K (discounts, the ideal top): a
-# million places is about 24 MB, and longer than any candidate list evaluated by NDCG.
-MAX_CUTOFF = 1_000_000
-
-
-class SpecError(EvaluationError):
-    """A spec field has a value outside its declared choices."""
-
-
 GainMap = tuple[tuple[int, float], ...]
 
-
-@dataclasses.dataclass(frozen=True)
-class EvaluationSpec:
-    """Conventions behind an NDCG number (contract section 2). Defaults are the contract's."""
-
-    cutoffs: tuple[int, ...] = (5, 10)
-    gain: str | GainMap = "exponential"
-    discount: str = "log2"
-    ideal: str = "candidates"
-    ties: str = "average"
-    unknown: str = "incomplete"
-    unjudged: str = "exclude"
-    no_positive: str = "exclude"
-    missing_from_run: str = "exclude"
-    raters: str | None = None
-    max_grade: int | None = None  # None: the version's largest grade (contract section 3, rule 7)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "cutoffs", check_cutoffs(self.cutoffs))
-        object.__setattr__(self, "gain", _validate_gain(self.gain))
-        object.__setattr__(self, "raters", _validate_raters(self.raters))
-        object.__setattr__(self, "max_grade", _validate_max_grade(self.max_grade))
-        for name, choices in _CHOICES.items():
-            value = getattr(self, name)
-            if value not in choices:
-                raise SpecError(
-                    f"spec field {name!r}: {value!r} is not one of {', '.join(choices)} "
-                    f"({FIELD_DOCS[name]})"
-                )
-
-    # -- canonical form -------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        """Plain, JSON-ready mapping with the contract's field names."""
-        gain: Any = self.gain
-        if isinstance(gain, tuple):
-            gain = {str(grade): value for grade, value in gain}
-        return {
-            "cutoffs": list(self.cutoffs),
-            "gain": gain,
-            "discount": self.discount,
-            "ideal": self.ideal,
-            "ties": self.ties,
-            "unknown": self.unknown,
-            "unjudged": self.unjudged,
-            "no_positive": self.no_positive,
-            "missing_from_run": self.missing_from_run,
-            # Only when set: the spec_id of every spec without a rule stays what it was.
-            **({"raters": self.raters} if self.raters is not None else {}),
-            # Only when set: the spec_id of every spec without it stays what it was.
-            **({} if self.max_grade is None else {"max_grade": self.max_grade}),
-        }
-
-    def canonical_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
-
-    @property
-    def spec_id(self) -> str:
-        """First 16 hex digits of the SHA-256 of the canonical JSON form."""
-        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:16]
-
-    def replace(self, **changes: Any) -> EvaluationSpec:
-        return dataclasses.replace(self, **changes)
-
-    @property
-    def needs_rank(self) -> bool:
-        """Scoring reads the run's ``rank`` column: required, and unique per (ranker, query)."""
-        return self.ties == "rank"
-
-    # -- gains ----------------------------------------------------------------------------
-    def gain_label(self) -> str:
-        if self.gain == "exponential":
-            return "gain 2^g-1"
-        if self.gain == "linear":
-            return "gain g"
-        return "gain map " + ", ".join(f"{g}->{v:g}" for g, v in self.gain)
-
-    def describe(self) -> str:
-        """The conventions in words, for result sentences (contract section 4)."""
-        ideal = {
-            "candidates": "ideal over graded candidates",
-            "all_judged": "ideal over all judged documents",
-        }[self.ideal]
-        ties = {
-            "average": "ties averaged",
-            "doc_id": "ties by doc_id ascending",
-            "trec_eval": "ties by doc_id descending (trec_eval)",
-            "rank": "ties by the run's rank",
-        }[self.ties]
-        parts = [self.gain_label(), "log2 discount", ideal, ties]
-        parts.append(f"unknown grades {_policy_words(self.unknown)}")
-        parts.append(f"unjudged {_policy_words(self.unjudged)}")
-        parts.append(
-            "queries without a positive grade "
-            + {"exclude": "counted apart", "zero": "scored 0", "one": "scored 1"}[
-                self.no_positive]
-        )
-        parts.append(
-            "queries missing from the run "
-            + ("counted apart" if self.missing_from_run == "exclude" else "scored 0")
-        )
-        if self.raters is not None:
-            parts.append(f"raters combined by {self.raters}")
-        return ", ".join(parts)
-
-    def rater_rule(self) -> tuple[str, tuple[str, ...]]:
-        """(rule, its raters or its option): ``("mean", ("half_up",))``, ``("prefer", ("h1",
-        "llm"))``, ``("max", ())``; the spec must declare one."""
-        if self.raters is None:
-            raise SpecError("spec field 'raters' is not set")
-        name, _, rest = self.raters.partition(":")
-        return name, tuple(rest.split(",")) if rest else ()
-
-
-def _policy_words(policy: str) -> str:
-    return {"incomplete": "leave a query open", "exclude": "excluded", "zero": "gain 0"}[policy]
-
-
-def _validate_max_grade(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise SpecError(f"spec field 'max_grade': {value!r} is not an integer >= 0 "
-                        f"({FIELD_DOCS['max_grade']})")
-    if value > MAX_EXPONENTIAL_GRADE:
-        raise SpecError(f"spec field 'max_grade': {value} is above {MAX_EXPONENTIAL_GRADE}, "
-                        "the largest grade a gain can be computed for")
-    return value
-
+# -- open values: each field's parser, and how a gain map reads ------------------------------
 
 def check_cutoffs(cutoffs: Any) -> tuple[int, ...]:
     """The cutoffs as a spec holds them, or ``SpecError``: the one check of a spec file's
@@ -268,7 +65,7 @@ def check_cutoffs(cutoffs: Any) -> tuple[int, ...]:
     return tuple(sorted(set(out)))
 
 
-def _validate_gain(gain: Any) -> str | GainMap:
+def _parse_gain(gain: Any) -> str | GainMap:
     if isinstance(gain, str):
         if gain not in GAINS:
             raise SpecError(
@@ -299,9 +96,32 @@ def _validate_gain(gain: Any) -> str | GainMap:
     return tuple(sorted(pairs.items()))
 
 
-def _validate_raters(rule: Any) -> str | None:
-    if rule is None:
-        return None
+def _as_grade(grade: Any) -> int:
+    # YAML and TOML keys arrive as int or str; both must spell a nonnegative integer.
+    if isinstance(grade, int) and not isinstance(grade, bool) and grade >= 0:
+        return grade
+    if isinstance(grade, str) and grade.strip().isdigit():
+        return int(grade.strip())
+    raise SpecError(f"spec field 'gain': grade {grade!r} is not an integer >= 0")
+
+
+def _gain_json(gain: str | GainMap) -> Any:
+    # JSON keys are strings: a map's grades are written as such.
+    return gain if isinstance(gain, str) else {str(grade): value for grade, value in gain}
+
+
+def _gain_map_words(gain: GainMap) -> str:
+    return "gain map " + ", ".join(f"{g}->{v:g}" for g, v in gain)
+
+
+def _gain_map_shown(gain: str | GainMap) -> str:
+    """A gain map as a spec file writes it (``{0: 0, 1: 1, 2: 3.5}``), every digit kept."""
+    if isinstance(gain, str):
+        return gain
+    return "{" + ", ".join(f"{g}: {int(v) if v.is_integer() else v!r}" for g, v in gain) + "}"
+
+
+def _parse_raters(rule: Any) -> str:
     choices = ", ".join((*RATER_RULES, *RATER_NAMED_RULES))
     if not isinstance(rule, str):
         raise SpecError(f"spec field 'raters': {rule!r} is not one of {choices}")
@@ -322,13 +142,191 @@ def _validate_raters(rule: Any) -> str | None:
     return rule
 
 
-def _as_grade(grade: Any) -> int:
-    # YAML and TOML keys arrive as int or str; both must spell a nonnegative integer.
-    if isinstance(grade, int) and not isinstance(grade, bool) and grade >= 0:
-        return grade
-    if isinstance(grade, str) and grade.strip().isdigit():
-        return int(grade.strip())
-    raise SpecError(f"spec field 'gain': grade {grade!r} is not an integer >= 0")
+def _parse_max_grade(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SpecError(f"spec field 'max_grade': {value!r} is not an integer >= 0 "
+                        f"({FIELD_DOCS['max_grade']})")
+    if value > MAX_EXPONENTIAL_GRADE:
+        raise SpecError(f"spec field 'max_grade': {value} is above {MAX_EXPONENTIAL_GRADE}, "
+                        "the largest grade a gain can be computed for")
+    return value
+
+
+# The words of the unknown and unjudged policies in the conventions sentence.
+_POLICY_WORDS = {"incomplete": "leave a query open", "exclude": "excluded", "zero": "gain 0"}
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationSpec:
+    """Conventions behind an NDCG number (contract section 2). Defaults are the contract's.
+
+    Each field is declared here once (``spec_fields.declare``); its choices map each named value
+    to its words in the conventions sentence (``describe``), in the sentence's order."""
+
+    cutoffs: tuple[int, ...] = declare(
+        (5, 10),
+        "K for DCG@K and ideal DCG@K alike; any list of integers >= 1, kept sorted, repeats "
+        "dropped",
+        contract="section 3, rule 3",
+        values="any list of integers `>= 1`",
+        parse=check_cutoffs, canonical=list,
+    )
+    gain: str | GainMap = declare(
+        "exponential",
+        "grade -> gain: exponential (2^g - 1), linear (g), or an explicit {grade: gain} map",
+        contract="section 3, rule 3",
+        choices={"exponential": "gain 2^g-1", "linear": "gain g"},
+        values="a map `{grade: gain}` with integer grades `>= 0` and gains finite and `>= 0`",
+        parse=_parse_gain, canonical=_gain_json, words=_gain_map_words, show=_gain_map_shown,
+    )
+    discount: str = declare(
+        "log2",
+        "position p (1-based) divides by log2(p + 1)",
+        contract="section 3, rule 3",
+        choices={"log2": "log2 discount"},
+    )
+    ideal: str = declare(
+        "candidates",
+        "ideal order from the query's candidates left after the policies (candidates; contract "
+        "section 3, rule 3) or from every graded document of the query in the judgment version "
+        "(all_judged, as trec_eval)",
+        contract="section 3, rule 3",
+        choices={"candidates": "ideal over graded candidates",
+                 "all_judged": "ideal over all judged documents"},
+    )
+    ties: str = declare(
+        "average",
+        "equal scores: expected DCG over all orders of the tie group (average, as "
+        "scikit-learn), doc_id ascending (doc_id), doc_id descending byte-wise (trec_eval), or "
+        "the run's own rank column ascending (rank, as LightGBM and XGBoost keep input order; "
+        "the result then depends on the ranker's tie order)",
+        contract="section 3, rule 6",
+        choices={"average": "ties averaged", "doc_id": "ties by doc_id ascending",
+                 "trec_eval": "ties by doc_id descending (trec_eval)",
+                 "rank": "ties by the run's rank"},
+    )
+    unknown: str = declare(
+        "incomplete",
+        "a candidate with an explicit unknown grade: leave the query open (incomplete), drop "
+        "it (exclude) or give it gain 0 (zero)",
+        contract="section 3, rules 2 and 4",
+        choices={policy: f"unknown grades {words}" for policy, words in _POLICY_WORDS.items()},
+    )
+    unjudged: str = declare(
+        "exclude",
+        "a candidate with no row in the judgment version: incomplete, exclude or zero",
+        contract="section 3, rules 2 and 4",
+        choices={policy: f"unjudged {words}" for policy, words in _POLICY_WORDS.items()},
+    )
+    # A query whose ideal DCG is 0 has no NDCG of its own: counted apart, 0, or 1 (as LightGBM
+    # and XGBoost score it).
+    no_positive: str = declare(
+        "exclude",
+        "ideal DCG is 0: the query is counted apart (exclude), scored 0 (zero, as trec_eval "
+        "and scikit-learn) or scored 1 (one, as LightGBM and XGBoost); its status stays "
+        "no_positive",
+        contract="section 3, rules 4 and 5",
+        choices={"exclude": "queries without a positive grade counted apart",
+                 "zero": "queries without a positive grade scored 0",
+                 "one": "queries without a positive grade scored 1"},
+    )
+    missing_from_run: str = declare(
+        "exclude",
+        "a judged query with a positive grade that the ranker did not return: counted apart "
+        "(exclude) or scored 0 (zero, as trec_eval -c)",
+        contract="section 3, rules 4 and 5",
+        choices={"exclude": "queries missing from the run counted apart",
+                 "zero": "queries missing from the run scored 0"},
+    )
+    raters: str | None = declare(
+        None,
+        "a version with raters: how a document's ratings become its one grade (contract "
+        "section 1, Several raters); unknown ratings are skipped, a document rated only unknown "
+        "stays unknown; in spec_id only when set",
+        contract="section 2, Several raters",
+        values=", ".join(f"`{rule}`" for rule in (*RATER_RULES, *RATER_NAMED_RULES)),
+        parse=_parse_raters, words=lambda rule: f"raters combined by {rule}", optional=True,
+    )
+    max_grade: int | None = declare(
+        None,
+        "the largest grade an unjudged or unknown document may take in the bounds ndcg_min "
+        "and ndcg_max (contract section 3, rule 7); unset: the version's largest grade; part "
+        "of spec_id only when set",
+        contract="section 3, rule 7",
+        values="an integer `>= 0`",
+        parse=_parse_max_grade, optional=True,
+    )
+
+    def __post_init__(self) -> None:
+        for field in FIELDS:
+            object.__setattr__(self, field.name, field.check(getattr(self, field.name)))
+
+    # -- canonical form -------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain, JSON-ready mapping with the contract's field names, in the fields' order; an
+        optional field is in it only when set, so adding one kept every spec_id there was."""
+        values = [(field, getattr(self, field.name)) for field in FIELDS]
+        return {field.name: field.to_json(value) for field, value in values
+                if field.is_set(value)}
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @property
+    def spec_id(self) -> str:
+        """First 16 hex digits of the SHA-256 of the canonical JSON form."""
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:16]
+
+    def replace(self, **changes: Any) -> EvaluationSpec:
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def needs_rank(self) -> bool:
+        """Scoring reads the run's ``rank`` column: required, and unique per (ranker, query)."""
+        return self.ties == "rank"
+
+    # -- in words -------------------------------------------------------------------------
+    def gain_label(self) -> str:
+        return _BY_NAME["gain"].words_for(self.gain)
+
+    def describe(self) -> str:
+        """The conventions in words, for result sentences (contract section 4): each field's
+        words for its value, in the fields' order."""
+        words = (field.words_for(getattr(self, field.name)) for field in FIELDS)
+        return ", ".join(part for part in words if part)
+
+    def rater_rule(self) -> tuple[str, tuple[str, ...]]:
+        """(rule, its raters or its option): ``("mean", ("half_up",))``, ``("prefer", ("h1",
+        "llm"))``, ``("max", ())``; the spec must declare one."""
+        if self.raters is None:
+            raise SpecError("spec field 'raters' is not set")
+        name, _, rest = self.raters.partition(":")
+        return name, tuple(rest.split(",")) if rest else ()
+
+
+# Every field's declaration, in the dataclass's order; the rest of this module and its readers
+# (`ndcg-eval spec`, report.html, reconcile, the docs' tables) read them from here.
+FIELDS: tuple[SpecField, ...] = declared(EvaluationSpec)
+_BY_NAME = {field.name: field for field in FIELDS}
+# Each field's one line: the meaning `ndcg-eval spec` prints beside its value, and report.html's.
+FIELD_DOCS: dict[str, str] = {field.name: field.meaning for field in FIELDS}
+# The named values of each field that has them (gain's besides its maps).
+_CHOICES: dict[str, tuple[str, ...]] = {
+    field.name: tuple(field.choices) for field in FIELDS if field.choices}
+GAINS = _CHOICES["gain"]
+
+
+def fields_table() -> str:
+    """The Markdown table of the spec's fields (docs/CONTRACT.md, section 2): default, other
+    choices and meaning, from the declarations; a test holds the contract to it."""
+    rows = ["| field | default | other choices | meaning |", "|---|---|---|---|"]
+    for field in FIELDS:
+        default = json.dumps(field.default_json, separators=(", ", ": ")).strip('"')
+        others = [", ".join(f"`{choice}`" for choice in field.choices
+                            if choice != field.default_json), field.values]
+        others = "; or ".join(part for part in others if part) or "(none)"
+        rows.append(f"| `{field.name}` | `{default}` | {others} | {field.meaning} |")
+    return "\n".join(rows) + "\n"
 
 
 PROFILES: dict[str, EvaluationSpec] = {
@@ -395,11 +393,11 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str = "spec") -> Evalu
         raise SpecError(f"{source}: expected a mapping of spec fields, got {type(data).__name__}")
     data = dict(data)
     base = profile(str(data.pop("profile", "default")))
-    unknown_fields = sorted(set(data) - set(FIELD_DOCS))
+    unknown_fields = sorted(set(data) - set(_BY_NAME))
     if unknown_fields:
         raise SpecError(
             f"{source}: unknown spec field(s) {', '.join(unknown_fields)}; "
-            f"known fields: {', '.join(FIELD_DOCS)}"
+            f"known fields: {', '.join(_BY_NAME)}"
         )
     try:
         return base.replace(**data)
