@@ -15,8 +15,8 @@ RESULTS is the output folder of ``ndcg-eval score`` or its per_query.parquet.
 
 Bad input exits with status 2, a message naming file, column, rule and rows, and writes nothing;
 a write that fails (a full disk) exits with status 1, naming the file.
-This module parses the arguments and dispatches; each command's body is in
-``evaluation_pipeline.commands``.
+This module parses the arguments and dispatches; each command's body is in its own module
+beside it, ``evaluation_pipeline/cli/<command>_command.py``.
 """
 
 from __future__ import annotations
