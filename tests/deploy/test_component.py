@@ -5,6 +5,7 @@ registers the component for `dg list components`, and importing its module reads
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import yaml
 from evaluation_pipeline import settings
 from evaluation_pipeline import definitions
 from evaluation_pipeline.definitions import (
+    ATTRIBUTE_SETTINGS,
     MissingSetting,
     NdcgEvaluation,
     build_definitions,
@@ -42,35 +44,37 @@ def dumped(definitions) -> dict:
 
 
 def test_attributes_configure_what_the_variables_do(deployment, tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("profile: trec_eval\ncutoffs: [10]\n")
     attributes = dict(storage=str(tmp_path / "storage"), landing=str(tmp_path / "landing"),
-                      queries=str(tmp_path / "queries.csv"), engine="local",
-                      memory_limit="1GB", spill_dir=str(tmp_path / "spill"), alpha=0.01,
-                      min_effect=0.02, baseline_pool="pool-1", nightly_cron="0 3 * * *",
-                      nightly_timezone="Europe/Berlin", spark_master="local[2]")
+                      queries=str(tmp_path / "queries.csv"), spec=str(spec), engine="local",
+                      storage_options={"anon": False}, memory_limit="1GB",
+                      spill_dir=str(tmp_path / "spill"), alpha=0.01, min_effect=0.02,
+                      baseline_pool="pool-1", alert_webhook="http://127.0.0.1:9/hook",
+                      nightly_cron="0 3 * * *", nightly_timezone="Europe/Berlin",
+                      spark_master="local[2]")
+    assert set(attributes) == set(ATTRIBUTE_SETTINGS)  # every setting the component has
     component = dumped(NdcgEvaluation(**attributes).build_defs())
-    for name, variable in (("storage", settings.STORAGE), ("landing", settings.LANDING),
-                           ("queries", settings.QUERIES), ("engine", settings.ENGINE),
-                           ("memory_limit", settings.MEMORY_LIMIT),
-                           ("spill_dir", settings.SPILL_DIR), ("alpha", settings.ALPHA),
-                           ("min_effect", settings.MIN_EFFECT),
-                           ("baseline_pool", settings.BASELINE_POOL),
-                           ("nightly_cron", settings.NIGHTLY_CRON),
-                           ("nightly_timezone", settings.NIGHTLY_TIMEZONE),
-                           ("spark_master", settings.SPARK_MASTER)):
-        deployment.setenv(variable.name, str(attributes[name]))
+    for name, value in attributes.items():
+        deployment.setenv(ATTRIBUTE_SETTINGS[name].name,
+                          json.dumps(value) if isinstance(value, dict) else str(value))
     # The variables' resources leave these to be read when a step runs: the same values then.
     assert effective(NdcgEvaluation(**attributes).build_defs()) == effective(build_definitions())
     from_environment = dumped(build_definitions())
     assert from_environment["memory"] == {"memory_limit": None, "spill_dir": None}
     assert from_environment["watch"]["baseline_pool"] is None
+    assert from_environment["storage"]["storage_options"] == {}  # io.locations reads it
     late = {"memory": {"memory_limit": "1GB", "spill_dir": str(tmp_path / "spill")}}
     from_environment["watch"]["baseline_pool"] = "pool-1"
+    from_environment["watch"]["alert_webhook"] = "http://127.0.0.1:9/hook"
+    from_environment["storage"]["storage_options"] = {"anon": False}
     assert component == from_environment | late
     deployment.setattr(definitions, "_built", {})  # built again, from these variables
     assert dumped(definitions.defs) == dumped(build_definitions())  # the project's own location
     assert definitions.defs is definitions.code_location()
     assert definitions.defs.get_schedule_def("nightly_evaluation").cron_schedule == "0 3 * * *"
     assert component["watch"]["alpha"] == 0.01
+    assert component["scoring"]["engine"] == "local"
 
 
 def effective(definitions) -> tuple:
@@ -102,6 +106,11 @@ def test_bad_attributes_are_named(deployment, tmp_path):
         NdcgEvaluation(**where, engine="warp").build_defs()
     with pytest.raises(EvaluationError, match="not a time zone"):
         NdcgEvaluation(**where, nightly_timezone="Mars/Olympus").build_defs()
+    # An attribute is held to its variable's rule, and named.
+    with pytest.raises(EvaluationError, match=r"^alpha=1.5 is not a number above 0 and at most 1"):
+        NdcgEvaluation(**where, alpha=1.5).build_defs()
+    with pytest.raises(EvaluationError, match=r"^min_effect=-0.1 is not a number at least 0"):
+        NdcgEvaluation(**where, min_effect=-0.1).build_defs()
 
 
 def test_the_scaffolded_defs_yaml_loads_and_names_every_attribute(deployment, tmp_path):
