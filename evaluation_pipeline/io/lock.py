@@ -1,7 +1,8 @@
 """An exclusive lock on a folder, held for as long as a process works in it.
 
-``fcntl.flock`` on a lock file inside the folder: the kernel releases it when the holder exits,
-also when it is killed, so a crash never leaves a stale lock behind (unlike a pid file).
+``filelock.FileLock`` on a lock file inside the folder, native (``flock``) only: the kernel
+releases it when the holder exits, also when it is killed, so a crash never leaves a stale lock
+behind (unlike a pid file). The holder writes its pid into the file, so a waiter can name it.
 
 A lock that outlives its holder (a lease object on a bucket, ``io.object_lock``) records the
 holder as ``this_process()``; ``process_is_gone`` tells from that record whether the holder
@@ -10,13 +11,13 @@ provably no longer runs.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import socket
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 LOCK_FILE = ".ndcg-eval.lock"
 POLL_SECONDS = 0.2
@@ -35,33 +36,48 @@ def folder_lock(folder: Path, timeout: float,
     pid); on timeout ``LockTimeout`` is raised."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / LOCK_FILE
-    with open(path, "a+", encoding="utf-8") as handle:
-        deadline = time.monotonic() + timeout
-        waited = False
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if not waited:
-                    handle.seek(0)
-                    on_wait(handle.read().strip() or "another process")
-                    waited = True
-                if time.monotonic() >= deadline:
-                    raise LockTimeout(f"{folder} is still locked after {timeout:g} s") from None
-                time.sleep(POLL_SECONDS)
-        handle.seek(0)
-        handle.truncate()
+    # A callback on the descriptor filelock holds also keeps it from falling back to a lock of
+    # its own making (a marker file), which a killed holder would leave behind. filelock spends
+    # about 1 ms of Python on a hold that flock alone takes in 0.3 ms: the lock is taken once
+    # by a main job, never in a loop.
+    lock = FileLock(path, poll_interval=POLL_SECONDS, on_acquired=_write_holder(path))
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        on_wait(_holder(path))
         try:
-            # Past the handle's buffer: a write that fails (a full disk) fails here, once,
-            # not again when the handle closes, and the caller names the file and its folder.
-            os.write(handle.fileno(), f"pid {os.getpid()}\n".encode())
+            lock.acquire(timeout=timeout)
+        except Timeout:
+            raise LockTimeout(f"{folder} is still locked after {timeout:g} s") from None
+    try:
+        yield path
+    finally:
+        lock.release()
+
+
+def _write_holder(path: Path) -> Callable[[int], None]:
+    def write(descriptor: int) -> None:
+        record = f"pid {os.getpid()}\n".encode()
+        try:
+            # Past any buffer: a write that fails (a full disk) fails here, once, and the caller
+            # names the file and its folder. Written over the last holder's record, then cut to
+            # length: a file cut to nothing first and then closed is flushed to disk on close
+            # by ext4 (its rename-or-truncate heuristic), 5 ms for every lock taken.
+            os.pwrite(descriptor, record, 0)
+            os.ftruncate(descriptor, len(record))
         except OSError as exc:
             raise OSError(exc.errno, exc.strerror, str(path)) from None
-        try:
-            yield path
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return write
+
+
+def _holder(path: Path) -> str:
+    """The holder's record, its first line: a reader that comes while a new holder writes
+    over a longer record sees that one's tail after it."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        text = ""
+    return text.partition("\n")[0].strip() or "another process"
 
 
 def process_start(pid: int) -> str | None:
