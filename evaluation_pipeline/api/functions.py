@@ -2,8 +2,11 @@
 score``, ``explain``, ``reconcile`` and ``agreement`` as functions, on files or on inputs held
 in memory (``api.in_memory``).
 
-Each runs the command's own code: the spec as --spec/--profile/--cutoff resolve it, the
-engines' ``score_files`` and the readers, with every option checked before any input is read.
+Each runs the command's own code: the spec as --spec/--profile/--cutoff resolve it, the engine
+the registry resolves (``engines.resolve``) and the readers, with every option checked before
+any input is read. Inputs in memory are read where they are (``io.table_inputs``); the rows of
+an engine that keeps them (``Engine.keeps_rows``) stay in memory, and only an engine that reads
+and writes files alone gets them through a temporary folder.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import polars as pl
 
 from evaluation_pipeline.analysis.agreement import agreement as agreement_of
 from evaluation_pipeline.analysis.agreement import check_ratings
@@ -22,14 +27,27 @@ from evaluation_pipeline.analysis.reconcile import reconcile as reconciled
 from evaluation_pipeline.api import arguments
 from evaluation_pipeline.api.arguments import ApiOptionError
 from evaluation_pipeline.api.evaluated import Evaluation
-from evaluation_pipeline.api.in_memory import Staging, is_path, read_queries_input
-from evaluation_pipeline.cli.reconcile_command import spec_named
-from evaluation_pipeline.engines import AUTO, ENGINES, score_files
+from evaluation_pipeline.api.in_memory import (
+    Staging,
+    as_input,
+    is_path,
+    read_queries_input,
+)
+from evaluation_pipeline.engines import (
+    AUTO,
+    ENGINES,
+    EngineResult,
+    Resources,
+    ScoringInputs,
+    ScoringOutput,
+    resolve,
+)
 from evaluation_pipeline.engines.local import read_and_evaluate
-from evaluation_pipeline.evaluation import read_with_lineage
+from evaluation_pipeline.evaluation import Lineage, read_with_lineage
 from evaluation_pipeline.io.budget import Budget
-from evaluation_pipeline.io.readers import read_candidates, read_judgments
+from evaluation_pipeline.io.spec_files import spec_named
 from evaluation_pipeline.io.storage import PER_QUERY_FILE
+from evaluation_pipeline.io.table_inputs import read_candidates, read_judgments
 from evaluation_pipeline.spec import EvaluationSpec, SpecError, check_cutoffs, profile
 
 SpecLike = EvaluationSpec | str | Path | None
@@ -87,18 +105,32 @@ def evaluate(
     budget = Budget.of(arguments.size("memory_limit", memory_limit))
     budget.check_spill_dir()
     table, digest = read_queries_input(queries) if queries is not None else (None, None)
+    inputs = ScoringInputs(as_input(judgments, "judgments"), as_input(run, "run"),
+                           judgment_version=judgment_version, pool=pool, ranker=ranker)
+    result, per_query, lineage = _score(inputs, chosen, engine, budget)
+    return Evaluation(per_query, chosen, lineage, result.engine, table, digest,
+                      result.judgments, result.candidates, result.notes)
+
+
+def _score(inputs: ScoringInputs, spec: EvaluationSpec, engine: str, budget: Budget
+           ) -> tuple[EngineResult, pl.DataFrame, Lineage]:
+    """The engine's result, its per-query rows and their lineage. An engine that keeps its
+    rows scores the inputs where they are; another reads files alone and writes one, so its
+    tables are staged and its rows read back, from a temporary folder."""
+    scorer = resolve(engine, inputs, budget)
+    resources = Resources(budget=budget, progress=False)
+    if scorer.keeps_rows:
+        result = scorer.score(inputs, spec, ScoringOutput(), resources)
+        return result, result.per_query, result.lineage
     with tempfile.TemporaryDirectory(prefix="ndcg-eval-") as folder:
         staging = Staging(Path(folder))
         with staging.naming():
-            judged, candidates = staging.place(judgments, "judgments"), staging.place(run, "run")
             target = Path(folder) / "result" / PER_QUERY_FILE
             target.parent.mkdir()
-            result = score_files(judged, candidates, chosen, target, engine=engine,
-                                 budget=budget, judgment_version=judgment_version, pool=pool,
-                                 ranker=ranker, progress=False)
+            result = scorer.score(staging.inputs(inputs), spec, ScoringOutput(target),
+                                  resources)
             per_query, lineage = read_with_lineage(target)
-    return Evaluation(per_query, chosen, lineage, result.engine, table, digest,
-                      result.judgments, result.candidates, result.notes)
+    return result, per_query, lineage
 
 
 def explain(
@@ -119,14 +151,10 @@ def explain(
     if ranker is None:
         raise ApiOptionError("ranker: name the ranker whose number to trace")
     chosen = resolve_spec(spec, None if cutoff is None else [cutoff])
-    with tempfile.TemporaryDirectory(prefix="ndcg-eval-") as folder:
-        staging = Staging(Path(folder))
-        with staging.naming():
-            grades = read_judgments(staging.place(judgments, "judgments"),
-                                    version=judgment_version)
-            # A file names its rankers; an in-memory run without a ranker column is this one.
-            candidates = read_candidates(staging.place(run, "run"), pool=pool,
-                                         ranker=None if is_path(run) else ranker)
+    grades = read_judgments(as_input(judgments, "judgments"), version=judgment_version)
+    # A file names its rankers; an in-memory run without a ranker column is this one.
+    candidates = read_candidates(as_input(run, "run"), pool=pool,
+                                 ranker=None if is_path(run) else ranker)
     traces = [trace_of(candidates, grades, chosen, query_id=query, ranker=ranker,
                        cutoff=k) for k in chosen.cutoffs]
     return traces[0] if cutoff is not None else traces
@@ -167,13 +195,10 @@ def reconcile(
                     target_label="" if target is None else _label(target))
     needs_rank = the_plan.source.needs_rank or (end is not None and end.needs_rank)
     table = read_queries_input(queries)[0] if queries is not None else None
-    with tempfile.TemporaryDirectory(prefix="ndcg-eval-") as folder:
-        staging = Staging(Path(folder))
-        with staging.naming():
-            grades, candidates, rows, lineage = read_and_evaluate(
-                staging.place(judgments, "judgments"), staging.place(run, "run"),
-                the_plan.source, judgment_version=judgment_version, pool=pool, ranker=ranker,
-                ranks=needs_rank, display=sensitivity)
+    inputs = ScoringInputs(as_input(judgments, "judgments"), as_input(run, "run"),
+                           judgment_version=judgment_version, pool=pool, ranker=ranker)
+    grades, candidates, rows, lineage = read_and_evaluate(inputs, the_plan.source,
+                                                          ranks=needs_rank, display=sensitivity)
     scorer = Scorer(grades, candidates, table, lineage)
     scorer.add(the_plan.source, rows)
     return reconciled(scorer, the_plan, shapley=shapley, sensitivity=sensitivity)
@@ -196,14 +221,11 @@ def agreement(
     ``{rater: {query_id: {doc_id: grade}}}``; a version without raters is refused."""
     chosen = resolve_spec(spec, cutoffs)
     ranker = arguments.text("ranker", ranker)
-    with tempfile.TemporaryDirectory(prefix="ndcg-eval-") as folder:
-        staging = Staging(Path(folder))
-        with staging.naming():
-            source = staging.place(judgments, "judgments")
-            ratings = read_judgments(source, version=judgment_version)
-            check_ratings(ratings, chosen, str(source))
-            candidates = None if run is None else read_candidates(
-                staging.place(run, "run"), pool=pool, ranker=None if is_path(run) else ranker)
+    source = as_input(judgments, "judgments")
+    ratings = read_judgments(source, version=judgment_version)
+    check_ratings(ratings, chosen, str(source))
+    candidates = None if run is None else read_candidates(
+        as_input(run, "run"), pool=pool, ranker=None if is_path(run) else ranker)
     return agreement_of(ratings, chosen, candidates)
 
 

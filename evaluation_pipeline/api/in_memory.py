@@ -1,11 +1,13 @@
-"""In-memory inputs of the Python API, read as the files the CLI reads.
+"""In-memory inputs of the Python API, read where they are as the files the CLI reads.
 
-A DataFrame (polars or pandas), an Arrow table or a nested dict is written once to a Parquet
-file in a temporary folder, named as the CLI's files are (``judgments.parquet``,
-``pool/run.parquet``, ``queries.parquet``), then read by the CLI's own readers: the same
+A DataFrame (polars or pandas), an Arrow table or a nested dict becomes a table in memory
+(``io.table_inputs.Table``) named as the CLI's files are (``judgments.parquet``,
+``pool/run.parquet``, ``queries.parquet``) and read in place by the CLI's own readers: the same
 validation and errors, the same default names (a file's stem, its folder's name) and the same
 content hashes, which are of the rows (contract section 1), never of a file's bytes. A refusal
-names the input as the caller gave it (``judgments (dict)``), not the temporary file.
+names the input as the caller gave it (``judgments (dict)``). Only an engine that reads files
+alone (``Engine.keeps_rows`` false: streaming, Spark) gets them staged as Parquet files in a
+temporary folder (``Staging``), its refusals named alike.
 
 Nested dicts are those of pytrec_eval and ir_measures: ``{query_id: {doc_id: grade}}`` (a
 qrels file: a grade below 0 is "in the pool, not judged", ``unknown``), and
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,19 +30,18 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from evaluation_pipeline.analysis.quality import queries_sha256
-from evaluation_pipeline.cli.options import file_sha256
+from evaluation_pipeline.engines import ScoringInputs
+from evaluation_pipeline.io.landing import file_sha256
 from evaluation_pipeline.io.locations import Location, location
-from evaluation_pipeline.io.readers import read_queries
+from evaluation_pipeline.io.table_inputs import Input, Table, read_queries
 from schemas.columns import GRADED, RANK, RATER, UNKNOWN
 from schemas.errors import EvaluationError, InputError, violation
 from schemas.integers import refuse_out_of_int64
 
-# The names an in-memory input gets when the call names none: those of files named so.
-JUDGMENTS_STEM = "judgments"
+# The names an in-memory input gets when the call names none: those of files named so
+# (judgments.parquet, pool/run.parquet, queries.parquet).
+STEMS = {"judgments": "judgments", "run": "run", "queries": "queries"}
 POOL_FOLDER = "pool"
-RUN_STEM = "run"
-QUERIES_STEM = "queries"
-KINDS = ("judgments", "run", "queries")
 ACCEPTED = ("a path or URL, a polars or pandas DataFrame, a pyarrow Table or a nested dict "
             "({query_id: {doc_id: value}})")
 # The contract's integer columns of each input, which the reader casts to int64.
@@ -59,30 +59,55 @@ def describe(value: Any) -> str:
     return f"{type(value).__module__.split('.')[0]} {type(value).__name__}"
 
 
+def as_input(value: Any, kind: str) -> Input:
+    """``value`` as an input the readers take: a path or URL as given (with the storage
+    options of NDCG_EVAL_STORAGE_OPTIONS), else a table in memory named as the file it stands
+    for (None, as any other value that is no input, is refused naming what was given)."""
+    if is_path(value):
+        return location(value)
+    label = f"{kind} ({describe(value)})"
+    frame = _frame(value, kind, label)
+    _refuse_out_of_int64(frame, kind, label)
+    return Table(frame, label, stem=STEMS[kind], folder=POOL_FOLDER if kind == "run" else "")
+
+
+def _frame(value: Any, kind: str, label: str) -> pl.DataFrame:
+    """The columns of an in-memory input as a polars frame: a polars one as it is, any other
+    through Arrow, as a Parquet file of it would be read."""
+    if isinstance(value, pl.DataFrame):
+        return value
+    if isinstance(value, pl.LazyFrame):
+        return value.collect()
+    table = _table(value, kind, label)
+    try:
+        return pl.from_arrow(table)
+    except (pa.ArrowException, pl.exceptions.PolarsError, TypeError, ValueError) as exc:
+        raise InputError(label, [violation("(input)", f"cannot be read as a table: {exc}",
+                                           [])]) from None
+
+
 class Staging:
-    """Where the in-memory inputs of one call are written, and what each is called."""
+    """Where the tables in memory of one call are written as Parquet files, for an engine that
+    reads files alone; a refusal of a staged file names the input the caller gave."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.labels: dict[str, str] = {}  # a staged file's path: the input as the caller named it
 
-    def place(self, value: Any, kind: str) -> Location:
-        """``value`` as a location the readers take: a path or URL as given (with the storage
-        options of NDCG_EVAL_STORAGE_OPTIONS), else the Parquet file it is staged as (None,
-        as any other value that is no input, is refused naming what was given)."""
-        if is_path(value):
-            return location(value)
-        label = f"{kind} ({describe(value)})"
-        table = _table(value, kind, label)
-        _refuse_out_of_int64(table, kind, label)
-        if kind == "run":
-            target = self.folder / POOL_FOLDER / f"{RUN_STEM}.parquet"
-            self.labels[str(target.parent)] = label
-        else:
-            target = self.folder / f"{JUDGMENTS_STEM if kind == 'judgments' else QUERIES_STEM}.parquet"
+    def inputs(self, inputs: ScoringInputs) -> ScoringInputs:
+        """``inputs`` with each table written as the file it stands for."""
+        return dataclasses.replace(inputs, judgments=self.place(inputs.judgments),
+                                   run=self.place(inputs.run))
+
+    def place(self, source: Input) -> Location:
+        if not isinstance(source, Table):
+            return source
+        target = self.folder / (source.folder or ".") / f"{source.stem}.parquet"
         target.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, target)
-        self.labels[str(target)] = label
+        pq.write_table(source.frame.to_arrow(), target)
+        self.labels[str(target)] = source.label
+        if source.folder:
+            self.labels[str(target.parent)] = source.label
         return target
 
     @contextmanager
@@ -111,10 +136,6 @@ def _table(value: Any, kind: str, label: str) -> pa.Table:
             return value
         if isinstance(value, pa.RecordBatch):
             return pa.Table.from_batches([value])
-        if isinstance(value, pl.LazyFrame):
-            return value.collect().to_arrow()
-        if isinstance(value, pl.DataFrame):
-            return value.to_arrow()
         if type(value).__module__.split(".")[0] == "pandas" and hasattr(value, "columns"):
             return pa.Table.from_pandas(value, preserve_index=False)
         if isinstance(value, Mapping) and kind != "queries":
@@ -129,14 +150,13 @@ def _table(value: Any, kind: str, label: str) -> pa.Table:
     raise InputError(label, [violation("(input)", f"expected {accepted}", [])])
 
 
-def _refuse_out_of_int64(table: pa.Table, kind: str, label: str) -> None:
+def _refuse_out_of_int64(frame: pl.DataFrame, kind: str, label: str) -> None:
     """An integer column holding a value int64 cannot (inf, 2**70, a uint64 above it) is
     refused naming its rows, as the contract's check of such values (``schemas.integers``):
-    the reader's cast to int64 would raise polars' error, or make the value null."""
+    a cast to int64 would raise polars' error, or make the value null."""
     for column in INTEGER_COLUMNS[kind]:
-        if column in table.column_names:
-            values = pl.from_arrow(table.column(column))
-            refuse_out_of_int64(values.rename(column), column, label)
+        if column in frame.columns:
+            refuse_out_of_int64(frame[column], column, label)
 
 
 def _values(values: list) -> pa.Array:
@@ -237,9 +257,7 @@ def _scores(values: list) -> pa.Array:
 def read_queries_input(queries: Any) -> tuple[pl.DataFrame, str]:
     """The validated queries table and its hash: a file's bytes' SHA-256, as the CLI records
     it, or for a table in memory the SHA-256 of its rows (``analysis.quality.queries_sha256``)."""
-    with tempfile.TemporaryDirectory(prefix="ndcg-eval-") as folder:
-        staging = Staging(Path(folder))
-        with staging.naming():
-            where = staging.place(queries, "queries")
-            table = read_queries(where)
-    return table, file_sha256(where) if is_path(queries) else queries_sha256(table)
+    source = as_input(queries, "queries")
+    table = read_queries(source)
+    return table, (queries_sha256(table) if isinstance(source, Table)
+                   else file_sha256(source))

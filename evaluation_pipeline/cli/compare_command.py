@@ -12,6 +12,7 @@ import polars as pl
 
 from evaluation_pipeline.aggregation.comparison import compare_pools, compare_rankers
 from evaluation_pipeline.analysis.diff import judgment_version_diff, pool_diff
+from evaluation_pipeline.api.evaluated import NO_JUDGMENTS
 from evaluation_pipeline.cli.options import place, report_config
 from evaluation_pipeline.cli.results import ResultsError, load_results
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
@@ -21,10 +22,6 @@ from evaluation_pipeline.report.terminal import (
     render_judgment_diff,
     render_pool_diff,
 )
-from schemas.columns import JUDGMENT_DTYPES
-
-# Without --judgments a judgment-version diff has no grades to list, only the scores.
-NO_JUDGMENTS = pl.DataFrame(schema=JUDGMENT_DTYPES)
 
 
 def run(args: argparse.Namespace) -> int:

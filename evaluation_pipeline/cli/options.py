@@ -5,11 +5,10 @@ where a path argument points (--storage-options), and the memory budget (--memor
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 from typing import Any
 
-from evaluation_pipeline.io import leftovers
+from evaluation_pipeline.io import landing, leftovers
 from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.report import ReportConfig
@@ -45,11 +44,9 @@ def place(args: argparse.Namespace, where: str | os.PathLike | None) -> Location
 
 
 def file_sha256(where: Location | None) -> str | None:
-    """The SHA-256 of a file's bytes as read (the queries table behind a report); None for
-    none given."""
-    if where is None:
-        return None
-    return hashlib.sha256(where.read_bytes()).hexdigest()
+    """The SHA-256 of a file's bytes as read (the queries table behind a report,
+    ``io.landing.file_sha256``); None for none given."""
+    return None if where is None else landing.file_sha256(where)
 def memory_budget(args: argparse.Namespace) -> Budget:
     """--memory-limit and --spill-dir, each else its environment variable, else 2 GB and the
     system's temporary folder; a size that is not one, or a spill folder that cannot be one, is

@@ -11,7 +11,6 @@ walk, of the Shapley subsets and of the sensitivity table is scored on them in m
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from evaluation_pipeline.analysis.reconcile import (
     ReconcileError,
@@ -20,20 +19,12 @@ from evaluation_pipeline.analysis.reconcile import (
     reconcile,
 )
 from evaluation_pipeline.cli.options import place
+from evaluation_pipeline.engines import ScoringInputs
 from evaluation_pipeline.engines.local import read_and_evaluate
 from evaluation_pipeline.io.atomic import json_text, write_json
 from evaluation_pipeline.io.readers import read_queries
+from evaluation_pipeline.io.spec_files import spec_named
 from evaluation_pipeline.report.reconcile_view import render_reconcile
-from evaluation_pipeline.spec import PROFILES, EvaluationSpec, SpecError, load_spec
-
-
-def spec_named(text: str) -> EvaluationSpec:
-    """A profile by name, otherwise a spec file."""
-    if text in PROFILES:
-        return PROFILES[text]
-    if not Path(text).is_file():
-        raise SpecError(f"{text!r} is neither a profile ({', '.join(PROFILES)}) nor a spec file")
-    return load_spec(text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,11 +38,13 @@ def run(args: argparse.Namespace) -> int:
     # The run's ranks are read and checked when a spec of the walk orders ties by them, and
     # kept when present for the sensitivity table's `ties: rank`.
     needs_rank = the_plan.source.needs_rank or (target is not None and target.needs_rank)
-    judgments, pool, rows, lineage = read_and_evaluate(
-        place(args, args.judgments), place(args, args.run), the_plan.source,
-        judgments_format=args.format, run_format=args.format,
-        judgment_version=args.judgment_version,
-        pool=args.pool, ranker=args.ranker, ranks=needs_rank, display=args.sensitivity)
+    inputs = ScoringInputs(place(args, args.judgments), place(args, args.run),
+                           judgments_format=args.format, run_format=args.format,
+                           judgment_version=args.judgment_version, pool=args.pool,
+                           ranker=args.ranker)
+    judgments, pool, rows, lineage = read_and_evaluate(inputs, the_plan.source,
+                                                       ranks=needs_rank,
+                                                       display=args.sensitivity)
     queries = read_queries(place(args, args.queries)) if args.queries else None
     scorer = Scorer(judgments, pool, queries, lineage)
     scorer.add(the_plan.source, rows)

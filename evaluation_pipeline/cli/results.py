@@ -16,6 +16,7 @@ from evaluation_pipeline import settings
 from evaluation_pipeline.evaluation import Lineage, read_with_lineage
 from evaluation_pipeline.io import integrity
 from evaluation_pipeline.io.locations import Location, is_remote
+from evaluation_pipeline.io.result_errors import ResultsError
 from evaluation_pipeline.io.result_folder import IncompleteResult, result_file
 from evaluation_pipeline.io.storage import (
     DEFAULT_SPEC,
@@ -34,13 +35,6 @@ from evaluation_pipeline.spec import (
     spec_from_mapping,
 )
 from schemas import validate
-from schemas.errors import EvaluationError
-
-
-class ResultsError(EvaluationError):
-    """Results that cannot be reported as asked: no such file, no spec, a spec that did not
-    produce the rows, results that do not measure the same thing. (Rows of mixed lineage are a
-    ``evaluation.LineageError``.)"""
 
 
 def load_results(

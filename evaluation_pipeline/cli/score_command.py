@@ -1,7 +1,8 @@
 """``ndcg-eval score``: per_query.parquet and summary.json, and with --report the report.
 
-Every engine scores through ``engines.score_files`` (default ``auto``), and the engine that
-scored is recorded in summary.json. Inputs and --out may be URLs on object storage
+The engine named by --engine (default ``auto``, resolved by ``engines.resolve``) scores the
+inputs (``engines.ScoringInputs``) into the output with the resources the flags give
+(``engines.Resources``), and the engine that scored is recorded in summary.json. Inputs and --out may be URLs on object storage
 (``io.locations``); a result there is written whole to a local folder first, then put with its
 marker last (``io.result_folder``); a local result is built in a staging folder and swapped in
 whole.
@@ -27,10 +28,16 @@ from evaluation_pipeline.cli.options import (
     report_config,
     resolve_spec,
 )
-from evaluation_pipeline.engines import score_files
+from evaluation_pipeline.engines import (
+    Resources,
+    ScoringInputs,
+    ScoringOutput,
+    resolve,
+    score_inputs,
+)
 from evaluation_pipeline.evaluation import read_with_lineage, summarize
 from evaluation_pipeline.io import integrity
-from evaluation_pipeline.io.atomic import json_text, write_json
+from evaluation_pipeline.io.atomic import json_text, write_json, write_text
 from evaluation_pipeline.io.datasets import read_dataset
 from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.io.readers import read_queries
@@ -50,12 +57,13 @@ SUMMARY_COLUMNS = (*PER_QUERY_KEY, "status", "ndcg", "judged_at_k", "candidate_r
 
 
 def run(args: argparse.Namespace) -> int:
-    if isinstance(args.out, str) and args.report and args.engine == "spark":
+    reads_urls = resolve(args.engine).reads_urls
+    if isinstance(args.out, str) and args.report and reads_urls:
         raise InputError(args.out, [violation(
-            "(file)", "with --engine spark, --report writes local files (HTML, traces): give a "
-            "local --out, or report later with ndcg-eval report", [])])
+            "(file)", f"with --engine {args.engine}, --report writes local files (HTML, "
+            "traces): give a local --out, or report later with ndcg-eval report", [])])
     # Spark reads and writes URLs itself; every other engine through io.locations.
-    names = ("queries",) if args.engine == "spark" else ("judgments", "run", "out", "queries")
+    names = ("queries",) if reads_urls else ("judgments", "run", "out", "queries")
     for name in names:
         setattr(args, name, place(args, getattr(args, name)))
     spec = resolve_spec(args)
@@ -79,12 +87,13 @@ def _score(args: argparse.Namespace, spec: EvaluationSpec, config: ReportConfig 
         config.slice_columns(queries)  # the baseline is checked once the rankers are known
     remote = isinstance(folder, str)  # a URL: Spark writes there, and the summary beside
     target = inside(folder, PER_QUERY_FILE)
-    result = score_files(
-        args.judgments, args.run, spec, target, engine=args.engine,
-        batch_rows=args.batch_rows, judgments_format=args.judgments_format or args.format,
+    inputs = ScoringInputs(
+        args.judgments, args.run, judgments_format=args.judgments_format or args.format,
         run_format=args.run_format or args.format, judgment_version=args.judgment_version,
-        pool=args.pool, ranker=args.ranker, spark_master=args.spark_master, budget=budget,
-    )
+        pool=args.pool, ranker=args.ranker)
+    resources = Resources(budget=budget, batch_rows=args.batch_rows,
+                          spark_master=args.spark_master)
+    result = score_inputs(inputs, spec, ScoringOutput(target), resources, engine=args.engine)
     for note in result.notes:
         print(f"ndcg-eval: {note}", file=sys.stderr)
     per_query = _read_scores(target, remote, full=config is not None)
@@ -94,9 +103,9 @@ def _score(args: argparse.Namespace, spec: EvaluationSpec, config: ReportConfig 
         check_options(_rankers(per_query), queries, config)
     summary = {**summarize(per_query, spec, result.lineage, queries), "engine": result.engine}
     if remote:
-        from evaluation_pipeline.engines.spark.cogroup import write_text_at
-
-        write_text_at(inside(folder, SUMMARY_FILE), json_text(summary))
+        # Beside the rows Spark wrote, through the storage's own file system (fsspec knows
+        # Hadoop's names too: s3a://, hdfs://), put whole or not at all.
+        write_text(json_text(summary), location(inside(folder, SUMMARY_FILE)))
     else:
         # The rows' bytes as written (a file, or Spark's parts), which compare and report
         # prove before they read them back (cli.results.rows_alteration).

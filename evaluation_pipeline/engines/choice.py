@@ -11,7 +11,8 @@ enough; the streaming engine reads Parquet only, in batches, its peak flat in th
   fast (the in-memory engine's allocations then cost it what the streaming stages cost);
 
 and streams them otherwise. CSV and TREC files, and locations on object storage (whose footers
-the choice does not read), are scored in memory.
+the choice does not read), are scored in memory, and so are tables already held in memory
+(the Python API's frames): the in-memory engine reads them in place.
 
 The estimate reads only the Parquet footers: per file, its row count times the width of the
 columns the in-memory readers load (8 bytes a number; a string's 16-byte view plus its length,
@@ -33,6 +34,7 @@ import pyarrow.parquet as pq
 from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.datasets import is_data_file
 from evaluation_pipeline.io.locations import is_remote
+from evaluation_pipeline.io.table_inputs import Input, is_table
 from schemas.columns import JUDGMENT_COLUMNS, RANK, RUN_COLUMNS
 
 AUTO = "auto"
@@ -49,11 +51,13 @@ _PARQUET = (".parquet", ".pq")
 READ_COLUMNS = {"judgments": JUDGMENT_COLUMNS, "run": (*RUN_COLUMNS, RANK)}
 
 
-def choose_engine(judgments_path: str | Path, run_path: str | Path, *,
+def choose_engine(judgments_path: Input, run_path: Input, *,
                   judgments_format: str | None = None, run_format: str | None = None,
                   budget: Budget | None = None) -> str:
     """``streaming`` or ``local`` for these inputs under ``budget`` (default ``Budget.of()``;
-    see the module docstring)."""
+    see the module docstring). A table in memory is read where it is, by ``local``."""
+    if is_table(judgments_path) or is_table(run_path):
+        return "local"
     if any(fmt not in (None, "parquet") for fmt in (judgments_format, run_format)):
         return "local"
     inputs = {"judgments": _parquet_files(judgments_path), "run": _parquet_files(run_path)}

@@ -24,12 +24,16 @@ from dataclasses import dataclass, field
 import polars as pl
 import pyarrow.parquet as pq
 
-from evaluation_pipeline.engines import PER_QUERY_ROW_GROUP_ROWS
-from evaluation_pipeline.engines.choice import IN_MEMORY_MAX_ROWS, READ_COLUMNS, held_peak
+from evaluation_pipeline.engines.choice import (
+    IN_MEMORY_MAX_ROWS,
+    READ_COLUMNS,
+    held_peak,
+)
+from evaluation_pipeline.engines.defaults import PER_QUERY_ROW_GROUP_ROWS
 from evaluation_pipeline.evaluation import Lineage, read_lineage, with_lineage
+from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.datasets import distinct_values
-from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.metric import pool_holes
 from evaluation_pipeline.metric.hashing import (

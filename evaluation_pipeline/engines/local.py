@@ -1,20 +1,31 @@
-"""The in-memory engine: read and validate whole inputs, score, write (as ``ndcg-eval score``)."""
+"""The in-memory engine: read and validate whole inputs, score, write (as ``ndcg-eval score``).
+
+Its inputs are files in any format the readers take, or tables already in memory
+(``io.table_inputs.Table``), read in place; its rows are written, or kept in memory for a
+caller that holds them (the Python API)."""
 
 from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
+from typing import ClassVar
 
 import polars as pl
 
-from evaluation_pipeline.engines import PER_QUERY_ROW_GROUP_ROWS
+from evaluation_pipeline.engines.defaults import PER_QUERY_ROW_GROUP_ROWS
+from evaluation_pipeline.engines.machine import OnThisMachine
+from evaluation_pipeline.engines.protocol import (
+    EngineResult,
+    Resources,
+    ScoringInputs,
+    ScoringOutput,
+)
 from evaluation_pipeline.evaluation import Lineage, evaluate
 from evaluation_pipeline.io.atomic import atomic_write
-from evaluation_pipeline.io.readers import read_candidates, read_judgments
+from evaluation_pipeline.io.locations import Location, location
+from evaluation_pipeline.io.table_inputs import Input, read_candidates, read_judgments
 from evaluation_pipeline.metric.hashing import (
-    KnownHashes,
     judgment_blocks,
     judgments_sha256,
     pool_blocks,
@@ -30,43 +41,40 @@ from schemas.errors import violation
 
 
 def read_and_evaluate(
-    judgments_path: Path,
-    run_path: Path,
+    inputs: ScoringInputs,
     spec: EvaluationSpec,
     *,
-    judgments_format: str | None = None,
-    run_format: str | None = None,
-    judgment_version: str | None = None,
-    pool: str | None = None,
-    ranker: str | None = None,
     ranks: bool | None = None,
     display: bool = False,
-    known: KnownHashes = KnownHashes(),
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, Lineage]:
-    """(judgments, candidates, per-query rows, lineage) of two input files, all validated.
+    """(judgments, candidates, per-query rows, lineage) of the inputs (files, or tables in
+    memory), all validated.
 
     ``ranks``: the run's rank column is read and checked (``schemas.ranks``); by default when
     ``spec`` orders ties by it, or for a caller that will score other specs that do.
     ``display``: a rank column is kept when present, unchecked (``read_run``).
-    ``known``: content hashes proven already (``metric.hashing.KnownHashes``), not computed."""
+    ``inputs.known``: content hashes proven already (``metric.hashing.KnownHashes``), not
+    computed."""
     ranks = spec.needs_rank if ranks is None else ranks
     with ThreadPoolExecutor(max_workers=1) as side:
         # The judgments (read, indexed for the spec, hashed) on a second thread, while the run
         # is read and cut into blocks: both are mostly polars and compiled loops, GIL released.
-        judged = side.submit(_read_judgments, judgments_path, judgments_format,
-                             judgment_version, spec, known.judgments)
+        judged = side.submit(_read_judgments, inputs.judgments, inputs.judgments_format,
+                             inputs.judgment_version, spec, inputs.known.judgments)
         # numba's import (0.3 s, holding the interpreter) runs beside the judgments' read; the
         # compiler then starts on a spare thread while the run is read.
         kernel.load()
         threading.Thread(target=kernel.warm_up, daemon=True).start()
-        candidates = read_candidates(run_path, run_format, pool=pool, ranker=ranker,
+        run, run_format = inputs.run, inputs.run_format
+        pool, ranker = inputs.pool, inputs.ranker
+        candidates = read_candidates(run, run_format, pool=pool, ranker=ranker,
                                      check_keys=False, display=display, ranks=ranks)
         blocks = pool_blocks(candidates)
-        _refuse_repeats(blocks, run_path, lambda: read_candidates(
-            run_path, run_format, pool=pool, ranker=ranker, ranks=ranks))
+        _refuse_repeats(blocks, run, lambda: read_candidates(
+            run, run_format, pool=pool, ranker=ranker, ranks=ranks))
         judgments, index, digest = judged.result()
     per_query, lineage = evaluate(judgments, candidates, spec, blocks=blocks, index=index,
-                                  judgments_digest=digest, pool_digest=known.pool)
+                                  judgments_digest=digest, pool_digest=inputs.known.pool)
     return judgments, candidates, per_query, lineage
 
 
@@ -80,7 +88,7 @@ def _read_judgments(path, fmt, version, spec, digest: str | None
     return judgments, index_judgments(blocks, spec), digest or judgments_sha256(blocks)
 
 
-def _refuse_repeats(blocks: Blocks, path: Path, read_checked) -> None:
+def _refuse_repeats(blocks: Blocks, path: Input, read_checked) -> None:
     """Repeated keys are found while the blocks are cut (each query's documents in order), not
     by a separate pass. Input that has some is read again by ``read_checked``, the reader with
     its key check on, whose message names the rows; this message is the fallback."""
@@ -96,32 +104,36 @@ def _refuse_repeats(blocks: Blocks, path: Path, read_checked) -> None:
 @dataclass(frozen=True)
 class LocalScores:
     lineage: Lineage
-    rows: int  # per-query rows written
+    per_query: pl.DataFrame  # the rows, validated (also written where asked)
     judgments: pl.DataFrame  # the validated inputs, which a report's traces read again
     candidates: pl.DataFrame
 
 
-def score_local(
-    judgments_path: Path,
-    run_path: Path,
-    spec: EvaluationSpec,
-    out_path: Path,
-    *,
-    judgments_format: str | None = None,
-    run_format: str | None = None,
-    judgment_version: str | None = None,
-    pool: str | None = None,
-    ranker: str | None = None,
-    known: KnownHashes = KnownHashes(),
-) -> LocalScores:
-    """Per-query rows with lineage at ``out_path``, everything validated before it is written
-    (``known``: as ``read_and_evaluate``)."""
-    judgments, candidates, per_query, lineage = read_and_evaluate(
-        judgments_path, run_path, spec, judgments_format=judgments_format,
-        run_format=run_format, judgment_version=judgment_version, pool=pool, ranker=ranker,
-        known=known)
+def score_local(inputs: ScoringInputs, spec: EvaluationSpec, out_path: Location | None
+                ) -> LocalScores:
+    """Per-query rows with lineage, everything validated before it is written at ``out_path``
+    (None: the rows are only returned)."""
+    judgments, candidates, per_query, lineage = read_and_evaluate(inputs, spec)
     per_query = validate("PerQueryResults", per_query, "per-query results")
-    # The streaming engine's row groups, so that both engines write the same bytes.
-    atomic_write(out_path, lambda tmp: per_query.write_parquet(
-        tmp, compression="zstd", statistics=True, row_group_size=PER_QUERY_ROW_GROUP_ROWS))
-    return LocalScores(lineage, per_query.height, judgments, candidates)
+    if out_path is not None:
+        # The streaming engine's row groups, so that both engines write the same bytes.
+        atomic_write(out_path, lambda tmp: per_query.write_parquet(
+            tmp, compression="zstd", statistics=True, row_group_size=PER_QUERY_ROW_GROUP_ROWS))
+    return LocalScores(lineage, per_query, judgments, candidates)
+
+
+class LocalEngine(OnThisMachine):
+    """``local``: whole inputs read and validated in memory, in any format the readers take,
+    tables in memory read in place; the rows written, or kept in memory."""
+
+    name: ClassVar[str] = "local"
+    keeps_rows: ClassVar[bool] = True
+
+    def score(self, inputs: ScoringInputs, spec: EvaluationSpec, output: ScoringOutput,
+              resources: Resources) -> EngineResult:
+        scored = score_local(inputs.located(), spec,
+                             None if output.in_memory else location(output.path))
+        return EngineResult(scored.lineage, None if output.in_memory else str(output.path),
+                            scored.per_query.height, engine=self.name,
+                            judgments=scored.judgments, candidates=scored.candidates,
+                            per_query=scored.per_query if output.in_memory else None)

@@ -22,7 +22,15 @@ import pyarrow as pa
 
 from evaluation_pipeline import engines
 from evaluation_pipeline.aggregation.sums import Numbers
-from evaluation_pipeline.engines import AUTO, DEFAULT_BATCH_ROWS, ENGINES, EngineResult
+from evaluation_pipeline.engines import (
+    AUTO,
+    DEFAULT_BATCH_ROWS,
+    ENGINES,
+    EngineResult,
+    Resources,
+    ScoringInputs,
+    ScoringOutput,
+)
 from evaluation_pipeline.engines.incremental import Increment, score_increment
 from evaluation_pipeline.ingest.publish import Published
 from evaluation_pipeline.io import integrity
@@ -76,7 +84,12 @@ class ScoringEngine(dg.ConfigurableResource):
 
     def reads_urls(self) -> bool:
         """True when the engine reads and writes the storage's URLs itself (Spark)."""
-        return engines.reads_urls(self.engine)
+        return engines.resolve(self.engine).reads_urls
+
+    def engine_resources(self, budget: Budget | None = None) -> Resources:
+        """What the engine may use: ``budget``, the batch and the Spark master configured."""
+        return Resources(budget=budget, batch_rows=self.batch_rows,
+                         spark_master=self.spark_master, progress=False)
 
     def publish_pool(self, folder: Path, target: Path, **options) -> Published:
         """Ingest a pool folder (``ingest.publish.publish_pool``'s options): on the Spark
@@ -88,8 +101,8 @@ class ScoringEngine(dg.ConfigurableResource):
         return self._ingest("publish_judgments", source, target, **options)
 
     def _ingest(self, function: str, source: Path, target: Path, **options) -> Published:
-        return engines.publish(function, source, target, engine=self.engine,
-                               spark_master=self.spark_master, **options)
+        return engines.resolve(self.engine).publish(function, source, target,
+                                                    self.engine_resources(), **options)
 
     def score(self, judgments_path: str, pool_path: str, spec, out_path: str, budget=None,
               known: KnownHashes | None = None):
@@ -98,9 +111,9 @@ class ScoringEngine(dg.ConfigurableResource):
         if not self.reads_urls():
             judgments_path, pool_path, out_path = (
                 location(p, self.storage_options) for p in (judgments_path, pool_path, out_path))
-        return engines.score_files(judgments_path, pool_path, spec, out_path, engine=self.engine,
-                           batch_rows=self.batch_rows, progress=False,
-                           spark_master=self.spark_master, budget=budget, known=known)
+        inputs = ScoringInputs(judgments_path, pool_path, known=known or KnownHashes())
+        return engines.score_inputs(inputs, spec, ScoringOutput(out_path),
+                                    self.engine_resources(budget), engine=self.engine)
 
     def score_increment(self, previous_scores: str, previous_judgments: str, judgments: str,
                         pool: str, spec: EvaluationSpec, out_path: str,
@@ -126,16 +139,16 @@ class ScoringEngine(dg.ConfigurableResource):
                        ) -> tuple[ReportPlan, Numbers]:
         """The plan and numbers of the report of the per-query rows at ``scores`` (and of its
         comparison with the previous night's at ``previous``), summed where the engine sums
-        them (``engines.report_numbers``)."""
-        return engines.report_numbers(scores, previous, queries, config, engine=self.engine,
-                                      spark_master=self.spark_master)
+        them (``Engine.report_numbers``)."""
+        return engines.resolve(self.engine).report_numbers(scores, previous, queries, config,
+                                                           self.engine_resources())
 
 
 def score_published(storage: EvaluationStorage, scoring: ScoringEngine, budget: Budget,
                     judgments: Place, pool: Place, scores: Place,
                     spec: EvaluationSpec, known: KnownHashes | None = None) -> EngineResult:
     """Score the published ``pool`` against ``judgments`` into ``scores``, through
-    ``engines.score_files`` with the configured engine (``ScoringEngine.reads_urls``: Spark
+    ``engines.score_inputs`` with the configured engine (``ScoringEngine.reads_urls``: Spark
     reads and writes URLs itself; ``known``: the content hashes not computed again)."""
     if storage.is_local() or scoring.reads_urls():
         return scoring.score(str(storage.path(*judgments)), str(storage.path(*pool)), spec,

@@ -109,6 +109,38 @@ def test_every_import_goes_to_its_own_unit_or_a_layer_before_it():
     assert not climbs, "\n".join(climbs)
 
 
+def test_a_layer_below_imports_nothing_of_the_layers_above_it():
+    """The API sits below the commands and the pipeline, which use it; nothing below the API
+    (the engines, the analyses, io) reaches up to the commands, the pipeline or the API."""
+    above = {unit for layer in LAYERS[RANK["api"]:] for unit in layer}
+    reaching = []
+    for module, path in sorted(MODULES.items()):
+        unit = unit_of(module)
+        for line, target in imports_of(module, path):
+            if module == FACE and target == FACE_EXPORTS:
+                continue
+            other = unit_of(target)
+            if other in above and other != unit and RANK[other] >= RANK[unit]:
+                reaching.append(f"{path.relative_to(REPO)}:{line} imports {target}")
+    assert RANK["api"] < RANK["cli"] and RANK["api"] < RANK["orchestration"]
+    assert not reaching, "\n".join(reaching)
+
+
+# Package faces that gather their submodules for the layers above (the engines' registry and
+# keyword functions): a submodule imports the module that holds what it needs, never the face,
+# which would load every other submodule the face gathers (and circle back to itself).
+GATHERING_FACES = ("evaluation_pipeline.engines",)
+
+
+@pytest.mark.parametrize("face", GATHERING_FACES)
+def test_no_submodule_imports_the_face_of_its_package(face):
+    assert face in MODULES
+    offenders = [f"{path.relative_to(REPO)}:{line} imports {target}"
+                 for module, path in sorted(MODULES.items()) if module.startswith(face + ".")
+                 for line, target in imports_of(module, path) if target == face]
+    assert not offenders, "\n".join(offenders)
+
+
 def test_the_package_face_imports_the_api_alone_and_only_when_asked():
     tree = ast.parse(MODULES[FACE].read_text())
     top = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import os
 import sys
-import uuid
 
 import polars as pl
 import pyarrow as pa
 
+from evaluation_pipeline.engines.protocol import Resources, ScoringInputs
 from evaluation_pipeline.engines.spark.digests import content_hash
 from evaluation_pipeline.evaluation import Lineage
 from evaluation_pipeline.io.datasets import is_data_file
@@ -110,26 +110,6 @@ def read_results(url: str, columns: list[str] | None, spark=None) -> pl.DataFram
     return pl.from_arrow(frame.select(*(columns or frame.columns)).toArrow())
 
 
-def write_text_at(url: str, text: str, spark=None) -> None:
-    """``text`` as the file ``url`` through the session's Hadoop file system (s3a://, hdfs://,
-    file:// ...): written under a temporary name beside it, then renamed into place, so the
-    file is never seen half written. Hadoop's rename does not replace a file: an existing one
-    is deleted just before, and for that moment a reader finds none."""
-    spark = spark or spark_session()
-    fs, target = _hadoop_path(spark, url)
-    temporary = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(
-        target.getParent(), f".{target.getName()}.{uuid.uuid4().hex}.tmp")
-    stream = fs.create(temporary, True)
-    try:
-        stream.write(bytearray(text.encode("utf-8")))
-    finally:
-        stream.close()
-    if fs.exists(target):
-        fs.delete(target, False)
-    if not fs.rename(temporary, target):
-        raise OSError(f"could not rename {temporary} to {url}")
-
-
 def _hadoop_path(spark, url: str):
     """(Hadoop file system, Hadoop path) of ``url``, as the session's readers see it."""
     path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path(url)
@@ -154,26 +134,16 @@ def bucket_scorer(spec: EvaluationSpec, top_grade: int | None, rankers: list[str
     return score_bucket
 
 
-def score_spark(
-    judgments_url: str,
-    run_url: str,
-    spec: EvaluationSpec,
-    out_url: str,
-    *,
-    judgment_version: str | None = None,
-    pool: str | None = None,
-    ranker: str | None = None,
-    spark=None,
-    master: str | None = None,
-    judgments_sha256: str | None = None,
-    pool_sha256: str | None = None,
-    buckets: int | None = None,
-) -> tuple[Lineage, int]:
+def score_spark(inputs: ScoringInputs, spec: EvaluationSpec, out_url: str,
+                resources: Resources, *, buckets: int | None = None) -> tuple[Lineage, int]:
     """Per-query rows with lineage written as Parquet to ``out_url``; (lineage, row count).
-    ``spark``: the session to use, else the active one or a new one at ``master``."""
+    The inputs are URLs the session reads (as written); the session is the resources', else
+    the active one or a new one at their ``spark_master``."""
     from pyspark.sql import functions as F
 
-    spark = spark or spark_session(master)
+    judgments_url, run_url = str(inputs.judgments), str(inputs.run)
+    judgment_version, pool, ranker = inputs.judgment_version, inputs.pool, inputs.ranker
+    spark = resources.spark_session or spark_session(resources.spark_master)
     judgments = _named(spark.read.parquet(judgments_url), "judgment_version",
                        judgment_version or _stem(judgments_url))
     if spec.raters is not None or RATER in judgments.columns:
@@ -218,9 +188,9 @@ def score_spark(
     )
     lineage = Lineage(
         judgment_version=version,
-        judgments_sha256=judgments_sha256 or _digest(judgments, "judgments"),
+        judgments_sha256=inputs.known.judgments or _digest(judgments, "judgments"),
         candidate_pool=pool_name,
-        pool_sha256=pool_sha256 or _digest(run, "pool"),
+        pool_sha256=inputs.known.pool or _digest(run, "pool"),
         spec_id=spec.spec_id,
     )
     lineage_columns = [F.lit(v).alias(k) for k, v in lineage.__dict__.items()]

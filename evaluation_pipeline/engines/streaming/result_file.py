@@ -12,7 +12,7 @@ import polars as pl
 import pyarrow.parquet as pq
 from upath import UPath
 
-from evaluation_pipeline.engines import PER_QUERY_ROW_GROUP_ROWS
+from evaluation_pipeline.engines.defaults import PER_QUERY_ROW_GROUP_ROWS
 from evaluation_pipeline.evaluation import Lineage
 from evaluation_pipeline.io.atomic import naming
 from evaluation_pipeline.metric.ndcg import RESULT_SCHEMA

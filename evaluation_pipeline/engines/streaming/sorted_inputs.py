@@ -13,8 +13,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from upath import UPath
 
-from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS
-
+from evaluation_pipeline.engines.defaults import DEFAULT_BATCH_ROWS
 from evaluation_pipeline.engines.streaming.reading import (
     Fill,
     with_names,

@@ -41,11 +41,19 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import polars as pl
 from upath import UPath
 
-from evaluation_pipeline.engines import DEFAULT_BATCH_ROWS
+from evaluation_pipeline.engines.defaults import DEFAULT_BATCH_ROWS
+from evaluation_pipeline.engines.machine import OnThisMachine
+from evaluation_pipeline.engines.protocol import (
+    EngineResult,
+    Resources,
+    ScoringInputs,
+    ScoringOutput,
+)
 from evaluation_pipeline.engines.streaming.batch_checks import (
     NotSorted,
     RunBatch,
@@ -53,7 +61,11 @@ from evaluation_pipeline.engines.streaming.batch_checks import (
     check_judgments,
     check_run,
 )
-from evaluation_pipeline.engines.streaming.grouping import GROUPED_NOTE, POSITION, Grouped
+from evaluation_pipeline.engines.streaming.grouping import (
+    GROUPED_NOTE,
+    POSITION,
+    Grouped,
+)
 from evaluation_pipeline.engines.streaming.judgment_windows import JudgmentWindows
 from evaluation_pipeline.engines.streaming.reading import (
     Groups,
@@ -82,7 +94,6 @@ from evaluation_pipeline.engines.streaming.sorted_inputs import (
 )
 from evaluation_pipeline.engines.streaming.unjudged_scan import pool_unjudged
 from evaluation_pipeline.evaluation import Lineage
-from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.atomic import WriteFailed, atomic_write
 from evaluation_pipeline.io.locations import is_remote, location
@@ -108,7 +119,7 @@ from schemas import InputError
 from schemas.columns import JUDGMENT_DTYPES
 from schemas.errors import violation
 
-__all__ = ["NotSorted", "StreamResult", "score_streaming"]
+__all__ = ["NotSorted", "StreamResult", "StreamingEngine", "score_streaming"]
 
 
 @dataclass
@@ -119,27 +130,18 @@ class StreamResult:
     notes: list[str] = field(default_factory=list)  # fallbacks taken, said on stderr too
 
 
-def score_streaming(
-    judgments_path: Path,
-    run_path: Path,
-    spec: EvaluationSpec,
-    out_path: Path,
-    *,
-    batch_rows: int = DEFAULT_BATCH_ROWS,
-    judgment_version: str | None = None,
-    pool: str | None = None,
-    ranker: str | None = None,
-    progress: bool = True,
-    budget: Budget | None = None,
-    known: KnownHashes | None = None,
-) -> StreamResult:
+def score_streaming(inputs: ScoringInputs, spec: EvaluationSpec, out_path: Path | UPath,
+                    resources: Resources) -> StreamResult:
     """Per-query rows with lineage at ``out_path``, streamed; see the module docstring.
 
-    ``budget``: the external sort's memory and spill folder (default ``Budget.of()``).
-    ``known``: content hashes proven already (``metric.hashing.KnownHashes``), not computed."""
+    ``resources``: the batch (``batch_rows``), the progress, and the budget of the external
+    sort (its memory and spill folder). ``inputs.known``: content hashes proven already
+    (``metric.hashing.KnownHashes``), not computed."""
     threading.Thread(target=kernel.warm_up, daemon=True).start()  # while the first batch reads
-    judgments_path, run_path, out_path = (location(judgments_path), location(run_path),
+    judgments_path, run_path, out_path = (location(inputs.judgments), location(inputs.run),
                                           location(out_path))
+    judgment_version, pool, ranker = inputs.judgment_version, inputs.pool, inputs.ranker
+    batch_rows, budget = resources.batch_rows or DEFAULT_BATCH_ROWS, resources.memory()
     files = run_files(run_path)
     # A file naming another pool than the one asked for is refused as the local engine does.
     check_asked_name(files, "candidate_pool", asked_pool(run_path, pool), "candidate pool")
@@ -166,8 +168,8 @@ def score_streaming(
         while True:
             try:
                 one = _Pass(sources, names, spec, batch_rows, grouped=grouped, pool=unjudged,
-                            known=known or KnownHashes())
-                return _stream(one, out_path, progress, notes, scratch)
+                            known=inputs.known)
+                return _stream(one, out_path, resources.progress, notes, scratch)
             except NotSorted as exc:
                 which = exc.what
                 if sources[which][0].parent == scratch:  # already sorted by us: cannot happen
@@ -176,7 +178,7 @@ def score_streaming(
                         map(is_remote, [*sources["run"], *sources["judgments"]])):
                     # Each (ranker, query)'s rows together, in another order: no sort.
                     grouped = Grouped.of(sources["run"], names.fill("run"), batch_rows,
-                                         scratch, budget or Budget.of())
+                                         scratch, budget)
                     if grouped is not None:
                         notes.append(GROUPED_NOTE)
                         print(f"ndcg-eval: {GROUPED_NOTE}", file=sys.stderr)
@@ -190,7 +192,7 @@ def score_streaming(
                 with _sorted_copy_named(which, scratch, out_path):
                     sources[which] = external_sort(which, sources[which], names, scratch,
                                                    input_columns(which, spec, rated),
-                                                   budget or Budget.of())
+                                                   budget)
     finally:
         os.close(held)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -408,3 +410,22 @@ def _stream(one: _Pass, out_path: Path | UPath, progress: bool, notes: list[str]
                                                           one.grouped is not None))
     return StreamResult(lineage=lineage, rows=body.rows, candidates=meter.candidates,
                         notes=notes)
+
+
+class StreamingEngine(OnThisMachine):
+    """``streaming``: Parquet runs in batches of whole queries, memory bounded by the batch
+    (judgments in another format are read whole first: a version is small); the rows are
+    written to a file as they are scored, so an output in memory is none of its."""
+
+    name: ClassVar[str] = "streaming"
+    keeps_rows: ClassVar[bool] = False
+
+    def score(self, inputs: ScoringInputs, spec: EvaluationSpec, output: ScoringOutput,
+              resources: Resources) -> EngineResult:
+        if inputs.in_memory or output.in_memory:
+            raise ValueError("the streaming engine reads files and writes one: stage tables "
+                             "in memory as files, or score them with an engine that keeps "
+                             "rows (Engine.keeps_rows)")
+        result = score_streaming(inputs.located(), spec, output.path, resources)
+        return EngineResult(result.lineage, str(output.path), result.rows, result.notes,
+                            engine=self.name)

@@ -78,24 +78,27 @@ def test_a_spark_report_needs_a_local_output_folder(capsys):
 
 def test_the_resource_and_the_flag_carry_the_master_to_the_engine(monkeypatch, tmp_path):
     seen = []
-    monkeypatch.setattr("evaluation_pipeline.engines.score_files",
-                        lambda *a, **k: seen.append(k))
+
+    def carried(inputs, spec, output, resources, engine):
+        seen.append((engine, resources.spark_master))
+
+    monkeypatch.setattr("evaluation_pipeline.engines.score_inputs", carried)
     ScoringEngine(engine="spark", spark_master="spark://head:7077").score(
         "j.parquet", "p.parquet", profile("default"), "out")
-    assert seen[-1]["engine"] == "spark" and seen[-1]["spark_master"] == "spark://head:7077"
+    assert seen[-1] == ("spark", "spark://head:7077")
 
     class Stop(Exception):
         pass
 
-    def fake_score_files(*args, **kwargs):
-        seen.append(kwargs)
+    def fake_score_inputs(*args, **kwargs):
+        carried(*args, **kwargs)
         raise Stop
 
-    monkeypatch.setattr(score, "score_files", fake_score_files)
+    monkeypatch.setattr(score, "score_inputs", fake_score_inputs)
     with pytest.raises(Stop):
         main(["score", "--judgments", JUDGMENTS, "--run", RUN, "--engine", "spark",
               "--spark-master", "yarn", "--out", str(tmp_path / "out")])
-    assert seen[-1]["engine"] == "spark" and seen[-1]["spark_master"] == "yarn"
+    assert seen[-1] == ("spark", "yarn")
 
 
 def test_the_pipeline_takes_engine_and_master_from_its_environment(monkeypatch, tmp_path):

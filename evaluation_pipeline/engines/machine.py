@@ -1,0 +1,48 @@
+"""What the engines of this machine share besides scoring: ingest in bounded memory, and a
+report's numbers summed here (the local and streaming engines differ in how they score only)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from evaluation_pipeline.engines.protocol import Resources
+from evaluation_pipeline.io.locations import Location
+
+if TYPE_CHECKING:
+    from evaluation_pipeline.aggregation.sums import Numbers
+    from evaluation_pipeline.report.build import ReportPlan
+    from evaluation_pipeline.report.config import ReportConfig
+
+
+class OnThisMachine:
+    """Ingest and a report's sums on this machine."""
+
+    reads_urls = False
+
+    def publish(self, function: str, source: Location, target: Location,
+                resources: Resources, **options) -> Any:
+        """``ingest.publish``'s ``function`` here, its sort spilling under the budget it is
+        given in ``options`` (``budget``)."""
+        from evaluation_pipeline.ingest import publish as local_ingest
+
+        return getattr(local_ingest, function)(source, target, **options)
+
+    def report_numbers(self, scores: Location, previous: Location | None,
+                       queries: pl.DataFrame | None, config: ReportConfig,
+                       resources: Resources) -> tuple[ReportPlan, Numbers]:
+        """Summed here: a chunk of queries in memory at a time for local files, from the
+        columns the report reads for URLs."""
+        from evaluation_pipeline.io.datasets import read_dataset, scan_dataset
+        from evaluation_pipeline.io.locations import is_remote
+        from evaluation_pipeline.report.build import local_numbers, scanned_numbers
+        from schemas.columns import REPORT_COLUMNS
+
+        if not is_remote(scores):
+            return scanned_numbers(scan_dataset(scores),
+                                   None if previous is None else scan_dataset(previous),
+                                   queries, config)
+        per_query = read_dataset(scores, list(REPORT_COLUMNS))
+        before = None if previous is None else read_dataset(previous, list(REPORT_COLUMNS))
+        return local_numbers(per_query, queries, config, before)
