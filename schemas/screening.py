@@ -22,7 +22,7 @@ from schemas.keys import unique_rows
 from schemas.rules.candidate_pools import CANDIDATE_POOL
 from schemas.rules.judgments import JUDGMENTS, RATED_JUDGMENTS
 from schemas.rules.queries import QUERIES
-from schemas.rules.rule import DTYPE, KEY, NOT_NULLABLE, REQUIRED_COLUMN, Table
+from schemas.rules.rule import DTYPE, KEY, NOT_NULLABLE, ONE_NAME, REQUIRED_COLUMN, Table
 
 TABLES = {t.name: t for t in (CANDIDATE_POOL, JUDGMENTS, RATED_JUDGMENTS, QUERIES)}
 
@@ -74,18 +74,30 @@ def screen_table(table: Table, frame: pl.DataFrame, *, check_keys: bool = True) 
             return False
     if table.strict and set(schema) != set(table.dtypes):
         return False
-    passes, key = [], None
+    if frame.height == 0:
+        return True
+    aggregates, rows, key = [], [], None
     for rule in table.rules:
         if rule.kind in (REQUIRED_COLUMN, DTYPE) or not set(rule.reads) <= set(schema):
             continue  # an optional column that is absent: its rules do not apply
         if rule.kind == KEY:
             key = rule
         elif rule.kind == NOT_NULLABLE:
-            passes.append(pl.col(rule.column).null_count() == 0)
+            aggregates.append(pl.col(rule.column).null_count() == 0)
+        elif rule.kind == ONE_NAME:
+            # The first name as a literal: about a third faster than against first().
+            first = frame.select(pl.col(rule.column).first()).item()
+            rows.append(pl.col(rule.column) == pl.lit(first, pl.String))
+        elif rule.screen is not None:
+            aggregates.append(rule.screen())
         else:
-            passes.append(rule.screen() if rule.screen else rule.holds().all())
-    # A null aggregate (a name rule on a null first name) is the null rule's to refuse.
-    if frame.height and passes and not _holds(frame, pl.all_horizontal(passes).fill_null(True)):
+            rows.append(rule.holds())
+    # The row rules as one: a row breaks it when it breaks one of them (a null, as in pandera's
+    # checks, breaks nothing), and one aggregate runs about twice as fast as one per rule. A
+    # null aggregate (a name rule on a null first name) is the null rule's to refuse.
+    if rows:
+        aggregates.append(pl.all_horizontal(rows).all())
+    if aggregates and not _holds(frame, pl.all_horizontal(aggregates).fill_null(True)):
         return False
     return not (check_keys and key is not None) or _keys_unique(frame, list(key.reads))
 

@@ -1,5 +1,6 @@
-"""Checks on the stream: each batch against the input's model, its names against the batches
-before it, and the key order the merge relies on (within a batch and across batches)."""
+"""Checks on the stream: each batch against its table's rules (``schemas.rules``: the types a
+cast keeps, the screen, the model's message), its name against the batches before it, and the
+key order the merge relies on (within a batch and across batches)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ import polars as pl
 from evaluation_pipeline.metric.hashing import StreamingDigest, pool_blocks
 from evaluation_pipeline.metric.kernels.blocks import Blocks, sorted_by
 from schemas import InputError, validate
-from schemas.columns import JUDGMENT_DTYPES, RANK, RUN_DTYPES
+from schemas.columns import RANK
 from schemas.errors import violation
 from schemas.integers import may_leave_int64, refuse_out_of_int64
 from schemas.ranks import check_ranks
-from schemas.screening import screen
+from schemas.rules.candidate_pools import CANDIDATE_POOL
+from schemas.rules.judgments import JUDGMENTS
+from schemas.rules.rule import Table
+from schemas.screening import screen, screen_table
 
 
 class NotSorted(Exception):
@@ -55,40 +59,52 @@ def check_run(frame: pl.DataFrame, path: Path, offset: int, names: dict,
               starts: np.ndarray, ranks: bool = False) -> RunBatch:
     """The batch checked and cast, with its blocks. ``ranks``: the batch holds the rank column
     the spec orders ties by, checked too (``schemas.ranks``)."""
-    for column, dtype in (("score", "float64"), *([(RANK, "int64")] if ranks else [])):
-        if not frame[column].dtype.is_numeric() or (column == RANK and
-                                                    not frame[column].dtype.is_integer()):
-            raise InputError(str(path), [violation(
-                column, f"{column} is stored as {frame[column].dtype}; store it as {dtype}", [])])
-    if ranks:
-        _refuse_out_of_int64(frame, RANK, path, offset)
-    frame = cast(frame, {**RUN_DTYPES, RANK: pl.Int64} if ranks else RUN_DTYPES)
+    frame = _typed(frame, CANDIDATE_POOL, path, offset, (RANK,) if ranks else ())
     if ranks:  # whole queries per batch: a repeat within a query is within the batch
         check_ranks(frame, str(path), _file_rows(offset, frame.height), row_label="row")
-    # The model's row rules; key uniqueness comes from the blocks.
-    ok = screen("CandidatePool", frame, check_keys=False)
+    # The table's rules; key uniqueness comes from the blocks.
+    ok = screen_table(CANDIDATE_POOL, frame, check_keys=False)
     blocks = pool_blocks(frame, starts) if ok else None
     ok = ok and blocks.duplicate < 0  # the blocks' doc_id order puts repeats side by side
     if not ok:
-        _explain("CandidatePool", frame, path, offset)
-    _same_name(frame, "candidate_pool", names, "candidate pool", path)
+        _explain(CANDIDATE_POOL, frame, path, offset)
+    _same_name(frame, CANDIDATE_POOL, names, path)
     return RunBatch(frame, blocks)
 
 
 def check_judgments(frame: pl.DataFrame, path: Path, offset: int, names: dict,
                     digest: StreamingDigest) -> pl.DataFrame:
     """The batch checked, cast, and fed to the judgments digest."""
-    if not frame["grade"].dtype.is_integer() and frame["grade"].null_count() < frame.height:
-        raise InputError(str(path), [violation(
-            "grade", f"grade is stored as {frame['grade'].dtype}; store it as int64", [])])
-    _refuse_out_of_int64(frame, "grade", path, offset)
-    frame = cast(frame, JUDGMENT_DTYPES)
-    ok = screen("Judgments", frame, check_keys=False)  # key uniqueness: from the digest's blocks
+    frame = _typed(frame, JUDGMENTS, path, offset)
+    # A version with raters is held to their rules too; key uniqueness: the digest's blocks.
+    ok = screen("Judgments", frame, check_keys=False)
     ok = ok and digest.update(frame).duplicate < 0
     if not ok:
-        _explain("Judgments", frame, path, offset)
-    _same_name(frame, "judgment_version", names, "judgment version", path)
+        _explain(JUDGMENTS, frame, path, offset)
+    _same_name(frame, JUDGMENTS, names, path)
     return frame
+
+
+def _typed(frame: pl.DataFrame, table: Table, path: Path, offset: int,
+           optional: tuple[str, ...] = ()) -> pl.DataFrame:
+    """The batch with ``table``'s columns (its required ones and ``optional``) cast to their
+    types. A number column must hold numbers a cast keeps (an integer one, integers or
+    nothing but nulls when it may be null); an integer beyond int64 is refused as written."""
+    columns = [c for c in table.columns if c.required or c.name in optional]
+    for column in columns:
+        stored = frame[column.name].dtype
+        if not column.dtype.is_numeric():
+            continue
+        whole = column.dtype.is_integer()
+        kept = stored.is_numeric() and (stored.is_integer() or not whole)
+        if not kept and not (column.nullable
+                             and frame[column.name].null_count() == frame.height):
+            raise InputError(str(path), [violation(
+                column.name, f"{column.name} is stored as {stored}; store it as "
+                f"{str(column.dtype).lower()}", [])])
+        if whole:
+            _refuse_out_of_int64(frame, column.name, path, offset)
+    return cast(frame, {c.name: c.dtype for c in columns})
 
 
 def _refuse_out_of_int64(frame: pl.DataFrame, column: str, path: Path, offset: int) -> None:
@@ -99,21 +115,23 @@ def _refuse_out_of_int64(frame: pl.DataFrame, column: str, path: Path, offset: i
                             row_label="row")
 
 
-def _same_name(frame: pl.DataFrame, column: str, names: dict, what: str, path: Path) -> None:
+def _same_name(frame: pl.DataFrame, table: Table, names: dict, path: Path) -> None:
     """The batch's name is the one of every batch before it, of every file. That the batch
-    holds one safe name is the model's rule, which its screen has checked."""
-    first = names.setdefault(column, frame[column][0])
-    if frame[column][0] != first:
+    holds one safe name is the table's rule, which its screen has checked."""
+    rule = table.one_name
+    name = frame[rule.column][0]
+    first = names.setdefault(rule.column, name)
+    if name != first:
         raise InputError(str(path), [violation(
-            column, f"one {what} per input: found {first!r} and {frame[column][0]!r}", [])])
+            rule.column, f"one {rule.what} per input: found {first!r} and {name!r}", [])])
 
 
-def _explain(model, frame: pl.DataFrame, path: Path, offset: int):
+def _explain(table: Table, frame: pl.DataFrame, path: Path, offset: int):
     """Let the pandera model name the failing rows (numbered in the whole file)."""
-    validate(model, frame, str(path), line_numbers=_file_rows(offset, frame.height),
+    validate(table.name, frame, str(path), line_numbers=_file_rows(offset, frame.height),
              row_label="row")
     raise InputError(str(path), [violation("(batch)", "failed a streamed check that the "
-                                           f"{model} model accepts", [])])
+                                           f"{table.name} model accepts", [])])
 
 
 def _file_rows(offset: int, height: int) -> pl.Series:
