@@ -18,7 +18,12 @@ from tests.support.pools import (  # noqa: F401  (fixtures for every test file)
     pool_folder,
 )
 from tests.support.postgres_server import postgres_server  # noqa: F401  (a fixture for every test file)
+from tests.support.requirements import (  # noqa: F401  (hooks: a skip fails under the full tier)
+    pytest_make_collect_report,
+    pytest_runtest_makereport,
+)
 from tests.support.s3_server import endpoint  # noqa: F401  (a fixture for every test file)
+from tests.support.slow import mark_server_slow
 from tests.support.spark_session import spark  # noqa: F401  (a fixture for every test file)
 
 # The tests run from the checkout: unnamed landing, queries and storage mean its example data
@@ -66,11 +71,16 @@ FIRST = (
     "tests/pipeline/slow/test_spark.py",
     "tests/pipeline/slow/test_alert_outage.py",
     "tests/pipeline/slow/test_backfill_window.py",
-    "tests/pipeline/test_recovery_in_process.py",
+    "tests/pipeline/slow/test_recovery_in_process.py",
     "tests/pipeline/slow/test_storage_switch.py",
-    "tests/unit/engines/spark/test_engine.py",
+    "tests/unit/engines/spark/slow/test_engine.py",
     "tests/deploy/slow/test_dagster_ui.py",
 )
+
+
+def pytest_itemcollected(item):
+    # Before any pytest_collection_modifyitems, so before -m deselects.
+    mark_server_slow(item)
 
 
 @pytest.hookimpl(trylast=True)  # after the slow folders have marked their items
