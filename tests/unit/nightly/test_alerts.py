@@ -289,3 +289,86 @@ def test_the_alert_says_whether_the_regression_holds_for_every_grading(
     line = next(x for x in record["payload"]["text"].splitlines() if "dense-v2" in x)
     assert line.endswith(f"; {clause}")
     assert record["payload"]["regressions"][0]["holds_for_every_grading"] is holds
+
+
+def _asking(status: int, retry_after: str, failures: int = 1):
+    """A receiver that answers ``status`` with ``Retry-After: retry_after`` ``failures`` times,
+    then 200; it records every request."""
+    def answer(handler):
+        if len(receiver.requests) <= failures:
+            handler.send_response(status)
+            handler.send_header("Retry-After", retry_after)
+        else:
+            handler.send_response(200)
+        handler.end_headers()
+
+    receiver = Receiver(answer)
+    return receiver
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_receiver_that_asks_for_a_wait_is_given_it_under_the_same_key(
+        tmp_path, caplog, status):
+    receiver = _asking(status, "7", failures=2)
+    try:
+        with caplog.at_level(logging.WARNING):
+            record, waits = call(tmp_path, settings(receiver.url))
+    finally:
+        receiver.close()
+    assert record["delivery"] == {"delivered": True, "attempts": 3, "status": 200,
+                                  "error": None}
+    assert waits == [7.0, 7.0]  # not the 0.01 and 0.02 of the backoff
+    assert "retrying in 7 s as the receiver asks (Retry-After)" in caplog.text
+    keys = {headers["Idempotency-Key"] for headers, _ in receiver.requests}
+    assert keys == {record["alert_id"]} and len(receiver.requests) == 3
+    assert all(body == receiver.requests[0][1] for _, body in receiver.requests)
+
+
+def test_a_backoff_longer_than_the_wait_asked_for_is_kept(tmp_path):
+    receiver = _asking(503, "1")
+    try:
+        config = AlertSettings(webhook=receiver.url, backoff_seconds=2.5, timeout_seconds=5)
+        record, waits = call(tmp_path, config)
+    finally:
+        receiver.close()
+    assert record["state"] == alerts.DELIVERED and waits == [2.5]
+
+
+def test_a_wait_asked_for_past_the_deadline_ends_the_runs_delivery(tmp_path):
+    """The alert stays due: a later run sends it (its retry between runs is the record's)."""
+    receiver = _asking(429, "3600", failures=99)
+    try:
+        record, waits = call(tmp_path, settings(receiver.url))
+    finally:
+        receiver.close()
+    assert waits == [] and len(receiver.requests) == 1
+    assert record["state"] == alerts.FAILED
+    assert record["delivery"]["error"] == (
+        "HTTP 429 Too Many Requests; the delivery deadline of 60 s passed")
+
+
+def test_a_wait_asked_for_with_another_status_is_not_taken(tmp_path):
+    receiver = _asking(500, "3600")
+    try:
+        record, waits = call(tmp_path, settings(receiver.url))
+    finally:
+        receiver.close()
+    assert record["state"] == alerts.DELIVERED and waits == [0.01]
+
+
+@pytest.mark.parametrize(("value", "seconds"), [
+    ("120", 120.0),
+    (" 0 ", 0.0),
+    ("Wed, 21 Oct 2026 07:28:30 GMT", 30.0),
+    ("Wed, 21 Oct 2026 07:27:00 GMT", 0.0),  # already past: at once
+    ("-5", None),
+    ("1.5", None),
+    ("soon", None),
+    ("", None),
+    (None, None),
+])
+def test_retry_after_is_seconds_or_an_http_date(value, seconds):
+    from datetime import UTC, datetime
+
+    now = datetime(2026, 10, 21, 7, 28, tzinfo=UTC)
+    assert alerts.retry_after_seconds(value, now=lambda: now) == seconds
