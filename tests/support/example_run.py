@@ -1,19 +1,21 @@
-"""Main jobs that several test files need alike, run once per test session.
+"""Main jobs that several test files need alike, run once per version of the code.
 
 - ``example_storage``: a clean main job on the example landing (two judgment versions x two
   pools), the reference the recovery, PostgreSQL and Spark files compare their own runs to.
   Nobody writes to that storage afterwards.
 - ``example_week``: `make run`'s main job (the nightly week, landed night by night) on a fresh
-  instance, for the Dagster UI's tests and the hint `make run` prints.
+  instance, for the Dagster UI's tests, the hint `make run` prints and the documented blocks
+  (which take a copy).
 
 The main job in a subprocess is most of the suite's time, and these files each ran the same
-job. Under xdist the workers share the session's temporary root: the first file to ask runs the
-job under an exclusive lock there, and every later one, on any worker, reads what it left.
+job. Its outputs depend only on the code, the example data and the installed packages, so a
+run is kept in a cache folder keyed by them (``tests.support.cache``): the first test to ask,
+in any worker or session, runs the job there under an exclusive lock, and every later one
+reads what it left. A change to the code is a new key, hence a new run.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
@@ -22,15 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluation_pipeline.main_job import INSTANCE_YAML
+from tests.support.cache import built_once
 from tests.support.paths import EXAMPLES, REPO
 
 MAIN_TIMEOUT = 900
-
-
-def _shared_root(tmp_path_factory) -> Path:
-    base = tmp_path_factory.getbasetemp()
-    # A worker's base is <session root>/popen-gwN; alone, the base is the session root.
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 @dataclass(frozen=True)
@@ -40,41 +37,39 @@ class Week:
     stdout: str  # what the main job printed
 
 
-def example_storage(tmp_path_factory) -> Path:
+# ``tmp_path_factory`` is unused: the runs live in the cache, not in the session's folder. It
+# stays a parameter so that the files calling these keep their calls.
+def example_storage(tmp_path_factory=None) -> Path:
     """The storage of a clean main job on a copy of the example landing and queries table,
-    with a fresh Dagster home: run once per test session, then read."""
-    def landing(root: Path) -> dict[str, str]:
+    with a fresh Dagster home. Read it; never write to it."""
+    def landing(root: Path) -> None:
         shutil.copytree(EXAMPLES / "landing", root / "landing")
         shutil.copy(EXAMPLES / "queries.csv", root / "queries.csv")
-        return {"NDCG_EVAL_LANDING": str(root / "landing"),
-                "NDCG_EVAL_QUERIES": str(root / "queries.csv")}
+        _run(root, {"NDCG_EVAL_LANDING": str(root / "landing"),
+                    "NDCG_EVAL_QUERIES": str(root / "queries.csv")}, cwd=root)
 
-    return _once(tmp_path_factory, "example-run", landing) / "storage"
+    return built_once("example-run", landing) / "storage"
 
 
-def example_week(tmp_path_factory) -> Week:
+def example_week(tmp_path_factory=None) -> Week:
     """`make run`'s main job (no landing named: the example week, night by night) on a fresh
-    instance with `make run`'s dagster.yaml, run from the checkout once per test session."""
-    def instance(root: Path) -> dict[str, str]:
+    instance with `make run`'s dagster.yaml, run from the checkout. Read it, or copy it
+    (``copy_week``) to change it."""
+    def instance(root: Path) -> None:
         (root / "home").mkdir()
         (root / "home" / "dagster.yaml").write_text(INSTANCE_YAML)
-        return {"NDCG_EVAL_DEV": "1"}
+        _run(root, {"NDCG_EVAL_DEV": "1"}, cwd=REPO)
 
-    root = _once(tmp_path_factory, "example-week", instance, cwd=REPO)
+    root = built_once("example-week", instance)
     return Week(root / "home", root / "storage", (root / "stdout").read_text())
 
 
-def _once(tmp_path_factory, name: str, prepare, cwd: Path | None = None) -> Path:
-    """The folder of the main job ``name``, run there unless a run of this session did."""
-    root = _shared_root(tmp_path_factory) / name
-    with open(root.parent / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (root / "done").exists():
-            shutil.rmtree(root, ignore_errors=True)  # what a run that failed before left
-            root.mkdir()
-            _run(root, prepare(root), cwd or root)
-            (root / "done").touch()
-    return root
+def copy_week(week: Week, storage: Path, home: Path) -> None:
+    """The week's storage and instance copied to ``storage`` and ``home``, as `make run` would
+    have left them there. The copies' manifests still name the landing files the week was
+    published from (in the cache), which stay as they were."""
+    shutil.copytree(week.storage, storage, symlinks=True)
+    shutil.copytree(week.home, home, symlinks=True)
 
 
 def _run(root: Path, given: dict[str, str], cwd: Path) -> None:

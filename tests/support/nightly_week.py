@@ -1,11 +1,15 @@
 """The example week through the watch, without Dagster: the inputs land one at a time; after
 each, every new pool x version is evaluated (backfills included), compared with its previous
-night, recorded in the history and, when due, alerted."""
+night, recorded in the history and, when due, alerted.
+
+The week is evaluated once per version of the code (``tests.support.cache``) and each caller
+gets its own copy of its folder, which it may change.
+"""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+import pickle
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -20,19 +24,15 @@ from evaluation_pipeline.nightly.watch import (
     record_evaluation,
     watch_evaluation,
 )
+from evaluation_pipeline.orchestration.example_week import generator
 from evaluation_pipeline.spec import EvaluationSpec
-from tests.support.paths import REPO
+from tests.support.cache import built_once
+
 SPEC = EvaluationSpec(cutoffs=(5, 10))
 SETTINGS = WatchSettings(n_bootstrap=300)
-
-
-def generator():
-    path = REPO / "examples" / "generate_example_data.py"
-    spec = importlib.util.spec_from_file_location("generate_example_data", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+# The week's outcome beside its files, for the callers after the first.
+OUTCOME = "outcome.pickle"
+ALERTS = Path("history") / "alerts.jsonl"
 
 
 def href(pool: str, version: str, spec_id: str) -> str:
@@ -40,14 +40,30 @@ def href(pool: str, version: str, spec_id: str) -> str:
 
 
 def run_week(root: Path) -> dict:
-    """Land the week and evaluate it; returns what a test inspects."""
+    """The week landed and evaluated in ``root`` (its generated inputs, the landing and the
+    alert log); returns what a test inspects."""
+    built = built_once("nightly-week", _evaluate_week)
+    shutil.copytree(built, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns(OUTCOME))
+    gen = generator()  # first: its module is where any of its objects in the outcome live
+    outcome = pickle.loads((built / OUTCOME).read_bytes())
+    return outcome | {"gen": gen, "alerts_file": root / ALERTS}
+
+
+def _evaluate_week(root: Path) -> None:
+    outcome = _land_and_evaluate(root)
+    (root / OUTCOME).write_bytes(pickle.dumps(outcome))
+
+
+def _land_and_evaluate(root: Path) -> dict:
+    """Land the week and evaluate it; what a test inspects, but for the generator and the
+    alert log's path, which belong to the caller's copy."""
     gen = generator()
     gen.generate_nightly(root)
     nightly_dir, landing = root / gen.NIGHTLY_DIR, root / "landing"
     queries = read_queries(nightly_dir / "queries.csv")
     clock = datetime(2026, 12, 1, tzinfo=UTC)
     published, ready, per_query, history = {}, {}, {}, None
-    evaluated, sections, alerts_file = [], {}, root / "history" / "alerts.jsonl"
+    evaluated, sections, alerts_file = [], {}, root / ALERTS
     while (arrival := gen.land_next(nightly_dir, landing)) is not None:
         clock += timedelta(hours=1)
         kind, name = arrival.split("/")
@@ -88,6 +104,6 @@ def run_week(root: Path) -> dict:
                         SETTINGS),
         candidate_pool=pool, judgment_version=version, spec_id=SPEC.spec_id, ready_at=ready,
         published_at=published, history=history, now=clock.isoformat(), settings=SETTINGS)
-    return {"gen": gen, "history": history, "evaluated": evaluated, "sections": sections,
+    return {"history": history, "evaluated": evaluated, "sections": sections,
             "alerts": read_alerts(alerts_file), "rerun": step, "ready": ready,
-            "alerts_file": alerts_file, "per_query": per_query}
+            "per_query": per_query}
