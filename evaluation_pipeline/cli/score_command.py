@@ -2,10 +2,10 @@
 
 The engine named by --engine (default ``auto``, resolved by ``engines.resolve``) scores the
 inputs (``engines.ScoringInputs``) into the output with the resources the flags give
-(``engines.Resources``), and the engine that scored is recorded in summary.json. Inputs and --out may be URLs on object storage
-(``io.locations``); a result there is written whole to a local folder first, then put with its
-marker last (``io.result_folder``); a local result is built in a staging folder and swapped in
-whole.
+(``engines.Resources``), and the engine that scored is recorded in summary.json. Inputs and
+--out may be URLs on object storage (``io.locations``); a result there is written whole to a
+local folder first, then put with its marker last (``io.result_folder``); a local result is
+built in a staging folder and swapped in whole.
 
 Every option is checked before the first byte is written: the memory budget and the report
 options (level, resamples, slice columns against the queries table) before scoring, the
@@ -37,7 +37,7 @@ from evaluation_pipeline.engines import (
 )
 from evaluation_pipeline.evaluation import read_with_lineage, summarize
 from evaluation_pipeline.io import integrity
-from evaluation_pipeline.io.atomic import json_text, write_json, write_text
+from evaluation_pipeline.io.atomic import json_text, write_json
 from evaluation_pipeline.io.datasets import read_dataset
 from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.io.readers import read_queries
@@ -103,9 +103,10 @@ def _score(args: argparse.Namespace, spec: EvaluationSpec, config: ReportConfig 
         check_options(_rankers(per_query), queries, config)
     summary = {**summarize(per_query, spec, result.lineage, queries), "engine": result.engine}
     if remote:
-        # Beside the rows Spark wrote, through the storage's own file system (fsspec knows
-        # Hadoop's names too: s3a://, hdfs://), put whole or not at all.
-        write_text(json_text(summary), location(inside(folder, SUMMARY_FILE)))
+        # Beside the rows the engine wrote at a URL, by the engine, with the storage settings
+        # it wrote them with (Spark's: spark-defaults.conf).
+        resolve(args.engine).write_text_at(inside(folder, SUMMARY_FILE), json_text(summary),
+                                            resources)
     else:
         # The rows' bytes as written (a file, or Spark's parts), which compare and report
         # prove before they read them back (cli.results.rows_alteration).

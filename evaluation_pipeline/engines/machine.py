@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from evaluation_pipeline.engines.protocol import Resources
-from evaluation_pipeline.io.locations import Location
+from evaluation_pipeline.io.atomic import write_text
+from evaluation_pipeline.io.locations import Location, location
 
 if TYPE_CHECKING:
     from evaluation_pipeline.aggregation.sums import Numbers
@@ -46,3 +47,8 @@ class OnThisMachine:
         per_query = read_dataset(scores, list(REPORT_COLUMNS))
         before = None if previous is None else read_dataset(previous, list(REPORT_COLUMNS))
         return local_numbers(per_query, queries, config, before)
+
+    def write_text_at(self, where: Location, text: str, resources: Resources) -> None:
+        """``text`` as the file ``where`` (local, or an object put whole), as every writer of
+        this machine writes one (``io.atomic``)."""
+        write_text(text, location(where))

@@ -138,3 +138,8 @@ class Engine(Protocol):
         """The plan and numbers (``report.build``) of the report of the per-query rows at
         ``scores`` and of their comparison with the previous night's at ``previous``."""
         ...
+
+    def write_text_at(self, where: Location | str, text: str, resources: Resources) -> None:
+        """``text`` as the file ``where``, beside rows the engine wrote there (the summary of a
+        result Spark wrote on object storage), through the storage the engine writes with."""
+        ...

@@ -4,6 +4,7 @@ spark extra: it is loaded when the engine first works, not when it is named."""
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import polars as pl
@@ -60,3 +61,26 @@ class SparkEngine:
         return spark_numbers(str(scores), None if previous is None else str(previous),
                              queries, config, master=resources.spark_master,
                              spark=resources.spark_session)
+
+    def write_text_at(self, where: Location | str, text: str, resources: Resources) -> None:
+        """``text`` as the file ``where`` through the session's Hadoop file system (s3a://,
+        hdfs://, file:// ...), with the credentials and settings the session wrote the rows
+        with: written under a temporary name beside it, then renamed into place, so the file
+        is never seen half written. Hadoop's rename does not replace a file: an existing one
+        is deleted just before, and for that moment a reader finds none."""
+        from evaluation_pipeline.engines.spark.cogroup import spark_session
+
+        spark = resources.spark_session or spark_session(resources.spark_master)
+        hadoop = spark.sparkContext._jvm.org.apache.hadoop.fs
+        target = hadoop.Path(str(where))
+        fs = target.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        temporary = hadoop.Path(target.getParent(), f".{target.getName()}.{uuid.uuid4().hex}.tmp")
+        stream = fs.create(temporary, True)
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+        if fs.exists(target):
+            fs.delete(target, False)
+        if not fs.rename(temporary, target):
+            raise OSError(f"could not rename {temporary} to {where}")
