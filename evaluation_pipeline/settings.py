@@ -296,7 +296,8 @@ def incremental() -> bool:
 
 
 def database_timeout() -> float:
-    """Seconds to wait for one answer of the instance's database (``NDCG_EVAL_DATABASE_TIMEOUT``)."""
+    """Seconds to wait for one answer of the instance's database
+    (``NDCG_EVAL_DATABASE_TIMEOUT``)."""
     return float(_read("database_timeout"))
 
 
