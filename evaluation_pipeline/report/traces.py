@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from html import escape
 from pathlib import Path
 
 import polars as pl
@@ -16,8 +15,8 @@ from evaluation_pipeline.analysis.explain import Trace, explain_many
 from evaluation_pipeline.io.atomic import write_text
 from evaluation_pipeline.io.storage import HTML_FILE
 from evaluation_pipeline.report.format import number
-from evaluation_pipeline.report.html import CSS
 from evaluation_pipeline.report.night_html import shown
+from evaluation_pipeline.report.templating import render
 from evaluation_pipeline.spec import EvaluationSpec
 
 
@@ -95,27 +94,27 @@ def write_night_traces(folder: Path, nightly: dict, top_cutoff: int, judgments: 
 
 def render_night_trace_html(nightly: dict, mover: dict, previous: Trace, current: Trace,
                             spec: EvaluationSpec) -> str:
-    title = (f"Night over night: {current.ranker}, query {current.query_id}, "
-             f"NDCG@{current.cutoff}")
-    text = f" ({escape(mover['query_text'])})" if mover.get("query_text") else ""
-    parts = [f"<p>Query {escape(current.query_id)}{text}; judgments "
-             f"{escape(str(current.judgment_version))}; NDCG {number(previous.ndcg, 6)} on "
-             f"{escape(nightly['previous_pool'])}, {number(current.ndcg, 6)} tonight "
-             f"({number(mover['difference'], 6, signed=True)}).</p>",
-             f"<p>{escape(spec.describe())}. The top {current.cutoff} positions after the tie "
-             "rule, each night; the ideal order is the same for both when their candidates "
-             "hold the same graded documents.</p>"]
-    for label, trace in ((f"Previous night ({nightly['previous_pool']})", previous),
-                         ("Tonight", current)):
-        top = trace.candidates.filter(pl.col("position_first") <= trace.cutoff)
-        parts.append(f"<h2>{escape(label)}: status {escape(trace.status)}, DCG "
-                     f"{number(trace.dcg, 6)}, ideal DCG {number(trace.ideal_dcg, 6)}</h2>"
-                     f"{_table(top)}<h3>Ideal order</h3>"
-                     f"{_table(trace.ideal.filter(pl.col('ideal_position') <= trace.cutoff))}")
-    return (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}'
-        f"</title><style>{CSS}</style></head><body><h1>{escape(title)}</h1>{''.join(parts)}"
-        f'<p><a href="../{HTML_FILE}#movers">back to the report</a></p></body></html>\n'
+    nights = ((f"Previous night ({nightly['previous_pool']})", previous), ("Tonight", current))
+    return render(
+        "night_trace.html",
+        title=(f"Night over night: {current.ranker}, query {current.query_id}, "
+               f"NDCG@{current.cutoff}"),
+        query_id=current.query_id,
+        query_text=mover.get("query_text") or None,
+        judgment_version=str(current.judgment_version),
+        ndcg_previous=number(previous.ndcg, 6),
+        previous_pool=nightly["previous_pool"],
+        ndcg_current=number(current.ndcg, 6),
+        difference=number(mover["difference"], 6, signed=True),
+        spec=spec.describe(),
+        cutoff=current.cutoff,
+        nights=[{
+            "label": label, "status": trace.status, "dcg": number(trace.dcg, 6),
+            "ideal_dcg": number(trace.ideal_dcg, 6),
+            "candidates": _frame(trace.candidates.filter(pl.col("position_first") <= trace.cutoff)),
+            "ideal": _frame(trace.ideal.filter(pl.col("ideal_position") <= trace.cutoff)),
+        } for label, trace in nights],
+        report=HTML_FILE,
     )
 
 
@@ -124,30 +123,27 @@ def _cell(value) -> str:
         return ""
     if isinstance(value, float):
         return f"{value:.6g}"
-    return escape(str(value))
+    return str(value)
 
 
-def _table(frame: pl.DataFrame) -> str:
-    head = "".join(f"<th>{escape(c)}</th>" for c in frame.columns)
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>"
-        for row in frame.iter_rows()
-    )
-    return f"<table><tr>{head}</tr>{rows}</table>"
+def _frame(frame: pl.DataFrame) -> dict:
+    """A trace's table as text: its columns, and each row's cells as the page prints them."""
+    return {"columns": frame.columns,
+            "rows": [[_cell(v) for v in row] for row in frame.iter_rows()]}
 
 
 def render_trace_html(trace: Trace, spec: EvaluationSpec) -> str:
-    title = f"Trace: {trace.ranker}, query {trace.query_id}, NDCG@{trace.cutoff}"
-    return (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}'
-        f"</title><style>{CSS}</style></head><body><h1>{escape(title)}</h1>"
-        f"<p>judgments {escape(str(trace.judgment_version))}; status {escape(trace.status)}; "
-        f"DCG@{trace.cutoff} {number(trace.dcg, 6)}, ideal DCG@{trace.cutoff} "
-        f"{number(trace.ideal_dcg, 6)}, NDCG {number(trace.ndcg, 6)}.</p>"
-        f"<p>{escape(spec.describe())}. Positions are after the tie rule; "
-        "under averaged ties a group spans position_first..position_last and each member gets "
-        "the group's mean discount.</p>"
-        f"<h2>Ranked candidates</h2>{_table(trace.candidates)}"
-        f"<h2>Ideal order</h2>{_table(trace.ideal)}"
-        f'<p><a href="../{HTML_FILE}">back to the report</a></p></body></html>\n'
+    return render(
+        "trace.html",
+        title=f"Trace: {trace.ranker}, query {trace.query_id}, NDCG@{trace.cutoff}",
+        judgment_version=str(trace.judgment_version),
+        status=trace.status,
+        cutoff=trace.cutoff,
+        dcg=number(trace.dcg, 6),
+        ideal_dcg=number(trace.ideal_dcg, 6),
+        ndcg=number(trace.ndcg, 6),
+        spec=spec.describe(),
+        candidates=_frame(trace.candidates),
+        ideal=_frame(trace.ideal),
+        report=HTML_FILE,
     )

@@ -9,25 +9,19 @@ regression against the previous night, and every point links to its night's repo
 from __future__ import annotations
 
 from collections.abc import Callable
-from html import escape
 
 import polars as pl
 
 from evaluation_pipeline.nightly.history import headline_trend
 from evaluation_pipeline.report.format import interval, number, with_interval
-from evaluation_pipeline.report.html import CSS
 from evaluation_pipeline.report.svg import PALETTE
+from evaluation_pipeline.report.templating import render
 from schemas.columns import REGRESSED
 
 REGRESSION_COLOUR = "#c0392b"
-TREND_CSS = CSS + """
-.regressed{color:#c0392b;font-weight:600}.improved{color:#2e8b57}
-.trend text{font-size:11px;fill:#333}
-"""
 WIDTH, HEIGHT = 820, 300
 LEFT, RIGHT, TOP, BOTTOM = 55, 150, 28, 60
 
-# Labels are coloured by style, not by the fill attribute: the page's CSS sets text fill.
 # (candidate_pool, judgment_version, spec_id) -> the link to that evaluation's report.html
 ReportHref = Callable[[str, str, str], str]
 
@@ -36,31 +30,22 @@ def render_trend(history: pl.DataFrame, report_href: ReportHref,
                  spec_id: str | None = None) -> str:
     """The page for the history's headline evaluations (of one spec, or all)."""
     trend = headline_trend(history, spec_id)
-    title = "NDCG night by night"
-    body = [f"<h1>{escape(title)}</h1>"]
-    if trend.is_empty():
-        body.append("<p>No evaluation is in the history yet.</p>")
     nights = _nights(trend)
     changes = _version_changes(nights)
-    if nights:
-        body.append(
-            f'<p class="headline">{len(nights)} nights, {escape(nights[0][0])} to '
-            f"{escape(nights[-1][0])}. Each point is the night's headline evaluation with its "
-            "interval band; dashed lines mark a new judgment version; a red ring marks a "
-            "ranker that regressed against the previous night (Holm-adjusted). Click a point "
-            "for that night's report.</p>")
+    sections = []
     for spec in sorted(trend["spec_id"].unique().to_list()):
         of_spec = trend.filter(pl.col("spec_id") == spec)
         for cutoff in sorted(of_spec["cutoff"].unique().to_list(), reverse=True):
             rows = of_spec.filter(pl.col("cutoff") == cutoff)
-            body.append(f'<h2 id="ndcg-{cutoff}-{escape(spec)}">NDCG@{cutoff} '
-                        f"<small>spec {escape(spec)}</small></h2>")
-            body.append(trend_chart(rows, nights, changes, report_href, cutoff))
-            body += _table(rows, nights)
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>{escape(title)}</title><style>{TREND_CSS}</style></head><body>"
-        + "\n".join(body) + "</body></html>\n"
+            sections.append({"spec_id": spec, "cutoff": cutoff,
+                             "chart": _chart(rows, nights, changes, report_href, cutoff),
+                             "rows": _table(rows, nights)})
+    return render(
+        "trend.html",
+        title="NDCG night by night",
+        nights={"count": len(nights), "first": nights[0][0], "last": nights[-1][0]}
+        if nights else None,
+        sections=sections,
     )
 
 
@@ -76,9 +61,10 @@ def _version_changes(nights: list[tuple[str, str]]) -> set[int]:
     return {i for i in range(1, len(nights)) if nights[i][1] != nights[i - 1][1]}
 
 
-def trend_chart(rows: pl.DataFrame, nights: list[tuple[str, str]], changes: set[int],
-                report_href: ReportHref, cutoff: int) -> str:
-    """One line per ranker over the nights, its interval as a band, points linked."""
+def _chart(rows: pl.DataFrame, nights: list[tuple[str, str]], changes: set[int],
+                report_href: ReportHref, cutoff: int) -> dict:
+    """One line per ranker over the nights, its interval as a band, points linked: the
+    coordinates ``templates/trend.html`` draws, to a tenth of a pixel."""
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     values = [v for c in ("ndcg", "ndcg_low", "ndcg_high") for v in rows[c].to_list()
               if v is not None]
@@ -93,61 +79,56 @@ def trend_chart(rows: pl.DataFrame, nights: list[tuple[str, str]], changes: set[
         return TOP + plot_h * (1 - (v - lo) / (hi - lo))
 
     index = {pool: i for i, (pool, _) in enumerate(nights)}
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{WIDTH}" '
-           f'height="{HEIGHT}" class="chart trend"><title>NDCG@{cutoff} per night</title>']
-    for t in range(5):  # horizontal grid with labels
-        v = lo + (hi - lo) * t / 4
-        out.append(f'<line x1="{LEFT}" y1="{y(v):.1f}" x2="{LEFT + plot_w}" y2="{y(v):.1f}" '
-                   f'stroke="#e3e3e3"/><text x="{LEFT - 6}" y="{y(v) + 4:.1f}" '
-                   f'text-anchor="end">{number(v, 2)}</text>')
+    grid = [lo + (hi - lo) * t / 4 for t in range(5)]  # horizontal lines with labels
+    night_marks = []
     for i, (pool, version) in enumerate(nights):
-        out.append(f'<text x="{x(i):.1f}" y="{TOP + plot_h + 16}" text-anchor="middle">'
-                   f'{escape(pool[-5:] if len(nights) > 4 else pool)}</text>')
-        if i in changes:
-            xm = (x(i - 1) + x(i)) / 2
-            out.append(f'<line class="version-change" x1="{xm:.1f}" y1="{TOP - 6}" x2="{xm:.1f}" '
-                       f'y2="{TOP + plot_h}" stroke="#8a4b00" stroke-dasharray="4,3"/>'
-                       f'<text x="{xm + 3:.1f}" y="{TOP - 10}" style="fill:#8a4b00">judgments '
-                       f'{escape(version)}</text>')
-    rankers = sorted(rows["ranker"].unique().to_list())
-    for j, ranker in enumerate(rankers):
-        colour = PALETTE[j % len(PALETTE)]
+        xm = (x(i - 1) + x(i)) / 2 if i in changes else None
+        night_marks.append({
+            "x": f"{x(i):.1f}", "label": pool[-5:] if len(nights) > 4 else pool,
+            "version_change": None if xm is None else {
+                "x": f"{xm:.1f}", "label_x": f"{xm + 3:.1f}", "version": version}})
+    series = []
+    for j, ranker in enumerate(sorted(rows["ranker"].unique().to_list())):
         points = rows.filter(pl.col("ranker") == ranker).to_dicts()
         points = sorted((p for p in points if p["ndcg"] is not None),
                         key=lambda p: index[p["candidate_pool"]])
         banded = [p for p in points if p["ndcg_low"] is not None]
-        if len(banded) > 1:
-            upper = [f"{x(index[p['candidate_pool']]):.1f},{y(p['ndcg_high']):.1f}" for p in banded]
-            lower = [f"{x(index[p['candidate_pool']]):.1f},{y(p['ndcg_low']):.1f}"
-                     for p in reversed(banded)]
-            out.append(f'<polygon class="band" points="{" ".join(upper + lower)}" '
-                       f'fill="{colour}" fill-opacity="0.15" stroke="none"/>')
-        line = " ".join(f"{x(index[p['candidate_pool']]):.1f},{y(p['ndcg']):.1f}" for p in points)
-        out.append(f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="2"/>')
-        for p in points:
-            px, py = x(index[p["candidate_pool"]]), y(p["ndcg"])
-            href = report_href(p["candidate_pool"], p["judgment_version"], p["spec_id"])
-            tip = (f"{ranker} {p['candidate_pool']} ({p['judgment_version']}): "
-                   f"NDCG@{cutoff} {with_interval(p['ndcg'], [p['ndcg_low'], p['ndcg_high']])}"
-                   + _verdict_text(p))
-            mark = ""
-            if p["verdict"] == REGRESSED:
-                mark = (f'<circle class="regression" cx="{px:.1f}" cy="{py:.1f}" r="9" '
-                        f'fill="none" stroke="{REGRESSION_COLOUR}" stroke-width="2.5"/>'
-                        f'<text x="{px:.1f}" y="{py + 22:.1f}" text-anchor="middle" '
-                        f'style="fill:{REGRESSION_COLOUR}">regressed</text>')
-            out.append(f'<a href="{escape(href)}"><circle cx="{px:.1f}" cy="{py:.1f}" r="4.5" '
-                       f'fill="{colour}"><title>{escape(tip)}</title></circle></a>{mark}')
-        ly = TOP + 14 + 18 * j
-        out.append(f'<rect x="{WIDTH - RIGHT + 14}" y="{ly - 10}" width="12" height="12" '
-                   f'fill="{colour}"/><text x="{WIDTH - RIGHT + 32}" y="{ly}">'
-                   f'{escape(ranker)}</text>')
-    out.append("</svg>")
-    return "".join(out)
+        upper = [f"{x(index[p['candidate_pool']]):.1f},{y(p['ndcg_high']):.1f}" for p in banded]
+        lower = [f"{x(index[p['candidate_pool']]):.1f},{y(p['ndcg_low']):.1f}"
+                 for p in reversed(banded)]
+        series.append({
+            "ranker": ranker, "colour": PALETTE[j % len(PALETTE)],
+            "band": " ".join(upper + lower) if len(banded) > 1 else None,
+            "line": " ".join(f"{x(index[p['candidate_pool']]):.1f},{y(p['ndcg']):.1f}"
+                             for p in points),
+            "points": [_point(p, x(index[p["candidate_pool"]]), y(p["ndcg"]), ranker, cutoff,
+                              report_href) for p in points],
+            "legend_y": TOP + 14 + 18 * j, "legend_box_y": TOP + 4 + 18 * j,
+        })
+    return {
+        "cutoff": cutoff, "width": WIDTH, "height": HEIGHT,
+        "left": LEFT, "right": LEFT + plot_w, "bottom": TOP + plot_h, "label_x": LEFT - 6,
+        "grid": [{"y": f"{y(v):.1f}", "label_y": f"{y(v) + 4:.1f}", "label": number(v, 2)}
+                 for v in grid],
+        "nights": night_marks, "night_label_y": TOP + plot_h + 16,
+        "change_top": TOP - 6, "change_label_y": TOP - 10,
+        "series": series, "regression_colour": REGRESSION_COLOUR,
+        "legend_x": WIDTH - RIGHT + 14, "legend_label_x": WIDTH - RIGHT + 32,
+    }
 
 
-def _interval_text(p: dict) -> str:
-    return interval([p["ndcg_low"], p["ndcg_high"]], 4)
+def _point(p: dict, px: float, py: float, ranker: str, cutoff: int, report_href: ReportHref
+           ) -> dict:
+    """A night's point: where it is, the link to its report, its tooltip, and whether it is
+    ringed as a regression."""
+    return {
+        "x": f"{px:.1f}", "y": f"{py:.1f}", "mark_y": f"{py + 22:.1f}",
+        "href": report_href(p["candidate_pool"], p["judgment_version"], p["spec_id"]),
+        "tip": (f"{ranker} {p['candidate_pool']} ({p['judgment_version']}): "
+                f"NDCG@{cutoff} {with_interval(p['ndcg'], [p['ndcg_low'], p['ndcg_high']])}"
+                + _verdict_text(p)),
+        "regressed": p["verdict"] == REGRESSED,
+    }
 
 
 def _verdict_text(p: dict) -> str:
@@ -157,25 +138,17 @@ def _verdict_text(p: dict) -> str:
             f"Holm-adjusted p {number(p['p_adjusted'])}")
 
 
-def _table(rows: pl.DataFrame, nights: list[tuple[str, str]]) -> list[str]:
+def _table(rows: pl.DataFrame, nights: list[tuple[str, str]]) -> list[dict]:
     """Per night and ranker: NDCG, interval, candidate recall, verdict, attribution."""
-    head = ("<tr><th>night</th><th>judgments</th><th>ranker</th><th>NDCG</th><th>interval</th>"
-            "<th>cand. recall</th><th>vs previous</th><th>verdict</th><th>p (Holm)</th>"
-            "<th>from judgments</th><th>from pool</th></tr>")
-    out = [f'<table class="trend-table">{head}']
     order = {pool: i for i, (pool, _) in enumerate(nights)}
-    for p in sorted(rows.to_dicts(), key=lambda p: (order[p["candidate_pool"]], p["ranker"])):
-        verdict = p["verdict"] or ""
-        out.append(
-            f"<tr><td>{escape(p['candidate_pool'])}</td><td>{escape(p['judgment_version'])}</td>"
-            f"<td>{escape(p['ranker'])}</td><td>{number(p['ndcg'], missing='')}</td>"
-            f"<td>{_interval_text(p)}</td>"
-            f"<td>{number(p['mean_candidate_recall'], 3, missing='')}</td>"
-            f"<td>{number(p['mean_diff'], signed=True, missing='')}</td>"
-            f'<td class="{escape(verdict)}">{escape(verdict.replace("_", " "))}</td>'
-            f"<td>{number(p['p_adjusted'], missing='')}</td>"
-            f"<td>{number(p['from_judgments'], signed=True, missing='')}</td>"
-            f"<td>{number(p['from_pool'], signed=True, missing='')}</td></tr>")
-    out.append("</table>")
-    return out
-
+    return [{
+        "candidate_pool": p["candidate_pool"], "judgment_version": p["judgment_version"],
+        "ranker": p["ranker"], "ndcg": number(p["ndcg"], missing=""),
+        "interval": interval([p["ndcg_low"], p["ndcg_high"]], 4),
+        "mean_candidate_recall": number(p["mean_candidate_recall"], 3, missing=""),
+        "mean_diff": number(p["mean_diff"], signed=True, missing=""),
+        "verdict": p["verdict"] or "", "verdict_words": (p["verdict"] or "").replace("_", " "),
+        "p_adjusted": number(p["p_adjusted"], missing=""),
+        "from_judgments": number(p["from_judgments"], signed=True, missing=""),
+        "from_pool": number(p["from_pool"], signed=True, missing=""),
+    } for p in sorted(rows.to_dicts(), key=lambda p: (order[p["candidate_pool"]], p["ranker"]))]
