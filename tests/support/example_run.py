@@ -4,8 +4,7 @@
   pools), the reference the recovery, PostgreSQL and Spark files compare their own runs to.
   Nobody writes to that storage afterwards.
 - ``example_week``: `make run`'s main job (the nightly week, landed night by night) on a fresh
-  instance, for the Dagster UI's tests, the hint `make run` prints and the documented blocks
-  (which take a copy).
+  instance, for the Dagster UI's tests and the hint `make run` prints.
 
 The main job in a subprocess is most of the suite's time, and these files each ran the same
 job. Its outputs depend only on the code, the example data and the installed packages, so a
@@ -53,8 +52,7 @@ def example_storage(tmp_path_factory=None) -> Path:
 
 def example_week(tmp_path_factory=None) -> Week:
     """`make run`'s main job (no landing named: the example week, night by night) on a fresh
-    instance with `make run`'s dagster.yaml, run from the checkout. Read it, or copy it
-    (``copy_week``) to change it."""
+    instance with `make run`'s dagster.yaml, run from the checkout. Read it; never write to it."""
     def instance(root: Path) -> None:
         (root / "home").mkdir()
         (root / "home" / "dagster.yaml").write_text(INSTANCE_YAML)
@@ -62,14 +60,6 @@ def example_week(tmp_path_factory=None) -> Week:
 
     root = built_once("example-week", instance)
     return Week(root / "home", root / "storage", (root / "stdout").read_text())
-
-
-def copy_week(week: Week, storage: Path, home: Path) -> None:
-    """The week's storage and instance copied to ``storage`` and ``home``, as `make run` would
-    have left them there. The copies' manifests still name the landing files the week was
-    published from (in the cache), which stay as they were."""
-    shutil.copytree(week.storage, storage, symlinks=True)
-    shutil.copytree(week.home, home, symlinks=True)
 
 
 def _run(root: Path, given: dict[str, str], cwd: Path) -> None:
