@@ -21,7 +21,6 @@ import pytest
 from tests.support.doc_blocks import DOC_ORDER, REPO, Block, output_matches, shell_blocks
 from tests.support.make import MAKE_VARIABLES
 
-
 MAKE_RUN_TIMEOUT = 900
 BLOCKS_TIMEOUT = 1200
 
@@ -89,7 +88,8 @@ def _installs(dry_run: str) -> list[str]:
 
 
 def _environment(copy: Path) -> dict[str, str]:
-    """A user's shell: the copy's .venv/bin first on PATH, no NDCG_EVAL_*, DAGSTER_HOME or EXTRAS."""
+    """A user's shell: the copy's .venv/bin first on PATH, no NDCG_EVAL_*, DAGSTER_HOME or
+    EXTRAS."""
     environment = {name: value for name, value in os.environ.items()
                    if not name.startswith("NDCG_EVAL_")
                    and name not in ("DAGSTER_HOME", "EXTRAS", *MAKE_VARIABLES)}
