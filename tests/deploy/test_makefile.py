@@ -87,5 +87,6 @@ def test_a_failed_install_fails_make_and_leaves_no_stamp(checkout):
     assert not (checkout / ".venv" / ".installed").exists()
 
 
-def test_ci_runs_make_test_with_its_extras():
-    assert "make test EXTRAS=spark,postgres" in (REPO / ".ci" / "run").read_text()
+def test_ci_runs_every_test_with_its_extras():
+    """CI runs the second tier too (``make test-all``), where a missing requirement fails."""
+    assert "make test-all EXTRAS=spark,postgres" in (REPO / ".ci" / "run").read_text()
