@@ -6,7 +6,15 @@ from __future__ import annotations
 import polars as pl
 
 from schemas.columns import POOL_KEY, RANK, RUN_DTYPES
-from schemas.rules.rule import Column, columns_of, finite, non_empty, one_safe_name, table, unique_key
+from schemas.rules.rule import (
+    Column,
+    columns_of,
+    finite,
+    non_empty,
+    one_safe_name,
+    table,
+    unique_key,
+)
 
 CANDIDATE_POOL = table(
     "CandidatePool",

@@ -38,18 +38,18 @@ from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
 from schemas.columns import (
     JUDGMENT_COLUMNS,
-    JUDGMENT_KEY,
     JUDGMENT_NAME_COLUMNS,
     PER_QUERY_KEY,
     POOL_KEY,
     RANK,
     RATER,
     RUN_COLUMNS,
-    RUN_DTYPES,
 )
 from schemas.errors import violation
-from schemas.names import check_safe_name
 from schemas.ranks import RANK_PRESENT, RANK_REQUIRED, RANK_UNIQUE
+from schemas.rules.candidate_pools import CANDIDATE_POOL
+from schemas.rules.judgments import JUDGMENTS
+from schemas.rules.to_spark import refuse_broken
 
 BUCKETS = 64  # at least: one Python call scores a bucket
 ROWS_PER_BUCKET = 1_000_000  # at most, about: a bigger run gets more buckets
@@ -67,7 +67,6 @@ LOCAL_MASTER = "local[*]"
 # version's (each is one name, checked apart).
 _RUN_SCORED = [c for c in RUN_COLUMNS if c != "candidate_pool"]
 _JUDGMENT_SCORED = [c for c in JUDGMENT_COLUMNS if c not in JUDGMENT_NAME_COLUMNS]
-_RUN_STRINGS = [c for c, dtype in RUN_DTYPES.items() if dtype == pl.String]
 
 
 def spark_master(master: str | None, environ=os.environ) -> str | None:
@@ -245,37 +244,10 @@ def _named(frame, column: str, name: str):
     return frame if column in frame.columns else frame.withColumn(column, F.lit(name))
 
 
-def _broken(source: str, checks: dict) -> None:
-    bad = [violation(column, f"{rule} ({count:,} rows)", []) for (column, rule), count in
-           checks.items() if count]
-    if bad:
-        raise InputError(source, bad)
-
-
 def _validate_run(run, source: str) -> tuple[str, int]:
-    """The pool's one name, and its row count, or InputError."""
-    from pyspark.sql import functions as F
-
-    empty = lambda c: F.col(c).isNull() | (F.length(c) == 0)  # noqa: E731
-    counts = run.select(
-        *(F.sum(empty(c).cast("int")).alias(c) for c in _RUN_STRINGS),
-        F.sum((F.col("score").isNull() | F.isnan("score")
-               | (F.abs("score") == float("inf"))).cast("int")).alias("score"),
-        F.countDistinct("candidate_pool").alias("pools"),
-        F.count(F.lit(1)).alias("rows"),
-    ).first()
-    if counts["rows"] == 0:
-        raise InputError(source, [violation("(file)", "no rows", [])])
-    duplicates = run.groupBy(*POOL_KEY).count().filter("count > 1").count()
-    _broken(source, {**{(c, "must be non-empty"): counts[c] for c in _RUN_STRINGS},
-                     ("score", "score must be a finite number (no NaN or infinity)"):
-                         counts["score"],
-                     (", ".join(POOL_KEY), "must be unique: duplicate rows"): duplicates,
-                     ("candidate_pool", "one candidate pool per input"):
-                         int(counts["pools"] > 1)})
-    name = run.select("candidate_pool").first()[0]
-    check_safe_name(name, "candidate pool")
-    return name, counts["rows"]
+    """The pool's one name, and its row count, or InputError: the pool table's rules counted
+    (``schemas.rules.to_spark``)."""
+    return refuse_broken(run, CANDIDATE_POOL, source)
 
 
 def _validate_ranks(run, source: str) -> None:
@@ -289,36 +261,15 @@ def _validate_ranks(run, source: str) -> None:
             "int64", [])])
     missing = run.filter(F.col(RANK).isNull()).count()
     repeated = run.groupBy(*POOL_KEY[:-1], RANK).count().filter("count > 1").count()
-    _broken(source, {(RANK, RANK_PRESENT): missing, (RANK, RANK_UNIQUE): repeated})
+    bad = [violation(RANK, f"{rule} ({count:,} rows)", []) for rule, count in
+           ((RANK_PRESENT, missing), (RANK_UNIQUE, repeated)) if count]
+    if bad:
+        raise InputError(source, bad)
 
 
 def _validate_judgments(judgments, source: str) -> str:
-    from pyspark.sql import functions as F
-
-    status, grade = F.col("grade_status"), F.col("grade")
-    empty = lambda c: F.col(c).isNull() | (F.length(c) == 0)  # noqa: E731
-    counts = judgments.select(
-        *(F.sum(empty(c).cast("int")).alias(c) for c in JUDGMENT_KEY),
-        # coalesce: a null status or grade makes the rule's expression null, which sum skips.
-        F.sum((~F.coalesce(((status == "graded") & (grade >= 0))
-                           | ((status == "unknown") & grade.isNull()), F.lit(False)))
-              .cast("int")).alias("grade"),
-        F.countDistinct("judgment_version").alias("versions"),
-        F.count(F.lit(1)).alias("rows"),
-    ).first()
-    if counts["rows"] == 0:
-        raise InputError(source, [violation("(file)", "no rows", [])])
-    duplicates = judgments.groupBy(*JUDGMENT_KEY).count().filter("count > 1").count()
-    _broken(source, {("query_id", "must be non-empty"): counts["query_id"],
-                     ("doc_id", "must be non-empty"): counts["doc_id"],
-                     ("grade, grade_status", "grade_status must be graded (with a grade "
-                      ">= 0) or unknown (with no grade)"): counts["grade"] or 0,
-                     (", ".join(JUDGMENT_KEY), "must be unique: duplicate rows"): duplicates,
-                     ("judgment_version", "one judgment version per input"):
-                         int(counts["versions"] > 1)})
-    name = judgments.select("judgment_version").first()[0]
-    check_safe_name(name, "judgment version")
-    return name
+    """The version's one name, or InputError: the judgments table's rules counted."""
+    return refuse_broken(judgments, JUDGMENTS, source)[0]
 
 
 def _digest(frame, kind: str) -> str:
