@@ -64,6 +64,8 @@ def object_lock(target: Location, timeout: float, *, lease_seconds: float = LEAS
         held, tag = conditional.read_tagged(lock)
         if held is None:
             continue  # released between the two requests: try again at once
+        if _owner(held) == owner:
+            break  # this run's own create, which landed though its answer was lost and retried
         why = _why_free(held, lease_seconds)
         if why is not None:
             try:
