@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 import numpy as np
 import polars as pl
 
+from evaluation_pipeline import settings
 from evaluation_pipeline.aggregation import sums as rn
 from evaluation_pipeline.aggregation.partials import (
     PREVIOUS,
@@ -33,8 +34,9 @@ from schemas.columns import IMPROVED, NO_CHANGE, REGRESSED, TIE_TOLERANCE
 READY_AT = "ready_at"
 PUBLISHED_AT = "published_at"
 
-DEFAULT_ALPHA = 0.05
-DEFAULT_MIN_EFFECT = 0.01
+# The watch's defaults are its settings' (NDCG_EVAL_ALPHA, NDCG_EVAL_MIN_EFFECT).
+DEFAULT_ALPHA = settings.ALPHA.value_default
+DEFAULT_MIN_EFFECT = settings.MIN_EFFECT.value_default
 # The environment variable that pins one baseline pool instead of "the previous night".
 
 COMPARISON_METHOD = (

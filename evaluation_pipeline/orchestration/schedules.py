@@ -2,6 +2,7 @@
 
 import dagster as dg
 
+from evaluation_pipeline import settings
 from evaluation_pipeline.io.storage import QUERIES_FOLDER
 from evaluation_pipeline.orchestration.jobs import build_jobs
 from evaluation_pipeline.orchestration.partitions import DEFAULT, Naming, evaluation_key
@@ -14,8 +15,9 @@ from evaluation_pipeline.orchestration.selection import (
 )
 from evaluation_pipeline.spec import EvaluationSpec
 
-DEFAULT_CRON = "0 2 * * *"
-DEFAULT_TIMEZONE = "UTC"
+# The schedule's defaults are its settings' (NDCG_EVAL_NIGHTLY_CRON, NDCG_EVAL_NIGHTLY_TIMEZONE).
+DEFAULT_CRON = settings.NIGHTLY_CRON.value_default
+DEFAULT_TIMEZONE = settings.NIGHTLY_TIMEZONE.value_default
 
 
 def build_nightly_schedule(spec: EvaluationSpec, cron: str = DEFAULT_CRON,
