@@ -8,6 +8,8 @@ a key of several columns and the one-name rule are dataframe checks tagged ``[co
 
 from __future__ import annotations
 
+from typing import Optional
+
 import pandera.polars as pa
 import polars as pl
 from pandera.api.polars.types import PolarsData
@@ -23,7 +25,8 @@ def model_of(table: Table, module: str) -> type[pa.DataFrameModel]:
     annotations, namespace = {}, {"__module__": module, "__doc__": f"The {table.name} rules "
                                   "(``schemas.rules``) as a pandera model.", "__table__": table}
     for column in table.columns:
-        annotations[column.name] = column.dtype if column.required else column.dtype | None
+        annotations[column.name] = (column.dtype if column.required
+                                    else Optional[column.dtype])  # noqa: UP045 (pandera's form)
         namespace[column.name] = pa.Field(nullable=column.nullable)
     for rule in table.rules:
         if rule.kind not in _IMPLIED:

@@ -13,14 +13,12 @@ import polars as pl
 from evaluation_pipeline.metric.hashing import StreamingDigest, pool_blocks
 from evaluation_pipeline.metric.kernels.blocks import Blocks, sorted_by
 from schemas import InputError, validate
-from schemas.columns import RANK
 from schemas.errors import violation
 from schemas.integers import may_leave_int64, refuse_out_of_int64
 from schemas.ranks import check_ranks
 from schemas.rules.candidate_pools import CANDIDATE_POOL
-from schemas.rules.judgments import JUDGMENTS
 from schemas.rules.rule import Table
-from schemas.screening import screen, screen_table
+from schemas.screening import TABLES, rated_model, screen_table
 
 
 class NotSorted(Exception):
@@ -59,7 +57,7 @@ def check_run(frame: pl.DataFrame, path: Path, offset: int, names: dict,
               starts: np.ndarray, ranks: bool = False) -> RunBatch:
     """The batch checked and cast, with its blocks. ``ranks``: the batch holds the rank column
     the spec orders ties by, checked too (``schemas.ranks``)."""
-    frame = _typed(frame, CANDIDATE_POOL, path, offset, (RANK,) if ranks else ())
+    frame = _typed(frame, CANDIDATE_POOL, path, offset)  # with rank when the batch holds it
     if ranks:  # whole queries per batch: a repeat within a query is within the batch
         check_ranks(frame, str(path), _file_rows(offset, frame.height), row_label="row")
     # The table's rules; key uniqueness comes from the blocks.
@@ -75,22 +73,21 @@ def check_run(frame: pl.DataFrame, path: Path, offset: int, names: dict,
 def check_judgments(frame: pl.DataFrame, path: Path, offset: int, names: dict,
                     digest: StreamingDigest) -> pl.DataFrame:
     """The batch checked, cast, and fed to the judgments digest."""
-    frame = _typed(frame, JUDGMENTS, path, offset)
-    # A version with raters is held to their rules too; key uniqueness: the digest's blocks.
-    ok = screen("Judgments", frame, check_keys=False)
+    table = TABLES[rated_model("Judgments", frame)]  # a version with raters: their rules too
+    frame = _typed(frame, table, path, offset)
+    ok = screen_table(table, frame, check_keys=False)  # key uniqueness: the digest's blocks
     ok = ok and digest.update(frame).duplicate < 0
     if not ok:
-        _explain(JUDGMENTS, frame, path, offset)
-    _same_name(frame, JUDGMENTS, names, path)
+        _explain(table, frame, path, offset)
+    _same_name(frame, table, names, path)
     return frame
 
 
-def _typed(frame: pl.DataFrame, table: Table, path: Path, offset: int,
-           optional: tuple[str, ...] = ()) -> pl.DataFrame:
-    """The batch with ``table``'s columns (its required ones and ``optional``) cast to their
-    types. A number column must hold numbers a cast keeps (an integer one, integers or
-    nothing but nulls when it may be null); an integer beyond int64 is refused as written."""
-    columns = [c for c in table.columns if c.required or c.name in optional]
+def _typed(frame: pl.DataFrame, table: Table, path: Path, offset: int) -> pl.DataFrame:
+    """The batch with ``table``'s columns cast to their types. A number column must hold
+    numbers a cast keeps (an integer one, integers or nothing but nulls when it may be null);
+    an integer beyond int64 is refused as written."""
+    columns = [c for c in table.columns if c.name in frame.columns]
     for column in columns:
         stored = frame[column.name].dtype
         if not column.dtype.is_numeric():
