@@ -8,7 +8,7 @@ Each measure's algorithm is the one its declaration states (``declarations.Decla
   grading without a relevant document has no RR; under ``no_positive: exclude`` the least is
   then that of the one relevant hole placed last;
 - R@k and Rprec: for t relevant holes, the t heaviest or lightest at the cutoff, a scan over t;
-- AP: a dynamic program over the places, per count of relevant documents within the cutoff;
+- AP: for t relevant holes, the first t or the last t relevant, a scan over t;
 - Bpref: every relevant / non-relevant grading, up to ``codes.MAX_BPREF_HOLES`` holes;
 - Judged@k: 1, since every grading judges every hole.
 nDCG's are the NDCG kernel's own (``metric.kernels.bounds``).
@@ -49,9 +49,10 @@ from evaluation_pipeline.metric.measures.values import (
 
 @njit(cache=True, nogil=True)
 def scratch(longest):
-    """(a grading's grades, the dynamic program's greatest and least sums, hole weights)."""
-    return (np.empty(longest, np.int64), np.empty(longest + 2), np.empty(longest + 2),
-            np.empty(longest + 1))
+    """(a grading's grades, AP's sums after each place, AP's relevant counts before each
+    place, the holes' weights, AP's hole places)."""
+    return (np.empty(longest, np.int64), np.empty(longest + 1), np.empty(longest + 1, np.int64),
+            np.empty(longest + 1), np.empty(longest + 1, np.int64))
 
 
 @njit(cache=True, nogil=True)
@@ -103,7 +104,7 @@ def bounds(kind, score, grade, m, k, rel, persistence, max_rel, gains, conventio
            fixed_relevant, fixed_nonrelevant, outside, work):
     """(least, greatest) of the measure over every grading of the holes (``grade < 0`` in the
     whole list, plus ``outside``); NaN for both when no grading gives a number."""
-    a, high, low, weight = work
+    a, after, before, weight, places = work
     top, average, no_positive = conventions.top_grade, conventions.average, conventions.no_positive
     reaches = top >= rel  # a hole can be relevant
     n_holes = outside
@@ -167,8 +168,8 @@ def bounds(kind, score, grade, m, k, rel, persistence, max_rel, gains, conventio
             least = min(least, (fixed + lightest) / relevant)
         return _finish(least, greatest)
     if kind == KIND_AP:
-        return _ap_bounds(grade, m, k, rel, reaches, fixed_relevant, outside, no_positive,
-                          high, low)
+        return _ap_bounds(grade, m, k, rel, top, reaches, fixed_relevant, outside, no_positive,
+                          a, after, before, places)
     if kind == KIND_BPREF:
         candidate_holes = n_holes - outside
         if not reaches:
@@ -203,50 +204,89 @@ def bounds(kind, score, grade, m, k, rel, persistence, max_rel, gains, conventio
 
 
 @njit(cache=True, nogil=True)
-def _ap_bounds(grade, m, k, rel, reaches, fixed_relevant, outside, no_positive, high, low):
-    """AP's extremes. Within the cutoff a grading is a path over the places; ``high[c]`` and
-    ``low[c]`` are the greatest and least sum of precisions over the paths with c relevant
-    documents so far, each sum added in place order as :func:`values.ap` adds it. Past the
-    cutoff (and outside the candidates) a hole only raises R."""
+def _ap_bounds(grade, m, k, rel, top, reaches, fixed_relevant, outside, no_positive, a, after,
+               before, holes):
+    """AP's extremes. For t relevant holes R is fixed, and the sum of precisions is greatest
+    with the t first holes within the cutoff relevant and least with the t last (holes past the
+    cutoff or outside the candidates first, adding to R alone): moving a relevant document up
+    from place b to a hole at a < b raises its own term from (x + y)/b to x/a and every term of
+    the y relevant ones between by 1/j >= 1/b. A scan over t adds one hole's terms at a time;
+    the best t of each side is then scored as that grading (``values.ap``), so a bound is a
+    grading's value to the last bit."""
     kk = min(m, k)
-    high[0], low[0] = 0.0, 0.0
-    most = 0  # the most relevant documents a path can have so far
-    fixed_within, beyond = 0, outside
+    n_in, beyond, fixed_within = 0, outside, 0
     for i in range(kk):
-        g = grade[i]
-        if g >= 0 and g < rel:
-            continue
-        if g >= rel:
-            fixed_within += 1
-        elif not reaches:
-            continue
-        high[most + 1], low[most + 1] = -np.inf, np.inf
-        for c in range(most, -1, -1):
-            if high[c] == -np.inf:
-                continue
-            take_high, take_low = high[c] + (c + 1) / (i + 1), low[c] + (c + 1) / (i + 1)
-            high[c + 1] = max(high[c + 1], take_high)
-            low[c + 1] = min(low[c + 1], take_low)
-            if g >= 0:  # a relevant document: no path leaves it out
-                high[c], low[c] = -np.inf, np.inf
-        most += 1
+        before[i] = fixed_within  # the fixed relevant places before place i
+        if grade[i] < 0:
+            holes[n_in] = i
+            n_in += 1
+        fixed_within += grade[i] >= rel
     for i in range(kk, m):
         beyond += grade[i] < 0
-    fixed_beyond = fixed_relevant - fixed_within
-    if not reaches:
-        beyond = 0
+    # after[i]: the sum of 1/(j + 1) over the fixed relevant places j > i within the cutoff.
+    running = 0.0
+    for i in range(kk - 1, -1, -1):
+        after[i] = running
+        if grade[i] >= rel:
+            running += 1.0 / (i + 1)
+    n_holes = n_in + beyond if reaches else 0
+    base = 0.0  # the sum of precisions with every hole non-relevant
+    found = 0
+    for i in range(kk):
+        if grade[i] >= rel:
+            found += 1
+            base += found / (i + 1)
     least, greatest = np.inf, -np.inf
-    for c in range(most + 1):
-        if high[c] == -np.inf:
-            continue
-        for side in range(2):
-            relevant = c + fixed_beyond + (beyond if side else 0)
+    best_high, best_low = -1, -1
+    for side in range(2):
+        total, chosen_after = base, 0.0
+        for t in range(n_holes + 1):
+            if t > 0:
+                if side == 0 and t <= n_in:
+                    h = holes[t - 1]
+                    total += (before[h] + t) / (h + 1) + after[h]
+                elif side == 1 and t > beyond:
+                    h = holes[n_in - (t - beyond)]
+                    total += (before[h] + 1) / (h + 1) + after[h] + \
+                        chosen_after
+                    chosen_after += 1.0 / (h + 1)
+            relevant = fixed_relevant + t
             if relevant == 0:
-                least, greatest = _no_value(least, greatest, no_positive)
-                continue
-            greatest = max(greatest, high[c] / relevant)
-            least = min(least, low[c] / relevant)
+                continue  # every hole non-relevant and no R: counted below
+            v = total / relevant
+            if side == 0 and v > greatest:
+                greatest, best_high = v, t
+            if side == 1 and v < least:
+                least, best_low = v, t
+    for side in range(2):
+        t = best_high if side == 0 else best_low
+        if t < 0:
+            continue
+        for i in range(m):
+            a[i] = grade[i] if grade[i] >= 0 else 0
+        if side == 0:
+            for u in range(min(t, n_in)):
+                a[holes[u]] = top
+        else:
+            for u in range(max(t - beyond, 0)):
+                a[holes[n_in - 1 - u]] = top
+        if side == 0:
+            greatest = _ap_of(a, m, k, rel, fixed_relevant + t)
+        else:
+            least = _ap_of(a, m, k, rel, fixed_relevant + t)
+    if fixed_relevant == 0:
+        least, greatest = _no_value(least, greatest, no_positive)
     return _finish(least, greatest)
+
+
+@njit(cache=True, nogil=True)
+def _ap_of(a, m, k, rel, relevant):
+    total, found = 0.0, 0
+    for i in range(min(m, k)):
+        if a[i] >= rel:
+            found += 1
+            total += found / (i + 1)
+    return total / relevant
 
 
 @njit(cache=True, nogil=True)

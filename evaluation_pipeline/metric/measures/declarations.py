@@ -146,12 +146,11 @@ DECLARATIONS: tuple[Declaration, ...] = (
         _POLICIES, "refused under `ties: average` (the expected AP over the orders of a tie "
                    "group is not a sum over places); trec_eval, doc_id or rank ties are exact",
         _NO_VALUE + "; " + _R,
-        "exact, by dynamic programming: AP is not monotone (a hole turned relevant raises R), "
-        "but for each count c of relevant documents in the cutoff the sum of precisions is a "
-        "path over the places (a hole is relevant or not), so its least and greatest for every "
-        "c come from one pass over the places in O(k x (relevant + holes)); holes past the "
-        "cutoff or outside the candidates only raise R: none relevant for the greatest, all "
-        "for the least",
+        "exact: AP is not monotone (a hole turned relevant raises R), but for t relevant "
+        "holes R is fixed and the sum of precisions is greatest with the first t holes "
+        "within the cutoff relevant and least with the last t (those past the cutoff or "
+        "outside the candidates first): moving a relevant document up to an earlier hole "
+        "never lowers a term. A scan over t = 0..holes, O(k + holes)",
         "map (AP), map_cut.k (AP@k)", "AP, AP@k (pytrec_eval)", average_ties=False,
         aliases=("MAP",)),
     Declaration(
