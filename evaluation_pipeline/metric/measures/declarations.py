@@ -29,6 +29,7 @@ class NotProvided:
 
 
 NOT_PROVIDED = NotProvided()
+_NOUN = {int: "an integer", float: "a number", bool: "True or False", str: "a text"}
 
 
 @dataclass(frozen=True)
@@ -48,13 +49,13 @@ class ParamInfo:
         if self.dtype is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, self.dtype) or (self.dtype is int and isinstance(value, bool)):
-            return f"of type {self.dtype.__name__}"
+            return _NOUN[self.dtype]
         if self.choices and value not in self.choices:
             return "one of " + ", ".join(repr(c) for c in self.choices)
         if self.minimum is not None and value < self.minimum:
-            return f"an {self.dtype.__name__} >= {self.minimum}" if self.dtype is int else f"a {self.dtype.__name__} >= {self.minimum}"
+            return f"{_NOUN[self.dtype]} >= {self.minimum}"
         if self.below is not None and not value < self.below:
-            return f"a {self.dtype.__name__} below {self.below}"
+            return f"{_NOUN[self.dtype]} below {self.below}"
         return None
 
 
