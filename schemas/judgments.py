@@ -1,8 +1,8 @@
-"""A judgment version's pandera models, made from its rules (``schemas.rules.judgments``)."""
+"""A judgment version's pandera models, made from its rules (``schemas.rules.judgment_rules``)."""
 
 from __future__ import annotations
 
-from schemas.rules.judgments import JUDGMENTS, RATED_JUDGMENTS
+from schemas.rules.judgment_rules import JUDGMENTS, RATED_JUDGMENTS
 from schemas.rules.to_pandera import model_of
 
 Judgments = model_of(JUDGMENTS, __name__)

@@ -19,9 +19,9 @@ import polars as pl
 
 from schemas.columns import RATER, STATUSES
 from schemas.keys import unique_rows
-from schemas.rules.candidate_pools import CANDIDATE_POOL
-from schemas.rules.judgments import JUDGMENTS, RATED_JUDGMENTS
-from schemas.rules.queries import QUERIES
+from schemas.rules.judgment_rules import JUDGMENTS, RATED_JUDGMENTS
+from schemas.rules.pool_rules import CANDIDATE_POOL
+from schemas.rules.query_rules import QUERIES
 from schemas.rules.rule import DTYPE, KEY, NOT_NULLABLE, ONE_NAME, REQUIRED_COLUMN, Table
 
 TABLES = {t.name: t for t in (CANDIDATE_POOL, JUDGMENTS, RATED_JUDGMENTS, QUERIES)}

@@ -47,8 +47,8 @@ from schemas.columns import (
 )
 from schemas.errors import violation
 from schemas.ranks import RANK_PRESENT, RANK_REQUIRED, RANK_UNIQUE
-from schemas.rules.candidate_pools import CANDIDATE_POOL
-from schemas.rules.judgments import JUDGMENTS
+from schemas.rules.judgment_rules import JUDGMENTS
+from schemas.rules.pool_rules import CANDIDATE_POOL
 from schemas.rules.to_spark import refuse_broken
 
 BUCKETS = 64  # at least: one Python call scores a bucket

@@ -16,7 +16,7 @@ from schemas import InputError, validate
 from schemas.errors import violation
 from schemas.integers import may_leave_int64, refuse_out_of_int64
 from schemas.ranks import check_ranks
-from schemas.rules.candidate_pools import CANDIDATE_POOL
+from schemas.rules.pool_rules import CANDIDATE_POOL
 from schemas.rules.rule import Table
 from schemas.screening import TABLES, rated_model, screen_table
 

@@ -7,9 +7,9 @@ import math
 
 import polars as pl
 
-from schemas.rules.candidate_pools import CANDIDATE_POOL
-from schemas.rules.judgments import JUDGMENTS, RATED_JUDGMENTS
-from schemas.rules.queries import QUERIES
+from schemas.rules.judgment_rules import JUDGMENTS, RATED_JUDGMENTS
+from schemas.rules.pool_rules import CANDIDATE_POOL
+from schemas.rules.query_rules import QUERIES
 from schemas.rules.rule import DTYPE, NOT_NULLABLE, REQUIRED_COLUMN, Table
 
 POOL = pl.DataFrame({

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from schemas.errors import EvaluationError
-from schemas.rules.candidate_pools import CANDIDATE_POOL
-from schemas.rules.judgments import JUDGMENTS
+from schemas.rules.judgment_rules import JUDGMENTS
+from schemas.rules.pool_rules import CANDIDATE_POOL
 from schemas.rules.rule import DTYPE, REQUIRED_COLUMN
 from schemas.rules.to_spark import counted_rules, refuse_broken
 from tests.support.spark_session import requires_spark
