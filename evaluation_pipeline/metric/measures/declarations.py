@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evaluation_pipeline.metric.measures import codes
+from evaluation_pipeline.metric.measures import kinds
 
 
 class NotProvided:
@@ -80,7 +80,7 @@ class Declaration:
     """One measure: everything the parser, the kernel's plan and the docs read."""
 
     name: str  # as ir_measures names it
-    kernel: int  # codes.KIND_*
+    kernel: int  # kinds.KIND_*
     params: dict[str, ParamInfo]
     definition: str
     unjudged: str  # how unknown and unjudged candidates count
@@ -103,7 +103,7 @@ _R = ("R is the number of relevant documents (grade >= rel) of the ideal set: th
 
 DECLARATIONS: tuple[Declaration, ...] = (
     Declaration(
-        "nDCG", codes.KIND_NDCG,
+        "nDCG", kinds.KIND_NDCG,
         {"cutoff": CUTOFF, "dcg": DCG, "judged_only": JUDGED_ONLY},
         "DCG@k / ideal DCG@k (contract section 3, rules 3 and 5), by the NDCG kernel "
         "(metric.kernels.dcg); dcg= overrides the spec's gain for this measure",
@@ -115,7 +115,7 @@ DECLARATIONS: tuple[Declaration, ...] = (
         "gain (exponential unless the spec or dcg= says otherwise)",
         aliases=("NDCG",)),
     Declaration(
-        "DCG", codes.KIND_DCG,
+        "DCG", kinds.KIND_DCG,
         {"cutoff": CUTOFF_REQUIRED, "dcg": DCG, "judged_only": JUDGED_ONLY},
         "sum over places p <= k of gain / discount(p), unnormalised (scikit-learn dcg_score, "
         "TF-Ranking DCGMetric); the discount is the kernel's per-place table",
@@ -126,7 +126,7 @@ DECLARATIONS: tuple[Declaration, ...] = (
         "the least gain a grade 0..top has, greatest at the largest",
         "", "no DCG in ir_measures"),
     Declaration(
-        "RR", codes.KIND_RR,
+        "RR", kinds.KIND_RR,
         {"cutoff": CUTOFF, "rel": REL, "judged_only": JUDGED_ONLY},
         "1 / the place of the first relevant document (grade >= rel) within the cutoff, else 0",
         _POLICIES,
@@ -140,7 +140,7 @@ DECLARATIONS: tuple[Declaration, ...] = (
         "RR@k: ir_measures cuts the list at k (its msmarco provider); RR without cutoff is "
         "trec_eval's recip_rank", aliases=("MRR",)),
     Declaration(
-        "AP", codes.KIND_AP,
+        "AP", kinds.KIND_AP,
         {"cutoff": CUTOFF, "rel": REL, "judged_only": JUDGED_ONLY},
         "sum of P@p over the places p <= cutoff of the relevant documents, divided by R (not by "
         "the relevant documents retrieved, nor by min(R, k))",
@@ -155,7 +155,7 @@ DECLARATIONS: tuple[Declaration, ...] = (
         "map (AP), map_cut.k (AP@k)", "AP, AP@k (pytrec_eval)", average_ties=False,
         aliases=("MAP",)),
     Declaration(
-        "P", codes.KIND_P,
+        "P", kinds.KIND_P,
         {"cutoff": CUTOFF_REQUIRED, "rel": REL, "judged_only": JUDGED_ONLY},
         "relevant documents among the first k places, divided by k (even when the list is "
         "shorter)",
@@ -166,7 +166,7 @@ DECLARATIONS: tuple[Declaration, ...] = (
         "least, relevant for the greatest",
         "P.k", "P@k", aliases=("Precision",)),
     Declaration(
-        "R", codes.KIND_R,
+        "R", kinds.KIND_R,
         {"cutoff": CUTOFF_REQUIRED, "rel": REL, "judged_only": JUDGED_ONLY},
         "relevant documents among the first k places, divided by R (not by min(R, k))",
         _POLICIES, "the spec's `ties` (average: as P)",
@@ -177,7 +177,7 @@ DECLARATIONS: tuple[Declaration, ...] = (
         "lightest, so both come from one scan over t = 0..holes",
         "recall.k", "R@k", aliases=("Recall",)),
     Declaration(
-        "Success", codes.KIND_SUCCESS,
+        "Success", kinds.KIND_SUCCESS,
         {"cutoff": CUTOFF_REQUIRED, "rel": REL, "judged_only": JUDGED_ONLY},
         "1 when a relevant document is among the first k places, else 0",
         _POLICIES, "the spec's `ties` (average: the probability that a tie group spanning k "
@@ -186,7 +186,7 @@ DECLARATIONS: tuple[Declaration, ...] = (
         "exact: monotone, as P",
         "success.k", "Success@k"),
     Declaration(
-        "Judged", codes.KIND_JUDGED,
+        "Judged", kinds.KIND_JUDGED,
         {"cutoff": CUTOFF},
         "the share of graded documents among the first min(k, n) places of the whole list, "
         "before any candidate is dropped (contract section 3, rule 1's judged_at_k)",
@@ -197,7 +197,7 @@ DECLARATIONS: tuple[Declaration, ...] = (
         "defined", "exact: every grading judges every hole, so both bounds are 1",
         "", "Judged@k, where the version has no unknown row in the first k places"),
     Declaration(
-        "Rprec", codes.KIND_RPREC,
+        "Rprec", kinds.KIND_RPREC,
         {"rel": REL, "judged_only": JUDGED_ONLY},
         "relevant documents among the first R places, divided by R",
         _POLICIES, "the spec's `ties` (average: as P at k = R)",
@@ -206,7 +206,7 @@ DECLARATIONS: tuple[Declaration, ...] = (
         "of the largest weights at cutoff R and least with the t lightest; a scan over t",
         "Rprec", "Rprec", aliases=("RPrec",)),
     Declaration(
-        "Bpref", codes.KIND_BPREF,
+        "Bpref", kinds.KIND_BPREF,
         {"rel": REL},
         "(1/R) x sum over relevant retrieved documents of 1 - min(n, R) / min(R, N), n the "
         "judged non-relevant documents above it and N those of the ideal set (trec_eval's)",
@@ -215,12 +215,12 @@ DECLARATIONS: tuple[Declaration, ...] = (
         "refused under `ties: average`",
         _NO_VALUE + "; " + _R,
         "exact by enumeration of the 2^holes relevant / non-relevant gradings up to "
-        f"{codes.MAX_BPREF_HOLES} holes; past that not computed (null): a graded hole joins R, "
+        f"{kinds.MAX_BPREF_HOLES} holes; past that not computed (null): a graded hole joins R, "
         "N and every relevant document's count above it at once, and no exact algorithm "
         "within the scoring budget is known here",
         "bpref", "Bpref", average_ties=False, aliases=("BPref",)),
     Declaration(
-        "ERR", codes.KIND_ERR,
+        "ERR", kinds.KIND_ERR,
         {"cutoff": CUTOFF, "max_rel": MAX_REL},
         "sum over places p of (1/p) x R_p x prod over i < p of (1 - R_i), R_i = (2^g - 1) / "
         "2^max_rel (Chapelle et al. 2009); the spec's gain does not apply",
@@ -232,7 +232,7 @@ DECLARATIONS: tuple[Declaration, ...] = (
         "", "ERR@k is gdeval's, whose max_rel is 4: equal to it where grades are 0..4",
         average_ties=False),
     Declaration(
-        "RBP", codes.KIND_RBP,
+        "RBP", kinds.KIND_RBP,
         {"cutoff": CUTOFF, "p": ParamInfo(float, "persistence", default=0.8, minimum=0.0,
                                           below=1.0),
          "rel": ParamInfo(int, "minimum grade to be considered relevant (inclusive): binary "

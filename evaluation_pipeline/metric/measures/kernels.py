@@ -7,8 +7,8 @@ under ``ties: average`` equal adjacent scores form a tie group, under every othe
 given is the order scored), each with its class (``metric.kernels.codes``: GRADED, UNKNOWN,
 UNJUDGED) and grade; the query's graded grades in the version are ``judged.grade[judged.starts
 [q]:judged.starts[q+1]]``. Output, per (query, measure): the value (NaN: no number), the status
-(``codes.SCORED`` ...), and the least and greatest value over every grading of the holes
-(:mod:`.bounds`).
+(``kinds.SCORED`` ...), and the least and greatest value over every grading of the holes
+(:mod:`.extremes`).
 
 A query has three views of its list: the whole list (Judged@k, and the bounds, where every hole
 keeps its place graded), the kept list (the spec's ``unknown`` / ``unjudged``: an excluded
@@ -31,8 +31,8 @@ from evaluation_pipeline.metric.kernels.bounds import (
 )
 from evaluation_pipeline.metric.kernels.codes import GRADED, UNJUDGED, UNKNOWN
 from evaluation_pipeline.metric.kernels.dcg import Rules, Slots, _add_dcg, _add_ideal, _top_gains
-from evaluation_pipeline.metric.measures import bounds as measure_bounds
-from evaluation_pipeline.metric.measures.codes import (
+from evaluation_pipeline.metric.measures import extremes
+from evaluation_pipeline.metric.measures.kinds import (
     INCOMPLETE,
     KIND_AP,
     KIND_BPREF,
@@ -100,7 +100,7 @@ class Conventions(NamedTuple):
     ideal_from_candidates: bool
     no_positive: int  # metric.kernels.codes.NO_POSITIVE_*
     top_grade: int  # the largest grade a hole may take (rule 7)
-    gains: np.ndarray  # float64 (3, grades): the gain of each grade, per codes.GAIN_*
+    gains: np.ndarray  # float64 (3, grades): the gain of each grade, per kinds.GAIN_*
     discount: np.ndarray  # float64: discount[p - 1] is DCG's weight of place p
     prefix: np.ndarray  # float64: prefix[p] = discount[0] + ... + discount[p - 1]
     log2_prefix: np.ndarray  # the NDCG kernel's prefix of 1/log2(p + 1)
@@ -109,11 +109,11 @@ class Conventions(NamedTuple):
 class Plan(NamedTuple):
     """The requested measures, one entry each (``plan.plan_measures``)."""
 
-    kind: np.ndarray  # int64: codes.KIND_*
+    kind: np.ndarray  # int64: kinds.KIND_*
     cutoff: np.ndarray  # int64: k, or the longest list when the measure has none
     rel: np.ndarray  # int64: the least relevant grade (0: graded RBP)
     judged_only: np.ndarray  # bool
-    gain: np.ndarray  # int64: codes.GAIN_*, which row of ``conventions.gains``
+    gain: np.ndarray  # int64: kinds.GAIN_*, which row of ``conventions.gains``
     persistence: np.ndarray  # float64: RBP's p
     max_rel: np.ndarray  # int64: ERR's and graded RBP's largest grade
 
@@ -151,7 +151,7 @@ def score_measures(ranked, judged, conventions, plan):
     hole_gains = (np.unique(conventions.gains[0, :conventions.top_grade + 1]),
                   np.unique(conventions.gains[1, :conventions.top_grade + 1]),
                   np.unique(conventions.gains[2, :conventions.top_grade + 1]))
-    work = measure_bounds.scratch(longest)
+    work = extremes.scratch(longest)
     for q in range(n_q):
         lo, m = starts[q], starts[q + 1] - starts[q]
         j_lo, j_hi = judged.starts[q], judged.starts[q + 1]
@@ -283,7 +283,7 @@ def score_measures(ranked, judged, conventions, plan):
                         fixed_nonrelevant += 0 <= whole_grade[i] < rel
                 else:
                     fixed_relevant, fixed_nonrelevant = relevant, nonrelevant
-                least[q, j], greatest[q, j] = measure_bounds.bounds(
+                least[q, j], greatest[q, j] = extremes.bounds(
                     kind, score, whole_grade, m, k, rel, plan.persistence[j], plan.max_rel[j],
                     conventions.gains[plan.gain[j]], conventions, fixed_relevant,
                     fixed_nonrelevant, outside, work)

@@ -22,7 +22,7 @@ from evaluation_pipeline.metric.kernels.codes import (
     TIES_DOC_DESC,
     TIES_RANK,
 )
-from evaluation_pipeline.metric.measures import codes
+from evaluation_pipeline.metric.measures import kinds
 from evaluation_pipeline.metric.measures.declarations import NOT_PROVIDED
 from evaluation_pipeline.metric.measures.parse import Measure, MeasureError, parse_measure
 from evaluation_pipeline.spec import MAX_EXPONENTIAL_GRADE, EvaluationSpec
@@ -31,12 +31,12 @@ _TIES = {"average": TIES_AVERAGE, "doc_id": TIES_DOC_ASC, "trec_eval": TIES_DOC_
          "rank": TIES_RANK}
 _NO_POSITIVE = {"exclude": NO_POSITIVE_EXCLUDE, "zero": NO_POSITIVE_ZERO,
                 "one": NO_POSITIVE_ONE}
-_DCG_GAIN = {NOT_PROVIDED: codes.GAIN_SPEC, "log2": codes.GAIN_LINEAR,
-             "exp-log2": codes.GAIN_EXPONENTIAL}
+_DCG_GAIN = {NOT_PROVIDED: kinds.GAIN_SPEC, "log2": kinds.GAIN_LINEAR,
+             "exp-log2": kinds.GAIN_EXPONENTIAL}
 
 
 class MeasureValues(NamedTuple):
-    """Per (query, measure): the number (NaN: none), its status (``codes.SCORED`` ...,
+    """Per (query, measure): the number (NaN: none), its status (``kinds.SCORED`` ...,
     ``schemas.columns.STATUSES`` order) and its least and greatest over the holes (NaN: none,
     or not computed)."""
 
@@ -84,9 +84,9 @@ def plan_measures(measures: Sequence[Measure], spec: EvaluationSpec, whole: int)
         rows.append((
             declaration.kernel,
             measure.cutoff or whole,
-            0 if rel is NOT_PROVIDED else rel if declaration.kernel != codes.KIND_ERR else 1,
+            0 if rel is NOT_PROVIDED else rel if declaration.kernel != kinds.KIND_ERR else 1,
             bool(measure["judged_only"]) if "judged_only" in params else False,
-            _DCG_GAIN[measure["dcg"]] if "dcg" in params else codes.GAIN_SPEC,
+            _DCG_GAIN[measure["dcg"]] if "dcg" in params else kinds.GAIN_SPEC,
             measure["p"] if "p" in params else 0.0,
             measure["max_rel"] if "max_rel" in params else 1,
         ))

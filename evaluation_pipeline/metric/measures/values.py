@@ -1,5 +1,5 @@
 """Each measure's value over one ranked list (compiled steps, called by the pass of
-:mod:`.kernels` and into the bounds of :mod:`.bounds`).
+:mod:`.kernels` and into the bounds of :mod:`.extremes`).
 
 A list is ``score[:n]`` (equal adjacent scores tie under ``average``) and ``grade[:n]``, where a
 hole kept in place reads ``NOT_RELEVANT``: below every ``rel``, gain 0. The arithmetic follows

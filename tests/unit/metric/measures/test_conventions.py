@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from evaluation_pipeline.metric import ndcg
-from evaluation_pipeline.metric.measures.codes import INCOMPLETE, NO_POSITIVE, NOT_JUDGED, SCORED
+from evaluation_pipeline.metric.measures.kinds import INCOMPLETE, NO_POSITIVE, NOT_JUDGED, SCORED
 from evaluation_pipeline.metric.measures.parse import MeasureError
 from evaluation_pipeline.spec import spec_from_mapping
 from tests.unit.metric.measures.support import score_dicts

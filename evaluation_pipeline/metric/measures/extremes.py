@@ -9,7 +9,7 @@ Each measure's algorithm is the one its declaration states (``declarations.Decla
   then that of the one relevant hole placed last;
 - R@k and Rprec: for t relevant holes, the t heaviest or lightest at the cutoff, a scan over t;
 - AP: for t relevant holes, the first t or the last t relevant, a scan over t;
-- Bpref: every relevant / non-relevant grading, up to ``codes.MAX_BPREF_HOLES`` holes;
+- Bpref: every relevant / non-relevant grading, up to ``kinds.MAX_BPREF_HOLES`` holes;
 - Judged@k: 1, since every grading judges every hole.
 nDCG's are the NDCG kernel's own (``metric.kernels.bounds``).
 """
@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from evaluation_pipeline.metric.kernels.codes import NO_POSITIVE_EXCLUDE, NO_POSITIVE_ONE
-from evaluation_pipeline.metric.measures.codes import (
+from evaluation_pipeline.metric.measures.kinds import (
     KIND_AP,
     KIND_BPREF,
     KIND_DCG,
