@@ -456,7 +456,9 @@ def _notify(alerts_file: Location, nightly: Mapping | None, *, candidate_pool: s
             log.info(f"evaluation {key} was already alerted; not alerting again")
             return None
         record = _deliver(alerts_file, claimed, settings, now=now, sleep=sleep, log=log)
-        log.warning(claimed["payload"]["text"])
+        # Info, not a warning: the alert is the report's, its history's and the main job's to
+        # show; at warning level the run's console printed it a second time, mid-run.
+        log.info(claimed["payload"]["text"])
         return record
     except Exception as exc:  # an alert must never fail the scoring
         log.error(f"alert for {candidate_pool} not raised: {type(exc).__name__}: {exc}")
