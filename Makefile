@@ -38,8 +38,10 @@ run: $(call stamp,$(EXTRAS))
 # The Dagster UI on the instance `make run` fills, bound to 127.0.0.1; its sensors watch the
 # landing folder of `make run`'s week. `dagster dev` and its children stop with make: on
 # Ctrl-C, SIGTERM, or when make itself is killed (evaluation_pipeline/dev_ui.py, exec'd by the
-# recipe's shell so that make is its parent).
-ui: run
+# recipe's shell so that make is its parent). The week is played first only when no `make run`
+# has landed it yet: on an existing instance the UI starts at once.
+ui: $(call stamp,$(EXTRAS))
+	@[ -d .storage/example-landing ] && [ -f .dagster_home/dagster.yaml ] || $(MAKE) --no-print-directory run
 	NDCG_EVAL_DEV=1 DAGSTER_HOME=$(CURDIR)/.dagster_home NDCG_EVAL_LANDING=$(CURDIR)/.storage/example-landing \
 	NDCG_EVAL_QUERIES=$(CURDIR)/examples/data/nightly/queries.csv \
 	exec $(BIN)/python -m evaluation_pipeline.dev_ui -w workspace.yaml -h 127.0.0.1 -p $(UI_PORT)

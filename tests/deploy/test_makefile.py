@@ -90,3 +90,27 @@ def test_a_failed_install_fails_make_and_leaves_no_stamp(checkout):
 def test_ci_runs_every_test_with_its_extras():
     """CI runs the second tier too (``make test-all``), where a missing requirement fails."""
     assert "make test-all EXTRAS=spark,postgres" in (REPO / ".ci" / "run").read_text()
+
+
+def test_make_ui_plays_the_week_only_when_no_run_has_landed_it(checkout):
+    """`make ui` on the instance a `make run` filled starts the UI at once; on a fresh
+    checkout it plays the week first."""
+    python = checkout / ".venv" / "bin" / "python"
+    python.write_text('#!/bin/sh\necho "$@" >> "$(dirname "$0")/ran"\nexit 0\n')
+    assert make(checkout, ".venv/.installed").returncode == 0
+    ran = checkout / ".venv" / "bin" / "ran"
+
+    def modules() -> list[str]:
+        lines = ran.read_text().splitlines() if ran.exists() else []
+        ran.unlink(missing_ok=True)
+        return [line.split()[1] for line in lines]
+
+    made = make(checkout, "ui")
+    assert made.returncode == 0, made.stderr
+    assert modules() == ["evaluation_pipeline.main_job", "evaluation_pipeline.dev_ui"]
+    (checkout / ".storage" / "example-landing").mkdir(parents=True)
+    (checkout / ".dagster_home").mkdir()
+    (checkout / ".dagster_home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    made = make(checkout, "ui")
+    assert made.returncode == 0, made.stderr
+    assert modules() == ["evaluation_pipeline.dev_ui"]
