@@ -5,7 +5,6 @@ much as N holes in depth-pool order, and more than N random holes."""
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 
 import numpy as np
@@ -22,8 +21,10 @@ from evaluation_pipeline.io.readers import read_judgments
 from evaluation_pipeline.metric.ndcg import score
 from evaluation_pipeline.spec import EvaluationSpec, profile
 from schemas import InputError
+from schemas.rules.judgment_rules import JUDGMENTS
 from tests.support.bounds_oracle import brute_force_bounds
 from tests.support.bounds_oracle import holes as oracle_holes
+from tests.support.refusals import assert_names, violation
 
 # -- small random cases -----------------------------------------------------------------------
 
@@ -177,8 +178,9 @@ def test_a_budget_keeps_the_first_holes_and_below_one_is_refused():
     spec = EvaluationSpec(cutoffs=(3,))
     every = worklist(version, run, spec, queries)
     assert worklist(version, run, spec, queries, budget=3).equals(every.head(3))
-    with pytest.raises(WorklistError, match="budget"):
+    with pytest.raises(WorklistError) as refused:
         worklist(version, run, spec, queries, budget=0)
+    assert_names(refused, "--budget", "0")
 
 
 def test_a_query_the_version_does_not_judge_has_no_holes_listed():
@@ -201,8 +203,11 @@ def test_filled_in_it_is_a_judgment_version_alone_and_appended(tmp_path):
     blank = tmp_path / "worklist.csv"
     listed.write_csv(blank)
     # Unfilled, it is refused: a graded row needs a grade, nothing lands as a grade nobody gave.
-    with pytest.raises(InputError, match="grade"):
+    with pytest.raises(InputError) as refused:
         read_judgments(blank, version="v2")
+    # Every listed row, by its line in the file (the header is line 1).
+    violation(refused, "grade", JUDGMENTS.rule("graded_rows_have_a_grade"), source=blank,
+              rows=range(2, 7), count=5)
     filled = tmp_path / "v2.csv"
     pl.read_csv(blank, infer_schema=False).with_columns(
         pl.Series("grade", [str(i % 3) for i in range(listed.height)])).write_csv(filled)
