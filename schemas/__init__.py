@@ -1,4 +1,6 @@
-"""pandera models for every table of the evaluation contract, one module per table.
+"""pandera models for every table of the evaluation contract, one module per table; the input
+tables' models (judgments, candidate pools, queries) are made from their rules, each declared
+once in ``schemas.rules``, as are the screen, the streaming checks and Spark's counts.
 
 Validation goes through :func:`validate` (``schemas.screening``): a frame that breaks no rule
 passes a one-pass polars screen of the same rules; any other frame goes to the pandera model,
