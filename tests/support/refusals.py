@@ -39,8 +39,9 @@ def violation(raised, column: str, rule: Rule | str | None = None,
               source: object = None, count: int | None = None) -> RuleViolation:
     """The one violation of a bad-input refusal that names ``column`` (and ``rule``), held to
     its fields: ``rule`` a declared rule (its words, which a refusal may follow with detail) or
-    a word of it; ``rows`` the example rows exactly; ``values`` among the examples; ``source``
-    the file or folder refused; ``count`` the number of failing rows."""
+    a word of it; ``rows`` the example rows exactly; ``values`` among the examples (the failing
+    values shown); ``source`` the file or folder refused; ``count`` the number of failing
+    rows."""
     error = _error(raised)
     found = violations_of(error)
     if source is not None:
@@ -54,8 +55,9 @@ def violation(raised, column: str, rule: Rule | str | None = None,
     broken = named[0]
     if rows is not None:
         assert broken.rows == tuple(rows), f"rows {broken.rows}, expected {tuple(rows)}:\n{error}"
-    for value in values:
-        assert repr(value) in broken.examples, f"{value!r} not among {broken.examples}:\n{error}"
+    for value in values:  # an example is the value as the input holds it, perhaps as text
+        assert {repr(value), repr(str(value))} & set(broken.examples), \
+            f"{value!r} not among {broken.examples}:\n{error}"
     if count is not None:
         assert broken.count == count, f"count {broken.count}, expected {count}:\n{error}"
     return broken
@@ -91,3 +93,11 @@ def assert_names(raised, *names: object, rows: Iterable[int] = (), row_label: st
     for name in absent:
         assert not has_name(text, name), f"{str(name)!r} named in:\n{text}"
     return text
+
+
+def refusal_fields(raised) -> tuple:
+    """What a bad-input refusal says, field by field: two paths that refuse an input alike
+    (the reader and the publisher) give equal fields."""
+    error = _error(raised)
+    violations_of(error)
+    return type(error), error.source, error.row_label, tuple(error.violations)

@@ -15,6 +15,8 @@ from evaluation_pipeline.ingest.inputs import LandingChanged
 from evaluation_pipeline.ingest.publish import publish_pool
 from evaluation_pipeline.io.readers import read_pool
 from schemas.errors import InputError
+from schemas.rules.pool_rules import CANDIDATE_POOL
+from tests.support.refusals import assert_names, violation
 
 
 @pytest.fixture
@@ -44,15 +46,15 @@ def test_a_file_replaced_during_ingest_publishes_nothing(pool, tmp_path, monkeyp
     invalid = pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "score": [float("nan")]})
     _replaced_after_screening(monkeypatch, run, invalid)
     target = tmp_path / "published" / "pool.parquet"
-    with pytest.raises(LandingChanged, match=r"candidate pool 'pool-a': the landed file "
-                       r".*bm25\.parquet' was replaced or rewritten while it was being "
-                       r"ingested; nothing was published"):
+    with pytest.raises(LandingChanged) as changed:
         publish_pool(pool, target)
+    assert_names(changed, "'pool-a'", repr(str(run)))  # the pool and the file replaced
     assert not target.exists() and list(target.parent.iterdir()) == []
     # The next attempt reads the file as it is now, and refuses it by the rules.
     monkeypatch.undo()
-    with pytest.raises(InputError, match="score"):
+    with pytest.raises(InputError) as refused:
         publish_pool(pool, target)
+    violation(refused, "score", CANDIDATE_POOL.rule("score_is_finite"), rows=[1])
 
 
 def test_a_file_left_alone_is_published_as_screened(pool, tmp_path):

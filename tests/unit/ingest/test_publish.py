@@ -15,18 +15,31 @@ import polars as pl
 import pytest
 
 from evaluation_pipeline import settings
-from evaluation_pipeline.ingest.publish import publish_judgments, publish_pool
-from evaluation_pipeline.ingest.verify import candidate_set_disagreements, count_candidate_set_disagreements
-from evaluation_pipeline.metric.hashing import judgments_sha256, pool_sha256
 from evaluation_pipeline.ingest.external_sort import (
     SortInput,
     parse_memory_limit,
     sort_parquet,
 )
+from evaluation_pipeline.ingest.publish import publish_judgments, publish_pool
+from evaluation_pipeline.ingest.verify import (
+    candidate_set_disagreements,
+    count_candidate_set_disagreements,
+)
 from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.readers import read_judgments, read_pool
+from evaluation_pipeline.metric.hashing import judgments_sha256, pool_sha256
 from schemas.errors import EvaluationError, InputError
+from schemas.rules.judgment_rules import JUDGMENTS, RATED_JUDGMENTS
+from schemas.rules.pool_rules import CANDIDATE_POOL
 from tests.support.pools import BUDGET, POOL_KEY, QUERIES, candidates, shuffled
+from tests.support.refusals import (
+    assert_names,
+    has_name,
+    refusal_fields,
+    violation,
+    violations_of,
+)
+
 
 def test_pool_of_unsorted_files_equals_the_in_memory_path(pool_folder, tmp_path):
     target = tmp_path / "published" / "pool.parquet"
@@ -113,11 +126,13 @@ def test_a_key_repeated_across_files_is_refused_naming_both(pool_folder, tmp_pat
     first.head(3).write_parquet(pool_folder / "late.parquet")  # ranker bm25 again
     target = tmp_path / "pool.parquet"
     error = _refusal(lambda: publish_pool(pool_folder, target, budget=BUDGET))
-    assert error.source == str(pool_folder)
-    [rule] = error.violations
-    assert rule.column == "ranker, query_id, doc_id"
-    assert "must be unique: duplicate rows across files" in rule.rule
-    assert "first.parquet row " in rule.rule and "late.parquet row " in rule.rule
+    [broken] = violations_of(error)
+    violation(error, "ranker, query_id, doc_id", CANDIDATE_POOL.key, source=pool_folder)
+    # The copies are in different files: the rule's detail names each file with its row, the
+    # same row in both (late.parquet is first.parquet's first rows).
+    rows = [row for row in (1, 2, 3) if has_name(broken.rule, f"late.parquet row {row}")]
+    assert rows, broken.rule
+    assert_names(broken.rule, *(f"first.parquet row {row}" for row in rows))
     assert not target.exists() and not any(p.name.startswith(".") for p in tmp_path.iterdir())
 
 
@@ -126,15 +141,17 @@ def test_a_key_repeated_in_one_file_is_worded_as_the_in_memory_path(pool_folder,
     pl.concat([dense, dense.slice(100, 2)]).write_parquet(pool_folder / "dense.parquet")
     error = _refusal(lambda: publish_pool(pool_folder, tmp_path / "pool.parquet",
                                           budget=BUDGET))
-    assert str(error) == str(_refusal(lambda: read_pool(pool_folder)))
-    assert "dense.parquet" in error.source and "must be unique" in str(error)
+    assert refusal_fields(error) == refusal_fields(_refusal(lambda: read_pool(pool_folder)))
+    violation(error, "ranker, query_id, doc_id", CANDIDATE_POOL.key,
+              source=pool_folder / "dense.parquet",
+              rows=[101, 102, dense.height + 1, dense.height + 2])
 
 
-@pytest.mark.parametrize("column, value, words", [
-    ("grade", -1, "grades are integers >= 0"),
-    ("grade_status", "maybe", "must be one of"),
+@pytest.mark.parametrize("column, value, rule", [
+    ("grade", -1, "grade_at_least_zero"),
+    ("grade_status", "maybe", "grade_status_one_of"),
 ])
-def test_a_bad_grade_is_worded_as_the_in_memory_path(tmp_path, column, value, words):
+def test_a_bad_grade_is_worded_as_the_in_memory_path(tmp_path, column, value, rule):
     rng = np.random.default_rng(8)
     frame = candidates(rng).head(50_000).with_columns(pl.lit(2, dtype=pl.Int64).alias("grade"),
                                                       pl.lit("graded").alias("grade_status"))
@@ -145,9 +162,9 @@ def test_a_bad_grade_is_worded_as_the_in_memory_path(tmp_path, column, value, wo
     frame.write_parquet(source, row_group_size=8_000)
     error = _refusal(lambda: publish_judgments(source, tmp_path / "out.parquet",
                                                budget=BUDGET))
-    assert str(error) == str(_refusal(lambda: read_judgments(source)))
-    assert error.source == str(source) and words in str(error) and "row 41235" in str(error)
+    assert refusal_fields(error) == refusal_fields(_refusal(lambda: read_judgments(source)))
     assert [v.column for v in error.violations] == [column]
+    violation(error, column, JUDGMENTS.rule(rule), source=source, rows=[41_235], values=[value])
 
 
 def test_a_nan_score_is_worded_as_the_in_memory_path(pool_folder, tmp_path):
@@ -157,8 +174,9 @@ def test_a_nan_score_is_worded_as_the_in_memory_path(pool_folder, tmp_path):
         pool_folder / "dense.parquet")
     error = _refusal(lambda: publish_pool(pool_folder, tmp_path / "pool.parquet",
                                           budget=BUDGET))
-    assert str(error) == str(_refusal(lambda: read_pool(pool_folder)))
-    assert "score" in str(error) and "row 8" in str(error)
+    assert refusal_fields(error) == refusal_fields(_refusal(lambda: read_pool(pool_folder)))
+    violation(error, "score", CANDIDATE_POOL.rule("score_is_finite"),
+              source=pool_folder / "dense.parquet", rows=[8])
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -178,8 +196,9 @@ def test_the_budget_comes_from_the_environment_then_the_default(monkeypatch):
 
 @pytest.mark.parametrize("text", ["two gigs", "2XB", "-1GB", "1MB"])
 def test_a_budget_that_is_not_one_is_refused(text):
-    with pytest.raises(EvaluationError, match="memory limit"):
+    with pytest.raises(EvaluationError) as refused:
         parse_memory_limit(text)
+    assert_names(refused, "memory limit", repr(text))  # the setting, and its value refused
 
 
 @pytest.mark.parametrize("limit_mb, used_mb, expected_mb", [
@@ -247,9 +266,11 @@ def test_a_rating_repeated_under_its_rater_is_refused_on_publishing(tmp_path):
     frame = rated_version(np.random.default_rng(4))
     source = tmp_path / "rated-v1.parquet"
     pl.concat([frame, frame.head(1)]).write_parquet(source)
-    with pytest.raises(InputError, match=r"\(query_id, doc_id, rater\) must be unique"):
+    with pytest.raises(InputError) as refused:
         publish_judgments(source, tmp_path / "out.parquet",
                           budget=dataclasses.replace(BUDGET, spill_dir=tmp_path))
+    violation(refused, "query_id, doc_id, rater", RATED_JUDGMENTS.key, source=source,
+              rows=[1, frame.height + 1])
     assert not (tmp_path / "out.parquet").exists()
 
 
@@ -263,7 +284,10 @@ def test_a_rater_with_two_kinds_in_different_batches_is_refused(tmp_path, monkey
     frame.write_parquet(tmp_path / "rated-v1.parquet")
     for module in (inputs, publish):  # batches of a few rows: each alone is consistent
         monkeypatch.setattr(module, "BATCH_ROWS", 7)
-    with pytest.raises(InputError, match="rater 'h1' is both 'human' and 'llm'"):
+    with pytest.raises(InputError) as refused:
         publish_judgments(tmp_path / "rated-v1.parquet", tmp_path / "out.parquet",
                           budget=dataclasses.replace(BUDGET, spill_dir=tmp_path))
+    # The rows are in different batches: the rule's detail names the rater and both kinds.
+    broken = violation(refused, "rater_kind")
+    assert_names(broken.rule, "'h1'", "'human'", "'llm'")
     assert not (tmp_path / "out.parquet").exists()

@@ -10,6 +10,9 @@ import pytest
 
 from evaluation_pipeline.ingest import external_sort, publish
 from evaluation_pipeline.ingest.inputs import BATCH_ROWS
+from schemas.errors import InputError
+from schemas.rules.pool_rules import CANDIDATE_POOL
+from tests.support.refusals import violation
 
 
 def _pool(queries: int = 60, seed: int = 0) -> pl.DataFrame:
@@ -96,6 +99,8 @@ def test_a_repeat_in_a_sorted_file_is_still_refused(tmp_path, small_batches):
     frame = pl.read_parquet(folder / "a.parquet")
     pl.concat([frame.head(4), frame.slice(3, 1), frame.slice(4)]).write_parquet(
         folder / "a.parquet")
-    with pytest.raises(Exception, match="unique"):
+    with pytest.raises(InputError) as refused:
         publish.publish_pool(folder, tmp_path / "out.parquet")
+    violation(refused, "ranker, query_id, doc_id", CANDIDATE_POOL.key,
+              source=folder / "a.parquet", rows=[4, 5])
     assert not (tmp_path / "out.parquet").exists()

@@ -4,6 +4,10 @@ by its file. On real small disks (tmpfs: root only, else skipped)."""
 
 from __future__ import annotations
 
+import errno
+import os
+import re
+
 import dagster as dg
 import numpy as np
 import polars as pl
@@ -18,6 +22,7 @@ from evaluation_pipeline.orchestration.resources import (
     MemoryBudget,
 )
 from evaluation_pipeline.orchestration.scoring import ScoringEngine
+from tests.support.refusals import assert_names
 from tests.support.small_disk import small_disk
 
 VERSION = "maint-v1"
@@ -51,8 +56,9 @@ def _land(landing, landed: str, rows: int) -> None:
             folder / f"{VERSION}.parquet")
 
 
-def _ingest(instance, landing, storage) -> str:
-    """The step's error, read down through Dagster's wrapping to its cause."""
+def _ingest(instance, landing, storage) -> dict[str, str]:
+    """The step's errors, read down through Dagster's wrapping to its cause: each class's name
+    and its message."""
     result = dg.materialize(
         [judgments], partition_key=VERSION, instance=instance, raise_on_error=False,
         resources={"landing": LandingZone(folder=str(landing),
@@ -61,11 +67,11 @@ def _ingest(instance, landing, storage) -> str:
                    "memory": MemoryBudget(), "scoring": ScoringEngine()})
     assert not result.success
     failure = result.get_step_failure_events()[0].step_failure_data.error
-    messages = []
+    chain = {}
     while failure is not None:
-        messages.append(failure.message)
+        chain[failure.cls_name] = failure.message
         failure = failure.cause
-    return "\n".join(messages)
+    return chain
 
 
 def _published(storage) -> list:
@@ -80,11 +86,12 @@ def test_a_full_spill_folder_is_named_not_the_storage(instance, tmp_path, monkey
     _land(landing, landed, 100_000)
     with small_disk(tmp_path / "spill", "256k") as spill:
         monkeypatch.setenv(settings.SPILL_DIR.name, str(spill))
-        error = _ingest(instance, landing, storage)
-        assert f"the spill folder {str(spill)!r} is full (" in error, error
-        assert "free now" in error and settings.SPILL_DIR.name in error
-        assert "with more free disk, free some there" in error
-        assert "could not write" not in error and "ComputeError" not in error
+        chain = _ingest(instance, landing, storage)
+        assert "SpillFolderFull" in chain and "WriteFailed" not in chain, chain
+        said = assert_names(chain["SpillFolderFull"], repr(str(spill)), "--spill-dir",
+                            settings.SPILL_DIR.name, "--memory-limit",
+                            settings.MEMORY_LIMIT.name, absent=["ComputeError"])
+        assert re.search(r"\b[\d.]+(B|MB|GB) free\b", said), said  # the free space left
         assert list(spill.iterdir()) == []
     assert _published(storage) == []
 
@@ -99,11 +106,12 @@ def test_a_published_file_stopped_in_the_spill_folder_names_the_spill_folder(
     with small_disk(tmp_path / "spill", "64m") as spill:
         monkeypatch.setenv(settings.SPILL_DIR.name, str(spill))
         monkeypatch.setenv(settings.FAIL_WRITE.name, "judgments.parquet")
-        error = _ingest(instance, landing, storage)
+        chain = _ingest(instance, landing, storage)
         bound_for = storage / "judgments" / VERSION / "judgments.parquet"
-        assert f"staging {bound_for}: the spill folder {str(spill)!r} is full (" in error, error
-        assert f"could not write {bound_for}" not in error
-        assert "ndcg-eval-" not in error and settings.SPILL_DIR.name in error
+        assert "SpillFolderFull" in chain and "WriteFailed" not in chain, chain
+        # The file it was bound for, and the spill folder; not its staging name there.
+        assert_names(chain["SpillFolderFull"], str(bound_for), repr(str(spill)),
+                     settings.SPILL_DIR.name, absent=["ndcg-eval-"])
     assert _published(storage) == []
 
 
@@ -114,7 +122,7 @@ def test_a_full_storage_is_still_named_by_its_file(instance, tmp_path, monkeypat
     _land(landing, "csv", 100_000)
     monkeypatch.setenv(settings.SPILL_DIR.name, str(tmp_path / "spill"))
     with small_disk(tmp_path / "storage", "256k") as storage:
-        error = _ingest(instance, landing, storage)
+        chain = _ingest(instance, landing, storage)
         published = storage / "judgments" / VERSION / "judgments.parquet"
-        assert f"could not write {published}: No space left on device" in error, error
-        assert "spill folder" not in error
+        assert "WriteFailed" in chain and "SpillFolderFull" not in chain, chain
+        assert_names(chain["WriteFailed"], str(published), os.strerror(errno.ENOSPC))

@@ -8,11 +8,13 @@ import dataclasses
 import polars as pl
 import pytest
 
+from evaluation_pipeline import settings
 from evaluation_pipeline.ingest.external_sort import MemoryBudgetError
 from evaluation_pipeline.ingest.publish import publish_pool
 from evaluation_pipeline.io.readers import read_pool
 from evaluation_pipeline.metric.hashing import pool_sha256
 from tests.support.pools import POOL_KEY, SPILL_BUDGET
+from tests.support.refusals import assert_names
 
 
 def test_a_pool_beyond_the_sorts_share_spills_and_equals_the_in_memory_path(large_pool_folder,
@@ -27,8 +29,11 @@ def test_a_pool_beyond_the_sorts_share_spills_and_equals_the_in_memory_path(larg
     assert list(spill.iterdir()) == []  # the spill is cleaned up
     # The same budget with no disk to spill to cannot sort it: the sorts above spilled.
     refused = tmp_path / "refused.parquet"
-    with pytest.raises(MemoryBudgetError, match=r"^sorting candidate pool 'large': cannot "
-                       r"finish within the memory budget of 200MB .*--memory-limit"):
+    with pytest.raises(MemoryBudgetError) as failed:
         publish_pool(large_pool_folder, refused,
                      budget=dataclasses.replace(SPILL_BUDGET, spill_dir=spill, max_spill=0))
+    assert (failed.value.step, failed.value.limit) == ("sorting candidate pool 'large'",
+                                                       SPILL_BUDGET.memory_limit)
+    assert_names(failed, "200MB", "--memory-limit", settings.MEMORY_LIMIT.name,
+                 settings.SPILL_DIR.name)
     assert not refused.exists() and list(spill.iterdir()) == []
