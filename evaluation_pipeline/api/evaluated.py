@@ -22,14 +22,11 @@ from evaluation_pipeline.io.locations import location
 from evaluation_pipeline.io.result_errors import ResultsError
 from evaluation_pipeline.io.result_folder import files_of, writing
 from evaluation_pipeline.io.storage import AGGREGATES_FILE, HTML_FILE, REPORT_FILE
+from evaluation_pipeline.io.table_inputs import NO_JUDGMENTS
 from evaluation_pipeline.metric.ndcg import sort_results
 from evaluation_pipeline.report import ReportConfig, check_options, write_report
 from evaluation_pipeline.spec import EvaluationSpec
-from schemas.columns import JUDGMENT_DTYPES, STATUSES
-
-# Without judgments (a result read back, or the CLI's compare without --judgments) a
-# judgment-version diff has no grades to list, only the scores.
-NO_JUDGMENTS = pl.DataFrame(schema=JUDGMENT_DTYPES)
+from schemas.columns import STATUSES
 
 # The bounds of a mean over every grading of the holes (contract, the aggregates).
 BOUNDS = ("n_bounded", "macro_ndcg_min", "macro_ndcg_max")

@@ -12,10 +12,10 @@ import polars as pl
 
 from evaluation_pipeline.aggregation.comparison import compare_pools, compare_rankers
 from evaluation_pipeline.analysis.diff import judgment_version_diff, pool_diff
-from evaluation_pipeline.api.evaluated import NO_JUDGMENTS
 from evaluation_pipeline.cli.options import place, report_config
 from evaluation_pipeline.cli.results import ResultsError, load_results
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
+from evaluation_pipeline.io.table_inputs import NO_JUDGMENTS
 from evaluation_pipeline.metric.raters import combine_ratings, is_rated
 from evaluation_pipeline.report.terminal import (
     render_comparison,

@@ -20,7 +20,7 @@ from evaluation_pipeline.io import readers
 from evaluation_pipeline.io.formats.cells import float_column, string_ids
 from evaluation_pipeline.io.locations import Location
 from schemas import InputError, validate
-from schemas.columns import RANK
+from schemas.columns import JUDGMENT_DTYPES, RANK
 from schemas.errors import violation
 from schemas.ranks import check_ranks
 
@@ -43,6 +43,10 @@ class Table:
         """The folder a file of this name would be in: its name is a run's default pool."""
         return PurePosixPath(self.folder)
 
+
+# Without judgments (a result read back, or compare without --judgments) a judgment-version
+# diff has no grades to list, only the scores: an empty version stands for them.
+NO_JUDGMENTS = pl.DataFrame(schema=JUDGMENT_DTYPES)
 
 # Where an input is: a file or folder (local or on object storage), a URL Spark reads as
 # written, or a table in memory.
