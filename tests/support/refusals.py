@@ -36,16 +36,19 @@ def violations_of(raised) -> list[RuleViolation]:
 
 def violation(raised, column: str, rule: Rule | str | None = None,
               rows: Iterable[int] | None = None, values: Iterable[object] = (),
-              source: object = None, count: int | None = None) -> RuleViolation:
+              source: object = None, count: int | None = None,
+              row_label: str | None = None) -> RuleViolation:
     """The one violation of a bad-input refusal that names ``column`` (and ``rule``), held to
     its fields: ``rule`` a declared rule (its words, which a refusal may follow with detail) or
     a word of it; ``rows`` the example rows exactly; ``values`` among the examples (the failing
     values shown); ``source`` the file or folder refused; ``count`` the number of failing
-    rows."""
+    rows; ``row_label`` what the rows count ("row" of a table, "line" of a text file)."""
     error = _error(raised)
     found = violations_of(error)
     if source is not None:
         assert error.source == str(source), f"source {error.source!r}, expected {str(source)!r}"
+    if row_label is not None:
+        assert error.row_label == row_label, f"rows counted as {error.row_label!r}:\n{error}"
     named = [v for v in found if v.column == column]
     if rule is not None:
         named = [v for v in named if _says_rule(v.rule, rule)]

@@ -15,6 +15,7 @@ from evaluation_pipeline.io.locations import (
     location,
     storage_options,
 )
+from tests.support.refusals import assert_names
 
 pytest.importorskip("s3fs")
 
@@ -38,14 +39,17 @@ def test_a_missing_filesystem_names_the_extra(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name in ("s3fs", "gcsfs") else real(name, *a))
-    with pytest.raises(LocationError, match=r"pip install 'ndcg-eval\[s3\]'"):
-        location("s3://bucket/x.parquet")
-    with pytest.raises(LocationError, match=r"pip install 'ndcg-eval\[gcs\]'"):
-        location("gs://bucket/x.parquet")
+    # The URL, the missing module, and the command that installs it, pasted as it is said.
+    for url, module, extra in [("s3://bucket/x.parquet", "s3fs", "s3"),
+                               ("gs://bucket/x.parquet", "gcsfs", "gcs")]:
+        with pytest.raises(LocationError) as refused:
+            location(url)
+        assert_names(refused, url, module, f"pip install 'ndcg-eval[{extra}]'")
 
 
 @pytest.mark.parametrize("text", ["{not json", "[1, 2]"])
 def test_storage_options_must_be_a_json_object(text, monkeypatch):
     monkeypatch.setenv(settings.STORAGE_OPTIONS.name, text)
-    with pytest.raises(LocationError, match=settings.STORAGE_OPTIONS.name):
+    with pytest.raises(LocationError) as refused:
         storage_options()
+    assert_names(refused, settings.STORAGE_OPTIONS.name)

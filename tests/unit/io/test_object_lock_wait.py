@@ -19,9 +19,10 @@ import pytest
 
 from evaluation_pipeline import settings
 from evaluation_pipeline.io import conditional, object_lock
-from evaluation_pipeline.io.lock import LockTimeout, process_start, this_process
 from evaluation_pipeline.io.locations import location
+from evaluation_pipeline.io.lock import LockTimeout, process_start, this_process
 from evaluation_pipeline.orchestration.resources import EvaluationStorage
+from tests.support.refusals import assert_names
 from tests.support.s3_server import BUCKET
 
 pytest.importorskip("moto.server")
@@ -128,7 +129,7 @@ def test_the_history_lock_of_a_storage_says_its_wait_on_stderr_outside_a_run(
         with storage.locked("history", target.name):
             pass
     err = capsys.readouterr().err
-    assert str(object_lock.lock_object(target)) in err and "pid 4242 on other-host" in err
+    assert_names(err, str(object_lock.lock_object(target)), "4242", "other-host")  # the holder
 
 
 def test_the_history_lock_of_a_storage_says_a_takeover_in_the_runs_log(target, monkeypatch):

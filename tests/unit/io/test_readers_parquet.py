@@ -12,6 +12,8 @@ from polars.testing import assert_frame_equal
 
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
 from schemas import InputError
+from schemas.rules.pool_rules import CANDIDATE_POOL
+from tests.support.refusals import assert_names, violation
 
 
 def _run(**columns) -> pl.DataFrame:
@@ -34,26 +36,32 @@ def test_one_valued_columns_read_as_literals_equal_the_stored_rows(tmp_path, col
     assert_frame_equal(read_candidates(path, display=False), stored.drop("rank"))
 
 
-@pytest.mark.parametrize("bad, rule", [
-    ({"candidate_pool": ["p1", None, "p1", "p1"]}, "candidate_pool"),  # null among one name
-    ({"candidate_pool": ["p1", "p1", "p2", "p2"]}, "one candidate pool per file"),
-    ({"candidate_pool": ["../x"] * 4}, "candidate_pool"),
-    ({"ranker": ["bm25", "", "bm25", "bm25"]}, "ranker"),
-    ({"ranker": [None] * 4}, "ranker"),
+@pytest.mark.parametrize("bad, column, rule, rows", [
+    ({"candidate_pool": ["p1", None, "p1", "p1"]}, "candidate_pool", "candidate_pool_not_null",
+     [2]),  # null among one name
+    ({"candidate_pool": ["p1", "p1", "p2", "p2"]}, "candidate_pool", "one_candidate_pool",
+     [3, 4]),
+    # A one-valued name is read as a literal and refused by schemas.names, in its own words.
+    ({"candidate_pool": ["../x"] * 4}, "candidate_pool", None, [1, 2, 3, 4]),
+    ({"ranker": ["bm25", "", "bm25", "bm25"]}, "ranker", "ranker_non_empty", [2]),
+    ({"ranker": [None] * 4}, "ranker", "ranker_not_null", [1, 2, 3, 4]),
 ])
-def test_name_columns_are_checked_whole(tmp_path, bad, rule):
+def test_name_columns_are_checked_whole(tmp_path, bad, column, rule, rows):
     path = tmp_path / "run.parquet"
     _run(**bad).write_parquet(path)
     with pytest.raises(InputError) as caught:
         read_candidates(path, display=False)
-    assert rule in str(caught.value)
+    shown = bad[column][rows[0] - 1]
+    violation(caught, column, rule and CANDIDATE_POOL.rule(rule), rows=rows, source=path,
+              values=[shown] if shown is not None else [])
 
 
 def test_a_rank_that_can_break_its_rule_is_read_and_checked_even_for_scoring(tmp_path):
     path = tmp_path / "run.parquet"
     _run(rank=[1.0, 2.5, 1.0, 2.0]).write_parquet(path)
-    with pytest.raises(InputError, match="rank must be a whole number"):
+    with pytest.raises(InputError) as caught:
         read_candidates(path, display=False)
+    violation(caught, "rank", rows=[2], values=[2.5], source=path)
 
 
 def test_judgment_version_literal_and_a_different_asked_name(tmp_path):
@@ -62,5 +70,7 @@ def test_judgment_version_literal_and_a_different_asked_name(tmp_path):
     path = tmp_path / "v7.parquet"
     stored.write_parquet(path)
     assert_frame_equal(read_judgments(path), stored)
-    with pytest.raises(InputError, match="different judgment version"):
+    with pytest.raises(InputError) as caught:
         read_judgments(path, version="v8")
+    broken = violation(caught, "judgment_version", rows=[1, 2], values=["v7"], source=path)
+    assert_names(broken.rule, "'v8'")  # the version asked for, beside the file's

@@ -4,6 +4,7 @@ written; permissions of normal file creation; the queries table's hash in the li
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -20,6 +21,7 @@ from evaluation_pipeline.cli.main import main
 from evaluation_pipeline.io import leftovers, result_set
 from evaluation_pipeline.spec import MAX_CUTOFF
 from tests.support.paths import EXAMPLES, REPO
+from tests.support.refusals import assert_names
 
 JUDGMENTS = EXAMPLES / "landing/judgments/maint-v2.csv"
 POOL = EXAMPLES / "landing/pools/pool-2026-11-28"
@@ -74,7 +76,8 @@ def test_a_failure_between_files_keeps_the_earlier_complete_result(tmp_path, mon
     capsys.readouterr()
     assert score(out, *FAST_REPORT) == 1
     err = capsys.readouterr().err
-    assert f"could not write {out / 'report.html'}: No space left on device" in err
+    # docs/reliability.md gives this line's form, "could not write <file>: <reason>": kept whole.
+    assert f"could not write {out / 'report.html'}: {os.strerror(errno.ENOSPC)}" in err
     assert tree(out) == before  # no K=5,10 rows beside the K=3 summary, no report
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
@@ -142,8 +145,7 @@ def test_out_holding_other_files_is_refused_untouched(tmp_path, capsys):
     out = tmp_path / "mine"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
-    err = _refused(capsys, out)
-    assert "holds files that are not part of an ndcg-eval result (notes.txt)" in err
+    assert_names(_refused(capsys, out), str(out), "--out", "notes.txt")
     assert tree(out) == {"notes.txt": b"mine"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
 
@@ -152,7 +154,8 @@ def test_out_that_is_a_file_is_refused(tmp_path, capsys):
     out = tmp_path / "out"
     out.write_text("x")
     err = _refused(capsys, out)
-    assert f"ndcg-eval: error: {out}: --out is an existing file, not a folder" in err
+    assert err.startswith("ndcg-eval: error: ")  # the CLI's error line, as docs/cli.md shows it
+    assert_names(err, str(out), "--out")
     assert out.read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
@@ -162,25 +165,26 @@ def test_out_in_the_run_folder_is_refused(tmp_path, capsys):
     for run in POOL.iterdir():
         (pool / run.name).write_bytes(run.read_bytes())
     before = tree(pool)
-    for out, words in ((pool, "is the input folder"), (pool / "res", "is inside the input folder")):
+    # Each refusal leads with the folder refused (a prefix of another path here), then the input.
+    for out in (pool, pool / "res"):
         capsys.readouterr()
         assert score(out, run=pool) == 2
-        assert f"--out {words} {pool}" in capsys.readouterr().err
+        assert_names(capsys.readouterr().err, f"{out}: --out", str(pool))
         assert tree(pool) == before
     # A folder holding an input would be deleted by its replacement.
     capsys.readouterr()
     assert score(tmp_path, run=pool) == 2
-    assert "--out holds the input" in capsys.readouterr().err
+    assert_names(capsys.readouterr().err, f"{tmp_path}: --out", str(pool))
 
 
 def test_a_cutoff_above_the_maximum_is_refused_before_any_allocation(tmp_path, capsys):
     err = _refused(capsys, tmp_path / "out", "--cutoff", "100000000")
-    assert f"is above the largest cutoff, {MAX_CUTOFF:,}" in err
+    assert_names(err, "'cutoffs'", "100,000,000", f"{MAX_CUTOFF:,}")  # the value, the bound
     assert not (tmp_path / "out").exists()
     with pytest.raises(SystemExit) as exit_info:  # argparse: not an int, no traceback
         score(tmp_path / "out", "--cutoff", "1e11")
     assert exit_info.value.code == 2
-    assert "invalid int value: '1e11'" in capsys.readouterr().err
+    assert_names(capsys.readouterr().err, "--cutoff", "'1e11'")
 
 
 # -- permissions ------------------------------------------------------------------------------------
