@@ -36,7 +36,7 @@ METHODS = ("duckdb", "polars", "kway", "ingest")
 
 
 def child(method: str, folder: Path, out: Path, limit: int, spill: Path) -> None:
-    from evaluation_pipeline.ingest.external_sort import Budget
+    from evaluation_pipeline.io.budget import Budget
 
     files = sorted(str(p) for p in folder.glob("*.parquet"))
     budget = Budget.of(limit, spill)
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         method, folder, out, limit, spill = sys.argv[2:7]
         child(method, Path(folder), Path(out), int(limit), Path(spill))
         return 0
-    from evaluation_pipeline.ingest.external_sort import parse_memory_limit
+    from evaluation_pipeline.io.budget import parse_memory_limit
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=size_rows, action="append", required=True)

@@ -70,7 +70,7 @@ def typed_copy(csv: Path, path: Path) -> None:
 
 def child(source: Path, target: Path, spill: Path) -> None:
     """One ingest; prints its figures as JSON on the last line."""
-    from evaluation_pipeline.ingest.external_sort import Budget
+    from evaluation_pipeline.io.budget import Budget
     from evaluation_pipeline.ingest.publish import publish_judgments
 
     laps: list[tuple[float, int]] = []
