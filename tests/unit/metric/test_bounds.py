@@ -28,6 +28,7 @@ from tests.support.bounds_oracle import (
     holes,
     judgments_frame,
 )
+from tests.support.refusals import assert_names
 
 TOL = 1e-12
 MAX_HOLES = 8
@@ -142,8 +143,10 @@ def test_a_gain_map_must_cover_the_grades_a_hole_may_take():
                                "score": [1.0]})
     judgments = pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "grade": [2],
                               "grade_status": ["graded"]})
-    with pytest.raises(GainError, match="grade\\(s\\) 1.*max_grade"):
+    with pytest.raises(GainError) as refused:
         score(candidates, judgments, EvaluationSpec(gain=((0, 0.0), (2, 3.0))))
+    # The grade a hole may take that the map misses, and the field that narrows the holes.
+    assert_names(refused, "1", "max_grade")
     narrowed = score(candidates, judgments, EvaluationSpec(gain=((0, 0.0), (2, 3.0)),
                                                            max_grade=0))
     assert narrowed["ndcg_min"].to_list() == narrowed["ndcg"].to_list()

@@ -12,6 +12,7 @@ import pytest
 from evaluation_pipeline.metric.raters import RatersError, combine_ratings
 from evaluation_pipeline.spec import PROFILES, EvaluationSpec, SpecError, spec_from_mapping
 from tests.support.raters import rated_version
+from tests.support.refusals import assert_names
 
 
 def mean_rounded(grades, rounding):
@@ -103,12 +104,14 @@ def test_unknown_is_skipped_and_all_unknown_stays_unknown():
 
 def test_a_version_with_raters_needs_a_rule_and_a_named_rule_needs_raters():
     version = rated_version(4)
-    with pytest.raises(RatersError, match="declare how its ratings become one grade"):
+    with pytest.raises(RatersError) as refused:
         combine_ratings(version, EvaluationSpec())
+    assert_names(refused, "judgments", "'raters'")  # what is refused, the field that would do
     plain = version.filter(pl.col("rater") == "h1").drop("rater", "rater_kind")
     assert combine_ratings(plain, EvaluationSpec(raters="max")).equals(plain)
-    with pytest.raises(RatersError, match="has no rater column"):
+    with pytest.raises(RatersError) as refused:
         combine_ratings(plain, EvaluationSpec(raters="rater:h1"))
+    assert_names(refused, "judgments", "'raters'", "'rater:h1'")  # the field and its rule
 
 
 def test_the_rule_is_in_spec_id_only_when_set():
@@ -123,5 +126,6 @@ def test_the_rule_is_in_spec_id_only_when_set():
 @pytest.mark.parametrize("bad", ["mean", "majority", "median:lower", "rater:", "rater:a,b",
                                  "prefer:a,,b", "prefer:a,a", "average", 3])
 def test_a_rule_outside_the_choices_is_refused(bad):
-    with pytest.raises(SpecError, match="spec field 'raters'"):
+    with pytest.raises(SpecError) as refused:
         EvaluationSpec(raters=bad)
+    assert_names(refused, "'raters'", repr(bad))
