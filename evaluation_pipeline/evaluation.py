@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from typing import Annotated, Any, Literal, Self
 
 import polars as pl
+from pydantic import BaseModel, ConfigDict, Field
 
 from evaluation_pipeline import __version__
 from evaluation_pipeline.aggregation.aggregate_table import aggregate
@@ -126,41 +128,168 @@ def evaluate(
         return with_lineage(per_query, lineage.result()), lineage.result()
 
 
+class Record(BaseModel):
+    """An object of summary.json or report.json: each field declared once, with its meaning
+    (the JSON Schema's and REPORT_FORMAT.md's), and no field the model lacks is accepted.
+    A field left unset is absent from the file (``dump``), one set to None is null."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    def dump(self) -> dict:
+        return self.model_dump(exclude_unset=True)
+
+
+# [low, high]: a percentile bootstrap interval, or a range over every grading of the holes.
+Interval = Annotated[list[float | None], Field(min_length=2, max_length=2)]
+
+
+class LineageRecord(Record):
+    """Contract section 5: the exact grades, candidates and conventions behind the numbers."""
+
+    judgment_version: str
+    """the judgment version the grades came from"""
+    judgments_sha256: str
+    """SHA-256 of the judgment version's content (contract section 1)"""
+    candidate_pool: str
+    """the candidate pool the rankings came from"""
+    pool_sha256: str
+    """SHA-256 of the candidate pool's content (contract section 1)"""
+    spec_id: str
+    """the hash of the evaluation spec"""
+    project_version: str
+    """the version of ndcg-eval that computed the numbers"""
+    hash_version: int
+    """the version of the content hashes above"""
+    queries_sha256: str | None = None
+    """with a queries table (report.json), the SHA-256 of the table the weights and slices
+    came from: for `ndcg-eval score --report` and `ndcg-eval report`, of the `--queries`
+    file's bytes as read; in the pipeline, the published queries manifest's `sha256` (its
+    content hash), against which each run checks that the report is current"""
+
+
+class StampedFile(Record):
+    name: str
+    """the data file's name, relative to the result"""
+    size: int
+    """its size in bytes"""
+    sha256: str
+    """its SHA-256"""
+
+
+class Stamp(Record):
+    """per_query.parquet's bytes as written, which `ndcg-eval compare` and `ndcg-eval report`
+    hash again before they read the rows, refusing rows that changed since."""
+
+    files: list[StampedFile]
+    """each data file of the result, in name order"""
+
+
+class Means(Record):
+    """The numbers of one ranker and cutoff over a group of queries (aggregates.parquet's row).
+    The intervals and bounds are report.json's: summary.json has no resamples."""
+
+    ranker: str
+    """the ranker"""
+    cutoff: int
+    """K"""
+    macro_ndcg: float | None
+    """mean NDCG@K over queries with a number (contract section 3, rule 5); null when none
+    has one"""
+    macro_ndcg_interval: Interval | None = None
+    """(report.json) `[low, high]` percentile (Poisson) bootstrap interval at `ci_level`, see
+    Methods; `[null, null]` with fewer than 2 queries with a number"""
+    weighted_ndcg: float | None
+    """mean weighted by the queries table's `weight` over queries with a number (queries
+    without a row weigh 0); null without weights or when the weights sum to 0"""
+    weighted_ndcg_interval: Interval | None = None
+    """(report.json) its bootstrap interval (same resamples as the macro interval)"""
+    n_queries: int
+    """per-query rows in the group"""
+    n_with_number: int
+    """rows whose `ndcg` is not null (the denominator of the macro mean)"""
+    status_counts: dict[Literal[STATUSES], int]
+    """rows per status"""
+    mean_judged_at_k: float | None
+    """mean share of graded documents in the first min(K, n) places (rows with a value)"""
+    mean_candidate_recall: float | None
+    """mean candidate recall (rows with a value)"""
+    macro_ndcg_bounds: Interval | None = None
+    """(report.json) `[least, greatest]`: the means of `ndcg_min` and `ndcg_max` over the
+    `n_bounded` rows, the range the macro mean over them takes as the holes' grades run over
+    every value (docs/CONTRACT.md); `[null, null]` when `n_bounded` is 0. report.html shows it
+    beside each interval"""
+    n_bounded: int | None = None
+    """(report.json) rows with a number under every grading of their unjudged and unknown
+    documents (`every_grading_scored` in `per_query.parquet`)"""
+
+    @classmethod
+    def of_row(cls, row: dict, *, intervals: bool, **more: Any) -> Self:
+        """The entry of an aggregates row; ``intervals``: with the resampled intervals and the
+        bounds over every grading (report.json's)."""
+        fields = {name: row[name] for name in (
+            "ranker", "cutoff", "macro_ndcg", "weighted_ndcg", "n_queries", "n_with_number",
+            "mean_judged_at_k", "mean_candidate_recall")}
+        fields["status_counts"] = {s: row[f"n_{s}"] for s in STATUSES}
+        if intervals:
+            fields |= {
+                "macro_ndcg_interval": [row["macro_ndcg_low"], row["macro_ndcg_high"]],
+                "weighted_ndcg_interval": [row["weighted_ndcg_low"], row["weighted_ndcg_high"]],
+                "macro_ndcg_bounds": [row["macro_ndcg_min"], row["macro_ndcg_max"]],
+                "n_bounded": row["n_bounded"],
+            }
+        return cls(**fields, **more)
+
+
+class RankerResult(Means):
+    """One entry of `results`: a ranker and cutoff over all queries, in numbers and words."""
+
+    sentence: str
+    """the contract's result sentence (section 4); report.json's has the interval after the
+    number"""
+
+
+class Summary(Record):
+    """summary.json: what `ndcg-eval score` wrote, macro means and status counts per ranker
+    and cutoff, without intervals."""
+
+    lineage: LineageRecord
+    """contract section 5"""
+    spec: dict[str, Any]
+    """the full evaluation spec (docs/spec.md)"""
+    spec_id: str
+    """the spec's hash"""
+    conventions: str
+    """the spec's conventions in words"""
+    weights: str
+    """whether a queries table supplied weights"""
+    results: list[RankerResult]
+    """one entry per (ranker, cutoff) over all queries"""
+    engine: str | None = None
+    """the engine that scored (`local`, `streaming`, `spark`)"""
+    stamp: Stamp | None = None
+    """per_query.parquet's bytes as written (not on object storage)"""
+
+
 def summarize(
     per_query: pl.DataFrame,
     spec: EvaluationSpec,
     lineage: Lineage,
     queries: pl.DataFrame | None = None,
 ) -> dict:
-    """The machine-readable summary: macro means and status counts per ranker and cutoff."""
+    """The machine-readable summary (:class:`Summary`): macro means and status counts per
+    ranker and cutoff."""
     rows = aggregate(per_query, queries).filter(pl.col("slice_column") == "all")
-    results = []
-    for row in rows.iter_rows(named=True):
-        results.append(
-            {
-                "ranker": row["ranker"],
-                "cutoff": row["cutoff"],
-                "macro_ndcg": row["macro_ndcg"],
-                "weighted_ndcg": row["weighted_ndcg"],
-                "n_queries": row["n_queries"],
-                "n_with_number": row["n_with_number"],
-                "status_counts": {
-                    s: row[f"n_{s}"]
-                    for s in STATUSES
-                },
-                "mean_judged_at_k": row["mean_judged_at_k"],
-                "mean_candidate_recall": row["mean_candidate_recall"],
-                "sentence": result_sentence(row, spec, lineage),
-            }
-        )
-    return {
-        "lineage": lineage.record(),
-        "spec": spec.to_dict(),
-        "spec_id": spec.spec_id,
-        "conventions": spec.describe(),
-        "weights": "query weights" if queries is not None else "none given: weighted mean not computed",
-        "results": results,
-    }
+    return Summary(
+        lineage=lineage.record(),
+        spec=spec.to_dict(),
+        spec_id=spec.spec_id,
+        conventions=spec.describe(),
+        weights="query weights" if queries is not None else
+        "none given: weighted mean not computed",
+        results=[RankerResult.of_row(row, intervals=False,
+                                     sentence=result_sentence(row, spec, lineage))
+                 for row in rows.iter_rows(named=True)],
+    ).dump()
 
 
 def result_sentence(row: dict, spec: EvaluationSpec, lineage: Lineage) -> str:

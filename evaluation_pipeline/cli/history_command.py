@@ -51,7 +51,7 @@ from schemas.errors import EvaluationError
 # The columns a trend line shows, in order (the JSON output has them all).
 TREND_COLUMNS = (
     "candidate_pool", "judgment_version", "ranker", "cutoff", "ndcg", "ndcg_low", "ndcg_high",
-    "mean_candidate_recall", "previous_pool", "mean_diff", "p_adjusted", "verdict",
+    "mean_candidate_recall", "previous_pool", "mean_difference", "p_value_holm", "verdict",
     "from_judgments", "from_pool",
 )
 
@@ -84,8 +84,8 @@ def render_trend_table(trend: pl.DataFrame, alerts: list[dict]) -> str:
             r["candidate_pool"], r["judgment_version"], r["ranker"], r["cutoff"],
             number(r["ndcg"], missing=""), interval([r["ndcg_low"], r["ndcg_high"]]),
             number(r["mean_candidate_recall"], 3, missing=""),
-            number(r["mean_diff"], signed=True, missing=""),
-            number(r["p_adjusted"], missing=""),
+            number(r["mean_difference"], signed=True, missing=""),
+            number(r["p_value_holm"], missing=""),
             (r["verdict"] or "").replace("_", " ") or "first night",
             number(r["from_judgments"], signed=True, missing=""),
             number(r["from_pool"], signed=True, missing=""),
@@ -119,8 +119,9 @@ def render_regressions(trend: pl.DataFrame, storage: Location | str) -> str:
     if regressed.is_empty():
         return "No ranker regressed against its previous night."
     rows = [[r["candidate_pool"], r["judgment_version"], r["ranker"], f"NDCG@{r['cutoff']}",
-             number(r["mean_diff"], signed=True),
-             interval([r["ci_low"], r["ci_high"]], signed=True), number(r["p_adjusted"]),
+             number(r["mean_difference"], signed=True),
+             interval([r["difference_low"], r["difference_high"]], signed=True),
+             number(r["p_value_holm"]),
              r["previous_pool"]]
             for r in regressed.iter_rows(named=True)]
     lines = ["REGRESSIONS (against the previous night):",
@@ -178,7 +179,8 @@ def alerts_of(storage: Location) -> list[dict]:
 
 def night_report(storage: Location, night: str, spec_id: str | None = None
                  ) -> tuple[dict, Location]:
-    """(report.json, its location) of ``night``'s headline evaluation."""
+    """(report.json, its location) of ``night``'s headline evaluation, its nightly section
+    under today's names (a report written before they were renamed is read all the same)."""
     trend = trend_rows(storage, spec_id=spec_id)
     rows = trend.filter(pl.col("candidate_pool") == night)
     if rows.is_empty():
@@ -190,7 +192,10 @@ def night_report(storage: Location, night: str, spec_id: str | None = None
     where = storage.joinpath(*report_file(night, version, spec))
     if not where.exists():
         raise HistoryError(f"{where}: no report of the night's headline evaluation")
-    return json.loads(where.read_text()), where
+    report = json.loads(where.read_text())
+    if report.get("nightly"):
+        report["nightly"] = nightly.current_names(report["nightly"])
+    return report, where
 
 
 def run_night(args: argparse.Namespace, storage: Location) -> int:

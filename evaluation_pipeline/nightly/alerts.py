@@ -68,8 +68,9 @@ from evaluation_pipeline.settings import ALERT_WEBHOOK
 from schemas.columns import REGRESSED
 from schemas.errors import EvaluationError
 
-REGRESSION_FIELDS = ("ranker", "cutoff", "mean_diff", "ci_low", "ci_high", "p_adjusted",
-                     "diff_min", "diff_max", "holds_for_every_grading")
+REGRESSION_FIELDS = ("ranker", "cutoff", "mean_difference", "difference_low", "difference_high",
+                     "p_value_holm", "difference_min", "difference_max",
+                     "holds_for_every_grading")
 LOG = logging.getLogger(__name__)
 
 
@@ -178,9 +179,10 @@ def alert_text(body: Mapping) -> str:
     lines = [f"NDCG regression in {body['candidate_pool']} against {body['previous_pool']} "
              f"(judgments {body['judgment_version']}, spec {body['spec_id']}):"]
     for r in body["regressions"]:
-        interval = "" if r["ci_low"] is None else f" [{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"
-        lines.append(f"- {r['ranker']} NDCG@{r['cutoff']} {r['mean_diff']:+.4f}{interval}, "
-                     f"Holm-adjusted p = {r['p_adjusted']:.4g}; {grading_clause(r)}")
+        interval = ("" if r["difference_low"] is None else
+                    f" [{r['difference_low']:+.4f}, {r['difference_high']:+.4f}]")
+        lines.append(f"- {r['ranker']} NDCG@{r['cutoff']} {r['mean_difference']:+.4f}{interval}, "
+                     f"Holm-adjusted p = {r['p_value_holm']:.4g}; {grading_clause(r)}")
     lines.append(f"report: {body['report']}")
     if body.get("drill_down"):
         lines.append(f"drill down: {body['drill_down']}")

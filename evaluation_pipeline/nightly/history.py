@@ -25,7 +25,7 @@ import polars as pl
 from evaluation_pipeline.io import append_log
 from evaluation_pipeline.io.datasets import read_dataset
 from evaluation_pipeline.io.locations import Location
-from evaluation_pipeline.nightly.verdicts import parse_time
+from evaluation_pipeline.nightly.verdicts import FORMER_NAMES, parse_time
 from schemas.columns import (
     EVALUATION_KEY,
     HISTORY_COLUMNS,
@@ -53,8 +53,9 @@ SHARED = (
     "mean_candidate_recall", "n_bounded",
 )
 # Nightly comparison field -> history column (the comparisons of report.json's ``nightly``).
-FROM_COMPARISON = ("verdict", "mean_diff", "ci_low", "ci_high", "p_adjusted", "diff_min",
-                   "diff_max", "holds_for_every_grading")
+FROM_COMPARISON = ("verdict", "mean_difference", "difference_low", "difference_high",
+                   "p_value_holm", "difference_min", "difference_max",
+                   "holds_for_every_grading")
 FROM_ATTRIBUTION = ("previous_judgment_version", "from_judgments", "from_pool")
 
 
@@ -118,8 +119,16 @@ def _nightly_frame(nightly: Mapping | None) -> pl.DataFrame:
     return pl.DataFrame(records, schema=schema)
 
 
+def current_columns(frame: pl.DataFrame) -> pl.DataFrame:
+    """A history written under the nightly columns' former names (``FORMER_NAMES``) under
+    today's; one written under today's as is."""
+    return frame.rename({old: new for old, new in FORMER_NAMES.items()
+                         if old in frame.columns and new not in frame.columns})
+
+
 def _conform(frame: pl.DataFrame) -> pl.DataFrame:
     """Every history column in its declared order and dtype (missing ones null)."""
+    frame = current_columns(frame)
     return frame.select(
         (pl.col(c) if c in frame.columns else pl.lit(None)).cast(HISTORY_DTYPES[c]).alias(c)
         for c in HISTORY_COLUMNS
@@ -223,17 +232,19 @@ def numeric_metadata(aggregates: pl.DataFrame) -> dict[str, float]:
 
 
 def read_history(where: Location) -> pl.DataFrame | None:
-    """The history at ``where`` (None: none yet); a file that is not readable Parquet (cut
-    short by a full disk, changed by hand) is named with what to do, never read as empty."""
+    """The history at ``where`` (None: none yet), its columns under today's names (the next
+    evaluation writes them so); a file that is not readable Parquet (cut short by a full disk,
+    changed by hand) is named with what to do, never read as empty."""
     if not where.exists():
         return None
     try:
-        return read_dataset(where)
+        history = read_dataset(where)
     except Exception as exc:  # polars' and pyarrow's errors of a damaged file alike
         raise EvaluationError(
             f"{where}: the evaluation history is not a readable Parquet file ({exc}). Restore it "
             "from a backup, or move it aside: the next evaluation starts a new history (every "
             "evaluation's numbers stay in its report.json)") from None
+    return current_columns(history)
 
 
 # --- the record of alerts ------------------------------------------------------------------------

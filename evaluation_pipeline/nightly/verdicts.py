@@ -39,6 +39,20 @@ DEFAULT_ALPHA = settings.ALPHA.value_default
 DEFAULT_MIN_EFFECT = settings.MIN_EFFECT.value_default
 # The environment variable that pins one baseline pool instead of "the previous night".
 
+# The names the comparison's fields had before they took the ranker pairs' (report.json's
+# ``format_version`` 1, history.parquet's columns, the alert's payload): what was written under
+# them is read back under today's (``current_names``, ``nightly.history.read_history``).
+FORMER_NAMES = {
+    "paired": "n_paired",
+    "mean_diff": "mean_difference",
+    "ci_low": "difference_low",
+    "ci_high": "difference_high",
+    "p": "p_value",
+    "p_adjusted": "p_value_holm",
+    "diff_min": "difference_min",
+    "diff_max": "difference_max",
+}
+
 COMPARISON_METHOD = (
     "paired over the queries with a number on both nights (current minus previous); "
     "percentile bootstrap interval; sign-flip randomization test; Holm over every "
@@ -120,18 +134,18 @@ def headline_version(first_evaluated_at: str, published_at: Mapping[str, str]) -
 # --- the comparison with the previous night ----------------------------------------------------
 
 
-def verdict(mean_diff: float | None, p_adjusted: float | None, *,
+def verdict(mean_difference: float | None, p_value_holm: float | None, *,
             alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT) -> str:
     """``regressed`` when the adjusted p is below ``alpha`` and the drop is at least
     ``min_effect``; ``improved`` for the mirror case; ``no_change`` otherwise.
 
     "At least" forgives float rounding (TIE_TOLERANCE): 0.51 - 0.50 is a drop of 0.01.
     """
-    if mean_diff is None or p_adjusted is None or not p_adjusted < alpha:
+    if mean_difference is None or p_value_holm is None or not p_value_holm < alpha:
         return NO_CHANGE
-    if mean_diff <= -min_effect + TIE_TOLERANCE:
+    if mean_difference <= -min_effect + TIE_TOLERANCE:
         return REGRESSED
-    if mean_diff >= min_effect - TIE_TOLERANCE:
+    if mean_difference >= min_effect - TIE_TOLERANCE:
         return IMPROVED
     return NO_CHANGE
 
@@ -205,17 +219,17 @@ def night_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pai
         out.append({
             "ranker": now.ranker,
             "cutoff": int(now.cutoff),
-            "paired": stats["n_paired"],
+            "n_paired": stats["n_paired"],
             "mean_previous": stats["mean_first"],
             "mean_current": stats["mean_second"],
-            "mean_diff": stats["mean_difference"],
-            "ci_low": stats["difference_low"],
-            "ci_high": stats["difference_high"],
-            "p": stats["p_value"],
+            "mean_difference": stats["mean_difference"],
+            "difference_low": stats["difference_low"],
+            "difference_high": stats["difference_high"],
+            "p_value": stats["p_value"],
             # The change's range over every grading of both nights' holes (contract section 5).
             "n_bounded": stats["n_bounded"],
-            "diff_min": stats["difference_min"],
-            "diff_max": stats["difference_max"],
+            "difference_min": stats["difference_min"],
+            "difference_max": stats["difference_max"],
             "holds_for_every_grading": stats["holds_for_every_grading"],
             "candidate_recall_previous": numbers.mean_candidate_recall(before),
             "candidate_recall_current": numbers.mean_candidate_recall(now),
@@ -223,9 +237,10 @@ def night_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pai
             "movers": [{"query_id": m["query_id"], "ndcg_previous": m["ndcg_first"],
                         "ndcg_current": m["ndcg_second"], "difference": m["difference"]}
                        for m in stats["movers"]],
-            "slices": [{"slice": s["slice"], "value": s["value"], "paired": s["n_paired"],
-                        "mean_diff": s["mean_difference"], "ci_low": s["difference_low"],
-                        "ci_high": s["difference_high"], "share": s["share"]}
+            "slices": [{"slice": s["slice"], "value": s["value"], "n_paired": s["n_paired"],
+                        "mean_difference": s["mean_difference"],
+                        "difference_low": s["difference_low"],
+                        "difference_high": s["difference_high"], "share": s["share"]}
                        for s in numbers.pair_slices(p, ci_level)],
         })
     return NightComparison(with_verdicts(out, alpha=alpha, min_effect=min_effect),
@@ -235,18 +250,19 @@ def night_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pai
 def with_verdicts(comparisons: list[dict], *, alpha: float = DEFAULT_ALPHA,
                   min_effect: float = DEFAULT_MIN_EFFECT) -> list[dict]:
     """Holm-adjusted p over every ranker x cutoff of one comparison, then each verdict."""
-    adjusted = holm(np.array([c["p"] for c in comparisons], dtype=np.float64))
+    adjusted = holm(np.array([c["p_value"] for c in comparisons], dtype=np.float64))
     return [
-        c | {"p_adjusted": float(p),
-             "verdict": verdict(c["mean_diff"], float(p), alpha=alpha, min_effect=min_effect)}
+        c | {"p_value_holm": float(p),
+             "verdict": verdict(c["mean_difference"], float(p), alpha=alpha,
+                                min_effect=min_effect)}
         for c, p in zip(comparisons, adjusted)
     ]
 
 
 def grading_clause(regression: Mapping) -> str:
     """Whether the regression survives every grading of the unjudged and unknown documents."""
-    holds, low, high = (regression[f] for f in ("holds_for_every_grading", "diff_min",
-                                                "diff_max"))
+    holds, low, high = (regression[f] for f in ("holds_for_every_grading", "difference_min",
+                                                "difference_max"))
     if holds is None:
         return "has no bounds over the unjudged documents"
     bounds = f"[{low:+.4f}, {high:+.4f}]"
@@ -322,6 +338,21 @@ def nightly_section(
     }
 
 
+def current_names(section: Mapping | None) -> dict | None:
+    """A nightly section as report.json holds it today, from one written under the former
+    names (``FORMER_NAMES``) or today's (returned as is)."""
+    if not section:
+        return section
+
+    def renamed(entry: Mapping) -> dict:
+        return {FORMER_NAMES.get(name, name): value for name, value in entry.items()}
+
+    return {**section, "comparisons": [
+        renamed(c) | {"slices": [renamed(s) for s in c.get("slices", ())]}
+        if "slices" in c else renamed(c)
+        for c in section["comparisons"]]}
+
+
 def regressions(section: Mapping | None) -> list[dict]:
     """The comparisons of a nightly section whose verdict is ``regressed``."""
     if not section:
@@ -331,11 +362,11 @@ def regressions(section: Mapping | None) -> list[dict]:
 
 def describe_regression(comparison: Mapping) -> str:
     """One line naming the ranker, K, the difference, its interval and the adjusted p."""
-    interval = ("no interval" if comparison["ci_low"] is None else
-                f"[{comparison['ci_low']:+.4f}, {comparison['ci_high']:+.4f}]")
-    return (f"{comparison['ranker']} NDCG@{comparison['cutoff']} {comparison['mean_diff']:+.4f} "
-            f"{interval} over {comparison['paired']} paired queries, Holm-adjusted p = "
-            f"{comparison['p_adjusted']:.4g}")
+    interval = ("no interval" if comparison["difference_low"] is None else
+                f"[{comparison['difference_low']:+.4f}, {comparison['difference_high']:+.4f}]")
+    return (f"{comparison['ranker']} NDCG@{comparison['cutoff']} "
+            f"{comparison['mean_difference']:+.4f} {interval} over {comparison['n_paired']} "
+            f"paired queries, Holm-adjusted p = {comparison['p_value_holm']:.4g}")
 
 
 def describe_regressions(section: Mapping | None) -> str:

@@ -275,7 +275,9 @@ def build_evaluation_checks(spec: EvaluationSpec, naming: Naming = DEFAULT
         (storage,) = naming.resources(context, "storage")
         pool, version = split_evaluation_key(context.partition_key)
         # Reports written before the watch existed have no nightly section: nothing regressed.
-        section = storage.read_json(*report_file(pool, version, spec.spec_id)).get("nightly")
+        # One written before its fields were renamed is read under today's names.
+        section = nightly.current_names(
+            storage.read_json(*report_file(pool, version, spec.spec_id)).get("nightly"))
         regressed = nightly.regressions(section)
         history = stored_history(storage)
         published = {name: manifest[nightly.PUBLISHED_AT] for name, manifest

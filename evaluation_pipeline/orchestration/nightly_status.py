@@ -73,7 +73,8 @@ def standing_regressions(history: pl.DataFrame, spec_id: str) -> list[dict]:
         standing.append({
             "ranker": ranker, "cutoff": cutoff, "candidate_pool": last["candidate_pool"],
             "judgment_version": last["judgment_version"], "previous_pool": last["previous_pool"],
-            **{field: last[field] for field in ("mean_diff", "ci_low", "ci_high", "p_adjusted")},
+            **{field: last[field] for field in ("mean_difference", "difference_low",
+                                                "difference_high", "p_value_holm")},
             "nights_since": len(order) - 1 - order.index(last["candidate_pool"]),
         })
     return standing
@@ -84,9 +85,9 @@ def describe_standing(regression: Mapping) -> str:
     since = regression["nights_since"]
     stood = ("the newest night" if since == 0 else
              f"not recovered on the {since} headline night{'s' if since > 1 else ''} since")
-    interval = ("" if regression["ci_low"] is None else
-                f" [{regression['ci_low']:+.4f}, {regression['ci_high']:+.4f}]")
+    interval = ("" if regression["difference_low"] is None else
+                f" [{regression['difference_low']:+.4f}, {regression['difference_high']:+.4f}]")
     return (f"{regression['ranker']} NDCG@{regression['cutoff']} regressed on "
             f"{regression['candidate_pool']} ({regression['judgment_version']}) against "
-            f"{regression['previous_pool']}: {regression['mean_diff']:+.4f}{interval}, "
-            f"Holm-adjusted p = {regression['p_adjusted']:.4g}; {stood}")
+            f"{regression['previous_pool']}: {regression['mean_difference']:+.4f}{interval}, "
+            f"Holm-adjusted p = {regression['p_value_holm']:.4g}; {stood}")

@@ -15,7 +15,7 @@ from evaluation_pipeline.aggregation.comparison import (
     ranker_pair_results,
 )
 from evaluation_pipeline.aggregation.partials import PREVIOUS, Plan, Result
-from evaluation_pipeline.evaluation import Lineage, result_sentence
+from evaluation_pipeline.evaluation import Lineage, RankerResult, result_sentence
 from evaluation_pipeline.nightly.verdicts import (
     NightComparison,
     grading_clause,
@@ -25,17 +25,18 @@ from evaluation_pipeline.nightly.verdicts import (
 )
 from evaluation_pipeline.report.config import ReportConfig
 from evaluation_pipeline.report.format import interval, number
+from evaluation_pipeline.report.model import (
+    REPORT_FORMAT,
+    REPORT_FORMAT_VERSION,
+    Report,
+    SliceResult,
+)
 from evaluation_pipeline.spec import EvaluationSpec
 from evaluation_pipeline.stats.inference import (
     INTERVAL_METHOD,
     RNG_DESCRIPTION,
     TEST_METHOD,
 )
-from schemas.columns import STATUSES
-
-REPORT_FORMAT = "ndcg-eval-report"
-REPORT_FORMAT_VERSION = 1
-
 
 
 @dataclass(frozen=True)
@@ -129,11 +130,13 @@ def build_report(
     rankers, slices = planned.rankers, planned.slices
     aggregates = found.aggregates(
         config.ci_level, lineage_of(per_query) if per_query is not None else asdict(lineage))
-    results = [_result(row, spec, lineage) for row in
-               aggregates.filter(pl.col("slice_column") == "all").iter_rows(named=True)]
-    slice_rows = [_numbers(row) | {"slice_column": row["slice_column"],
-                                   "slice_value": row["slice_value"]}
-                  for row in aggregates.filter(pl.col("slice_column") != "all").iter_rows(named=True)]
+    overall = pl.col("slice_column") == "all"
+    results = [RankerResult.of_row(row, intervals=True,
+                                   sentence=interval_sentence(row, spec, lineage))
+               for row in aggregates.filter(overall).iter_rows(named=True)]
+    slice_rows = [SliceResult.of_row(row, intervals=True, slice_column=row["slice_column"],
+                                     slice_value=row["slice_value"])
+                  for row in aggregates.filter(~overall).iter_rows(named=True)]
     comparison = None
     differences: dict = {}
     if planned.ranker_pairs:
@@ -151,25 +154,25 @@ def build_report(
         nightly = with_query_text(nightly, queries)
     # A night that regressed says so first: the reason to open its report from the alert.
     headline = [regression_sentence(c, nightly) for c in regressions(nightly)]
-    headline += [r["sentence"] for r in results if r["cutoff"] == top_cutoff]
+    headline += [r.sentence for r in results if r.cutoff == top_cutoff]
     if comparison:
         headline += [p["sentence"] for p in comparison["pairs"] if p["cutoff"] == top_cutoff]
-    report = {
-        "format": REPORT_FORMAT,
-        "format_version": REPORT_FORMAT_VERSION,
-        "headline_cutoff": top_cutoff,
-        "headline": headline,
-        "lineage": lineage.record(),
-        "spec": spec.to_dict(),
-        "spec_id": spec.spec_id,
-        "conventions": spec.describe(),
-        "weights": {
+    report = Report(
+        format=REPORT_FORMAT,
+        format_version=REPORT_FORMAT_VERSION,
+        headline_cutoff=top_cutoff,
+        headline=headline,
+        lineage=lineage.record(),
+        spec=spec.to_dict(),
+        spec_id=spec.spec_id,
+        conventions=spec.describe(),
+        weights={
             "given": queries is not None,
             "description": "query weights from the queries table (traffic); queries without a "
             "row weigh 0" if queries is not None else
             "no query weights given: the weighted mean is not computed (null)",
         },
-        "statistics": {
+        statistics={
             "ci_level": config.ci_level,
             "n_bootstrap": config.n_bootstrap,
             "seed": config.seed,
@@ -179,16 +182,17 @@ def build_report(
             "test_method": TEST_METHOD,
             "test_resamples": config.n_bootstrap,
         },
-        "slices": list(slices),
-        "rankers": rankers,
-        "results": results,
-        "slice_results": slice_rows,
-        "comparison": comparison,
+        slices=list(slices),
+        rankers=rankers,
+        results=results,
+        slice_results=slice_rows,
+        comparison=comparison,
         **({"nightly": nightly} if nightly is not None else {}),
-        "traces": [],
-        "files": {},
-    }
-    return report, aggregates, differences
+        # Filled as the report's files are written (``report.write_report``).
+        traces=[],
+        files={},
+    )
+    return report.dump(), aggregates, differences
 
 
 def _compared(rankers: list[str]) -> bool:
@@ -203,29 +207,6 @@ def check_options(rankers: list[str], queries: pl.DataFrame | None,
     if _compared(rankers):
         config.check_baseline(rankers)
     return slices
-
-
-def _numbers(row: dict) -> dict:
-    return {
-        "ranker": row["ranker"],
-        "cutoff": row["cutoff"],
-        "macro_ndcg": row["macro_ndcg"],
-        "macro_ndcg_interval": [row["macro_ndcg_low"], row["macro_ndcg_high"]],
-        "weighted_ndcg": row["weighted_ndcg"],
-        "weighted_ndcg_interval": [row["weighted_ndcg_low"], row["weighted_ndcg_high"]],
-        "n_queries": row["n_queries"],
-        "n_with_number": row["n_with_number"],
-        "status_counts": {s: row[f"n_{s}"] for s in STATUSES},
-        "mean_judged_at_k": row["mean_judged_at_k"],
-        "mean_candidate_recall": row["mean_candidate_recall"],
-        # The macro mean's range over every grading of the holes, over n_bounded queries.
-        "macro_ndcg_bounds": [row["macro_ndcg_min"], row["macro_ndcg_max"]],
-        "n_bounded": row["n_bounded"],
-    }
-
-
-def _result(row: dict, spec: EvaluationSpec, lineage: Lineage) -> dict:
-    return _numbers(row) | {"sentence": interval_sentence(row, spec, lineage)}
 
 
 def interval_sentence(row: dict, spec: EvaluationSpec, lineage: Lineage) -> str:
@@ -256,12 +237,12 @@ def regression_sentence(c: dict, nightly: dict) -> str:
     """One regression against the previous night: ranker, K, by how much, the interval, the
     adjusted p and the candidate recall on both nights."""
     against = ("the pinned baseline" if nightly["baseline_pinned"] else "the previous night")
-    bounds = interval([c["ci_low"], c["ci_high"]], signed=True)
+    bounds = interval([c["difference_low"], c["difference_high"]], signed=True)
     return (
         f"{c['ranker']} NDCG@{c['cutoff']} regressed against {nightly['previous_pool']} "
         f"({against}, judgments {nightly['judgment_version']}): "
-        f"{number(c['mean_diff'], 3, signed=True)}{' ' + bounds if bounds else ''} over "
-        f"{c['paired']:,} paired queries, Holm-adjusted p = {number(c['p_adjusted'])}; "
+        f"{number(c['mean_difference'], 3, signed=True)}{' ' + bounds if bounds else ''} over "
+        f"{c['n_paired']:,} paired queries, Holm-adjusted p = {number(c['p_value_holm'])}; "
         f"it {grading_clause(c)}; "
         f"candidate recall {number(c['candidate_recall_current'], 3)} tonight, "
         f"{number(c['candidate_recall_previous'], 3)} the previous night."
@@ -275,7 +256,7 @@ def comparison_sentence(pair: dict, comparison: dict) -> str:
     bounds = interval([pair["difference_low"], pair["difference_high"]], signed=True)
     spread = f" {bounds}" if bounds else ""
     p = f"p = {number(pair['p_value'])}"
-    if pair.get("p_value_holm") is not None:
+    if pair["p_value_holm"] is not None:
         p += f", Holm-adjusted {number(pair['p_value_holm'])}"
     caveat = "" if comparison["pure_reranker_comparison"] else " (not a pure reranker comparison)"
     return (

@@ -60,12 +60,14 @@ def night_section(report: dict) -> dict:
 
 def _comparison(c: dict) -> dict:
     return {
-        "ranker": c["ranker"], "cutoff": c["cutoff"], "paired": c["paired"],
+        "ranker": c["ranker"], "cutoff": c["cutoff"], "n_paired": c["n_paired"],
         "mean_previous": number(c["mean_previous"]), "mean_current": number(c["mean_current"]),
-        "mean_diff": number(c["mean_diff"], signed=True),
-        "interval": interval([c["ci_low"], c["ci_high"]], 4, signed=True),
-        "bounds": grading_range(c["diff_min"], c["diff_max"], c["n_bounded"], True),
-        "p": number(c["p"]), "p_adjusted": number(c["p_adjusted"]),
+        "mean_difference": number(c["mean_difference"], signed=True),
+        "interval": interval([c["difference_low"], c["difference_high"]], 4, signed=True),
+        "bounds": grading_range(c["difference_min"], c["difference_max"], c["n_bounded"],
+                                True),
+        "p_value": number(c["p_value"]),
+        "p_value_holm": number(c["p_value_holm"]),
         "verdict": c["verdict"], "verdict_words": c["verdict"].replace("_", " "),
         "candidate_recall_previous": number(c["candidate_recall_previous"], 3),
         "candidate_recall_current": number(c["candidate_recall_current"], 3),
@@ -76,7 +78,7 @@ def movers(listed: list[dict]) -> list[dict]:
     """Per listed comparison with movers, the queries that moved most and their traces."""
     return [{
         "ranker": c["ranker"], "cutoff": c["cutoff"],
-        "mean_diff": number(c["mean_diff"], signed=True),
+        "mean_difference": number(c["mean_difference"], signed=True),
         "movers": [{
             "query_id": m["query_id"], "query_text": m.get("query_text") or "",
             "ndcg_previous": number(m["ndcg_previous"]),
@@ -89,9 +91,9 @@ def movers(listed: list[dict]) -> list[dict]:
 
 def _slices(c: dict) -> dict:
     return {"ranker": c["ranker"], "cutoff": c["cutoff"], "slices": [{
-        "slice": s["slice"], "value": s["value"], "paired": s["paired"],
-        "mean_diff": number(s["mean_diff"], signed=True),
-        "interval": interval([s["ci_low"], s["ci_high"]], 4, signed=True),
+        "slice": s["slice"], "value": s["value"], "n_paired": s["n_paired"],
+        "mean_difference": number(s["mean_difference"], signed=True),
+        "interval": interval([s["difference_low"], s["difference_high"]], 4, signed=True),
         "share": "" if s["share"] is None else f"{s['share']:.0%}",
     } for s in c["slices"]]}
 

@@ -134,8 +134,9 @@ def _point(p: dict, px: float, py: float, ranker: str, cutoff: int, report_href:
 def _verdict_text(p: dict) -> str:
     if p["verdict"] is None:
         return ""
-    return (f"; {p['verdict']} vs {p['previous_pool']}: {number(p['mean_diff'], signed=True)}, "
-            f"Holm-adjusted p {number(p['p_adjusted'])}")
+    return (f"; {p['verdict']} vs {p['previous_pool']}: "
+            f"{number(p['mean_difference'], signed=True)}, "
+            f"Holm-adjusted p {number(p['p_value_holm'])}")
 
 
 def _table(rows: pl.DataFrame, nights: list[tuple[str, str]]) -> list[dict]:
@@ -146,9 +147,9 @@ def _table(rows: pl.DataFrame, nights: list[tuple[str, str]]) -> list[dict]:
         "ranker": p["ranker"], "ndcg": number(p["ndcg"], missing=""),
         "interval": interval([p["ndcg_low"], p["ndcg_high"]], 4),
         "mean_candidate_recall": number(p["mean_candidate_recall"], 3, missing=""),
-        "mean_diff": number(p["mean_diff"], signed=True, missing=""),
+        "mean_difference": number(p["mean_difference"], signed=True, missing=""),
         "verdict": p["verdict"] or "", "verdict_words": (p["verdict"] or "").replace("_", " "),
-        "p_adjusted": number(p["p_adjusted"], missing=""),
+        "p_value_holm": number(p["p_value_holm"], missing=""),
         "from_judgments": number(p["from_judgments"], signed=True, missing=""),
         "from_pool": number(p["from_pool"], signed=True, missing=""),
     } for p in sorted(rows.to_dicts(), key=lambda p: (order[p["candidate_pool"]], p["ranker"]))]

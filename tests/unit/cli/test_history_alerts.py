@@ -14,9 +14,10 @@ from evaluation_pipeline.nightly.alerts import AlertSettings, notify, redeliver_
 from evaluation_pipeline.nightly.history import empty_history
 
 NIGHTLY = {"previous_pool": "night-4", "judgment_version": "maint-v2", "attribution": None,
-           "comparisons": [{"ranker": "dense-v2", "cutoff": 10, "mean_diff": -0.08,
-                            "ci_low": -0.11, "ci_high": -0.05, "p_adjusted": 0.002,
-                            "verdict": "regressed", "diff_min": -0.15, "diff_max": -0.01,
+           "comparisons": [{"ranker": "dense-v2", "cutoff": 10, "mean_difference": -0.08,
+                            "difference_low": -0.11, "difference_high": -0.05,
+                            "p_value_holm": 0.002, "verdict": "regressed",
+                            "difference_min": -0.15, "difference_max": -0.01,
                             "holds_for_every_grading": True}]}
 START = datetime(2026, 12, 5, 2, 0, tzinfo=UTC)
 

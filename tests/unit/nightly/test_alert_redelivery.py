@@ -26,9 +26,10 @@ from evaluation_pipeline.nightly.alerts import (
 from evaluation_pipeline.nightly.history import undelivered
 from tests.support.webhook import WebhookServer
 
-REGRESSION = {"ranker": "dense-v2", "cutoff": 10, "mean_diff": -0.0812, "ci_low": -0.11,
-              "ci_high": -0.052, "p_adjusted": 0.0018, "verdict": "regressed",
-              "diff_min": -0.15, "diff_max": -0.01, "holds_for_every_grading": True}
+REGRESSION = {"ranker": "dense-v2", "cutoff": 10, "mean_difference": -0.0812,
+              "difference_low": -0.11, "difference_high": -0.052, "p_value_holm": 0.0018,
+              "verdict": "regressed", "difference_min": -0.15, "difference_max": -0.01,
+              "holds_for_every_grading": True}
 NIGHTLY = {"previous_pool": "night-4", "judgment_version": "maint-v2",
            "comparisons": [REGRESSION], "attribution": None}
 KEY = "night-5/maint-v2/abc123"

@@ -15,12 +15,14 @@ from evaluation_pipeline.nightly.alerts import AlertSettings, notify, read_alert
 from evaluation_pipeline.settings import ALERT_WEBHOOK
 from tests.support.webhook import WebhookServer
 
-REGRESSION = {"ranker": "dense-v2", "cutoff": 10, "paired": 40, "mean_diff": -0.0812,
-              "ci_low": -0.11, "ci_high": -0.052, "p": 0.0002, "p_adjusted": 0.0018,
-              "verdict": "regressed", "diff_min": -0.15, "diff_max": -0.01,
+REGRESSION = {"ranker": "dense-v2", "cutoff": 10, "n_paired": 40, "mean_difference": -0.0812,
+              "difference_low": -0.11, "difference_high": -0.052, "p_value": 0.0002,
+              "p_value_holm": 0.0018,
+              "verdict": "regressed", "difference_min": -0.15, "difference_max": -0.01,
               "holds_for_every_grading": True}
-NOISE = {"ranker": "bm25-v3", "cutoff": 10, "paired": 40, "mean_diff": -0.004,
-         "ci_low": -0.02, "ci_high": 0.012, "p": 0.6, "p_adjusted": 1.0, "verdict": "no_change"}
+NOISE = {"ranker": "bm25-v3", "cutoff": 10, "n_paired": 40, "mean_difference": -0.004,
+         "difference_low": -0.02, "difference_high": 0.012, "p_value": 0.6, "p_value_holm": 1.0,
+         "verdict": "no_change"}
 NIGHTLY = {"previous_pool": "night-4", "judgment_version": "maint-v2",
            "comparisons": [NOISE, REGRESSION], "attribution": None}
 EVALUATION = {"candidate_pool": "night-5", "spec_id": "abc123",
@@ -283,8 +285,8 @@ def test_a_malformed_webhook_is_refused_before_anything_runs(url, problem, tmp_p
 ])
 def test_the_alert_says_whether_the_regression_holds_for_every_grading(
         tmp_path, holds, low, high, clause):
-    regression = REGRESSION | {"holds_for_every_grading": holds, "diff_min": low,
-                               "diff_max": high}
+    regression = REGRESSION | {"holds_for_every_grading": holds, "difference_min": low,
+                               "difference_max": high}
     record, _ = call(tmp_path, settings(None), nightly=NIGHTLY | {"comparisons": [regression]})
     line = next(x for x in record["payload"]["text"].splitlines() if "dense-v2" in x)
     assert line.endswith(f"; {clause}")

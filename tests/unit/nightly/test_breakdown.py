@@ -87,7 +87,7 @@ def test_the_change_by_slice_is_the_paired_change_of_each_value(nights):
                                             n_bootstrap=200)
     for c in comparison.comparisons:
         plain = recomputed(previous, current, queries, c["ranker"], c["cutoff"])
-        assert c["paired"] == plain.height
+        assert c["n_paired"] == plain.height
         total = plain["difference"].sum()
         found = {(s["slice"], s["value"]): s for s in c["slices"]}
         for column in SLICES:
@@ -97,8 +97,8 @@ def test_the_change_by_slice_is_the_paired_change_of_each_value(nights):
             assert {v for s, v in found if s == column} == set(groups[column].to_list())
             for row in groups.iter_rows(named=True):
                 got = found[(column, row[column])]
-                assert got["paired"] == row["n"]
-                assert got["mean_diff"] == pytest.approx(row["mean"], abs=1e-12)
+                assert got["n_paired"] == row["n"]
+                assert got["mean_difference"] == pytest.approx(row["mean"], abs=1e-12)
                 assert got["share"] == pytest.approx(row["sum"] / total, abs=1e-12)
             # the shares of one slice column add up to the whole change
             assert math.fsum(s["share"] for s in c["slices"] if s["slice"] == column) == \
@@ -118,9 +118,9 @@ def test_a_slice_values_interval_is_that_of_its_queries_alone(nights):
             current.filter(pl.col("query_id").is_in(ids)), n_bootstrap=300)
         for c, whole in zip(comparison.comparisons, alone.comparisons, strict=True):
             part = next(s for s in c["slices"] if (s["slice"], s["value"]) == ("family", value))
-            assert (part["ci_low"], part["ci_high"]) == pytest.approx(
-                (whole["ci_low"], whole["ci_high"]), abs=1e-12)
-            assert part["mean_diff"] == pytest.approx(whole["mean_diff"], abs=1e-12)
+            assert (part["difference_low"], part["difference_high"]) == pytest.approx(
+                (whole["difference_low"], whole["difference_high"]), abs=1e-12)
+            assert part["mean_difference"] == pytest.approx(whole["mean_difference"], abs=1e-12)
 
 
 def test_chunks_give_the_same_breakdown(nights, monkeypatch):
@@ -133,10 +133,11 @@ def test_chunks_give_the_same_breakdown(nights, monkeypatch):
     for a, b in zip(whole.comparisons, chunked.comparisons, strict=True):
         assert [m["query_id"] for m in a["movers"]] == [m["query_id"] for m in b["movers"]]
         for s, t in zip(a["slices"], b["slices"], strict=True):
-            assert (s["slice"], s["value"], s["paired"]) == (t["slice"], t["value"], t["paired"])
-            assert s["mean_diff"] == pytest.approx(t["mean_diff"], abs=1e-12)
-            assert (s["ci_low"], s["ci_high"]) == pytest.approx((t["ci_low"], t["ci_high"]),
-                                                                abs=1e-12)
+            assert ((s["slice"], s["value"], s["n_paired"])
+                    == (t["slice"], t["value"], t["n_paired"]))
+            assert s["mean_difference"] == pytest.approx(t["mean_difference"], abs=1e-12)
+            assert (s["difference_low"], s["difference_high"]) == pytest.approx(
+                (t["difference_low"], t["difference_high"]), abs=1e-12)
 
 
 def test_the_regressed_ranker_is_driven_by_the_slice_that_lost(nights):
@@ -145,5 +146,5 @@ def test_the_regressed_ranker_is_driven_by_the_slice_that_lost(nights):
                                             n_bootstrap=200)
     a10 = next(c for c in comparison.comparisons if (c["ranker"], c["cutoff"]) == ("a", 10))
     family = {s["value"]: s for s in a10["slices"] if s["slice"] == "family"}
-    assert family["x"]["ci_high"] < 0 < family["y"]["ci_high"]
+    assert family["x"]["difference_high"] < 0 < family["y"]["difference_high"]
     assert family["x"]["share"] > 0.5

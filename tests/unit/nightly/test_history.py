@@ -91,11 +91,11 @@ def test_nightly_verdicts_and_attribution_go_on_the_overall_rows(evaluations):
     for c in comparisons:
         row = overall.filter((pl.col("ranker") == c["ranker"]) & (pl.col("cutoff") == c["cutoff"]))
         assert row["verdict"].item() == c["verdict"]
-        assert row["mean_diff"].item() == c["mean_diff"]
-        assert row["p_adjusted"].item() == c["p_adjusted"]
+        assert row["mean_difference"].item() == c["mean_difference"]
+        assert row["p_value_holm"].item() == c["p_value_holm"]
         # The change's range over every grading of the holes is kept beside the verdict.
-        assert row.select("diff_min", "diff_max", "holds_for_every_grading").row(0) == (
-            c["diff_min"], c["diff_max"], c["holds_for_every_grading"])
+        assert row.select("difference_min", "difference_max", "holds_for_every_grading").row(0) == (
+            c["difference_min"], c["difference_max"], c["holds_for_every_grading"])
     dense = overall.filter((pl.col("ranker") == "dense-v2") & (pl.col("cutoff") == 10))
     assert dense.select("from_judgments", "from_pool", "previous_judgment_version").row(0) == (
         -0.1, -0.2, "maint-v1")

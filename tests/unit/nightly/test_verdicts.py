@@ -71,7 +71,7 @@ def test_the_headline_is_the_newest_version_published_by_the_first_evaluation():
 
 
 @pytest.mark.parametrize(
-    ("mean_diff", "p_adjusted", "expected"),
+    ("mean_difference", "p_value_holm", "expected"),
     [
         (-0.01, 0.049, REGRESSED),  # the drop is exactly min_effect
         (0.50 - 0.51, 0.049, REGRESSED),  # the same drop through float rounding
@@ -86,8 +86,8 @@ def test_the_headline_is_the_newest_version_published_by_the_first_evaluation():
         (None, 0.0, NO_CHANGE),  # no query paired
     ],
 )
-def test_verdict_boundaries(mean_diff, p_adjusted, expected):
-    assert verdict(mean_diff, p_adjusted) == expected
+def test_verdict_boundaries(mean_difference, p_value_holm, expected):
+    assert verdict(mean_difference, p_value_holm) == expected
 
 
 def test_verdict_parameters():
@@ -115,9 +115,9 @@ def reference_holm(p: list[float]) -> list[float]:
 
 def test_holm_by_hand():
     # sorted: 0.005*4 = 0.02, 0.01*3 = 0.03, 0.03*2 = 0.06, 0.04*1 = 0.04 -> monotone 0.06
-    rows = [{"ranker": r, "cutoff": k, "mean_diff": -0.05, "p": p}
+    rows = [{"ranker": r, "cutoff": k, "mean_difference": -0.05, "p_value": p}
             for (r, k), p in zip(itertools.product("ab", (5, 10)), (0.01, 0.04, 0.03, 0.005))]
-    adjusted = [c["p_adjusted"] for c in with_verdicts(rows)]
+    adjusted = [c["p_value_holm"] for c in with_verdicts(rows)]
     assert adjusted == pytest.approx([0.03, 0.06, 0.06, 0.02])
     assert [c["verdict"] for c in with_verdicts(rows)] == [REGRESSED, NO_CHANGE, NO_CHANGE,
                                                           REGRESSED]
@@ -155,25 +155,25 @@ def test_compare_nights_pairs_verdicts_and_holm_over_every_ranker_and_cutoff():
     result = compare_nights(previous, current, n_bootstrap=500, seed=3)
     by_key = {(c["ranker"], c["cutoff"]): c for c in result}
     assert sorted(by_key) == [(r, k) for r in ("drops", "same", "steady") for k in (5, 10)]
-    assert by_key[("drops", 10)]["paired"] == 39
-    assert by_key[("same", 10)]["paired"] == 39
-    assert by_key[("steady", 10)]["paired"] == 40
+    assert by_key[("drops", 10)]["n_paired"] == 39
+    assert by_key[("same", 10)]["n_paired"] == 39
+    assert by_key[("steady", 10)]["n_paired"] == 40
 
     drop = by_key[("drops", 10)]
     assert drop["verdict"] == REGRESSED
-    assert drop["ci_low"] < drop["mean_diff"] < drop["ci_high"] < 0
-    assert drop["mean_diff"] == pytest.approx(drop["mean_current"] - drop["mean_previous"])
-    assert by_key[("same", 10)]["p"] == 1.0
+    assert drop["difference_low"] < drop["mean_difference"] < drop["difference_high"] < 0
+    assert drop["mean_difference"] == pytest.approx(drop["mean_current"] - drop["mean_previous"])
+    assert by_key[("same", 10)]["p_value"] == 1.0
     assert by_key[("same", 10)]["verdict"] == NO_CHANGE
     assert by_key[("steady", 10)]["verdict"] == NO_CHANGE
     assert drop["candidate_recall_previous"] == pytest.approx(0.8)
     assert drop["candidate_recall_current"] == pytest.approx(0.9)
 
     # Holm is over all six rankers x cutoffs at once, not per cutoff or per ranker.
-    p = [c["p"] for c in result]
-    assert [c["p_adjusted"] for c in result] == pytest.approx(reference_holm(p))
-    per_cutoff = reference_holm([c["p"] for c in result if c["cutoff"] == 10])
-    assert [c["p_adjusted"] for c in result if c["cutoff"] == 10] != pytest.approx(per_cutoff)
+    p = [c["p_value"] for c in result]
+    assert [c["p_value_holm"] for c in result] == pytest.approx(reference_holm(p))
+    per_cutoff = reference_holm([c["p_value"] for c in result if c["cutoff"] == 10])
+    assert [c["p_value_holm"] for c in result if c["cutoff"] == 10] != pytest.approx(per_cutoff)
 
     # Seeded: the same call gives the same numbers.
     assert compare_nights(previous, current, n_bootstrap=500, seed=3) == result
@@ -237,9 +237,9 @@ def test_nightly_section_and_regression_description():
     text = nightly.describe_regressions(section)
     c = found[0]
     assert "drops NDCG@10" in text
-    assert f"{c['mean_diff']:+.4f}" in text
-    assert f"[{c['ci_low']:+.4f}, {c['ci_high']:+.4f}]" in text
-    assert f"p = {c['p_adjusted']:.4g}" in text
+    assert f"{c['mean_difference']:+.4f}" in text
+    assert f"[{c['difference_low']:+.4f}, {c['difference_high']:+.4f}]" in text
+    assert f"p = {c['p_value_holm']:.4g}" in text
     assert "against night-a under v2" in text
     assert nightly.describe_regressions(nightly.nightly_section(None, "v2", [])).startswith(
         "first night")

@@ -55,7 +55,7 @@ def test_the_noisy_ranker_never_regresses_nor_improves(week):
         for c in section["comparisons"]:
             if c["ranker"] == gen.NOISY_RANKER:
                 assert c["verdict"] == "no_change", (pool, version, c)
-                assert c["mean_diff"] != 0.0  # it does move
+                assert c["mean_difference"] != 0.0  # it does move
             if c["ranker"] == gen.REGRESSED_RANKER and pool != gen.REGRESSION_NIGHT:
                 assert c["verdict"] == "no_change", (pool, version, c)
 

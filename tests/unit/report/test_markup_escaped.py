@@ -10,7 +10,7 @@ MARKUP = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 
 
 def test_markup_in_query_text_ids_and_ranker_names_is_escaped():
-    listed = [{"ranker": f"dense{MARKUP}", "cutoff": 10, "mean_diff": -0.1, "movers": [
+    listed = [{"ranker": f"dense{MARKUP}", "cutoff": 10, "mean_difference": -0.1, "movers": [
         {"query_id": f"q1{MARKUP}", "query_text": f"shoes {MARKUP}", "ndcg_previous": 0.9,
          "ndcg_current": 0.1, "difference": -0.8, "trace": f'traces/q1".html{MARKUP}'}]}]
     page = str(ENVIRONMENT.get_template("night.html").module.movers(movers(listed)))
