@@ -12,6 +12,7 @@ from evaluation_pipeline.analysis.agreement import agreement
 from evaluation_pipeline.cli.main import main
 from evaluation_pipeline.spec import EvaluationSpec
 from tests.support.raters import pool_over, rated_version
+from tests.support.refusals import assert_names
 
 PAIR_FIELDS = {"rater_a", "rater_b", "overlap", "cohen_kappa", "cohen_kappa_quadratic",
                "mean_difference", "confusion"}
@@ -56,4 +57,4 @@ def test_text_names_each_pair_and_the_overall_statistics(files, capsys):
 def test_a_version_without_raters_is_refused(tmp_path, capsys):
     (tmp_path / "plain.csv").write_text("query_id,doc_id,grade,grade_status\nq,d,1,graded\n")
     assert main(["agreement", "--judgments", str(tmp_path / "plain.csv")]) == 2
-    assert "agreement needs a version with a rater column" in capsys.readouterr().err
+    assert_names(capsys.readouterr().err, str(tmp_path / "plain.csv"), "'rater'")

@@ -10,9 +10,11 @@ import pytest
 
 from evaluation_pipeline.analysis.worklist import fill_version
 from evaluation_pipeline.cli import help_text
+from evaluation_pipeline.cli.holes_command import CSV_SUFFIX
 from evaluation_pipeline.cli.main import EXIT_BAD_INPUT, main
 from evaluation_pipeline.io.readers import read_judgments
 from tests.support.paths import REPO
+from tests.support.refusals import assert_names
 
 JUDGMENTS = str(REPO / help_text.JUDGMENTS)
 POOL = str(REPO / help_text.POOL)
@@ -62,17 +64,19 @@ def test_the_spec_options_choose_the_cutoff(capsys):
     assert "NDCG@10" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("options, message", [
-    (["--budget", "0"], "--budget 0"),
-    (["--out", "{tmp}/worklist.txt"], "CSV file"),
-    (["--out", "{tmp}"], "is a folder"),
-    (["--out", JUDGMENTS], "one of the inputs"),
+@pytest.mark.parametrize("options, suffix", [
+    (["--budget", "0"], False),
+    (["--out", "{tmp}/worklist.txt"], True),  # the one refusal that names the suffix to give
+    (["--out", "{tmp}"], False),
+    (["--out", JUDGMENTS], False),
 ])
-def test_bad_options_are_refused_before_anything_is_written(tmp_path, capsys, options, message):
+def test_bad_options_are_refused_before_anything_is_written(tmp_path, capsys, options, suffix):
     options = [o.replace("{tmp}", str(tmp_path)) for o in options]
     before = sorted(tmp_path.iterdir())
     assert main([*BASE, *options]) == EXIT_BAD_INPUT
-    assert message in capsys.readouterr().err
+    wanted = f"*{CSV_SUFFIX}"
+    assert_names(capsys.readouterr().err, *options, *[wanted] * suffix,
+                 absent=[wanted] * (not suffix))
     assert sorted(tmp_path.iterdir()) == before
 
 
@@ -82,7 +86,7 @@ def test_a_refused_input_leaves_an_earlier_worklist_as_it_was(tmp_path, capsys):
     bad = tmp_path / "bad.csv"
     bad.write_text("query_id,doc_id,grade,grade_status\nq,d,2.5,graded\n")
     assert main(["holes", "--judgments", str(bad), "--run", POOL, "--out", str(out)]) == 2
-    assert "grade" in capsys.readouterr().err
+    assert_names(capsys.readouterr().err, str(bad), "'grade'", rows=[2], row_label="line")
     assert out.read_text() == "earlier\n"
 
 
