@@ -31,11 +31,13 @@ DOC_SPACE = 10_000  # doc numbers of query q are q * DOC_SPACE + j
 
 def query_ids(numbers: np.ndarray) -> pl.Series:
     # Zero-padded, so byte order equals numeric order and the files are sorted by query_id.
-    return pl.select(pl.concat_str(pl.lit("q"), pl.lit(pl.Series(numbers)).cast(pl.String).str.zfill(8))).to_series()
+    padded = pl.lit(pl.Series(numbers)).cast(pl.String).str.zfill(8)
+    return pl.select(pl.concat_str(pl.lit("q"), padded)).to_series()
 
 
 def doc_ids(numbers: np.ndarray) -> pl.Series:
-    return pl.select(pl.concat_str(pl.lit("D"), pl.lit(pl.Series(numbers)).cast(pl.String).str.zfill(12))).to_series()
+    padded = pl.lit(pl.Series(numbers)).cast(pl.String).str.zfill(12)
+    return pl.select(pl.concat_str(pl.lit("D"), padded)).to_series()
 
 
 def run_batch(rng: np.random.Generator, first_query: int, n_queries: int, candidates: int):

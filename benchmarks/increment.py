@@ -166,8 +166,8 @@ def main(argv: list[str] | None = None) -> int:
                          + ("" if args.rankers == 1 else f"x{args.rankers}"))
     folder.mkdir(exist_ok=True)
     from evaluation_pipeline.engines import score_files
-    from evaluation_pipeline.spec import profile
     from evaluation_pipeline.metric.hashing import judgments_sha256
+    from evaluation_pipeline.spec import profile
     if not (folder / "v1.parquet").exists():  # version 1's scores, made once
         score_files(first, run, profile("default"), folder / "v1.parquet", progress=False)
     published = judgments_sha256(pl.read_parquet(second))

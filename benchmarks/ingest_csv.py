@@ -70,8 +70,8 @@ def typed_copy(csv: Path, path: Path) -> None:
 
 def child(source: Path, target: Path, spill: Path) -> None:
     """One ingest; prints its figures as JSON on the last line."""
-    from evaluation_pipeline.io.budget import Budget
     from evaluation_pipeline.ingest.publish import publish_judgments
+    from evaluation_pipeline.io.budget import Budget
 
     laps: list[tuple[float, int]] = []
 

@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    out = args.out or Path(__file__).resolve().parent / "data" / f"report_{args.queries}x{args.rankers}"
+    out = args.out or (Path(__file__).resolve().parent / "data"
+                       / f"report_{args.queries}x{args.rankers}")
     out.mkdir(parents=True, exist_ok=True)
     spec = EvaluationSpec(cutoffs=CUTOFFS)
     lineage = Lineage("bench-v1", "a" * 64, "bench-pool", "b" * 64, spec.spec_id)

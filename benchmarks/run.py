@@ -3,9 +3,9 @@
     python benchmarks/run.py --rows 1M --rows 10M [--tools ndcg-eval,streaming,...] [--repeat N]
         [--data DIR]
 
-Per tool: wall time (the median of ``--repeat`` rounds, each running every tool once), peak RSS of its process (``os.wait4``),
-candidate rows per second, the ratio to the floor (reading the needed columns into Arrow plus
-one sort) and to pytrec_eval (and its inverse, the speed-up),
+Per tool: wall time (the median of ``--repeat`` rounds, each running every tool once), peak RSS of
+its process (``os.wait4``), candidate rows per second, the ratio to the floor (reading the needed
+columns into Arrow plus one sort) and to pytrec_eval (and its inverse, the speed-up),
 and the largest absolute difference of its per-query NDCG@10 from ours under the matching
 profile (trec_eval for pytrec_eval, ir_measures and ranx; sklearn for scikit-learn). Data comes
 from ``benchmarks/generate.py`` in ``--data`` (default ``benchmarks/data/``), generated on first
@@ -79,8 +79,8 @@ def child(tool: str, judgments: str, run: str, out: str) -> None:
             from ranx import Qrels, Run, evaluate
 
             ids = {"query_id": object, "doc_id": object}  # ranx wants object ids
-            qrel = Qrels.from_df(qrels.to_pandas().astype(ids), q_id_col="query_id", doc_id_col="doc_id",
-                                 score_col="grade")
+            qrel = Qrels.from_df(qrels.to_pandas().astype(ids), q_id_col="query_id",
+                                 doc_id_col="doc_id", score_col="grade")
             ranked = Run.from_df(candidates.to_pandas().astype(ids), q_id_col="query_id",
                                  doc_id_col="doc_id", score_col="score")
             evaluate(qrel, ranked, "ndcg@10", make_comparable=True)
@@ -101,7 +101,8 @@ def child(tool: str, judgments: str, run: str, out: str) -> None:
         y_score = joined["score"].to_numpy().reshape(shape)
         values = _ndcg_sample_scores(y_true, y_score, k=10, ignore_ties=False)
         queries = joined["query_id"].to_numpy().reshape(shape)[:, 0]
-        keep = y_true.max(axis=1) > 0  # sklearn scores 0 where the ideal is 0, as we do under `zero`
+        # sklearn scores 0 where the ideal is 0, as we do under `zero`
+        keep = y_true.max(axis=1) > 0
         pl.DataFrame({"query_id": queries, "ndcg": np.where(keep, values, 0.0)}).write_parquet(out)
         return
     raise SystemExit(f"unknown tool {tool}")

@@ -8,8 +8,9 @@ them holes), made in ``--data`` (default ``benchmarks/data/``) on first use of a
 after. Each command runs as users run it, in a process of its own, Python start-up and imports
 included; with ``--repeat N`` the rounds alternate the two commands and the wall and CPU
 (user + system) times are the medians (this shared machine's speed drifts over minutes; CPU
-time drifts less), the peak RSS the largest (``os.wait4``). ``score`` is the yardstick: the worklist ranks every hole by what-if scorings
-of its query, and its cost is given as a multiple of one scoring's.
+time drifts less), the peak RSS the largest (``os.wait4``). ``score`` is the yardstick: the
+worklist ranks every hole by what-if scorings of its query, and its cost is given as a multiple
+of one scoring's.
 """
 
 from __future__ import annotations

@@ -33,10 +33,13 @@ from schemas.errors import EvaluationError
 DAGSTER_HOME = REPO / ".dagster_home"
 MAX_CONCURRENT_RUNS = 2
 
-_HEADER = "# The local Dagster instance of the evaluation pipeline (written by evaluation_pipeline.main_job)."
+_HEADER = ("# The local Dagster instance of the evaluation pipeline "
+           "(written by evaluation_pipeline.main_job).")
+# A backslash at a line's end joins it to the next: the file holds the comment as one line.
 INSTANCE_YAML = f"""\
 {_HEADER}
-# At most {MAX_CONCURRENT_RUNS} runs at a time, and at most {MAX_CONCURRENT_RUNS} evaluations scoring at once
+# At most {MAX_CONCURRENT_RUNS} runs at a time, and at most {MAX_CONCURRENT_RUNS} \
+evaluations scoring at once
 # across them (the scoring asset's concurrency pool): evaluations queue instead of competing
 # for memory.
 concurrency:
@@ -154,7 +157,8 @@ def main() -> int:
             return _watched(prepare_instance_home(home))
     except LockTimeout as exc:
         print(f"ndcg-eval: {exc}: another main job still works on it; nothing was run. Run "
-              f"again when it has finished, or raise ${settings.LOCK_TIMEOUT.name}.", file=sys.stderr)
+              f"again when it has finished, or raise ${settings.LOCK_TIMEOUT.name}.",
+              file=sys.stderr)
         return 2
     except EvaluationError as exc:  # configuration a user can fix: a missing variable or extra
         print(f"ndcg-eval: error: {exc}", file=sys.stderr)

@@ -393,8 +393,8 @@ def _add_pairs(out, index, keys, r, q, value, has, codes, plan, n) -> None:
     # gets alone, so the pairs' own sums keep their bits.
     cells = None
     if plan.night_pairs and len(plan.levels) > 1:
-            cells = np.stack([offset + level_codes
-                          for offset, level_codes in zip(plan.offsets, codes, strict=False)], axis=1)
+            cells = np.stack([offset + level_codes for offset, level_codes
+                              in zip(plan.offsets, codes, strict=False)], axis=1)
     sums, signed = resampled_sums(keys, plan.n_bootstrap, cells=cells,
                                   n_cells=1 if cells is None else plan.n_groups,
                                   counted=np.stack(distinct, axis=1),

@@ -1,1 +1,2 @@
-"""Tools over results: reconcile with other tools, diff two results, explain one query, judged coverage."""
+"""Tools over results: reconcile with other tools, diff two results, explain one query, judged
+coverage."""

@@ -94,7 +94,8 @@ def judgment_version_diff(
     new_per_query: pl.DataFrame,
 ) -> dict:
     """Everything that changed between two judgment versions scored over the same pool."""
-    pools = set(old_per_query["candidate_pool"].unique()) | set(new_per_query["candidate_pool"].unique())
+    pools = (set(old_per_query["candidate_pool"].unique())
+             | set(new_per_query["candidate_pool"].unique()))
     if len(pools) != 1:
         raise DiffError(
             f"a judgment-version diff needs one candidate pool, got {sorted(pools)}")

@@ -10,7 +10,8 @@ each of its alternatives, which shows which choices matter for this data at all.
 
 Every spec is scored by ``metric.ndcg.score`` on the frames held in memory: the pool is cut into
 blocks once, and the judgments are indexed once per (gain, cutoffs), the only fields the index
-depends on. The mean compared is the one ``aggregation.aggregate_table`` reports, per ranker and cutoff.
+depends on. The mean compared is the one ``aggregation.aggregate_table`` reports, per ranker and
+cutoff.
 
 ``cutoffs`` is not walked: a mean is compared at the same K on both sides. When the two specs'
 cutoffs differ, the caller names the cutoffs to compare at (``--cutoff``).

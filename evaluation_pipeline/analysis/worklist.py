@@ -42,12 +42,8 @@ from evaluation_pipeline.metric import pool_holes
 from evaluation_pipeline.metric.gains import gains_for_grades
 from evaluation_pipeline.metric.hashing import pool_blocks
 from evaluation_pipeline.metric.kernels.codes import (
-    GRADED,
     NOT_RETURNED,
     PAST_K,
-    TIES_AVERAGE,
-    TIES_DOC_DESC,
-    TIES_RANK,
 )
 from evaluation_pipeline.metric.ndcg import (
     _NO_POSITIVE_CODES,

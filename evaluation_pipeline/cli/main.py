@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="output folder, or a URL (with --engine spark: any URL Spark writes)")
     score.add_argument("--format", choices=FORMATS, help="format of every input file")
     score.add_argument("--judgments-format", choices=FORMATS,
-                       help="format of the judgments file (default: from its extension, or --format)")
+                       help="format of the judgments file "
+                       "(default: from its extension, or --format)")
     score.add_argument("--run-format", choices=FORMATS,
                        help="format of the run files (default: from their extension, or --format)")
     score.add_argument("--judgment-version", help="version name when the file carries none")
@@ -94,8 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"memory budget of sorting unsorted input, e.g. 2GB, 512MB "
                        f"(default ${settings.MEMORY_LIMIT.name}, else 2GB)")
     score.add_argument("--spill-dir", type=Path, metavar="DIR",
-                       help=f"where a sort spills past the budget (default ${settings.SPILL_DIR.name}, "
-                       "else the system's temporary folder)")
+                       help="where a sort spills past the budget "
+                       f"(default ${settings.SPILL_DIR.name}, else the system's temporary folder)")
     score.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS, metavar="N",
                        help="streaming: about N candidate rows per batch of whole queries")
     score.add_argument("--spark-master", metavar="URL",
@@ -192,7 +193,8 @@ _location = argument
 def _storage_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--storage-options", metavar="JSON",
                         help="fsspec options for URLs, e.g. '{\"endpoint_url\": "
-                        f"\"http://127.0.0.1:9000\"}}', over those of {settings.STORAGE_OPTIONS.name}")
+                        f"\"http://127.0.0.1:9000\"}}', "
+                        f"over those of {settings.STORAGE_OPTIONS.name}")
 
 
 def _spec_arguments(parser: argparse.ArgumentParser, cutoff: bool = True) -> None:
@@ -206,11 +208,13 @@ def _spec_arguments(parser: argparse.ArgumentParser, cutoff: bool = True) -> Non
 
 def _report_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = ReportConfig()
-    parser.add_argument("--baseline", help="compare each ranker with this one (default: every pair)")
+    parser.add_argument("--baseline",
+                        help="compare each ranker with this one (default: every pair)")
     parser.add_argument("--slice", action="append", metavar="COLUMN", dest="slices",
                         help="query-table slice column; repeat (default: every string column)")
     parser.add_argument("--ci-level", type=float, default=defaults.ci_level, metavar="LEVEL",
-                        help=f"level of the bootstrap intervals, in (0, 1) (default {defaults.ci_level})")
+                        help="level of the bootstrap intervals, in (0, 1) "
+                        f"(default {defaults.ci_level})")
     parser.add_argument("--bootstrap", type=int, default=defaults.n_bootstrap,
                         help="bootstrap and randomization resamples")
     parser.add_argument("--seed", type=int, default=defaults.seed,

@@ -1,1 +1,2 @@
-"""Publishing judgment versions and candidate pools: validate, sort (DuckDB, out of core), hash, write."""
+"""Publishing judgment versions and candidate pools: validate, sort (DuckDB, out of core), hash,
+write."""

@@ -26,7 +26,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evaluation_pipeline.io.atomic import atomic_write
-from evaluation_pipeline.io.budget import (  # the budget's names, as the ingest's callers import them
+from evaluation_pipeline.io.budget import (
+    # the budget's names, as the ingest's callers import them
     DEFAULT_MEMORY_LIMIT,
     Budget,
     MemoryBudgetError,
@@ -64,10 +65,10 @@ def groups_by_value(inputs: Sequence[SortInput], values: Sequence[frozenset]
                     ) -> list[list[SortInput]] | None:
     """The inputs grouped by the one value each holds of a key's first column (``values``:
     each input's distinct values), groups in that value's order; None when an input holds
-    none, several, or a null. Sorted one group after the other, the groups are the whole sort: sorts a
-    third the size of one whole sort spill less and took two thirds of its time (30M rows, 3
-    rankers, one file each). Inputs of the same value are sorted together, so that a key they
-    repeat meets in one sorted part."""
+    none, several, or a null. Sorted one group after the other, the groups are the whole sort:
+    sorts a third the size of one whole sort spill less and took two thirds of its time (30M rows, 3
+    rankers, one file each). Inputs of the same value are sorted together, so that a key they repeat
+    meets in one sorted part."""
     if any(len(held) != 1 or None in held for held in values):
         return None  # (a null is refused later, by the rules of the rows)
     groups: dict[str, list[SortInput]] = {}

@@ -38,13 +38,12 @@ import polars as pl
 
 from evaluation_pipeline.ingest.external_sort import (
     SortInput,
+    file_batches,
     format_bytes,
     groups_by_value,
-    file_batches,
     sorted_batches,
     sql_text,
 )
-from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.ingest.inputs import (
     BATCH_ROWS,
     JUDGMENTS,
@@ -61,6 +60,7 @@ from evaluation_pipeline.ingest.inputs import (
 )
 from evaluation_pipeline.ingest.verify import compare_sets
 from evaluation_pipeline.io.atomic import atomic_write
+from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.metric.hashing import StreamingDigest
 from schemas import columns as cols
 from schemas.errors import InputError, violation

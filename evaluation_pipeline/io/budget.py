@@ -43,8 +43,8 @@ class MemoryBudgetError(EvaluationError):
         self.step, self.limit = step, limit
         super().__init__(
             f"{step}: cannot finish within the memory budget of {format_bytes(limit)} "
-            f"({detail}). Raise it with --memory-limit or {settings.MEMORY_LIMIT.name} (e.g. 4GB), or "
-            f"point {settings.SPILL_DIR.name} at a folder with more free disk.")
+            f"({detail}). Raise it with --memory-limit or {settings.MEMORY_LIMIT.name} "
+            f"(e.g. 4GB), or point {settings.SPILL_DIR.name} at a folder with more free disk.")
 
 
 class SpillFolderFull(MemoryBudgetError):
@@ -121,7 +121,8 @@ class Budget:
         if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
             raise EvaluationError(
                 f"spill folder {str(self.spill_dir)!r} cannot be written: "
-                f"{str(existing)!r} is not a writable folder (--spill-dir, {settings.SPILL_DIR.name})")
+                f"{str(existing)!r} is not a writable folder "
+                f"(--spill-dir, {settings.SPILL_DIR.name})")
 
     @contextmanager
     def scratch(self, prefix: str) -> Iterator[str]:

@@ -1,8 +1,8 @@
 """A result of several files on object storage: every file first, then the marker readers require.
 
 A local result folder is built in a staging folder beside it and swapped in whole
-(``io.result_set``). Object storage has no rename, and a reader may list or read a folder while it is
-being written, so a result there (per_query.parquet and summary.json, the report's files) is
+(``io.result_set``). Object storage has no rename, and a reader may list or read a folder while
+it is being written, so a result there (per_query.parquet and summary.json, the report's files) is
 first written whole to a local staging folder, then put:
 
 1. every file, each one object (a PUT is atomic for a reader: the object is whole or absent);
@@ -13,12 +13,13 @@ Readers of a result on object storage require the marker and read each file at t
 names (``result_file``). Without a marker the folder is refused as incomplete: a write is under
 way, or was killed. The one exception is a result Spark wrote at a URL itself (``ndcg-eval
 score --engine spark --out s3a://...``): its parts, Spark's ``_SUCCESS`` after them, then the
-summary; with both of those it is whole. A rewrite of a folder that already holds a complete result must not leave
-new files beside the old marker, so it puts the new files under ``INCOMING_FOLDER/<id>/``
-first, switches the marker to them (one PUT), copies them over the fixed names, switches the
-marker back, and removes the incoming copies and the files of the earlier result that the new
-one does not have. Killed at any step, the marker names one complete result: the earlier one
-until the first switch, the new one after it. A rewrite with the same content writes nothing.
+summary; with both of those it is whole. A rewrite of a folder that already holds a complete result
+must not leave new files beside the old marker, so it puts the new files under
+``INCOMING_FOLDER/<id>/`` first, switches the marker to them (one PUT), copies them over the fixed
+names, switches the marker back, and removes the incoming copies and the files of the earlier result
+that the new one does not have. Killed at any step, the marker names one complete result: the
+earlier one until the first switch, the new one after it. A rewrite with the same content writes
+nothing.
 """
 
 from __future__ import annotations

@@ -7,11 +7,12 @@ bit pattern (exact, and independent of any float formatting). Optional columns d
 
 Hash version 3 writes every string field after its byte length and a colon
 (``7:query-1``), so that no id, whatever bytes it holds (a tab, a newline), can make two
-contents one text; versions 1 and 2 wrote the fields bare. Hash versions 2 and 3 cut the lines into ranges of whole blocks, so that ranges can be hashed apart
-(on Spark's executors) and combined in order: a block (one (ranker, query_id) of a pool, one
-query_id of a version) belongs to range ``rows before it in canonical order // RANGE_ROWS``;
-each range's lines are hashed with SHA-256, and the content hash is the SHA-256 of
-the version's tag (``VERSION_TAGS``) followed by the 32-byte digests of the ranges that hold rows, in range order.
+contents one text; versions 1 and 2 wrote the fields bare. Hash versions 2 and 3 cut the lines
+into ranges of whole blocks, so that ranges can be hashed apart (on Spark's executors) and
+combined in order: a block (one (ranker, query_id) of a pool, one query_id of a version) belongs to
+range ``rows before it in canonical order // RANGE_ROWS``; each range's lines are hashed with
+SHA-256, and the content hash is the SHA-256 of the version's tag (``VERSION_TAGS``) followed by the
+32-byte digests of the ranges that hold rows, in range order.
 Versions 1 (one SHA-256 of all lines) and 2 are kept (``sha256_of(..., version=...)``) to
 compare with what was published under them (a manifest without ``hash_version`` holds 1).
 
@@ -68,8 +69,9 @@ def blocks_of(kind: str, piece: pl.DataFrame | Blocks) -> Blocks:
 def pool_blocks(pool: pl.DataFrame, starts: np.ndarray | None = None) -> Blocks:
     """A pool's rows as (ranker, query_id) blocks, with the columns the hash and kernel read.
 
-    ``starts``: ``metric.kernels.blocks.block_starts(pool, POOL_KEYS)``, if the caller has it. A ``rank``
-    column comes along when the pool has one (``ties: rank`` reads it; the hash does not)."""
+    ``starts``: ``metric.kernels.blocks.block_starts(pool, POOL_KEYS)``, if the caller has it. A
+    ``rank`` column comes along when the pool has one (``ties: rank`` reads it; the hash does
+    not)."""
     fields = {**_POOL_FIELDS, columns.RANK: pl.Int64} if columns.RANK in pool.columns else (
         _POOL_FIELDS)
     return group_rows(_typed(pool, fields), POOL_KEYS, starts)

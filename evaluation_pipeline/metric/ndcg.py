@@ -3,9 +3,9 @@
 Candidates are segmented into (ranker, query) blocks (a ranker's output already comes grouped,
 so usually nothing moves). The per-block steps (doc_id order, the merge with the query's
 judgments, the ranking by score, DCG, the ideal, judged@K and counts, for all cutoffs in one
-pass) are one compiled loop, ``metric.kernels.dcg.score_blocks``; what comes before and after (gains, per-query
-facts, statuses, recall, the output frame) is column arithmetic. String columns are never
-reordered: the kernel reads them in place.
+pass) are one compiled loop, ``metric.kernels.dcg.score_blocks``; what comes before and after
+(gains, per-query facts, statuses, recall, the output frame) is column arithmetic. String columns
+are never reordered: the kernel reads them in place.
 
 Ties: a *tie group* is a run of equal scores within a query. Under ``ties=average`` a group
 contributes its mean gain times the sum of the discounts of the positions it spans (positions
@@ -152,7 +152,8 @@ def hole_gains(graded: np.ndarray, spec: EvaluationSpec, top_grade: int | None =
 
 _TIES = {"average": TIES_AVERAGE, "doc_id": TIES_DOC_ASC, "trec_eval": TIES_DOC_DESC,
          "rank": TIES_RANK}
-_NO_POSITIVE_CODES = {"exclude": NO_POSITIVE_EXCLUDE, "zero": NO_POSITIVE_ZERO, "one": NO_POSITIVE_ONE}
+_NO_POSITIVE_CODES = {"exclude": NO_POSITIVE_EXCLUDE, "zero": NO_POSITIVE_ZERO,
+                      "one": NO_POSITIVE_ONE}
 _NO_RANKS = np.empty(0, np.int64)  # what the kernel reads as ranks when the tie rule needs none
 
 

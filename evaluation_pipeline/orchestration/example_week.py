@@ -3,7 +3,8 @@ pipeline runs until it is quiet, as the sensors would see a week go by.
 
 The week is written once by ``examples/generate_example_data.py --nightly`` into
 ``examples/data/nightly/`` and lands in ``<storage>/example-landing/`` (a bucket's in the
-instance folder): a landing of its own, so the bundled two-pool landing stays as it is. A second run lands nothing new and runs nothing.
+instance folder): a landing of its own, so the bundled two-pool landing stays as it is. A
+second run lands nothing new and runs nothing.
 """
 
 from __future__ import annotations

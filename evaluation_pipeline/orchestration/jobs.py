@@ -15,7 +15,6 @@ from evaluation_pipeline.orchestration.assets import (
 )
 from evaluation_pipeline.orchestration.partitions import DEFAULT, Naming
 
-
 # What dg.define_asset_job returns: a job resolved against the Definitions that hold it.
 # Dagster does not export its class, so it is not named here.
 AssetJob = Any

@@ -1,11 +1,11 @@
 """Whether what a run depends on still lives: the process that executes it, and the Dagster
 instance's database.
 
-**The process.** A run executed in process (``LocalRunner``, ``make run``) carries the pid, host and start time
-of its process as tags. When that process is killed, Dagster never hears of it: the run stays
-STARTED for ever, and anything that waits for it (the evaluation sensor's "in flight" test, the
-runner's "already launched" test) waits for ever. ``fail_dead_runs`` reports such runs as failed
-on the instance, so they are retried like any other failure.
+**The process.** A run executed in process (``LocalRunner``, ``make run``) carries the pid, host
+and start time of its process as tags. When that process is killed, Dagster never hears of it: the
+run stays STARTED for ever, and anything that waits for it (the evaluation sensor's "in flight"
+test, the runner's "already launched" test) waits for ever. ``fail_dead_runs`` reports such runs as
+failed on the instance, so they are retried like any other failure.
 
 The start time tells a pid reused by a later process from the original one. Runs launched by
 the Dagster daemon carry no such tags; the instance's run monitoring watches those.

@@ -19,7 +19,6 @@ from evaluation_pipeline.io.storage import (
     worklist_file,
 )
 from evaluation_pipeline.orchestration.assets import evaluation_code_version
-from evaluation_pipeline.orchestration.scoring import read_published
 from evaluation_pipeline.orchestration.partitions import (
     DEFAULT,
     Naming,
@@ -27,6 +26,7 @@ from evaluation_pipeline.orchestration.partitions import (
     split_evaluation_key,
 )
 from evaluation_pipeline.orchestration.resources import EvaluationStorage
+from evaluation_pipeline.orchestration.scoring import read_published
 from evaluation_pipeline.report import tables
 from evaluation_pipeline.spec import EvaluationSpec
 

@@ -77,7 +77,8 @@ def sums_by_group(keys, levels, counted, n_resamples, progress):
 
 def _resampled_sums(*args, **kwargs):
     """:func:`stats.resampling.resampled_sums`, imported on first use: scoring and ``ndcg-eval
-    spec`` reach this module through ``aggregation.aggregate_table`` and must not pay numba's import."""
+    spec`` reach this module through ``aggregation.aggregate_table`` and must not pay numba's
+    import."""
     from evaluation_pipeline.stats.resampling import resampled_sums
 
     return resampled_sums(*args, **kwargs)

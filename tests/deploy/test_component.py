@@ -15,8 +15,7 @@ import dagster as dg
 import pytest
 import yaml
 
-from evaluation_pipeline import settings
-from evaluation_pipeline import definitions
+from evaluation_pipeline import definitions, settings
 from evaluation_pipeline.definitions import (
     ATTRIBUTE_SETTINGS,
     MissingSetting,

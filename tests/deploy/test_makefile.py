@@ -80,7 +80,8 @@ def test_make_test_adds_the_test_extra_and_ci_its_own(checkout):
 
 def test_a_failed_install_fails_make_and_leaves_no_stamp(checkout):
     pip = checkout / ".venv" / "bin" / "pip"
-    pip.write_text(PIP.replace('echo "Collecting', 'echo "ERROR: no such package"; exit 1\necho "Collecting'))
+    pip.write_text(PIP.replace(
+        'echo "Collecting', 'echo "ERROR: no such package"; exit 1\necho "Collecting'))
     made = make(checkout, ".venv/.installed")
     assert made.returncode != 0
     assert "ERROR: no such package" in made.stdout

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.doc_blocks import DOC_ORDER, NOT_RUN, REPO, documented_pages, fenced_blocks, shell_blocks
+from tests.support.doc_blocks import (
+    DOC_ORDER,
+    NOT_RUN,
+    REPO,
+    documented_pages,
+    fenced_blocks,
+    shell_blocks,
+)
 
 README_MAX_LINES = 220
 LINKED_PAGES = documented_pages() + ["benchmarks/README.md"]

@@ -64,7 +64,8 @@ def test_an_empty_variable_counts_as_unset():
 def test_the_contract_carries_the_spec_fields_table():
     contract = (REPO / "docs" / "CONTRACT.md").read_text()
     assert fields_table() in contract
-    assert list(FIELD_DOCS) == [field.name for field in EvaluationSpec.__dataclass_fields__.values()]
+    assert list(FIELD_DOCS) == [field.name
+                                for field in EvaluationSpec.__dataclass_fields__.values()]
 
 
 def test_no_doc_page_holds_a_table_of_the_spec_fields_by_hand():

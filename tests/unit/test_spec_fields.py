@@ -235,7 +235,8 @@ def test_a_field_with_a_structured_value_fits_the_declaration_as_it_is():
 
     def parse_items(value):
         items = value.split(",") if isinstance(value, str) else value
-        if not isinstance(items, (list, tuple)) or not items or not all(isinstance(item, str) and item.strip() for item in items):
+        if not isinstance(items, (list, tuple)) or not items or not all(
+                isinstance(item, str) and item.strip() for item in items):
             raise SpecError(f"spec field 'items': {value!r} is not a list of names")
         return tuple(item.strip() for item in items)
 

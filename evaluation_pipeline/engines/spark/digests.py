@@ -1,4 +1,5 @@
-"""The content hash (the current hash version, ``metric.hashing``) of rows held by Spark, on the executors.
+"""The content hash (the current hash version, ``metric.hashing``) of rows held by Spark, on the
+executors.
 
 Each block's range is numbered on the executors from per-partition row counts (only the counts
 and the first key of each partition reach the driver); each range's digest is computed on the

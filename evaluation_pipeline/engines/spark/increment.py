@@ -19,9 +19,6 @@ returns None, writing nothing, and the caller scores in full.
 
 from __future__ import annotations
 
-import polars as pl
-import pyarrow as pa
-
 from evaluation_pipeline.engines.incremental import Increment
 from evaluation_pipeline.engines.spark.cogroup import (
     RESULT_DDL,

@@ -45,6 +45,7 @@ def _views(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(array, pa.StringViewArray):
         array = array.cast(pa.string_view())
     buffers = array.buffers()
-    views = np.frombuffer(buffers[1], dtype=np.int32)[4 * array.offset:4 * (array.offset + len(array))]
+    start, stop = 4 * array.offset, 4 * (array.offset + len(array))
+    views = np.frombuffer(buffers[1], dtype=np.int32)[start:stop]
     addresses = np.array([b.address for b in buffers[2:]] or [0], dtype=np.int64)
     return views, addresses

@@ -11,13 +11,14 @@ sort over the run (five times slower here) plus a string join. The kernels:
   copied into one buffer;
 - ``metric.kernels.dcg``: DCG, the ideal DCG, judged@K and counts per block;
 - ``metric.kernels.lines``: the canonical lines of the content hash;
-- ``metric.kernels.intrinsics``: the single-load byte moves they share; ``metric.kernels.codes``: their codes.
+- ``metric.kernels.intrinsics``: the single-load byte moves they share;
+  ``metric.kernels.codes``: their codes.
 
 Everything is compiled with ``cache=True`` (the first process compiles, later ones load) and
 ``nogil=True`` (the content hash runs on a second thread while the kernel scores). numba's cache
 is checked against the file of the function it compiled only, not the files of the helpers it
-calls: after editing a kernel module, delete ``metric/kernels/__pycache__/*.nb[ic]`` so that the kernels
-of the other modules recompile too.
+calls: after editing a kernel module, delete ``metric/kernels/__pycache__/*.nb[ic]`` so that the
+kernels of the other modules recompile too.
 
 Importing numba takes 0.3 s of one core, holding the interpreter: modules that call a kernel
 import its module inside the function that calls it, so that commands that never score

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from evaluation_pipeline.orchestration.checks import HEADLINE_REGRESSED, NIGHTLY_TAG
-from tests.support.paths import REPO
 from tests.support.dagster_dev import dagster_dev, location_entry
 from tests.support.example_run import example_week
+from tests.support.paths import REPO
 
 playwright = pytest.importorskip("playwright.sync_api")
 

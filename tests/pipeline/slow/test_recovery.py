@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from evaluation_pipeline import settings
 from tests.support.example_run import example_storage
 from tests.support.paths import EXAMPLES, REPO
-from evaluation_pipeline import settings
 
 MAIN_TIMEOUT = 900
 # The files of an evaluation that must be byte-identical to a clean run's.

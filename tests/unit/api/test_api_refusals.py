@@ -67,7 +67,7 @@ def test_explain_refuses_a_cutoff_the_cli_refuses(cutoff):
 ], ids=["reconcile", "agreement"])
 def test_the_other_functions_refuse_cutoffs_alike(call):
     for cutoffs in ([2.5], 0, [True]):
-        error = refused(lambda: call(cutoffs))
+        error = refused(lambda cutoffs=cutoffs: call(cutoffs))
         assert isinstance(error, SpecError) and names(error, "cutoffs"), cutoffs
 
 
@@ -231,5 +231,5 @@ def test_a_wrong_type_never_reaches_the_code_behind_it():
     """The types argparse gives the CLI are the API's to check: ApiOptionError."""
     for argument in ("ranker", "memory_limit", "query", "shapley", "order", "n_bootstrap",
                      "seed", "slices", "other"):
-        error = refused(lambda: CALLS[argument](evaluate(QRELS, RUN)))
+        error = refused(lambda argument=argument: CALLS[argument](evaluate(QRELS, RUN)))
         assert isinstance(error, ApiOptionError), argument

@@ -14,7 +14,8 @@ HEAVY = ("polars", "numpy", "numba", "pyarrow", "duckdb", "pandera", "dagster")
 
 
 def loaded_after(code: str) -> dict[str, bool]:
-    probe = f"import sys\n{code}\nimport json\nprint(json.dumps({{m: m in sys.modules for m in {HEAVY!r}}}))"
+    probe = (f"import sys\n{code}\nimport json\n"
+             f"print(json.dumps({{m: m in sys.modules for m in {HEAVY!r}}}))")
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
     assert ran.returncode == 0, ran.stderr

@@ -31,7 +31,8 @@ def test_score_writes_per_query_and_summary_with_lineage(tmp_path, capsys):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["spec_id"] == rows["spec_id"][0]
     assert summary["lineage"]["judgments_sha256"] == rows["judgments_sha256"][0]
-    hybrid10 = next(r for r in summary["results"] if r["ranker"] == "hybrid-v1" and r["cutoff"] == 10)
+    hybrid10 = next(r for r in summary["results"]
+                    if r["ranker"] == "hybrid-v1" and r["cutoff"] == 10)
     expected = rows.filter(pl.col("ranker") == "hybrid-v1", pl.col("cutoff") == 10)["ndcg"].mean()
     assert hybrid10["macro_ndcg"] == expected
     assert "maint-v2" in hybrid10["sentence"] and "ties averaged" in hybrid10["sentence"]
@@ -42,7 +43,8 @@ def test_score_writes_per_query_and_summary_with_lineage(tmp_path, capsys):
 def test_hashes_do_not_depend_on_row_order(tmp_path):
     src = EXAMPLES / "landing/judgments/maint-v1.csv"
     shuffled = tmp_path / "maint-v1.csv"
-    pl.read_csv(src, infer_schema=False).sample(fraction=1.0, shuffle=True, seed=7).write_csv(shuffled)
+    rows = pl.read_csv(src, infer_schema=False)
+    rows.sample(fraction=1.0, shuffle=True, seed=7).write_csv(shuffled)
     run = EXAMPLES / "landing/pools/pool-2026-11-28"
     for name, judgments in (("a", src), ("b", shuffled)):
         assert main(["score", "--judgments", str(judgments), "--run", str(run),
@@ -50,7 +52,8 @@ def test_hashes_do_not_depend_on_row_order(tmp_path):
     a = json.loads((tmp_path / "a/summary.json").read_text())
     b = json.loads((tmp_path / "b/summary.json").read_text())
     assert a == b
-    assert (tmp_path / "a/per_query.parquet").read_bytes() == (tmp_path / "b/per_query.parquet").read_bytes()
+    assert ((tmp_path / "a/per_query.parquet").read_bytes()
+            == (tmp_path / "b/per_query.parquet").read_bytes())
 
 
 def test_console_script_and_trec_reader(tmp_path):

@@ -28,9 +28,13 @@ from evaluation_pipeline.cli.results import read_with_lineage
 from evaluation_pipeline.engines import choice, score_files
 from evaluation_pipeline.engines.choice import choose_engine, in_memory_peak
 from evaluation_pipeline.evaluation import Lineage, LineageError, evaluate
-from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.ingest.publish import publish_judgments, publish_pool
-from evaluation_pipeline.ingest.verify import Verified, candidate_set_disagreements, verify_published
+from evaluation_pipeline.ingest.verify import (
+    Verified,
+    candidate_set_disagreements,
+    verify_published,
+)
+from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.readers import read_judgments, read_pool
 from evaluation_pipeline.io.storage import judgments_file, pool_file, scores_file
 from evaluation_pipeline.orchestration.resources import EvaluationStorage

@@ -72,7 +72,8 @@ def _published(tmp_path, rng, shape=None):
     (landing / "pool-a").mkdir(parents=True)
     pool = _pool(rng)
     for ranker in RANKERS:
-        pool.filter(pl.col("ranker") == ranker).write_parquet(landing / "pool-a" / f"{ranker}.parquet")
+        pool.filter(pl.col("ranker") == ranker).write_parquet(
+            landing / "pool-a" / f"{ranker}.parquet")
     a = _judgments(rng, pool)
     b = _next_version(rng, a, pool)
     paths = {}

@@ -9,7 +9,6 @@ import dagster as dg
 import pytest
 
 from evaluation_pipeline.orchestration.ingest_assets import candidate_pools, judgments
-from evaluation_pipeline.orchestration.resources import MemoryBudget
 from evaluation_pipeline.orchestration.partitions import (
     candidate_pool_partitions,
     judgment_version_partitions,
@@ -17,6 +16,7 @@ from evaluation_pipeline.orchestration.partitions import (
 from evaluation_pipeline.orchestration.resources import (
     EvaluationStorage,
     LandingZone,
+    MemoryBudget,
 )
 from evaluation_pipeline.orchestration.scoring import ScoringEngine
 from tests.support.bad_input import BAD, assert_explains, case_ids

@@ -29,14 +29,7 @@ from evaluation_pipeline.orchestration.scoring import (
     scores_alteration,
     scores_stamp,
 )
-from tests.unit.orchestration.test_published_hashes import (  # noqa: F401  (fixtures)
-    POOL,
-    SECOND,
-    SPEC,
-    VERSION,
-    published,
-    two_versions,
-)
+from tests.unit.orchestration.test_published_hashes import POOL, SECOND, SPEC, VERSION
 
 
 def _trim_one_query(path):

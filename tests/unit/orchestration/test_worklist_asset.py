@@ -4,7 +4,6 @@ inputs, the bytes ``ndcg-eval holes --out`` writes, and refuses inputs not yet p
 from __future__ import annotations
 
 import dagster as dg
-import pytest
 
 from evaluation_pipeline.analysis.worklist import worklist
 from evaluation_pipeline.io.readers import read_candidates, read_judgments, read_queries

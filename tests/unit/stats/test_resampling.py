@@ -9,10 +9,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from evaluation_pipeline.stats import intervals
-from evaluation_pipeline.stats import resampling
 from evaluation_pipeline.aggregation.aggregate_table import aggregate_with_intervals
 from evaluation_pipeline.aggregation.comparison import compare_rankers
+from evaluation_pipeline.stats import intervals, resampling
 from tests.support.frames import per_query_rows
 
 MASK = (1 << 64) - 1
@@ -107,7 +106,8 @@ def reference_aggregate_intervals(per_query: pl.DataFrame, queries: pl.DataFrame
         values = table[column].fill_null("(none)").to_numpy()
         groups |= {(column, v): values == v for v in set(values)}
     out = {}
-    for (ranker, cutoff), rows in per_query.partition_by(["ranker", "cutoff"], as_dict=True).items():
+    by_pair = per_query.partition_by(["ranker", "cutoff"], as_dict=True)
+    for (ranker, cutoff), rows in by_pair.items():
         ndcg = dict(zip(rows["query_id"], rows["ndcg"], strict=True))
         value = np.array([ndcg.get(q) if ndcg.get(q) is not None else np.nan for q in IDS])
         for (column, name), member in groups.items():

@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from evaluation_pipeline.metric.ndcg import score_candidates
 from evaluation_pipeline.engines import score_files
 from evaluation_pipeline.engines.streaming import stream as streaming
+from evaluation_pipeline.metric.ndcg import score_candidates
 from evaluation_pipeline.spec import profile
 from schemas import InputError
 from tests.support.paths import EXAMPLES
@@ -245,7 +245,8 @@ def test_csv_judgments_are_read_by_the_local_reader_and_streamed(tmp_path):
                            batch_rows=50, progress=False)
     local = score_files(judgments, run, spec, tmp_path / "l.parquet", engine="local")
     assert streamed.lineage == local.lineage
-    assert_frame_equal(pl.read_parquet(tmp_path / "s.parquet"), pl.read_parquet(tmp_path / "l.parquet"))
+    assert_frame_equal(pl.read_parquet(tmp_path / "s.parquet"),
+                       pl.read_parquet(tmp_path / "l.parquet"))
 
 
 @pytest.mark.parametrize("engine", ["auto", "local", "streaming"])

@@ -167,8 +167,8 @@ def test_an_empty_run_is_refused(inputs, tmp_path, spark):
 
 
 def test_many_small_buckets_give_the_same_rows(inputs, tmp_path, spark, monkeypatch):
-    # A big run is cut into more buckets (engines.spark.cogroup.bucket_count); here ten rows a bucket
-    # stand in for a million, so that the run spreads over some two hundred Python calls.
+    # A big run is cut into more buckets (engines.spark.cogroup.bucket_count); here ten rows a
+    # bucket stand in for a million, so that the run spreads over some two hundred Python calls.
     from evaluation_pipeline.engines.spark import cogroup as engine
 
     monkeypatch.setattr(engine, "ROWS_PER_BUCKET", 10)

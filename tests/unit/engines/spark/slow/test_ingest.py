@@ -14,8 +14,8 @@ import pytest
 
 from evaluation_pipeline.ingest import publish as bounded_ingest
 from evaluation_pipeline.metric import hashing
-from tests.support.spark_session import requires_spark
 from tests.support.pools import BUDGET, candidates, shuffled
+from tests.support.spark_session import requires_spark
 
 pytestmark = requires_spark
 # The local path's fixture ``pool_folder`` (tests.support.pools): a pool folder of unsorted

@@ -15,9 +15,9 @@ import pytest
 from evaluation_pipeline.aggregation import partials as report_partials
 from evaluation_pipeline.io.atomic import json_text
 from evaluation_pipeline.report.build import build_report, local_numbers
+from tests.support.frames import LINEAGE
 from tests.support.report_nights import CONFIG, QUERIES, SPEC, night
 from tests.support.spark_session import requires_spark
-from tests.support.frames import LINEAGE
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (the `spark` extra)")
 pytestmark = requires_spark
