@@ -4,10 +4,12 @@ owns: this process may not open it), without a traceback."""
 from __future__ import annotations
 
 import errno
+import os
 
 import pytest
 
 from evaluation_pipeline import main_job
+from tests.support.refusals import assert_names
 
 
 def test_a_lock_file_of_another_user_is_named_with_what_to_do(tmp_path, monkeypatch, capsys):
@@ -20,9 +22,9 @@ def test_a_lock_file_of_another_user_is_named_with_what_to_do(tmp_path, monkeypa
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     monkeypatch.setattr(main_job, "folder_lock", refused)
     assert main_job.main() == 2
-    err = capsys.readouterr().err
-    assert (f"cannot use the Dagster instance folder {home}: Permission denied: {lock}. "
-            "DAGSTER_HOME must be a folder this user can write") in err
+    # The folder, what the system said of which file, and the variable that moves it.
+    assert_names(capsys.readouterr().err, str(home), os.strerror(errno.EACCES), str(lock),
+                 "DAGSTER_HOME")
 
 
 def test_an_os_error_elsewhere_is_not_dressed_as_the_instances(tmp_path, monkeypatch):

@@ -15,9 +15,12 @@ import dagster as dg
 import pytest
 
 from evaluation_pipeline.definitions import build_definitions
+from evaluation_pipeline.io.storage import MANIFEST_FILE
 from evaluation_pipeline.orchestration.partitions import evaluation_key
-from evaluation_pipeline.orchestration.resources import QualityPolicy
+from evaluation_pipeline.orchestration.resources import PublishConflict, QualityPolicy
 from evaluation_pipeline.orchestration.selection import evaluable_pools, storage_key
+from schemas.errors import InputError
+from tests.support.refusals import assert_names
 from tests.support.temporary_pipeline import (
     LANDING,
     POOL_1,
@@ -395,10 +398,10 @@ def test_reingest_with_different_content_is_refused_and_same_content_is_a_noop(
     try:
         landed.write_text(header + ",".join(first) + "".join(lines[2:]))
         (outcome,) = pipeline.runner.tick("judgment_versions_landed")
-        assert not outcome.success
-        assert f"judgment version '{VERSION_1}' is already published with content sha256" \
-            in outcome.error
-        assert "land the changed content under a new name" in outcome.error
+        assert not outcome.success and not outcome.retriable  # the input's doing: not retried
+        # The conflict names the version and the published content's hash.
+        published_sha = json.loads((published / MANIFEST_FILE).read_text())["sha256"]
+        assert_names(outcome.error, PublishConflict.__name__, f"'{VERSION_1}'", published_sha)
         assert _tree_bytes(published) == before
         # Same grades, rows in another order: a new file, the same content.
         landed.write_text(header + "".join(reversed(lines[1:])))
@@ -422,9 +425,9 @@ def test_bad_input_fails_the_ingest_and_publishes_nothing(pipeline: Pipeline):
     bad.write_text("".join(lines))
     try:
         (outcome,) = pipeline.runner.tick("judgment_versions_landed")
-        assert not outcome.success
-        assert "maint-bad.csv" in outcome.error
-        assert "column 'grade'" in outcome.error and "line 4" in outcome.error
+        assert not outcome.success and not outcome.retriable
+        assert_names(outcome.error, InputError.__name__, str(bad), "column 'grade'",
+                     rows=[4], row_label="line")
         assert not (pipeline.storage / "judgments" / "maint-bad").exists()
         assert pipeline.runner.tick("evaluations_ready") == []
     finally:

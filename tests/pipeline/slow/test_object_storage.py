@@ -22,6 +22,7 @@ from evaluation_pipeline.io.locations import location
 from evaluation_pipeline.io.readers import read_judgments
 from evaluation_pipeline.io.storage import HISTORY_FOLDER, RESULT_MARKER
 from tests.support.paths import EXAMPLES
+from tests.support.refusals import assert_names
 from tests.support.s3_server import BUCKET
 
 pytest.importorskip("moto.server")
@@ -199,7 +200,7 @@ def test_a_write_killed_midway_leaves_the_earlier_result(inputs, monkeypatch, ca
     monkeypatch.undo()
     capsys.readouterr()
     assert main(["report", fresh, *FAST]) == 2
-    assert "no complete result" in capsys.readouterr().err
+    assert_names(capsys.readouterr().err, fresh, RESULT_MARKER)  # what it lacks
 
 
 # -- shared files on the bucket: the record of alerts and the history's lock -------------------
@@ -265,6 +266,7 @@ def test_the_history_lock_on_a_bucket_lets_one_run_at_a_time(endpoint):
         {"owner": "busy|2|y", "since": "2999-01-01T00:00:00+00:00"}).encode(), None)
     from evaluation_pipeline.io.lock import LockTimeout
 
-    with pytest.raises(LockTimeout, match="busy"):
+    with pytest.raises(LockTimeout) as timed_out:
         with object_lock(target, timeout=0.5):
             pass
+    assert_names(timed_out, str(lock_object(target)), "busy")  # the lock, and its holder's host
