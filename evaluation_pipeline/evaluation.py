@@ -138,6 +138,13 @@ class Record(BaseModel):
     def dump(self) -> dict:
         return self.model_dump(exclude_unset=True)
 
+    @classmethod
+    def checked(cls, document: dict) -> dict:
+        """``document`` as the model declares it, its fields in their declared order; refused
+        (pydantic's ``ValidationError``, naming the field) when a field is missing, of another
+        type, or not declared. What writes the file calls it last."""
+        return cls.model_validate(document).dump()
+
 
 # [low, high]: a percentile bootstrap interval, or a range over every grading of the holes.
 Interval = Annotated[list[float | None], Field(min_length=2, max_length=2)]

@@ -1,7 +1,8 @@
 """report.json as typed models: every field declared once, with its meaning.
 
 ``build.build_report`` builds the report through :class:`Report`, so a field the models lack is
-refused before anything is written; ``report.schema`` generates the published JSON Schema
+refused before anything is written, and ``Report.checked`` holds the whole document to them
+once the files' fields are added; ``report.schema`` generates the published JSON Schema
 (``schemas/report.schema.json``) and REPORT_FORMAT.md's field tables from these declarations.
 The per-ranker results entry is summary.json's (``evaluation.RankerResult``).
 """
@@ -454,9 +455,3 @@ class Report(Record):
     """per_query.parquet's bytes as written, as `ndcg-eval score`'s summary.json records
     them"""
 
-
-def checked(report: dict) -> dict:
-    """``report`` as :class:`Report` declares it, its fields in their declared order; refused
-    (pydantic's ``ValidationError``, naming the field) when a field is missing, of another
-    type, or not declared."""
-    return Report.model_validate(report).dump()

@@ -122,7 +122,7 @@ def test_a_field_the_models_lack_is_refused_before_anything_is_written(week):
     lineage = Lineage.from_rows(rows)
     report, _, _ = build_report(rows, SPEC, lineage, config=ReportConfig(n_bootstrap=50),
                                 nightly=section)
-    assert model.checked(report) == report
+    assert model.Report.checked(report) == report
     renamed = section | {"comparisons": [
         {("mean_diff" if k == "mean_difference" else k): v for k, v in c.items()}
         for c in section["comparisons"]]}
@@ -130,6 +130,6 @@ def test_a_field_the_models_lack_is_refused_before_anything_is_written(week):
                                               r"  Extra inputs are not permitted"):
         build_report(rows, SPEC, lineage, config=ReportConfig(n_bootstrap=50), nightly=renamed)
     with pytest.raises(ValidationError, match="rank\n  Extra inputs are not permitted"):
-        model.checked(report | {"rank": 1})
+        model.Report.checked(report | {"rank": 1})
     with pytest.raises(ValidationError, match="results.0.cutoff\n  Input should be a valid int"):
-        model.checked(report | {"results": [report["results"][0] | {"cutoff": "ten"}]})
+        model.Report.checked(report | {"results": [report["results"][0] | {"cutoff": "ten"}]})
