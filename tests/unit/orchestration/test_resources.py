@@ -266,7 +266,8 @@ def test_the_engine_resource_hands_in_ingest(engine, ingest, monkeypatch, tmp_pa
     resource = ScoringEngine(engine=engine, spark_master="local[1]")
     resource.publish_pool(tmp_path / "pool", tmp_path / "out", pool="p", budget=None)
     resource.publish_judgments(tmp_path / "v.csv", tmp_path / "out", version="v")
-    master = {"master": "local[1]"} if engine == "spark" else {}
+    # Spark's ingest gets the session at the master (none given: it starts one there).
+    master = {"master": "local[1]", "spark": None} if engine == "spark" else {}
     assert calls == [
         (ingest, "publish_pool", (tmp_path / "pool", tmp_path / "out"),
          {**master, "pool": "p", "budget": None}),
