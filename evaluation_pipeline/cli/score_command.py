@@ -35,7 +35,7 @@ from evaluation_pipeline.engines import (
     resolve,
     score_inputs,
 )
-from evaluation_pipeline.evaluation import read_with_lineage, summarize
+from evaluation_pipeline.evaluation import Summary, read_with_lineage, summarize
 from evaluation_pipeline.io import integrity
 from evaluation_pipeline.io.atomic import json_text, write_json
 from evaluation_pipeline.io.datasets import read_dataset
@@ -105,13 +105,13 @@ def _score(args: argparse.Namespace, spec: EvaluationSpec, config: ReportConfig 
     if remote:
         # Beside the rows the engine wrote at a URL, by the engine, with the storage settings
         # it wrote them with (Spark's: spark-defaults.conf).
-        resolve(args.engine).write_text_at(inside(folder, SUMMARY_FILE), json_text(summary),
-                                            resources)
+        resolve(args.engine).write_text_at(inside(folder, SUMMARY_FILE),
+                                            json_text(Summary.checked(summary)), resources)
     else:
         # The rows' bytes as written (a file, or Spark's parts), which compare and report
         # prove before they read them back (cli.results.rows_alteration).
         summary["stamp"] = integrity.dataset_stamp(Path(target))
-        write_json(summary, folder / SUMMARY_FILE)
+        write_json(Summary.checked(summary), folder / SUMMARY_FILE)
     _print_summary(summary, args.out)
     if config is not None:
         if result.candidates is None:

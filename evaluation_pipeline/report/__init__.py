@@ -31,6 +31,7 @@ from evaluation_pipeline.report.build import (
 from evaluation_pipeline.report.config import ReportConfig, ReportOptionError
 from evaluation_pipeline.report.html import render_html
 from evaluation_pipeline.report.markdown import headline_markdown
+from evaluation_pipeline.report.model import Report
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import validate
 from schemas.columns import REPORT_COLUMNS
@@ -113,6 +114,8 @@ def write_report(
     # The rows' bytes as written, for those who read them back (``compare``, ``report``) to
     # prove them, as summary.json records them: report.json is written last.
     report["stamp"] = integrity.dataset_stamp(out_dir / PER_QUERY_FILE)
+    # Held to its model whole: no field it lacks is written (REPORT_FORMAT.md).
+    report = Report.checked(report)
     write_parquet(aggregates, out_dir / AGGREGATES_FILE)
     write_text(html, out_dir / HTML_FILE)
     write_json(report, out_dir / REPORT_FILE)

@@ -30,15 +30,16 @@ def render_night(report: dict, report_path: str, *, rankers: Sequence[str] | Non
     lines.append(aligned(
         ["ranker", "K", "paired", "previous", "tonight", "vs prev", "interval", "p (Holm)",
          "verdict", "recall prev", "recall now"],
-        [[c["ranker"], c["cutoff"], c["paired"], number(c["mean_previous"]),
-          number(c["mean_current"]), number(c["mean_diff"], signed=True),
-          interval([c["ci_low"], c["ci_high"]], signed=True), number(c["p_adjusted"]),
+        [[c["ranker"], c["cutoff"], c["n_paired"], number(c["mean_previous"]),
+          number(c["mean_current"]), number(c["mean_difference"], signed=True),
+          interval([c["difference_low"], c["difference_high"]], signed=True),
+          number(c["p_value_holm"]),
           c["verdict"].replace("_", " "), number(c["candidate_recall_previous"], 3),
           number(c["candidate_recall_current"], 3)] for c in comparisons]))
     for c in shown(nightly | {"comparisons": comparisons}, report["headline_cutoff"]):
         title = f"{c['ranker']} NDCG@{c['cutoff']} ({c['verdict'].replace('_', ' ')}"
-        lines += ["", f"{title}, {number(c['mean_diff'], signed=True)}): the queries that "
-                  "moved most"]
+        lines += ["", f"{title}, {number(c['mean_difference'], signed=True)}): the queries "
+                  "that moved most"]
         lines.append(aligned(
             ["query", "query text", "previous", "tonight", "difference"],
             [[m["query_id"], m.get("query_text") or "", number(m["ndcg_previous"]),
@@ -48,8 +49,9 @@ def render_night(report: dict, report_path: str, *, rankers: Sequence[str] | Non
             lines += ["", f"{title}): the change by slice"]
             lines.append(aligned(
                 ["slice", "value", "paired", "mean diff", "interval", "share"],
-                [[s["slice"], s["value"], s["paired"], number(s["mean_diff"], signed=True),
-                  interval([s["ci_low"], s["ci_high"]], signed=True),
+                [[s["slice"], s["value"], s["n_paired"],
+                  number(s["mean_difference"], signed=True),
+                  interval([s["difference_low"], s["difference_high"]], signed=True),
                   "" if s["share"] is None else f"{s['share']:.0%}"] for s in c["slices"]],
                 left=2))
     lines += ["", f"report: {report_path}"]

@@ -77,7 +77,7 @@ def test_each_night_is_scored_on_the_rules_grades(pipeline: Pipeline, tmp_path):
     assert set(history["spec_id"]) == {spec.spec_id}
     night = history.filter(pl.col("candidate_pool") == POOL_2)
     assert night["previous_pool"].to_list() == [POOL_1] * night.height
-    assert night["verdict"].is_not_null().all() and night["mean_diff"].is_not_null().all()
+    assert night["verdict"].is_not_null().all() and night["mean_difference"].is_not_null().all()
     assert second["lineage"]["judgments_sha256"] == judgments_sha256(read_judgments(RATED))
 
 

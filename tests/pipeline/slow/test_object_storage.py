@@ -213,9 +213,10 @@ def test_evaluations_alerting_together_on_a_bucket_each_keep_their_alert(endpoin
     from evaluation_pipeline.nightly.alerts import AlertSettings, notify, read_alerts
 
     alerts_file = location(f"s3://{BUCKET}/alerts-race/history/alerts.jsonl")
-    regression = {"ranker": "dense-v2", "cutoff": 10, "mean_diff": -0.08, "ci_low": -0.1,
-                  "ci_high": -0.05, "p_adjusted": 0.001, "verdict": "regressed",
-                  "diff_min": -0.12, "diff_max": -0.03, "holds_for_every_grading": True}
+    regression = {"ranker": "dense-v2", "cutoff": 10, "mean_difference": -0.08,
+                  "difference_low": -0.1, "difference_high": -0.05, "p_value_holm": 0.001,
+                  "verdict": "regressed", "difference_min": -0.12, "difference_max": -0.03,
+                  "holds_for_every_grading": True}
 
     def alert(night: int) -> dict | None:
         nightly = {"previous_pool": f"night-{night - 1}", "judgment_version": "v2",

@@ -35,8 +35,9 @@ def _history(nights: list[tuple[str, str, bool, str | None]]) -> pl.DataFrame:
              "ranker": "r", "cutoff": 5, "slice": None, "slice_value": None,
              "headline": headline, "verdict": verdict,
              "previous_pool": None if verdict is None else "before",
-             "mean_diff": -0.1 if verdict == REGRESSED else 0.0, "ci_low": -0.2, "ci_high": -0.05,
-             "p_adjusted": 0.003, "ready_at": START + timedelta(days=i),
+             "mean_difference": -0.1 if verdict == REGRESSED else 0.0,
+             "difference_low": -0.2, "difference_high": -0.05, "p_value_holm": 0.003,
+             "ready_at": START + timedelta(days=i),
              "first_evaluated_at": START + timedelta(days=i)}
             for i, (pool, version, headline, verdict) in enumerate(nights)]
     frame = pl.DataFrame(rows)
