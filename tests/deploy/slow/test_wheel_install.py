@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.paths import REPO
 from evaluation_pipeline import settings
+from tests.support.paths import REPO
+from tests.support.refusals import assert_names
 
 # What the wheel is built from: the packaging metadata and the packages it declares.
 SOURCES = ("pyproject.toml", "README.md", "evaluation_pipeline", "schemas")
@@ -87,4 +88,4 @@ def test_the_installed_wheel_names_the_missing_variable(installed, tmp_path):
                          NDCG_EVAL_QUERIES=str(tmp_path / "queries.csv"))
     checked = validate(installed, env, tmp_path)
     assert checked.returncode != 0
-    assert "NDCG_EVAL_STORAGE is not set" in checked.stdout + checked.stderr
+    assert_names(checked.stdout + checked.stderr, settings.STORAGE.name)
