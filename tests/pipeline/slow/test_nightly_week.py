@@ -32,6 +32,7 @@ from evaluation_pipeline.orchestration.local_runner import LocalRunner, RunOutco
 from evaluation_pipeline.orchestration.partitions import evaluation_key
 from evaluation_pipeline.orchestration.resources import NightlyWatch
 from schemas.columns import NO_CHANGE, REGRESSED
+from tests.support.refusals import assert_names
 from tests.support.temporary_pipeline import temporary_instance
 
 
@@ -314,7 +315,8 @@ def test_compare_and_the_night_drill_down_run_on_the_pipelines_folders(week: Wee
     assert f"--night {night}" in payload["drill_down"]
     assert payload["drill_down"] in payload["text"] and payload["report"] in payload["text"]
     assert main(["history", str(week.storage), "--night", "pool-1999-01-01"]) == 2
-    assert "has no headline evaluation" in capsys.readouterr().err
+    # The night asked for, the history searched, and a night it holds.
+    assert_names(capsys.readouterr().err, "'pool-1999-01-01'", str(week.storage), night)
 
 
 def test_the_movers_and_the_slices_are_those_of_the_two_nights_per_query_files(week: Week):
