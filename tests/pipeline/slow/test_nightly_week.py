@@ -137,7 +137,8 @@ def test_exactly_one_alert_for_the_regressed_ranker_on_its_night(week: Week):
     assert payload["judgment_version"] == gen.JUDGMENT_VERSION_2
     assert payload["spec_id"] == week.spec_id
     assert {r["ranker"] for r in payload["regressions"]} == {gen.REGRESSED_RANKER}
-    assert all(r["mean_diff"] < 0 and r["ci_high"] < 0 for r in payload["regressions"])
+    assert all(r["mean_difference"] < 0 and r["difference_high"] < 0
+               for r in payload["regressions"])
     assert payload["text"].startswith(f"NDCG regression in {gen.REGRESSION_NIGHT}")
     assert Path(payload["report"]).is_file()
     # Recorded once, delivered; the rerun added neither a request nor a record.
@@ -227,9 +228,10 @@ def test_the_nightly_regression_check_fails_with_error_on_the_night_it_regressed
     assert regressions
     for c in regressions:
         assert describe_regression(c) in description
-        assert f"{gen.REGRESSED_RANKER} NDCG@{c['cutoff']} {c['mean_diff']:+.4f}" in description
-        assert f"[{c['ci_low']:+.4f}, {c['ci_high']:+.4f}]" in description
-        assert f"Holm-adjusted p = {c['p_adjusted']:.4g}" in description
+        assert (f"{gen.REGRESSED_RANKER} NDCG@{c['cutoff']} {c['mean_difference']:+.4f}"
+                in description)
+        assert f"[{c['difference_low']:+.4f}, {c['difference_high']:+.4f}]" in description
+        assert f"Holm-adjusted p = {c['p_value_holm']:.4g}" in description
     for pool in (gen.NIGHTLY_POOLS[0], gen.NIGHTLY_POOLS[-1]):
         passed = _check_evaluation(week, pool, gen.JUDGMENT_VERSION_2)
         assert passed.passed is True, passed.description
@@ -340,7 +342,7 @@ def test_the_movers_and_the_slices_are_those_of_the_two_nights_per_query_files(w
               .join(queries, on="query_id", how="left"))
     for c in report["nightly"]["comparisons"]:
         mine = joined.filter((pl.col("ranker") == c["ranker"]) & (pl.col("cutoff") == c["cutoff"]))
-        assert c["paired"] == mine.height
+        assert c["n_paired"] == mine.height
         top = (mine.filter(pl.col("difference").abs() > 1e-12)
                .sort(pl.col("difference").abs(), "query_id", descending=[True, False])
                .head(len(c["movers"])))
@@ -351,6 +353,6 @@ def test_the_movers_and_the_slices_are_those_of_the_two_nights_per_query_files(w
         total = mine["difference"].sum()
         for s in c["slices"]:
             part = mine.filter(pl.col(s["slice"]).fill_null("(none)") == s["value"])
-            assert s["paired"] == part.height
-            assert s["mean_diff"] == pytest.approx(part["difference"].mean(), abs=1e-12)
+            assert s["n_paired"] == part.height
+            assert s["mean_difference"] == pytest.approx(part["difference"].mean(), abs=1e-12)
             assert s["share"] == pytest.approx(part["difference"].sum() / total, abs=1e-12)

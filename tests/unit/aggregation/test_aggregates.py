@@ -12,7 +12,6 @@ from evaluation_pipeline.aggregation.aggregate_table import (
     aggregate,
     aggregate_with_intervals,
 )
-from evaluation_pipeline.stats.intervals import ALL
 from evaluation_pipeline.report import (
     REPORT_COLUMNS,
     ReportConfig,
@@ -20,6 +19,7 @@ from evaluation_pipeline.report import (
     write_report,
 )
 from evaluation_pipeline.spec import EvaluationSpec
+from evaluation_pipeline.stats.intervals import ALL
 from schemas.columns import AGGREGATE_KEY, STATUSES
 from tests.support.frames import LINEAGE, PER_QUERY, SHA_J, per_query_rows
 

@@ -16,8 +16,8 @@ from evaluation_pipeline.report.build import (
     local_numbers,
     scanned_numbers,
 )
-from tests.support.report_nights import CONFIG, QUERIES, SPEC, night
 from tests.support.frames import LINEAGE
+from tests.support.report_nights import CONFIG, QUERIES, SPEC, night
 
 TONIGHT, PREVIOUS = night(1, ("a", "b", "c")), night(2, ("a", "b"))
 

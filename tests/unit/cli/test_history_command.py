@@ -7,8 +7,8 @@ import json
 import polars as pl
 import pytest
 
-from evaluation_pipeline.cli import main as cli
 from evaluation_pipeline.cli import history_command
+from evaluation_pipeline.cli import main as cli
 from evaluation_pipeline.io.storage import HISTORY_FILE, HISTORY_FOLDER
 from tests.support.nightly_week import run_week
 

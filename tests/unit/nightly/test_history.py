@@ -5,11 +5,11 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from evaluation_pipeline.nightly import history
 from evaluation_pipeline.aggregation.aggregate_table import aggregate_with_intervals
 from evaluation_pipeline.evaluation import evaluate
-from evaluation_pipeline.nightly.verdicts import compare_nights, nightly_section
 from evaluation_pipeline.io.readers import read_judgments, read_pool, read_queries
+from evaluation_pipeline.nightly import history
+from evaluation_pipeline.nightly.verdicts import compare_nights, nightly_section
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas.columns import HISTORY_COLUMNS, HISTORY_DTYPES, STATUSES
 from tests.support.paths import EXAMPLES

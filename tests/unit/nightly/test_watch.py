@@ -7,9 +7,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from evaluation_pipeline.nightly.alerts import AlertSettings, notify
 from evaluation_pipeline.nightly.history import check_unique
 from evaluation_pipeline.nightly.verdicts import REGRESSED
-from evaluation_pipeline.nightly.alerts import AlertSettings, notify
 from evaluation_pipeline.report.trend import render_trend
 from tests.support.nightly_week import SPEC, href, run_week
 
