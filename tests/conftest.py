@@ -19,6 +19,7 @@ from tests.support.pools import (  # noqa: F401  (fixtures for every test file)
 )
 from tests.support.postgres_server import postgres_server  # noqa: F401  (a fixture for every test file)
 from tests.support.requirements import (  # noqa: F401  (hooks: a skip fails under the full tier)
+    OUTSIDE_THE_CHECKOUT,
     pytest_make_collect_report,
     pytest_runtest_makereport,
 )
@@ -99,7 +100,7 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture
 def conformance_dir() -> Path:
     if not CONFORMANCE.is_dir():
-        pytest.skip(f"trec_eval conformance data not found at {CONFORMANCE} (../shared is absent)")
+        pytest.skip(f"trec_eval {OUTSIDE_THE_CHECKOUT} at {CONFORMANCE} (../shared is absent)")
     return CONFORMANCE
 
 

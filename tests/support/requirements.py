@@ -31,10 +31,18 @@ def _reason(report) -> str:
     return str(report.longrepr)
 
 
+# The one requirement that is not the machine's: trec_eval's conformance data sits beside the
+# checkout (tests/support/paths.py), so a clone made anywhere else lacks it, whatever CI
+# installs. Its tests skip, named in the summary, rather than fail the full tier.
+OUTSIDE_THE_CHECKOUT = "conformance data not found"
+
+
 def fail_skip(report) -> None:
     """Turns a skip report (of a test's phase or of a file's collection) into a failure that
     names the requirement, when the full tier is asked for."""
     if not (required() and report.skipped) or hasattr(report, "wasxfail"):
+        return
+    if OUTSIDE_THE_CHECKOUT in _reason(report):
         return
     report.outcome = "failed"
     report.longrepr = (f"{REQUIRE_ALL}=1, so a missing requirement fails: "
