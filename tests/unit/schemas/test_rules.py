@@ -64,8 +64,11 @@ def _digest():
     return StreamingDigest("judgments")
 
 
-STREAMED = [(name, rule_id) for name, rule_id in CASES if name in ("CandidatePool", "Judgments",
-                                                                    "RatedJudgments")]
+# Not "rater_is_there": without its rater column a version is a version without raters, which
+# the stream keeps as one (a case that does not apply, so not a skip: the full tier fails skips).
+STREAMED = [(name, rule_id) for name, rule_id in CASES
+            if name in ("CandidatePool", "Judgments", "RatedJudgments")
+            and rule_id != "rater_is_there"]
 
 
 @pytest.mark.parametrize(("name", "rule_id"), STREAMED)
@@ -74,8 +77,6 @@ def test_the_streaming_checks_refuse_each_rule(name, rule_id):
     contract keeps (text as Categorical, in a string column) is cast, not refused."""
     table = TABLES[name]
     rule, frame = table.rule(rule_id), broken(table, rule_id)
-    if rule.id == "rater_is_there":
-        pytest.skip("without rater a version is a version without raters, and kept as one")
     frame = frame.sort([c for c in table.key.reads if c in frame.columns])
     path = Path("broken.parquet")
     if rule.kind == DTYPE and not table.column(rule.column).dtype.is_numeric():

@@ -17,22 +17,10 @@ from hypothesis import strategies as st
 
 import schemas
 from schemas.screening import screen
+from tests.unit.schemas.rule_breakers import JUDGMENTS_FRAME, POOL
 
-POOL = pl.DataFrame({
-    "candidate_pool": ["p1"] * 4,
-    "ranker": ["bm25", "bm25", "bm25", "dense"],
-    "query_id": ["q1", "q1", "q2", "q1"],
-    "doc_id": ["d1", "d2", "d1", "d1"],
-    "score": [2.0, 1.0, 0.5, 3.0],
-    "rank": [1, 2, 1, 1],
-})
-JUDGMENTS = pl.DataFrame({
-    "query_id": ["q1", "q1", "q2", "q2"],
-    "doc_id": ["d1", "d2", "d1", "d9"],
-    "grade": [2, 0, None, 1],
-    "grade_status": ["graded", "graded", "unknown", "graded"],
-    "judgment_version": ["v1"] * 4,
-})
+# The valid frames each rule is broken from (one declaration, shared with the rules' tests).
+JUDGMENTS = JUDGMENTS_FRAME
 
 
 def _accepts(model_name: str, frame: pl.DataFrame) -> bool:
