@@ -38,7 +38,7 @@ def checkout(tmp_path: Path) -> Path:
 
 def make(checkout: Path, *arguments: str) -> subprocess.CompletedProcess:
     # Not EXTRAS, nor make's own variables (under `make test` MAKEFLAGS carries its EXTRAS).
-    env = {k: v for k, v in os.environ.items() if k not in ("EXTRAS", *MAKE_VARIABLES)}
+    env = {k: v for k, v in os.environ.items() if k not in MAKE_VARIABLES}
     # PYTHON=true: the virtual environment exists already (the stub's folder).
     return subprocess.run(["make", "PYTHON=true", *arguments], cwd=checkout, env=env,
                           capture_output=True, text=True, timeout=60)

@@ -92,7 +92,7 @@ def _environment(copy: Path) -> dict[str, str]:
     EXTRAS."""
     environment = {name: value for name, value in os.environ.items()
                    if not name.startswith("NDCG_EVAL_")
-                   and name not in ("DAGSTER_HOME", "EXTRAS", *MAKE_VARIABLES)}
+                   and name not in ("DAGSTER_HOME", *MAKE_VARIABLES)}
     environment["PATH"] = f"{copy / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
     # The shared .venv's editable install points at the checkout; the copy's code comes first.
     environment["PYTHONPATH"] = str(copy)

@@ -30,8 +30,10 @@ pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (the `
 pytestmark = requires_spark
 
 TOLERANCE = 1e-12
-# When a row was written: the only history columns two runs may differ in.
-HISTORY_TIMES = ("first_evaluated_at", "evaluated_at")
+# Wall-clock times: when a row was written, and when its pool landed (a pool without a
+# manifest time takes its file's, and each run lands the example week afresh). The only
+# history columns two runs may differ in.
+HISTORY_TIMES = ("first_evaluated_at", "evaluated_at", "ready_at")
 
 
 def _main_job(root: Path, landing: Path, **env: str) -> Path:
