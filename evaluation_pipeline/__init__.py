@@ -5,8 +5,9 @@ from within itself); ``tests/unit/test_layering.py`` reads every import and hold
 this list:
 
 1. ``schemas``: the pandera models and the one declaration of every table's columns.
-2. ``settings``, ``spec_fields``: every NDCG_EVAL_* variable; what declaring a spec field
-   takes, and what comes from a declaration.
+2. ``settings``, ``spec_fields``, ``measures``: every NDCG_EVAL_* variable; what declaring a
+   spec field takes, and what comes from a declaration; each measure's declaration and the
+   parser of its name (ir_measures' syntax).
 3. ``spec``: the evaluation spec, its fields each declared once, its profiles.
 4. ``io``: readers (``io/formats``), atomic writers, storage paths, landing, locks.
 5. ``metric``: the NDCG kernel and the content hashes (``metric/kernels``: numba).
@@ -22,8 +23,9 @@ this list:
 14. ``cli``, ``orchestration``: the ``ndcg-eval`` commands and the Dagster assets and
     resources, on the engines and the API.
 15. ``definitions``: the Dagster code location, assembled from the resources and settings.
-16. ``main_job``, ``dev_ui``, ``__main__``, ``spec_docs``: the entry points of `make run`,
-    `make ui` and ``ndcg-eval``; the writer of docs/spec.md's table of the spec's fields.
+16. ``main_job``, ``dev_ui``, ``__main__``, ``spec_docs``, ``measures_docs``: the entry points
+    of `make run`, `make ui` and ``ndcg-eval``; the writers of docs/spec.md's tables of the
+    spec's fields and of the measures.
 
 ``metric``, ``stats`` and ``aggregation`` are pure: no I/O, no Dagster. Only ``orchestration``
 and the entry points above it import Dagster.

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from evaluation_pipeline.measures.parse import Measure, MeasureError, parse_measure
 from evaluation_pipeline.spec_fields import SpecError, SpecField, declare, declared
 
 # Exponential gain overflows float64 past 2^1023; a grade that high is a data error.
@@ -152,6 +153,28 @@ def _parse_max_grade(value: Any) -> int:
     return value
 
 
+def _parse_measures(value: Any) -> tuple[str, ...]:
+    """The measures as a spec holds them: each name canonical (as ir_measures prints it), each
+    once, in the order first named. A name that does not parse is refused with the nearest
+    name (``measures.parse``)."""
+    names = [value] if isinstance(value, str) else value
+    if not hasattr(names, "__iter__") or isinstance(names, Mapping):
+        raise SpecError(f"spec field 'measures': {value!r} is not a list of measure names")
+    try:
+        out = tuple(dict.fromkeys(str(parse_measure(name)) for name in names))
+    except MeasureError as exc:
+        raise SpecError(f"spec field 'measures': {exc}") from None
+    if not out:
+        raise SpecError("spec field 'measures': at least one measure is required")
+    return out
+
+
+def _plain_ndcg(measure: Measure) -> int | None:
+    """K when the measure is the spec's own ``nDCG@K`` (no parameter of its own), else None."""
+    return measure.cutoff if measure.name == "nDCG" and measure.params == (
+        ("cutoff", measure.cutoff),) else None
+
+
 # The words of the unknown and unjudged policies in the conventions sentence.
 _POLICY_WORDS = {"incomplete": "leave a query open", "exclude": "excluded", "zero": "gain 0"}
 
@@ -257,9 +280,55 @@ class EvaluationSpec:
         parse=_parse_max_grade, optional=True,
     )
 
+    measures: tuple[str, ...] | None = declare(
+        None,
+        "the measures scored, named as ir_measures names them (nDCG@10, RR(rel=2)@10, "
+        "AP(rel=2), P(rel=2)@10, R@100, ...; docs/spec.md, Measures); the spec's conventions "
+        "are each measure's defaults, a measure's own parameter overrides them for it alone; "
+        "unset: nDCG@K for each of the cutoffs; when set, the cutoffs are its plain nDCG@K's; "
+        "in spec_id only when it differs from that default",
+        contract="section 3",
+        values="a list of measure names, at least one a plain `nDCG@K`",
+        parse=_parse_measures, canonical=list, words=lambda names: "measures " + ", ".join(
+            names), show=lambda names: ", ".join(names), optional=True,
+    )
+
     def __post_init__(self) -> None:
         for field in FIELDS:
             object.__setattr__(self, field.name, field.check(getattr(self, field.name)))
+        if self.measures is not None:
+            self._settle_measures()
+
+    def _settle_measures(self) -> None:
+        """A list of measures decides the cutoffs (its plain nDCG@K's: the rows the report, the
+        comparisons and the nightly watch read); the default list is held as unset, so a spec
+        that spells out the default has the default's spec_id."""
+        measures = [parse_measure(name) for name in self.measures]
+        cutoffs = sorted({k for k in map(_plain_ndcg, measures) if k is not None})
+        if not cutoffs:
+            raise SpecError(
+                f"spec field 'measures': {', '.join(self.measures)} lists no plain nDCG@K; the "
+                "reports, comparisons and the nightly watch read nDCG@K's rows, so list at "
+                "least one (nDCG@10, say) beside the other measures")
+        for measure in measures:
+            if self.ties == "average" and not measure.declaration.average_ties:
+                raise SpecError(
+                    f"spec field 'measures': {measure} is not defined under ties: average "
+                    f"({measure.declaration.ties}); set ties to trec_eval, doc_id or rank")
+        object.__setattr__(self, "cutoffs", tuple(cutoffs))
+        if set(self.measures) == {f"nDCG@{k}" for k in cutoffs}:
+            object.__setattr__(self, "measures", None)
+
+    @property
+    def measure_list(self) -> tuple[Measure, ...]:
+        """Every measure scored, parsed: the list declared, else nDCG@K per cutoff."""
+        names = self.measures or tuple(f"nDCG@{k}" for k in self.cutoffs)
+        return tuple(parse_measure(name) for name in names)
+
+    @property
+    def other_measures(self) -> tuple[Measure, ...]:
+        """The measures beside the spec's own nDCG@K (which the NDCG kernel scores)."""
+        return tuple(m for m in self.measure_list if _plain_ndcg(m) is None)
 
     # -- canonical form -------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -278,6 +347,13 @@ class EvaluationSpec:
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:16]
 
     def replace(self, **changes: Any) -> EvaluationSpec:
+        """A copy with ``changes``. New ``cutoffs`` (``--cutoff``, ``cutoffs=``) of a spec that
+        lists its measures replace its plain nDCG@K and keep its other measures; new
+        ``measures`` decide the cutoffs."""
+        if "cutoffs" in changes and "measures" not in changes and self.measures is not None:
+            cutoffs = check_cutoffs(changes.pop("cutoffs"))
+            changes["measures"] = [*(f"nDCG@{k}" for k in cutoffs),
+                                   *(str(m) for m in self.other_measures)]
         return dataclasses.replace(self, **changes)
 
     @property
@@ -400,9 +476,28 @@ def spec_from_mapping(data: Mapping[str, Any], *, source: str = "spec") -> Evalu
             f"known fields: {', '.join(_BY_NAME)}"
         )
     try:
-        return base.replace(**data)
+        spec = base.replace(**data)
+        if "measures" in data and "cutoffs" in data and tuple(
+                check_cutoffs(data["cutoffs"])) != spec.cutoffs:
+            raise SpecError(
+                f"cutoffs {list(check_cutoffs(data['cutoffs']))} and measures disagree: the "
+                f"measures' plain nDCG@K give {list(spec.cutoffs)}; write one of the two")
+        return spec
     except SpecError as exc:
         raise SpecError(f"{source}: {exc}") from None
+
+
+def overridden(spec: EvaluationSpec, cutoffs: Any = None, measures: Any = None
+               ) -> EvaluationSpec:
+    """``spec`` as --measure and --cutoff (and the API's ``measures=`` and ``cutoffs=``) change
+    it: ``measures`` replace its list of measures, then ``cutoffs`` (through ``check_cutoffs``:
+    2.5, 0, True or an empty list is refused, never cut to another K or dropped) its nDCG@K.
+    None leaves the spec's own."""
+    if measures is not None:
+        spec = spec.replace(measures=[measures] if isinstance(measures, str) else tuple(measures))
+    if cutoffs is not None:
+        spec = spec.replace(cutoffs=check_cutoffs(cutoffs))
+    return spec
 
 
 def load_spec(path: str | Path) -> EvaluationSpec:

@@ -52,8 +52,14 @@ QUERY_DTYPES = {"query_id": pl.String, "weight": pl.Float64}  # weight: optional
 
 # --- per-query results (contract sections 3 and 5) --------------------------------------------
 STATUSES = ("scored", "no_positive", "incomplete", "not_judged", "missing_from_run")
-PER_QUERY_KEY = ("ranker", "query_id", "cutoff")
+# A row is one (ranker, query, measure); the measure's cutoff (null for a measure without one)
+# leads the measure in the rows' order, so the rows of the spec's nDCG@K keep the order they had
+# when they were the only rows.
+PER_QUERY_KEY = ("ranker", "query_id", "cutoff", "measure")
 MEASURE_COLUMNS = (
+    "value",
+    "value_min",
+    "value_max",
     "dcg",
     "ideal_dcg",
     "ndcg",
@@ -82,6 +88,10 @@ PER_QUERY_DTYPES = {
     "ranker": pl.String,
     "query_id": pl.String,
     "cutoff": pl.Int64,
+    "measure": pl.String,
+    "value": pl.Float64,
+    "value_min": pl.Float64,
+    "value_max": pl.Float64,
     "dcg": pl.Float64,
     "ideal_dcg": pl.Float64,
     "ndcg": pl.Float64,
@@ -98,6 +108,17 @@ PER_QUERY_DTYPES = {
     "every_grading_scored": pl.Boolean,
     **dict.fromkeys(LINEAGE_COLUMNS, pl.String),
 }
+
+
+
+def spec_ndcg_rows(per_query: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
+    """The rows of the spec's own nDCG@K (``measure`` is ``nDCG@<cutoff>``): what the
+    aggregates, the comparisons, the history and the nightly watch read today. A file written
+    before the other measures holds no other row (and no ``measure`` column)."""
+    if "measure" not in per_query.collect_schema().names():
+        return per_query
+    return per_query.filter(pl.col("measure") == pl.format("nDCG@{}", pl.col("cutoff")))
+
 
 # --- the per-query columns a report reads (aggregates, comparisons, the nightly watch) --------
 # The rest of a row (dcg, ideal_dcg, the judged counts) is copied into the report, never held.

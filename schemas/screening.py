@@ -123,17 +123,21 @@ def _keys_unique(frame: pl.DataFrame, keys: list[str]) -> bool:
     return bool(unique_rows(frame.lazy(), keys).collect().to_series().all())
 
 
-_RESULT_STRINGS = ("ranker", "query_id", "status", "judgment_version", "judgments_sha256",
-                   "candidate_pool", "pool_sha256", "spec_id", "project_version")
-_RESULT_COUNTS = ("cutoff", "n_candidates", "n_graded", "n_unknown", "n_unjudged", "n_holes")
+_RESULT_STRINGS = ("ranker", "query_id", "measure", "status", "judgment_version",
+                   "judgments_sha256", "candidate_pool", "pool_sha256", "spec_id",
+                   "project_version")
+_RESULT_COUNTS = ("n_candidates", "n_graded", "n_unknown", "n_unjudged", "n_holes")
 _RESULT_SHARES = ("ndcg", "judged_at_k", "candidate_recall", "ndcg_min", "ndcg_max")  # in [0, 1]
 _RESULT_FLOATS = ("dcg", "ideal_dcg", *_RESULT_SHARES)
+_RESULT_VALUES = ("value", "value_min", "value_max")  # any measure's: no range
 _RESULT_FLAGS = ("every_grading_scored",)
 
 
 def _per_query_results(frame: pl.DataFrame, check_keys: bool) -> bool:
-    required = ({c: pl.String for c in _RESULT_STRINGS} | {c: pl.Int64 for c in _RESULT_COUNTS}
-                | {c: pl.Float64 for c in _RESULT_FLOATS} | {c: pl.Boolean for c in _RESULT_FLAGS})
+    required = ({c: pl.String for c in _RESULT_STRINGS}
+                | {c: pl.Int64 for c in ("cutoff", *_RESULT_COUNTS)}
+                | {c: pl.Float64 for c in (*_RESULT_FLOATS, *_RESULT_VALUES)}
+                | {c: pl.Boolean for c in _RESULT_FLAGS})
     if set(frame.columns) != set(required) or not _types(frame, required, {}):
         return False  # strict: exactly these columns
     if not _no_nulls(frame, (*_RESULT_STRINGS, *_RESULT_COUNTS, *_RESULT_FLAGS)):
@@ -141,10 +145,13 @@ def _per_query_results(frame: pl.DataFrame, check_keys: bool) -> bool:
     if frame.height == 0:
         return True
     sha = r"^[0-9a-f]{64}$"
-    status, ndcg = pl.col("status"), pl.col("ndcg")
+    status, value = pl.col("status"), pl.col("value")
+    own = pl.col("measure") == pl.format("nDCG@{}", pl.col("cutoff"))
     rows_ok = pl.all_horizontal(
-        (pl.col("cutoff") >= 1).all(),
-        *((pl.col(c) >= 0).all() for c in _RESULT_COUNTS[1:]),
+        (pl.col("cutoff").is_null() | (pl.col("cutoff") >= 1)).all(),
+        (pl.col("measure").str.len_bytes() > 0).all(),
+        *((pl.col(c) >= 0).all() for c in _RESULT_COUNTS),
+        *((~pl.col(c).is_nan()).all() for c in _RESULT_VALUES),
         # NaN passes no screen (pandera's float checks decide about it).
         *((~pl.col(c).is_nan()).all() & (pl.col(c) >= 0).all() for c in _RESULT_FLOATS),
         *((pl.col(c) <= 1 + 1e-12).all() for c in _RESULT_SHARES),
@@ -153,21 +160,24 @@ def _per_query_results(frame: pl.DataFrame, check_keys: bool) -> bool:
         pl.col("pool_sha256").str.contains(sha).all(),
         (pl.col("spec_id").str.len_bytes() > 0).all(),
         (pl.col("project_version").str.len_bytes() > 0).all(),
-        (pl.when(status == "scored").then(ndcg.is_not_null())
-         .when(status.is_in(["incomplete", "not_judged"])).then(ndcg.is_null())
+        (pl.when(status == "scored").then(value.is_not_null())
+         .when(status.is_in(["incomplete", "not_judged"])).then(value.is_null())
          .otherwise(True)).all(),
+        *(pl.when(own).then(pl.col(a).eq_missing(pl.col(b))).otherwise(pl.col(a).is_null())
+          .all() for a, b in (("ndcg", "value"), ("ndcg_min", "value_min"),
+                              ("ndcg_max", "value_max"))),
         _bounds_are_a_range().all(),
-        (~pl.col("every_grading_scored") | pl.col("ndcg_min").is_not_null()).all(),
+        (~pl.col("every_grading_scored") | pl.col("value_min").is_not_null()).all(),
     )
     return _holds(frame, rows_ok) and (
-        not check_keys or _keys_unique(frame, ["ranker", "query_id", "cutoff"]))
+        not check_keys or _keys_unique(frame, ["ranker", "query_id", "measure"]))
 
 
 def _bounds_are_a_range() -> pl.Expr:
     """PerQueryResults.bounds_are_a_range, row by row."""
-    low, high = pl.col("ndcg_min"), pl.col("ndcg_max")
+    low, high = pl.col("value_min"), pl.col("value_max")
     return ((low.is_null() == high.is_null()) & (low.is_null() | (low <= high + 1e-12))
-            & ((pl.col("n_holes") > 0) | low.eq_missing(pl.col("ndcg"))))
+            & ((pl.col("n_holes") > 0) | low.eq_missing(pl.col("value"))))
 
 
 _SCREENS = {"PerQueryResults": _per_query_results}

@@ -33,14 +33,16 @@ from schemas.columns import (
     REPORT_OPTIONAL_COLUMNS,
     STATUS_COUNT_COLUMNS,
     TIE_TOLERANCE,
+    spec_ndcg_rows,
 )
 
 Pair = tuple[Result, Result]
 
 
 def results_of(per_query: pl.DataFrame | pl.LazyFrame, night: int = TONIGHT) -> list[Result]:
-    """Every (ranker, cutoff) of per-query rows, sorted, as results of ``night``."""
-    found = (per_query.lazy().select("ranker", "cutoff").unique().sort("ranker", "cutoff")
+    """Every (ranker, cutoff) of per-query rows (the spec's nDCG@K), sorted, as results of
+    ``night``."""
+    found = (spec_ndcg_rows(per_query.lazy()).select("ranker", "cutoff").unique().sort("ranker", "cutoff")
              .collect(engine="streaming"))
     return [Result(night, ranker, int(cutoff)) for ranker, cutoff in found.iter_rows()]
 
@@ -76,7 +78,7 @@ def _rows(per_query: pl.LazyFrame, night: int) -> pl.LazyFrame:
     # One dtype per column, whatever the frame's: the two nights are stacked, and a partial's
     # bits must not depend on how a file stored its numbers.
     present = per_query.collect_schema().names()
-    return per_query.select(
+    return spec_ndcg_rows(per_query).select(
         pl.lit(night, dtype=rp.ROW_DTYPES["night"]).alias("night"),
         *[(pl.col(c) if c in present else _absent(c)).cast(dtype)
           for c, dtype in rp.ROW_DTYPES.items() if c != "night"])

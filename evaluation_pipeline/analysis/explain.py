@@ -17,7 +17,8 @@ import numpy as np
 import polars as pl
 
 from evaluation_pipeline.metric.gains import gains_for_grades
-from evaluation_pipeline.metric.ndcg import _discount_prefix, score
+from evaluation_pipeline.metric.discounts import log2_prefix
+from evaluation_pipeline.metric.ndcg import score
 from evaluation_pipeline.metric.raters import combine_ratings, is_rated
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas.columns import RANK
@@ -169,7 +170,7 @@ def _listed(candidates: pl.DataFrame, judged: pl.DataFrame, wanted: pl.DataFrame
     first, last = kept["first"].to_numpy(), kept["last"].to_numpy()
     cutoff = ranked["cutoff"].to_numpy()
     top = max(int(last.max()) if last.size else 0, int(cutoff.max()) if cutoff.size else 0)
-    prefix = _discount_prefix(top)  # the kernel's own sums of the discounts
+    prefix = log2_prefix(top)  # the kernel's own sums of the discounts
     inside = keep & (first <= cutoff)
     discount_kept = np.where(
         inside, prefix[np.minimum(last, cutoff)] - prefix[np.maximum(first - 1, 0)], 0.0

@@ -37,9 +37,11 @@ from schemas.columns import PER_QUERY_KEY, RANK
 from schemas.errors import EvaluationError
 from schemas.ranks import rank_violations
 
-# Every field but cutoffs, raters (a choice of grades, not of the metric) and max_grade (it
-# moves only the bounds over the holes, never ndcg), in the spec's own order: the walk's.
-FIELDS = tuple(name for name in FIELD_DOCS if name not in ("cutoffs", "raters", "max_grade"))
+# Every field but cutoffs, raters (a choice of grades, not of the metric), max_grade (it
+# moves only the bounds over the holes, never ndcg) and measures (what is measured beside
+# nDCG@K, not how nDCG counts), in the spec's own order: the walk's.
+FIELDS = tuple(name for name in FIELD_DOCS
+               if name not in ("cutoffs", "raters", "max_grade", "measures"))
 
 # Shapley scores 2^n specs over every candidate row; past this many row scorings (2^8 specs
 # of 10M rows, some minutes of kernel time) it is refused rather than left running.

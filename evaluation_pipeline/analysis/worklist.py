@@ -45,10 +45,10 @@ from evaluation_pipeline.metric.kernels.codes import (
     NOT_RETURNED,
     PAST_K,
 )
+from evaluation_pipeline.metric.discounts import log2_prefix
 from evaluation_pipeline.metric.ndcg import (
     _NO_POSITIVE_CODES,
     _TIES,
-    _discount_prefix,
     _ranks,
     index_judgments,
 )
@@ -202,7 +202,7 @@ def _what_ifs(blocks, index, spec_k: EvaluationSpec) -> dict[str, np.ndarray]:
                        pool_holes.per_block(blocks.keys, pool_holes.of_pool(
                            blocks.frame, blocks.keys["ranker"].n_unique(), index.grades,
                            spec_k))),
-        Rules(np.array([k], dtype=np.int64), _discount_prefix(k), _TIES[spec_k.ties],
+        Rules(np.array([k], dtype=np.int64), log2_prefix(k), _TIES[spec_k.ties],
               spec_k.unknown != "exclude", spec_k.unjudged != "exclude",
               spec_k.ideal == "candidates", index.hole_gains,
               _NO_POSITIVE_CODES[spec_k.no_positive]),

@@ -48,18 +48,27 @@ from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.spec_files import spec_named
 from evaluation_pipeline.io.storage import PER_QUERY_FILE
 from evaluation_pipeline.io.table_inputs import read_candidates, read_judgments
-from evaluation_pipeline.spec import EvaluationSpec, SpecError, check_cutoffs, profile
+from evaluation_pipeline.spec import (
+    EvaluationSpec,
+    SpecError,
+    check_cutoffs,
+    overridden,
+    profile,
+)
 
 SpecLike = EvaluationSpec | str | Path | None
 
 __all__ = ["ApiOptionError", "agreement", "evaluate", "explain", "reconcile", "resolve_spec"]
 
 
-def resolve_spec(spec: SpecLike = None, cutoffs: Sequence[int] | None = None) -> EvaluationSpec:
-    """The spec as the CLI resolves --spec, --profile and --cutoff: None is the default
-    profile, a string a profile name or a spec file, a path a spec file. ``cutoffs`` (None:
+def resolve_spec(spec: SpecLike = None, cutoffs: Sequence[int] | None = None,
+                 measures: Sequence[str] | None = None) -> EvaluationSpec:
+    """The spec as the CLI resolves --spec, --profile, --measure and --cutoff: None is the
+    default profile, a string a profile name or a spec file, a path a spec file. ``measures``
+    (None: the spec's own) replace its list of measures, as --measure does; ``cutoffs`` (None:
     the spec's own) go through the spec's check of cutoffs, as --cutoff does: 2.5, 0, True or
-    an empty list is refused (``SpecError``), never cut to another K or dropped."""
+    an empty list is refused (``SpecError``), never cut to another K or dropped; they replace
+    the list's plain nDCG@K."""
     if spec is None:
         chosen = profile("default")
     elif isinstance(spec, EvaluationSpec):
@@ -69,9 +78,7 @@ def resolve_spec(spec: SpecLike = None, cutoffs: Sequence[int] | None = None) ->
     else:
         raise SpecError(f"spec must be a profile name, a spec file or an EvaluationSpec, "
                         f"not {type(spec).__name__}")
-    if cutoffs is not None:
-        chosen = chosen.replace(cutoffs=check_cutoffs(cutoffs))
-    return chosen
+    return overridden(chosen, cutoffs, measures)
 
 
 def evaluate(
@@ -80,6 +87,7 @@ def evaluate(
     *,
     spec: SpecLike = None,
     cutoffs: Sequence[int] | None = None,
+    measures: Sequence[str] | None = None,
     queries: Any = None,
     engine: str = AUTO,
     judgment_version: str | None = None,
@@ -96,9 +104,11 @@ def evaluate(
     ``pool`` and ``ranker`` name inputs that carry no such column, as --judgment-version,
     --pool and --ranker do (an in-memory input otherwise reads as ``judgments.parquet`` and
     ``pool/run.parquet``: version ``judgments``, pool ``pool``, ranker ``run``). ``spec``: a
-    profile name, a spec file or an ``EvaluationSpec``; ``cutoffs`` replace its own.
+    profile name, a spec file or an ``EvaluationSpec``; ``measures`` (``["nDCG@10",
+    "RR(rel=2)@10", "AP(rel=2)"]``, docs/spec.md) replace its list, as --measure does, and
+    ``cutoffs`` its nDCG@K. ``per_query`` then holds a row per ranker, query and measure.
     ``queries``: weights and slice columns (a path or a table). ``engine``: as --engine."""
-    chosen = resolve_spec(spec, cutoffs)
+    chosen = resolve_spec(spec, cutoffs, measures)
     if engine not in ENGINES:
         raise ApiOptionError(f"engine {engine!r} is none of {', '.join(ENGINES)}")
     ranker = arguments.text("ranker", ranker)

@@ -47,6 +47,7 @@ from evaluation_pipeline.io.atomic import WriteFailed
 from evaluation_pipeline.io.locations import argument
 from evaluation_pipeline.io.readers import FORMATS
 from evaluation_pipeline.io.storage import HISTORY_FILE, HISTORY_FOLDER
+from evaluation_pipeline.measures.declarations import DECLARATIONS
 from evaluation_pipeline.report import ReportConfig
 from evaluation_pipeline.spec import PROFILES
 from schemas.errors import EvaluationError
@@ -54,6 +55,8 @@ from schemas.errors import EvaluationError
 EXIT_BAD_INPUT = 2
 EXIT_WRITE_FAILED = 1
 HELP_WIDTH = 88
+# The measures --measure takes, from their declarations.
+MEASURE_NAMES = tuple(declaration.name for declaration in DECLARATIONS)
 
 COMMANDS = {"score": score.run, "spec": spec.run, "report": report.run, "compare": compare.run,
             "explain": explain.run, "reconcile": reconcile.run, "history": history.run,
@@ -202,6 +205,11 @@ def _spec_arguments(parser: argparse.ArgumentParser, cutoff: bool = True) -> Non
     group.add_argument("--spec", type=Path, help="YAML or TOML spec file")
     group.add_argument("--profile", choices=sorted(PROFILES), help="a named spec")
     if cutoff:
+        parser.add_argument("--measure", action="append", metavar="NAME",
+                            help="a measure, in ir_measures' syntax (nDCG@10, RR(rel=2)@10, "
+                            "AP(rel=2), R@100; docs/spec.md, Measures); repeat for several "
+                            "(replaces the spec's list; one must be a plain nDCG@K). Measures: "
+                            + ", ".join(MEASURE_NAMES))
         parser.add_argument("--cutoff", type=int, action="append", metavar="K",
                             help="NDCG@K cutoff; repeat for several (overrides the spec's)")
 

@@ -12,14 +12,14 @@ from evaluation_pipeline.io import landing, leftovers
 from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.locations import Location, location
 from evaluation_pipeline.report import ReportConfig
-from evaluation_pipeline.spec import EvaluationSpec, load_spec, profile
+from evaluation_pipeline.spec import EvaluationSpec, load_spec, overridden, profile
 
 
 def resolve_spec(args: argparse.Namespace) -> EvaluationSpec:
+    """The spec of --spec or --profile, its measures replaced by --measure's and its nDCG@K by
+    --cutoff's (``spec.overridden``, as the Python API's ``measures=`` and ``cutoffs=``)."""
     spec = load_spec(args.spec) if args.spec else profile(args.profile or "default")
-    if args.cutoff:
-        spec = spec.replace(cutoffs=tuple(args.cutoff))
-    return spec
+    return overridden(spec, args.cutoff or None, getattr(args, "measure", None) or None)
 
 
 def report_config(args: argparse.Namespace) -> ReportConfig:

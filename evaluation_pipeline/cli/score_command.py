@@ -53,7 +53,7 @@ from schemas.columns import PER_QUERY_KEY
 from schemas.errors import violation
 
 # The per-query columns summarize reads for its means and counts (evaluation.summarize).
-SUMMARY_COLUMNS = (*PER_QUERY_KEY, "status", "ndcg", "judged_at_k", "candidate_recall")
+SUMMARY_COLUMNS = (*PER_QUERY_KEY, "status", "value", "ndcg", "judged_at_k", "candidate_recall")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -113,6 +113,9 @@ def _score(args: argparse.Namespace, spec: EvaluationSpec, config: ReportConfig 
         summary["stamp"] = integrity.dataset_stamp(Path(target))
         write_json(Summary.checked(summary), folder / SUMMARY_FILE)
     _print_summary(summary, args.out)
+    if spec.other_measures:
+        print()
+        print(other_measures_table(per_query))
     if config is not None:
         if result.candidates is None:
             # Traces re-rank the pool's rows of each regressed query: an engine that streamed
@@ -144,6 +147,21 @@ def _read_scores(target: Location | str, remote: bool, full: bool) -> pl.DataFra
 
 def _rankers(per_query: pl.DataFrame) -> list[str]:
     return sorted(per_query["ranker"].unique().to_list())
+
+
+def other_measures_table(per_query: pl.DataFrame) -> str:
+    """Each ranker's mean of each measure beside the spec's nDCG@K, over the queries that have
+    a number (as the nDCG@K means), and how many queries have none."""
+    own = pl.col("measure") == pl.format("nDCG@{}", pl.col("cutoff"))
+    rows = (per_query.filter(~own.fill_null(False))
+            .group_by("ranker", "measure")
+            .agg(pl.col("value").mean().alias("mean"), pl.col("value").count().alias("n"),
+                 pl.col("value").null_count().alias("none"))
+            .sort("ranker", "measure").iter_rows())
+    lines = [f"{'ranker':<22} {'measure':<22} {'mean':>7} {'queries':>8} {'no number':>9}"]
+    lines += [f"{ranker:<22} {measure:<22} {'n/a' if mean is None else f'{mean:.4f}':>7} "
+              f"{n:>8} {none:>9}" for ranker, measure, mean, n, none in rows]
+    return "\n".join(lines)
 
 
 def _print_summary(summary: dict, out: Path | str) -> None:

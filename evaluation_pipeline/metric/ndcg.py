@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 
 from evaluation_pipeline.metric import pool_holes
+from evaluation_pipeline.metric.discounts import log2_prefix
 from evaluation_pipeline.metric.gains import GainError, gains_for_grades
 from evaluation_pipeline.metric.hashing import judgment_blocks, pool_blocks
 from evaluation_pipeline.metric.kernels.blocks import RATED_DOC, Blocks
@@ -67,12 +68,15 @@ class JudgmentIndex:
     candidates is a linear merge.
     """
 
-    grades: pl.DataFrame  # query_id, doc_id, grade_class, gain
+    grades: pl.DataFrame  # query_id, doc_id, grade_class, gain, grade (0 when unknown)
     queries: pl.DataFrame  # query_id, n_positive, has_unknown, ideal_dcg_K..., j_lo, j_hi
     cutoffs: tuple[int, ...]
     docs: tuple  # doc_id of ``grades`` as a string set (``metric.kernels.blocks.order_documents``)
     order: np.ndarray  # rows of ``grades``, each query's by doc_id
     hole_gains: np.ndarray  # the distinct gains a hole may take, ascending (rule 7)
+    # The version's largest graded grade when the index holds only part of it (a streamed
+    # window, a Spark group): the measures' bounds grade holes up to it (or the spec's).
+    top_grade: int | None = None
 
 
 def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec,
@@ -101,6 +105,7 @@ def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec,
             "doc_id": rows["doc_id"],
             "grade_class": pl.Series(np.where(is_graded, GRADED, UNKNOWN), dtype=pl.Int8),
             "gain": gain,
+            "grade": np.where(is_graded, grade_values, 0).astype(np.int64),
         }
     )
     qid = np.repeat(np.arange(blocks.n_blocks), np.diff(starts))
@@ -124,7 +129,9 @@ def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec,
     facts["j_lo"], facts["j_hi"] = starts[:-1], starts[1:]
     return JudgmentIndex(grades=grades, queries=pl.DataFrame(facts), cutoffs=spec.cutoffs,
                          docs=blocks.docs, order=blocks.order,
-                         hole_gains=hole_gains(grade_values[is_graded], spec, top_grade))
+                         hole_gains=hole_gains(grade_values[is_graded], spec, top_grade),
+                         top_grade=int(grade_values[is_graded].max(initial=0))
+                         if top_grade is None else top_grade)
 
 
 # The largest grade the bounds list the gains up to (every grade 0..it, 8 bytes each).
@@ -192,7 +199,7 @@ def score_candidates(
                        facts["j_hi"].fill_null(0).to_numpy(), index.order, index.docs,
                        index.grades["grade_class"].to_numpy(), index.grades["gain"].to_numpy(),
                        pool_holes.per_block(keys, pool)),
-        Rules(np.array(cutoffs, dtype=np.int64), _discount_prefix(max(cutoffs)),
+        Rules(np.array(cutoffs, dtype=np.int64), log2_prefix(max(cutoffs)),
               _TIES[spec.ties], spec.unknown != "exclude", spec.unjudged != "exclude",
               spec.ideal == "candidates", index.hole_gains, _NO_POSITIVE_CODES[spec.no_positive]),
     )))
@@ -223,10 +230,37 @@ def score_candidates(
         recall = np.where(n_positive > 0, positive_candidates / n_positive, np.nan)
 
     every = _every_grading_scored(spec, index, n_positive, positive_candidates)
-    return _assemble(
-        keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, spec,
-        (least, greatest, holes, every),
-    )
+    others = _other_measures(blocks, index, spec, run_rank, pool) if spec.other_measures else None
+    return _assemble(keys, spec, status, dcg, ideal, counts, judged_at_k, recall,
+                     (least, greatest, holes, every), others)
+
+
+def _other_measures(blocks: Blocks, index: JudgmentIndex, spec: EvaluationSpec,
+                    run_rank: np.ndarray, pool: pl.DataFrame | None) -> tuple[np.ndarray, ...]:
+    """(value, status, least, greatest), blocks x the spec's other measures, from the measures'
+    pass over each block's list as the NDCG kernel grades and ranks it."""
+    from evaluation_pipeline.metric.kernels.dcg import CandidateBlocks, QueryJudgments, Rules
+    from evaluation_pipeline.metric.kernels.loading import read_only
+    from evaluation_pipeline.metric.measures.kernels import Judged, Ranked
+    from evaluation_pipeline.metric.measures.plan import score_ranked
+    from evaluation_pipeline.metric.measures.ranking import ranked_blocks
+
+    facts = blocks.keys.join(index.queries, on="query_id", how="left", maintain_order="left")
+    arrays = ranked_blocks(*read_only((
+        CandidateBlocks(blocks.starts, blocks.order, blocks.numpy("score"), blocks.docs,
+                        run_rank),
+        QueryJudgments(facts["j_lo"].fill_null(0).to_numpy(),
+                       facts["j_hi"].fill_null(0).to_numpy(), index.order, index.docs,
+                       index.grades["grade_class"].to_numpy(),
+                       index.grades["grade"].to_numpy().astype(np.float64),
+                       pool_holes.per_block(blocks.keys, pool)),
+        Rules(np.ones(1, np.int64), log2_prefix(1), _TIES[spec.ties],
+              spec.unknown != "exclude", spec.unjudged != "exclude",
+              spec.ideal == "candidates", index.hole_gains, _NO_POSITIVE_CODES[spec.no_positive]),
+    )))
+    result = score_ranked(Ranked(*arrays[:4]), Judged(*arrays[4:]), spec.other_measures, spec,
+                          top_grade=index.top_grade)
+    return result.value, result.status, result.least, result.greatest
 
 
 # Blocks of at least this many candidate rows are scored in two halves, one on a helper thread
@@ -281,11 +315,6 @@ def _ranks(blocks: Blocks, spec: EvaluationSpec) -> np.ndarray:
     return blocks.numpy(columns.RANK).astype(np.int64, copy=False)
 
 
-def _discount_prefix(reach: int) -> np.ndarray:
-    """prefix[p] = sum of 1/log2(i + 1) for i = 1..p, p = 0..reach."""
-    return np.r_[0.0, np.cumsum(1.0 / np.log2(np.arange(1, reach + 1) + 1.0))]
-
-
 def missing_from_run(
     index: JudgmentIndex,
     returned: pl.DataFrame,
@@ -310,7 +339,8 @@ def missing_from_run(
     n = missing.height
     if n == 0:
         return pl.DataFrame(schema=RESULT_SCHEMA)
-    k = len(spec.cutoffs)
+    names, slot_cutoffs, _ = measure_slots(spec)
+    k = len(names)
     score = 0.0 if spec.missing_from_run == "zero" else None
     holes = np.zeros(n, np.int64)
     if spec.ideal == "all_judged":
@@ -318,14 +348,22 @@ def missing_from_run(
                              how="left", maintain_order="left")["n_unknown_rows"].to_numpy()
         if pool is not None:  # every unjudged document of the pool is another ranker's here
             holes = holes + pool_holes.per_block(missing, pool)
+    is_ndcg = np.tile([cutoff is not None and name == f"nDCG@{cutoff}"
+                       for name, cutoff in zip(names, slot_cutoffs)], n)
+    number = pl.Series([score] * (n * k), dtype=pl.Float64)
+    ndcg_only = pl.select(pl.when(pl.Series(is_ndcg)).then(number)).to_series()
     return pl.DataFrame(
         {
             "ranker": np.repeat(missing["ranker"].to_numpy(), k),
             "query_id": np.repeat(missing["query_id"].to_numpy(), k),
-            "cutoff": np.tile(np.array(spec.cutoffs, dtype=np.int64), n),
+            "cutoff": pl.Series(slot_cutoffs * n, dtype=pl.Int64),
+            "measure": pl.Series(names * n, dtype=pl.String),
+            "value": number,
+            "value_min": number,
+            "value_max": number,
             "dcg": [None] * (n * k),
             "ideal_dcg": [None] * (n * k),
-            "ndcg": [score] * (n * k),
+            "ndcg": ndcg_only,
             "status": ["missing_from_run"] * (n * k),
             "n_candidates": np.zeros(n * k, dtype=np.int64),
             "n_graded": np.zeros(n * k, dtype=np.int64),
@@ -333,8 +371,8 @@ def missing_from_run(
             "n_unjudged": np.zeros(n * k, dtype=np.int64),
             "judged_at_k": [None] * (n * k),
             "candidate_recall": np.zeros(n * k, dtype=np.float64),
-            "ndcg_min": [score] * (n * k),
-            "ndcg_max": [score] * (n * k),
+            "ndcg_min": ndcg_only,
+            "ndcg_max": ndcg_only,
             # Under all_judged the query's unknown rows and the pool's unjudged documents are
             # its holes; none moves the number.
             "n_holes": np.repeat(holes, k),
@@ -365,7 +403,8 @@ def score(
 
 
 def sort_results(results: pl.DataFrame, *, runs: bool = False) -> pl.DataFrame:
-    """The one row order of per-query results: ranker, query_id, cutoff (byte-wise).
+    """The one row order of per-query results: ranker, query_id, cutoff (a measure without one
+    first), measure (byte-wise).
 
     ``runs``: the rows are a few runs already in that order, one after another. Then only the
     keys are sorted, stably (polars takes each run as a whole), and the rows gathered once:
@@ -382,50 +421,85 @@ def sort_results(results: pl.DataFrame, *, runs: bool = False) -> pl.DataFrame:
 # -- the output frame ------------------------------------------------------------------------
 
 
-def _assemble(keys, cutoffs, status, dcg, ideal, counts, judged_at_k, recall, spec, bounds):
-    n, k = keys.height, len(cutoffs)
-    status_rows = np.repeat(status, k)
-    open_rows = (status_rows == _INCOMPLETE) | (status_rows == _NOT_JUDGED)
-    dcg_rows = np.where(open_rows, np.nan, dcg.reshape(-1))
-    ideal_rows = np.where(open_rows, np.nan, ideal.reshape(-1))
+def measure_slots(spec: EvaluationSpec) -> tuple[list[str], list[int | None], np.ndarray]:
+    """The measures of a block's rows in the rows' order: (names, cutoffs, order), where
+    ``order`` takes the spec's nDCG@K (one per cutoff, the NDCG kernel's columns) followed by its
+    other measures to the key's order, cutoff first (a measure without one first) then name."""
+    others = spec.other_measures
+    names = [f"nDCG@{k}" for k in spec.cutoffs] + [str(m) for m in others]
+    cutoffs = list(spec.cutoffs) + [m.cutoff for m in others]
+    order = sorted(range(len(names)), key=lambda i: (
+        cutoffs[i] is not None, cutoffs[i] or 0, names[i].encode()))
+    return [names[i] for i in order], [cutoffs[i] for i in order], np.array(order, np.int64)
+
+
+def _assemble(keys, spec, status, dcg, ideal, counts, judged_at_k, recall, bounds, others):
+    """The rows of ``keys``' blocks, each block's in ``measure_slots`` order: its nDCG@K (from
+    the NDCG kernel's per-cutoff arrays) and its other measures (``others``: value, status,
+    least and greatest, blocks x measures, from the measures' pass)."""
+    n, k = keys.height, len(spec.cutoffs)
+    names, slot_cutoffs, order = measure_slots(spec)
+    m = len(names)
+    status_k = np.repeat(status[:, None], k, axis=1)
+    open_k = (status_k == _INCOMPLETE) | (status_k == _NOT_JUDGED)
+    dcg_k = np.where(open_k, np.nan, dcg)
+    ideal_k = np.where(open_k, np.nan, ideal)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ndcg_rows = np.where(status_rows == _SCORED, dcg_rows / ideal_rows, np.nan)
+        ndcg_k = np.where(status_k == _SCORED, dcg_k / ideal_k, np.nan)
     if spec.no_positive != "exclude":  # the query keeps its no_positive status
-        ndcg_rows = np.where(status_rows == _NO_POSITIVE,
-                             1.0 if spec.no_positive == "one" else 0.0, ndcg_rows)
+        ndcg_k = np.where(status_k == _NO_POSITIVE,
+                          1.0 if spec.no_positive == "one" else 0.0, ndcg_k)
     # Rule 7: without a hole the bounds are the number; a not_judged query has none.
     least, greatest, holes, every = bounds
-    hole_rows = np.repeat(holes, k)
-    without = (hole_rows == 0) | (status_rows == _NOT_JUDGED)
-    least_rows = np.where(without, ndcg_rows, least.reshape(-1))
-    greatest_rows = np.where(without, ndcg_rows, greatest.reshape(-1))
+    without = (holes[:, None] == 0) | (status_k == _NOT_JUDGED)
+    least_k = np.where(without, ndcg_k, least)
+    greatest_k = np.where(without, ndcg_k, greatest)
     # Without a hole the one grading is the policies' own; a not_judged query has none.
-    every_rows = np.where(without, ~np.isnan(ndcg_rows), np.repeat(every, k))
+    every_k = np.where(without, ~np.isnan(ndcg_k), np.repeat(every[:, None], k, axis=1))
+    nothing = np.full((n, m - k), np.nan)
+    if m > k:
+        o_value, o_status, o_least, o_greatest = others
+        o_value, o_least, o_greatest = (np.where(o_status == _NOT_JUDGED, np.nan, a)
+                                        for a in (o_value, o_least, o_greatest))
+        # Where a hole's grading may leave no number, or the bounds were not computed, the
+        # bounds are not stated (contract rule 7).
+        o_every = ~np.isnan(o_least) & ~np.isnan(o_greatest)
+    else:
+        o_value = o_status = o_least = o_greatest = o_every = nothing
+
+    def rows(ndcg_part, other_part):
+        return np.concatenate([ndcg_part, other_part], axis=1)[:, order].reshape(-1)
+
+    value = rows(ndcg_k, o_value)
+    status_rows = rows(status_k, o_status).astype(np.int8)
     # Strings are gathered by polars: numpy would go through Python string objects.
-    key_rows = keys.select("ranker", "query_id") if k == 1 else keys.select(
-        pl.col("ranker", "query_id").gather(np.repeat(np.arange(n), k)))
-    frame = pl.DataFrame(
+    key_rows = keys.select("ranker", "query_id") if m == 1 else keys.select(
+        pl.col("ranker", "query_id").gather(np.repeat(np.arange(n), m)))
+    return pl.DataFrame(
         {
             "ranker": key_rows["ranker"],
             "query_id": key_rows["query_id"],
-            "cutoff": np.tile(np.array(cutoffs, dtype=np.int64), n),
-            "dcg": dcg_rows,
-            "ideal_dcg": ideal_rows,
-            "ndcg": ndcg_rows,
+            "cutoff": pl.Series(slot_cutoffs * n, dtype=pl.Int64),
+            "measure": pl.Series(names, dtype=pl.String).gather(np.tile(np.arange(m), n)),
+            "value": value,
+            "value_min": rows(least_k, o_least),
+            "value_max": rows(greatest_k, o_greatest),
+            "dcg": rows(dcg_k, nothing),
+            "ideal_dcg": rows(ideal_k, nothing),
+            "ndcg": rows(ndcg_k, nothing),
             "status": pl.Series(status_rows).replace_strict(
                 list(range(len(STATUSES))), list(STATUSES), return_dtype=pl.String),
-            "n_candidates": np.repeat(counts.sum(axis=0), k),
-            "n_graded": np.repeat(counts[GRADED], k),
-            "n_unknown": np.repeat(counts[UNKNOWN], k),
-            "n_unjudged": np.repeat(counts[UNJUDGED], k),
-            "judged_at_k": judged_at_k.reshape(-1),
-            "candidate_recall": np.repeat(recall, k),
-            "ndcg_min": least_rows,
-            "ndcg_max": greatest_rows,
-            "n_holes": hole_rows,
-            "every_grading_scored": every_rows,
+            "n_candidates": np.repeat(counts.sum(axis=0), m),
+            "n_graded": np.repeat(counts[GRADED], m),
+            "n_unknown": np.repeat(counts[UNKNOWN], m),
+            "n_unjudged": np.repeat(counts[UNJUDGED], m),
+            "judged_at_k": rows(judged_at_k, nothing),
+            "candidate_recall": np.repeat(recall, m),
+            "ndcg_min": rows(least_k, nothing),
+            "ndcg_max": rows(greatest_k, nothing),
+            "n_holes": np.repeat(holes, m),
+            "every_grading_scored": rows(every_k, o_every).astype(bool),
         },
         schema=RESULT_SCHEMA,
         nan_to_null=True,
     )
-    return frame

@@ -3,14 +3,14 @@
 The interface, for the spec's ``measures:`` field, per_query.parquet's long shape, the engines,
 the CLI's ``--measure`` and the API:
 
-- :mod:`.declarations`: ``DECLARATIONS``, one :class:`~.declarations.Declaration` per measure
-  (name and ``ParamInfo`` parameters as ir_measures has them, kernel code, conventions for
+- ``evaluation_pipeline.measures.declarations``: ``DECLARATIONS``, one ``Declaration`` per
+  measure (name and ``ParamInfo`` parameters as ir_measures has them, kernel code, conventions for
   unjudged / unknown / tied documents and a query without a relevant document, the bounds'
   algorithm, the trec_eval and ir_measures equivalents). Tables of measures (docs/spec.md, CLI
   help) are generated from it.
-- :mod:`.parse`: ``parse_measure("RR(rel=2)@10")`` gives a frozen :class:`~.parse.Measure`
-  whose ``str()`` is the canonical name as ir_measures prints it (the ``measure`` column); a
-  bad name raises :class:`~.parse.MeasureError` (an ``EvaluationError``) naming what it
+- ``evaluation_pipeline.measures.parse``: ``parse_measure("RR(rel=2)@10")`` gives a frozen
+  ``Measure`` whose ``str()`` is the canonical name as ir_measures prints it (the ``measure`` column); a
+  bad name raises ``MeasureError`` (an ``EvaluationError``) naming what it
   expected and the nearest name. Validate a spec's list with ``plan.measures_of(names)`` and
   ``plan.plan_measures(measures, spec, 1)`` before anything is written: that refuses measures
   the spec's tie rule does not define.

@@ -19,8 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from evaluation_pipeline.metric.kernels.codes import NO_POSITIVE_EXCLUDE, NO_POSITIVE_ONE
-from evaluation_pipeline.metric.measures.kinds import (
+from evaluation_pipeline.measures.kinds import (
     KIND_AP,
     KIND_BPREF,
     KIND_DCG,
@@ -34,6 +33,7 @@ from evaluation_pipeline.metric.measures.kinds import (
     KIND_SUCCESS,
     MAX_BPREF_HOLES,
 )
+from evaluation_pipeline.metric.kernels.codes import NO_POSITIVE_EXCLUDE, NO_POSITIVE_ONE
 from evaluation_pipeline.metric.measures.values import (
     bpref,
     count_within,

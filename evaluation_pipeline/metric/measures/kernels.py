@@ -24,15 +24,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from evaluation_pipeline.metric.kernels.bounds import (
-    block_bounds,
-    bound_scratch,
-    insert_descending,
-)
-from evaluation_pipeline.metric.kernels.codes import GRADED, UNJUDGED, UNKNOWN
-from evaluation_pipeline.metric.kernels.dcg import Rules, Slots, _add_dcg, _add_ideal, _top_gains
-from evaluation_pipeline.metric.measures import extremes
-from evaluation_pipeline.metric.measures.kinds import (
+from evaluation_pipeline.measures.kinds import (
     INCOMPLETE,
     KIND_AP,
     KIND_BPREF,
@@ -50,6 +42,14 @@ from evaluation_pipeline.metric.measures.kinds import (
     NOT_JUDGED,
     SCORED,
 )
+from evaluation_pipeline.metric.kernels.bounds import (
+    block_bounds,
+    bound_scratch,
+    insert_descending,
+)
+from evaluation_pipeline.metric.kernels.codes import GRADED, UNJUDGED, UNKNOWN
+from evaluation_pipeline.metric.kernels.dcg import Rules, Slots, _add_dcg, _add_ideal, _top_gains
+from evaluation_pipeline.metric.measures import extremes
 from evaluation_pipeline.metric.measures.values import (
     NOT_RELEVANT,
     ap,

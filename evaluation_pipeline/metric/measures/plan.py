@@ -12,6 +12,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from evaluation_pipeline.measures import kinds
+from evaluation_pipeline.measures.declarations import NOT_PROVIDED
+from evaluation_pipeline.measures.parse import Measure, MeasureError, parse_measure
+from evaluation_pipeline.metric.discounts import discount_table, log2_prefix
 from evaluation_pipeline.metric.gains import GainError, gains_for_grades
 from evaluation_pipeline.metric.kernels.codes import (
     NO_POSITIVE_EXCLUDE,
@@ -22,9 +26,6 @@ from evaluation_pipeline.metric.kernels.codes import (
     TIES_DOC_DESC,
     TIES_RANK,
 )
-from evaluation_pipeline.metric.measures import kinds
-from evaluation_pipeline.metric.measures.declarations import NOT_PROVIDED
-from evaluation_pipeline.metric.measures.parse import Measure, MeasureError, parse_measure
 from evaluation_pipeline.spec import MAX_EXPONENTIAL_GRADE, EvaluationSpec
 
 _TIES = {"average": TIES_AVERAGE, "doc_id": TIES_DOC_ASC, "trec_eval": TIES_DOC_DESC,
@@ -51,20 +52,6 @@ def measures_of(names: Sequence[str | Measure]) -> tuple[Measure, ...]:
     """The measures named, parsed, each once, in the order first named."""
     parsed = [name if isinstance(name, Measure) else parse_measure(name) for name in names]
     return tuple(dict.fromkeys(parsed))
-
-
-def discount_table(discount: str | float, reach: int) -> np.ndarray:
-    """DCG's weight of places 1..reach: ``"log2"`` (1/log2(p + 1), the NDCG kernel's),
-    a logarithm base b > 1 (1/log_b(p + 1), scikit-learn's ``log_base``) or ``"1/rank"``
-    (TF-Ranking's ``rank_discount_fn``)."""
-    places = np.arange(1, reach + 1, dtype=np.float64)
-    if discount == "log2":
-        return 1.0 / np.log2(places + 1.0)
-    if discount == "1/rank":
-        return 1.0 / places
-    if isinstance(discount, (int, float)) and not isinstance(discount, bool) and discount > 1:
-        return 1.0 / (np.log(places + 1.0) / np.log(float(discount)))
-    raise MeasureError(f"discount {discount!r}: expected log2, 1/rank or a logarithm base > 1")
 
 
 def plan_measures(measures: Sequence[Measure], spec: EvaluationSpec, whole: int):
@@ -102,7 +89,6 @@ def conventions_of(spec: EvaluationSpec, graded: np.ndarray, top_grade: int | No
     """The kernel's :class:`kernels.Conventions`: ``graded``, the version's graded grades;
     ``top_grade``: the largest a hole may take (else the spec's ``max_grade``, else theirs)."""
     from evaluation_pipeline.metric.measures.kernels import Conventions
-    from evaluation_pipeline.metric.ndcg import _discount_prefix
 
     largest = int(graded.max(initial=0))
     top = spec.max_grade if spec.max_grade is not None else (
@@ -124,7 +110,7 @@ def conventions_of(spec: EvaluationSpec, graded: np.ndarray, top_grade: int | No
         spec.ties == "average", _TIES[spec.ties], spec.unknown != "exclude",
         spec.unjudged != "exclude", spec.unknown == "incomplete", spec.unjudged == "incomplete",
         spec.ideal == "candidates", _NO_POSITIVE[spec.no_positive], int(top), gains, weights,
-        np.r_[0.0, np.cumsum(weights)], _discount_prefix(reach))
+        np.r_[0.0, np.cumsum(weights)], log2_prefix(reach))
 
 
 def check_grades(measures: Sequence[Measure], top: int, largest: int) -> None:

@@ -110,6 +110,7 @@ def test_the_summary_needs_only_its_columns():
     lineage = Lineage("v1", "a" * 64, "p1", "b" * 64, spec.spec_id)
     rows = pl.DataFrame({
         "ranker": ["r", "r", "s"], "query_id": ["q1", "q2", "q1"], "cutoff": [5, 5, 5],
+        "measure": ["nDCG@5"] * 3, "value": [0.5, None, 1.0],
         "status": ["scored", "no_positive", "scored"], "ndcg": [0.5, None, 1.0],
         "judged_at_k": [1.0, 0.5, 1.0], "candidate_recall": [1.0, 1.0, 0.5],
         "dcg": [1.0, 0.0, 2.0],

@@ -43,13 +43,23 @@ def _both(judgments, run, tmp_path, spec, batch_rows=7):
         streamed.per_query_path)
 
 
-@pytest.mark.parametrize("name", ["default", "trec_eval", "sklearn", "lightgbm"])
+# A spec's other measures come from the same scoring of each batch's whole queries.
+TREC_DL = profile("trec_eval").replace(
+    measures=["nDCG@10", "RR(rel=2)@10", "AP(rel=2)@100", "R@100", "P(rel=2)@10", "Bpref",
+              "Judged@10"], unjudged="exclude", unknown="incomplete")
+
+
+@pytest.mark.parametrize("name", ["default", "trec_eval", "sklearn", "lightgbm", "measures"])
 def test_tiny_batches_equal_in_memory(inputs, tmp_path, name):
     # 7-row batches: every query (15 to 21 candidates) straddles two or more batch boundaries.
     per_query = pl.concat([pl.read_parquet(p) for p in inputs[1].glob("*.parquet")]).group_by(
         "ranker", "query_id").len()["len"]
     assert per_query.min() > 7
-    local, streamed, a, b = _both(*inputs, tmp_path, profile(name))
+    local, streamed, a, b = _both(*inputs, tmp_path,
+                                  TREC_DL if name == "measures" else profile(name))
+    if name == "measures":
+        assert a["measure"].n_unique() == 7 and a.height == 7 * a.select(
+            "ranker", "query_id").n_unique()
     assert a.height > 100
     # The bounds over the holes come out alike too, with the version's scale in every window.
     assert (a["n_holes"] > 0).any() and (a["ndcg_max"] > a["ndcg_min"]).any()

@@ -7,9 +7,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from evaluation_pipeline.measures.kinds import INCOMPLETE, NO_POSITIVE, NOT_JUDGED, SCORED
+from evaluation_pipeline.measures.parse import MeasureError
 from evaluation_pipeline.metric import ndcg
-from evaluation_pipeline.metric.measures.kinds import INCOMPLETE, NO_POSITIVE, NOT_JUDGED, SCORED
-from evaluation_pipeline.metric.measures.parse import MeasureError
 from evaluation_pipeline.spec import spec_from_mapping
 from tests.unit.metric.measures.support import score_dicts
 from tests.unit.metric.measures.test_oracles import random_data

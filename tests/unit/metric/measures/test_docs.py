@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluation_pipeline.metric.measures import docs, parse
-from evaluation_pipeline.metric.measures.declarations import DECLARATIONS
-from evaluation_pipeline.metric.measures.parse import MeasureError, parse_measure
+from evaluation_pipeline import measures_docs as docs
+from evaluation_pipeline.measures import parse
+from evaluation_pipeline.measures.declarations import DECLARATIONS
+from evaluation_pipeline.measures.parse import MeasureError, parse_measure
 
 REPO = Path(__file__).resolve().parents[4]
 PAGE = REPO / "docs" / "spec.md"

@@ -53,7 +53,7 @@ def test_trec_eval_profile_matches_pytrec_eval(seed, rel):
     expected = evaluator.evaluate(run)
     suffix = f"(rel={rel})" if rel != 1 else ""
     table = {trec: name.format(r=suffix) for trec, name in TREC.items()}
-    from evaluation_pipeline.metric.measures.parse import parse_measure
+    from evaluation_pipeline.measures.parse import parse_measure
 
     scored = score_dicts(qrels, run, list(table.values()), profile("trec_eval"))
     for q, values in expected.items():

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evaluation_pipeline.metric.measures.declarations import DECLARATIONS
-from evaluation_pipeline.metric.measures.parse import MeasureError, parse_measure
+from evaluation_pipeline.measures.declarations import DECLARATIONS
+from evaluation_pipeline.measures.parse import MeasureError, parse_measure
 from schemas.errors import EvaluationError
 
 NAMES = ["nDCG@10", "nDCG(dcg='exp-log2')@10", "nDCG(judged_only=True)@10", "RR(rel=2)@10",

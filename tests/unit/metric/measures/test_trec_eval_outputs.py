@@ -95,6 +95,6 @@ def test_measure_parameters_match_trec_eval(conformance_dir):
 
 
 def _canonical(name: str):
-    from evaluation_pipeline.metric.measures.parse import parse_measure
+    from evaluation_pipeline.measures.parse import parse_measure
 
     return parse_measure(name)

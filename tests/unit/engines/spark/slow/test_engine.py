@@ -9,6 +9,7 @@ from polars.testing import assert_frame_equal
 from evaluation_pipeline.engines import score_files
 from evaluation_pipeline.spec import profile
 from schemas import InputError
+from schemas.columns import PER_QUERY_KEY
 from tests.support.paths import EXAMPLES
 from tests.support.spark_session import requires_spark
 from tests.support.unshared_pool import unshared_pool
@@ -38,6 +39,15 @@ def test_spark_equals_local(inputs, tmp_path, spark):
     # jobs dominate the time; the kernel itself is covered spec by spec elsewhere.)
     judgments, run = inputs
     _same_as_local(judgments, run, run, tmp_path, spark, "run")
+
+
+def test_spark_scores_a_specs_other_measures_as_local_does(inputs, tmp_path, spark):
+    # Each query's group is scored by the same call as the local engine's, every measure of
+    # the spec in it.
+    judgments, run = inputs
+    spec = profile("trec_eval").replace(
+        measures=["nDCG@10", "RR(rel=2)@10", "AP(rel=2)@100", "R@100", "Bpref"])
+    _same_as_local(judgments, run, run, tmp_path, spark, "measures", spec)
 
 
 @pytest.mark.parametrize("column", ["grade", "grade_status"])
@@ -107,7 +117,7 @@ def _same_as_local(judgments, local_run, spark_run, tmp_path, spark, name, spec=
     expected = pl.read_parquet(local.per_query_path)
     got = pl.read_parquet(tmp_path / f"{name}-spark" / "*.parquet").select(expected.columns)
     assert remote.rows == expected.height
-    assert_frame_equal(got.sort("ranker", "query_id", "cutoff"), expected)
+    assert_frame_equal(got.sort(*PER_QUERY_KEY), expected)
     return local.lineage, set(got["ranker"])
 
 

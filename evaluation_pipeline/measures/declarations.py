@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evaluation_pipeline.metric.measures import kinds
+from evaluation_pipeline.measures import kinds
 
 
 class NotProvided:

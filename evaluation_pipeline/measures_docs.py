@@ -1,12 +1,12 @@
 """docs/spec.md's grammar of a measure name and table of the measures, written from their
-declarations (:mod:`.declarations`).
+declarations (:mod:`evaluation_pipeline.measures.declarations`).
 
-    python -m evaluation_pipeline.metric.measures.docs [PAGE]
+    python -m evaluation_pipeline.measures_docs [PAGE]
 
 writes the grammar and the table between PAGE's markers (PAGE: docs/spec.md under the current
 folder). Every name, alias and parameter comes from ``DECLARATIONS``; the grammar is the one
-:func:`.parse.parse_measure` accepts, and a test holds it to the parser (each example parses to
-itself, each spelling to its canonical name, near misses are refused) and the committed page to
+``measures.parse.parse_measure`` accepts, and a test holds it to the parser (each example
+parses to itself, each spelling to its canonical name, near misses are refused) and the committed page to
 what these functions give, naming this command when they differ.
 
 The functions are pure; only :func:`main` reads and writes the page.
@@ -17,17 +17,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from evaluation_pipeline.metric.measures.declarations import (
+from evaluation_pipeline.measures.declarations import (
     DECLARATIONS,
     NOT_PROVIDED,
     Declaration,
     ParamInfo,
 )
 
-COMMAND = "python -m evaluation_pipeline.metric.measures.docs"
+COMMAND = "python -m evaluation_pipeline.measures_docs"
 PAGE = Path("docs/spec.md")
 BEGIN = (f"<!-- The measures, written by `{COMMAND}` from their declarations in "
-         "evaluation_pipeline/metric/measures/declarations.py: edit those, not this table. -->")
+         "evaluation_pipeline/measures/declarations.py: edit those, not this table. -->")
 END = "<!-- End of the measures. -->"
 
 # The grammar's terminals, as the parser's regular expressions spell them (parse._NAME, _PARAM,

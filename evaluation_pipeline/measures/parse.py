@@ -23,7 +23,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from evaluation_pipeline.metric.measures.declarations import (
+from evaluation_pipeline.measures.declarations import (
     ALIASES,
     BY_NAME,
     NOT_PROVIDED,
