@@ -31,7 +31,7 @@ from evaluation_pipeline.metric.hashing import (
 from evaluation_pipeline.metric.kernels.blocks import Blocks
 from evaluation_pipeline.metric.ndcg import JudgmentIndex, score
 from evaluation_pipeline.spec import EvaluationSpec
-from schemas.columns import LINEAGE_COLUMNS, STATUSES
+from schemas.columns import LINEAGE_COLUMNS, STATUSES, with_measure_columns
 from schemas.errors import EvaluationError
 
 
@@ -338,7 +338,8 @@ def read_with_lineage(where: Location, source: str | None = None,
     values are read apart (``io.datasets.distinct_values``); the frame then holds them as
     literal columns (one value, broadcast), in the file's column order. ``source`` names the
     results in a refusal (default: ``where``); ``columns``: only these of the other columns
-    (the lineage columns always come)."""
+    (the lineage columns always come). Rows written before the measures get their columns
+    (``schemas.columns.with_measure_columns``)."""
     names = dataset_columns(where)
     stored = [c for c in LINEAGE_COLUMNS if c in names]
     if columns is not None:
@@ -346,5 +347,5 @@ def read_with_lineage(where: Location, source: str | None = None,
     lineage = read_lineage(where, source)
     rows = read_dataset(where, [c for c in names if c not in stored])
     values = asdict(lineage)
-    return rows.with_columns(pl.lit(values[c], dtype=pl.String).alias(c)
-                             for c in stored).select(names), lineage
+    return with_measure_columns(rows.with_columns(pl.lit(values[c], dtype=pl.String).alias(c)
+                                                  for c in stored).select(names)), lineage

@@ -325,6 +325,11 @@ class EvaluationSpec:
         names = self.measures or tuple(f"nDCG@{k}" for k in self.cutoffs)
         return tuple(parse_measure(name) for name in names)
 
+    def ndcg_only(self) -> EvaluationSpec:
+        """This spec with its nDCG@K alone: what explain, reconcile and agreement score (they
+        trace and compare nDCG)."""
+        return self if self.measures is None else self.replace(measures=None)
+
     @property
     def other_measures(self) -> tuple[Measure, ...]:
         """The measures beside the spec's own nDCG@K (which the NDCG kernel scores)."""

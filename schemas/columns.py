@@ -56,6 +56,8 @@ STATUSES = ("scored", "no_positive", "incomplete", "not_judged", "missing_from_r
 # leads the measure in the rows' order, so the rows of the spec's nDCG@K keep the order they had
 # when they were the only rows.
 PER_QUERY_KEY = ("ranker", "query_id", "cutoff", "measure")
+# The key of the spec's own nDCG@K rows (``spec_ndcg_rows``), the rows before other measures.
+NDCG_KEY = ("ranker", "query_id", "cutoff")
 MEASURE_COLUMNS = (
     "value",
     "value_min",
@@ -118,6 +120,26 @@ def spec_ndcg_rows(per_query: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.
     if "measure" not in per_query.collect_schema().names():
         return per_query
     return per_query.filter(pl.col("measure") == pl.format("nDCG@{}", pl.col("cutoff")))
+
+
+# The measures' columns of a row of the spec's nDCG@K, from the columns files written before the
+# measures had: ``with_measure_columns`` adds them to such a file's rows as it is read.
+_FORMER = {"value": "ndcg", "value_min": "ndcg_min", "value_max": "ndcg_max"}
+
+
+def with_measure_columns(per_query: pl.DataFrame) -> pl.DataFrame:
+    """Per-query rows with ``measure``, ``value``, ``value_min`` and ``value_max``: a file
+    written before them holds the spec's nDCG@K rows alone, so ``measure`` is ``nDCG@<cutoff>``
+    and the values are its ``ndcg`` columns. Rows that have them are returned as they are."""
+    names = per_query.columns
+    if "measure" in names or "cutoff" not in names or "ndcg" not in names:
+        return per_query
+    added = [pl.format("nDCG@{}", pl.col("cutoff")).alias("measure"),
+             *(pl.col(old).alias(new) for new, old in _FORMER.items() if old in names)]
+    order = [c for c in PER_QUERY_COLUMNS if c in names or c == "measure"
+             or (c in _FORMER and _FORMER[c] in names)]
+    return per_query.with_columns(added).select(
+        order + [c for c in names if c not in order])
 
 
 # --- the per-query columns a report reads (aggregates, comparisons, the nightly watch) --------

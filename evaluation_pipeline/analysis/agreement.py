@@ -170,7 +170,7 @@ def ndcg_by_rater(ratings: pl.DataFrame, candidates: pl.DataFrame, spec: Evaluat
         specs.append((RULE, spec))
     frames = []
     for name, under in specs:  # one scoring pass per rater: every query at once
-        per_query = score(candidates, ratings, under)
+        per_query = score(candidates, ratings, under.ndcg_only())
         frames.append(per_query.group_by("ranker", "cutoff").agg(
             pl.col("ndcg").mean().alias("mean")).with_columns(rater=pl.lit(name)))
     if not frames:

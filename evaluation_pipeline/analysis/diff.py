@@ -11,7 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from evaluation_pipeline.aggregation.comparison import paired_frame
-from schemas.columns import JUDGMENT_KEY, PER_QUERY_KEY, POOL_KEY
+from schemas.columns import JUDGMENT_KEY, NDCG_KEY, POOL_KEY, spec_ndcg_rows
 from schemas.errors import EvaluationError
 
 KEY = list(JUDGMENT_KEY)
@@ -51,8 +51,10 @@ def judgment_changes(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
 
 
 def status_changes(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
-    """Per-query rows (ranker, query_id, cutoff) whose status differs, or that exist on one side."""
-    keys = list(PER_QUERY_KEY)
+    """Per-query rows (ranker, query_id, cutoff) of the spec's nDCG@K whose status differs, or
+    that exist on one side."""
+    keys = list(NDCG_KEY)
+    old, new = spec_ndcg_rows(old), spec_ndcg_rows(new)
     return (
         old.select(*keys, pl.col("status").alias("status_old"), pl.col("ndcg").alias("ndcg_old"))
         .join(new.select(*keys, pl.col("status").alias("status_new"),

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from evaluation_pipeline.metric.gains import gains_for_grades
 from evaluation_pipeline.metric.discounts import log2_prefix
+from evaluation_pipeline.metric.gains import gains_for_grades
 from evaluation_pipeline.metric.ndcg import score
 from evaluation_pipeline.metric.raters import combine_ratings, is_rated
 from evaluation_pipeline.spec import EvaluationSpec
@@ -82,7 +82,7 @@ def explain_many(
     candidates = candidates.filter(pl.col("query_id").cast(pl.String).is_in(query_ids))
     judgments = judgments.filter(pl.col("query_id").cast(pl.String).is_in(query_ids))
     judgments = combine_ratings(judgments, spec) if is_rated(judgments) else judgments
-    kernel = score(candidates, judgments, spec).with_columns(
+    kernel = score(candidates, judgments, spec.ndcg_only()).with_columns(
         pl.col("ranker").cast(pl.String), pl.col("query_id").cast(pl.String))
     wanted = pl.DataFrame(
         {"key": range(len(keys)), "ranker": [str(r) for r, _, _ in keys],

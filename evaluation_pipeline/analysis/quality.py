@@ -10,7 +10,7 @@ import hashlib
 
 import polars as pl
 
-from schemas.columns import UNKNOWN
+from schemas.columns import UNKNOWN, spec_ndcg_rows
 
 
 def grade_distribution(judgments: pl.DataFrame) -> dict[str, int]:
@@ -45,19 +45,20 @@ def queries_sha256(queries: pl.DataFrame) -> str:
 
 
 def judged_at_k_by_ranker(per_query: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
-    """Mean judged@K per (ranker, cutoff) over the rows that carry it (a lazy scan is
-    streamed: results bigger than memory are read a slice at a time)."""
+    """Mean judged@K per (ranker, cutoff) of the spec's nDCG@K rows that carry it (a lazy scan
+    is streamed: results bigger than memory are read a slice at a time)."""
     return (
-        per_query.lazy().group_by("ranker", "cutoff")
+        spec_ndcg_rows(per_query.lazy()).group_by("ranker", "cutoff")
         .agg(pl.col("judged_at_k").mean().alias("mean_judged_at_k"))
         .sort("ranker", "cutoff").collect(engine="streaming")
     )
 
 
 def incomplete_share(per_query: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
-    """Share of rows with status ``incomplete`` per (ranker, cutoff), streamed likewise."""
+    """Share of the spec's nDCG@K rows with status ``incomplete`` per (ranker, cutoff),
+    streamed likewise."""
     return (
-        per_query.lazy().group_by("ranker", "cutoff")
+        spec_ndcg_rows(per_query.lazy()).group_by("ranker", "cutoff")
         .agg((pl.col("status") == "incomplete").mean().alias("incomplete_share"))
         .sort("ranker", "cutoff").collect(engine="streaming")
     )

@@ -33,7 +33,7 @@ from evaluation_pipeline.metric.hashing import judgment_blocks, pool_blocks
 from evaluation_pipeline.metric.ndcg import JudgmentIndex, index_judgments, score
 from evaluation_pipeline.spec import _CHOICES, FIELD_DOCS, GAINS, EvaluationSpec
 from evaluation_pipeline.stats.intervals import ALL
-from schemas.columns import PER_QUERY_KEY, RANK
+from schemas.columns import NDCG_KEY, RANK, spec_ndcg_rows
 from schemas.errors import EvaluationError
 from schemas.ranks import rank_violations
 
@@ -195,7 +195,7 @@ class Scorer:
         key = (spec.gain, spec.cutoffs)
         if key not in self._indexes:
             self._indexes[key] = index_judgments(self._judgment_blocks, spec)
-        rows = score(self._pool, self._judgments, spec, index=self._indexes[key])
+        rows = score(self._pool, self._judgments, spec.ndcg_only(), index=self._indexes[key])
         self._remember(spec, rows)
         return rows
 
@@ -314,7 +314,8 @@ def _change(before: Mean | None, after: Mean | None) -> dict:
 def _query_changes(before: pl.DataFrame, after: pl.DataFrame) -> pl.DataFrame:
     """Per-query rows whose status or number differs between two scorings, largest move first
     (a number that appears or disappears moves by its own size)."""
-    keys = list(PER_QUERY_KEY)
+    keys = list(NDCG_KEY)
+    before, after = spec_ndcg_rows(before), spec_ndcg_rows(after)
     joined = before.select(*keys, status_before="status", ndcg_before="ndcg").join(
         after.select(*keys, status_after="status", ndcg_after="ndcg"),
         on=keys, how="full", coalesce=True)

@@ -39,13 +39,13 @@ import numpy as np
 import polars as pl
 
 from evaluation_pipeline.metric import pool_holes
+from evaluation_pipeline.metric.discounts import log2_prefix
 from evaluation_pipeline.metric.gains import gains_for_grades
 from evaluation_pipeline.metric.hashing import pool_blocks
 from evaluation_pipeline.metric.kernels.codes import (
     NOT_RETURNED,
     PAST_K,
 )
-from evaluation_pipeline.metric.discounts import log2_prefix
 from evaluation_pipeline.metric.ndcg import (
     _NO_POSITIVE_CODES,
     _TIES,

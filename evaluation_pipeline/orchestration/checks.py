@@ -68,6 +68,9 @@ OTHER_REGRESSED = "regressed, not headline"
 # What the checks on the scores read of them (a Spark-written result: of each part's columns).
 COVERAGE_COLUMNS = ["ranker", "cutoff", "judged_at_k"]
 INCOMPLETE_COLUMNS = ["ranker", "cutoff", "status"]
+# Read where the scores have it: the checks read the spec's nDCG@K rows (a file written before
+# other measures has only those, and no measure column).
+MEASURE_COLUMN = ("measure",)
 
 
 def _published_check(storage: EvaluationStorage, place: Place, hash_of: str,
@@ -193,7 +196,7 @@ def build_evaluation_checks(spec: EvaluationSpec, naming: Naming = DEFAULT
         storage, policy = naming.resources(context, "storage", "policy")
         pool, version = split_evaluation_key(context.partition_key)
         per_query = storage.scan_parquet(*scores_file(pool, version, spec.spec_id),
-                                         columns=COVERAGE_COLUMNS)
+                                         columns=COVERAGE_COLUMNS, optional=MEASURE_COLUMN)
         coverage = quality.judged_at_k_by_ranker(per_query)
         low = coverage.filter(pl.col("mean_judged_at_k") < policy.min_judged_at_k)
         return dg.AssetCheckResult(
@@ -215,7 +218,8 @@ def build_evaluation_checks(spec: EvaluationSpec, naming: Naming = DEFAULT
         storage, policy = naming.resources(context, "storage", "policy")
         pool, version = split_evaluation_key(context.partition_key)
         current = quality.incomplete_share(storage.scan_parquet(
-            *scores_file(pool, version, spec.spec_id), columns=INCOMPLETE_COLUMNS))
+            *scores_file(pool, version, spec.spec_id), columns=INCOMPLETE_COLUMNS,
+            optional=MEASURE_COLUMN))
         earlier = _earlier_scored_version(context.instance, storage, pool, version,
                                           spec.spec_id, naming)
         if earlier is None:
@@ -224,7 +228,8 @@ def build_evaluation_checks(spec: EvaluationSpec, naming: Naming = DEFAULT
                 description="no earlier judgment version scored for this pool to compare with",
                 metadata={"incomplete_share": _by_ranker_table(current, "incomplete_share")})
         before = quality.incomplete_share(storage.scan_parquet(
-            *scores_file(pool, earlier, spec.spec_id), columns=INCOMPLETE_COLUMNS))
+            *scores_file(pool, earlier, spec.spec_id), columns=INCOMPLETE_COLUMNS,
+            optional=MEASURE_COLUMN))
         joined = current.join(before, on=["ranker", "cutoff"], suffix="_before")
         risen = joined.filter(pl.col("incomplete_share") - pl.col("incomplete_share_before")
                               > policy.max_incomplete_share_increase)

@@ -35,7 +35,7 @@ from evaluation_pipeline.io import (
 )
 from evaluation_pipeline.io.atomic import atomic_write, copy_file
 from evaluation_pipeline.io.budget import Budget
-from evaluation_pipeline.io.datasets import read_dataset, scan_dataset
+from evaluation_pipeline.io.datasets import dataset_columns, read_dataset, scan_dataset
 from evaluation_pipeline.io.faults import check_write
 from evaluation_pipeline.io.locations import is_remote, location
 from evaluation_pipeline.io.object_lock import object_lock
@@ -247,10 +247,15 @@ class EvaluationStorage(dg.ConfigurableResource):
         parts beside its _SUCCESS and checksum files (``io.datasets``)."""
         return read_dataset(self.path(*parts), columns)
 
-    def scan_parquet(self, *parts: str, columns: Sequence[str]) -> pl.LazyFrame:
+    def scan_parquet(self, *parts: str, columns: Sequence[str],
+                     optional: Sequence[str] = ()) -> pl.LazyFrame:
         """``columns`` of the rows at ``parts`` (one file or a folder of parts) as a lazy scan
-        when local, streamed by whatever collects it; on object storage, read."""
+        when local, streamed by whatever collects it; on object storage, read. ``optional``:
+        columns read too where the rows have them (files written before them lack them)."""
         where = self.path(*parts)
+        if optional:
+            stored = set(dataset_columns(where))
+            columns = [*columns, *(c for c in optional if c in stored)]
         if is_remote(where):
             return read_dataset(where, list(columns)).lazy()
         return scan_dataset(where).select(columns)
