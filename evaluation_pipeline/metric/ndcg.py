@@ -26,7 +26,7 @@ import polars as pl
 
 from evaluation_pipeline.metric import pool_holes
 from evaluation_pipeline.metric.discounts import log2_prefix
-from evaluation_pipeline.metric.gains import GainError, gains_for_grades
+from evaluation_pipeline.metric.gains import GainError, gains_for_grades, scale_gains
 from evaluation_pipeline.metric.hashing import judgment_blocks, pool_blocks
 from evaluation_pipeline.metric.kernels.blocks import RATED_DOC, Blocks
 from evaluation_pipeline.metric.kernels.codes import (
@@ -141,7 +141,8 @@ MAX_HOLE_GRADE = 2**20
 def hole_gains(graded: np.ndarray, spec: EvaluationSpec, top_grade: int | None = None
                ) -> np.ndarray:
     """The distinct gains of the grades 0..max_grade (the spec's, else the version's largest
-    graded grade), ascending: what a hole may take (contract section 3, rule 7)."""
+    graded grade), ascending: what a hole may take (contract section 3, rule 7); under an
+    explicit gain map, the gains of the grades it lists up to there (``gains.scale_gains``)."""
     top = (spec.max_grade if spec.max_grade is not None
            else top_grade if top_grade is not None else int(graded.max(initial=0)))
     if top > MAX_HOLE_GRADE:
@@ -150,7 +151,7 @@ def hole_gains(graded: np.ndarray, spec: EvaluationSpec, top_grade: int | None =
                         f"more grades than the {MAX_HOLE_GRADE} they can list; set max_grade "
                         "in the spec to narrow that, or regrade to a smaller scale")
     try:
-        gains = gains_for_grades(np.arange(top + 1), spec)
+        gains = scale_gains(top, spec)
     except GainError as exc:
         raise GainError(f"{exc}; the bounds over unjudged documents grade them 0..{top} "
                         "(set max_grade in the spec to narrow that)") from None

@@ -16,7 +16,7 @@ from evaluation_pipeline.measures import kinds
 from evaluation_pipeline.measures.declarations import NOT_PROVIDED
 from evaluation_pipeline.measures.parse import Measure, MeasureError, parse_measure
 from evaluation_pipeline.metric.discounts import discount_table, log2_prefix
-from evaluation_pipeline.metric.gains import GainError, gains_for_grades
+from evaluation_pipeline.metric.gains import GainError, gains_for_grades, scale_gains
 from evaluation_pipeline.metric.kernels.codes import (
     NO_POSITIVE_EXCLUDE,
     NO_POSITIVE_ONE,
@@ -95,9 +95,12 @@ def conventions_of(spec: EvaluationSpec, graded: np.ndarray, top_grade: int | No
         top_grade if top_grade is not None else largest)
     grades = np.arange(max(top, largest) + 1)
     try:
+        # The holes' grades 0..top as the bounds see them (an explicit map's own grades), then
+        # every graded grade, which the map must cover.
         spec_gains = np.full(len(grades), np.nan)
-        needed = np.union1d(np.arange(top + 1), np.unique(graded)).astype(np.int64)
-        spec_gains[needed] = gains_for_grades(needed, spec)
+        spec_gains[:top + 1] = scale_gains(int(top), spec)
+        present = np.unique(graded).astype(np.int64)
+        spec_gains[present] = gains_for_grades(present, spec)
     except GainError as exc:
         raise GainError(f"{exc}; the bounds over unjudged documents grade them 0..{top} "
                         "(set max_grade in the spec to narrow that)") from None

@@ -138,17 +138,20 @@ def test_unjudged_as_zero_is_not_a_lower_bound():
     assert row["ndcg_min"] < row["ndcg"]
 
 
-def test_a_gain_map_must_cover_the_grades_a_hole_may_take():
-    candidates = pl.DataFrame({"ranker": ["r"], "query_id": ["q"], "doc_id": ["a"],
-                               "score": [1.0]})
+def test_a_gain_map_scores_where_the_holes_scale_has_gaps():
+    # A map covering every grade present scores; a hole takes one of the map's grades (the
+    # scale it declares), not a grade it leaves out (tests/unit/metric/test_gain_map_scale.py).
+    candidates = pl.DataFrame({"ranker": ["r", "r"], "query_id": ["q", "q"],
+                               "doc_id": ["a", "b"], "score": [1.0, 2.0]})
     judgments = pl.DataFrame({"query_id": ["q"], "doc_id": ["a"], "grade": [2],
                               "grade_status": ["graded"]})
-    with pytest.raises(GainError) as refused:
-        score(candidates, judgments, EvaluationSpec(gain=((0, 0.0), (2, 3.0))))
-    # The grade a hole may take that the map misses, and the field that narrows the holes.
-    assert_names(refused, "1", "max_grade")
-    narrowed = score(candidates, judgments, EvaluationSpec(gain=((0, 0.0), (2, 3.0)),
-                                                           max_grade=0))
+    spec = EvaluationSpec(gain=((0, 0.0), (2, 3.0)), unjudged="zero", cutoffs=(2,))
+    row = score(candidates, judgments, spec).row(0, named=True)
+    # b (place 1) graded 0: a's gain 3 at place 2 over the ideal 3; graded 2, the ideal order.
+    assert row["ndcg"] == pytest.approx(1 / np.log2(3), abs=TOL)
+    assert row["ndcg_min"] == pytest.approx(1 / np.log2(3), abs=TOL)
+    assert row["ndcg_max"] == pytest.approx(1.0, abs=TOL)
+    narrowed = score(candidates, judgments, spec.replace(max_grade=0))
     assert narrowed["ndcg_min"].to_list() == narrowed["ndcg"].to_list()
 
 
