@@ -153,6 +153,17 @@ def _parse_max_grade(value: Any) -> int:
     return value
 
 
+def _parse_discount(value: Any) -> str | float:
+    """log2, 1/rank, or a logarithm's base b > 1 (2 is log2: one spec, one spec_id)."""
+    if isinstance(value, str) and value in ("log2", "1/rank"):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
+            value) and value > 1:
+        return "log2" if value == 2 else float(value)
+    raise SpecError(f"spec field 'discount': {value!r} is not log2, 1/rank or a logarithm base "
+                    "> 1 (a number, as scikit-learn's log_base)")
+
+
 def _parse_measures(value: Any) -> tuple[str, ...]:
     """The measures as a spec holds them: each name canonical (as ir_measures prints it), each
     once, in the order first named. A name that does not parse is refused with the nearest
@@ -202,11 +213,15 @@ class EvaluationSpec:
         values="a map `{grade: gain}` with integer grades `>= 0` and gains finite and `>= 0`",
         parse=_parse_gain, canonical=_gain_json, words=_gain_map_words, show=_gain_map_shown,
     )
-    discount: str = declare(
+    discount: str | float = declare(
         "log2",
-        "position p (1-based) divides by log2(p + 1)",
+        "position p (1-based) divides by log2(p + 1) (log2), by log_b(p + 1) for a number b > "
+        "1 (scikit-learn's log_base) or by p (1/rank, TF-Ranking's rank_discount_fn); nDCG's "
+        "and DCG's alike",
         contract="section 3, rule 3",
-        choices={"log2": "log2 discount"},
+        choices={"log2": "log2 discount", "1/rank": "discount 1/rank"},
+        values="a logarithm base: a number `> 1`",
+        parse=_parse_discount, words=lambda base: f"discount 1/log_{base:g}(p + 1)",
     )
     ideal: str = declare(
         "candidates",

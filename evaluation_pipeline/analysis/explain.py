@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from evaluation_pipeline.metric.discounts import log2_prefix
+from evaluation_pipeline.metric import discounts
 from evaluation_pipeline.metric.gains import gains_for_grades
 from evaluation_pipeline.metric.ndcg import score
 from evaluation_pipeline.metric.raters import combine_ratings, is_rated
@@ -170,7 +170,7 @@ def _listed(candidates: pl.DataFrame, judged: pl.DataFrame, wanted: pl.DataFrame
     first, last = kept["first"].to_numpy(), kept["last"].to_numpy()
     cutoff = ranked["cutoff"].to_numpy()
     top = max(int(last.max()) if last.size else 0, int(cutoff.max()) if cutoff.size else 0)
-    prefix = log2_prefix(top)  # the kernel's own sums of the discounts
+    prefix = discounts.prefix(spec.discount, top)  # the kernel's own sums of the discounts
     inside = keep & (first <= cutoff)
     discount_kept = np.where(
         inside, prefix[np.minimum(last, cutoff)] - prefix[np.maximum(first - 1, 0)], 0.0
@@ -209,8 +209,9 @@ def _ideal_orders(listed: pl.DataFrame, judged: pl.DataFrame, wanted: pl.DataFra
     pool = pool.sort(["key", "gain", "doc_id"], descending=[False, True, False]).with_columns(
         (pl.int_range(pl.len(), dtype=pl.Int64).over("key") + 1).alias("ideal_position"))
     position = pool["ideal_position"].to_numpy()
+    weight = discounts.discount_table(spec.discount, max(int(position.max(initial=0)), 1))
     discount = np.where(position <= pool["cutoff"].to_numpy(),
-                        1.0 / np.log2(position + 1.0), 0.0)
+                        weight[np.maximum(position, 1) - 1], 0.0)
     return pool.with_columns(
         pl.Series("discount", discount),
         pl.Series("contribution", pool["gain"].to_numpy() * discount),

@@ -38,8 +38,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from evaluation_pipeline.metric import pool_holes
-from evaluation_pipeline.metric.discounts import log2_prefix
+from evaluation_pipeline.metric import discounts, pool_holes
 from evaluation_pipeline.metric.gains import gains_for_grades
 from evaluation_pipeline.metric.hashing import pool_blocks
 from evaluation_pipeline.metric.kernels.codes import (
@@ -202,10 +201,11 @@ def _what_ifs(blocks, index, spec_k: EvaluationSpec) -> dict[str, np.ndarray]:
                        pool_holes.per_block(blocks.keys, pool_holes.of_pool(
                            blocks.frame, blocks.keys["ranker"].n_unique(), index.grades,
                            spec_k))),
-        Rules(np.array([k], dtype=np.int64), log2_prefix(k), _TIES[spec_k.ties],
-              spec_k.unknown != "exclude", spec_k.unjudged != "exclude",
+        Rules(np.array([k], dtype=np.int64), discounts.prefix(spec_k.discount, k),
+              _TIES[spec_k.ties], spec_k.unknown != "exclude", spec_k.unjudged != "exclude",
               spec_k.ideal == "candidates", index.hole_gains,
-              _NO_POSITIVE_CODES[spec_k.no_positive]),
+              _NO_POSITIVE_CODES[spec_k.no_positive],
+              discounts.kernel_denominators(spec_k.discount, k)),
     ))
     from evaluation_pipeline.metric.kernels.what_if import what_if_blocks as kernel
 

@@ -24,8 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from evaluation_pipeline.metric import pool_holes
-from evaluation_pipeline.metric.discounts import log2_prefix
+from evaluation_pipeline.metric import discounts, pool_holes
 from evaluation_pipeline.metric.gains import GainError, gains_for_grades, scale_gains
 from evaluation_pipeline.metric.hashing import judgment_blocks, pool_blocks
 from evaluation_pipeline.metric.kernels.blocks import RATED_DOC, Blocks
@@ -116,7 +115,9 @@ def index_judgments(judgments: pl.DataFrame | Blocks, spec: EvaluationSpec,
     from evaluation_pipeline.metric.kernels.dcg import ideal_dcg
     from evaluation_pipeline.metric.kernels.loading import read_only
 
-    ideal = ideal_dcg(*read_only((starts, gains, np.array(spec.cutoffs, dtype=np.int64))))
+    ideal = ideal_dcg(*read_only((starts, gains, np.array(spec.cutoffs, dtype=np.int64),
+                                  discounts.kernel_denominators(spec.discount,
+                                                                max(spec.cutoffs)))))
     is_unknown = grades["grade_class"].to_numpy() == UNKNOWN
     facts = {
         "query_id": blocks.keys["query_id"],
@@ -200,9 +201,10 @@ def score_candidates(
                        facts["j_hi"].fill_null(0).to_numpy(), index.order, index.docs,
                        index.grades["grade_class"].to_numpy(), index.grades["gain"].to_numpy(),
                        pool_holes.per_block(keys, pool)),
-        Rules(np.array(cutoffs, dtype=np.int64), log2_prefix(max(cutoffs)),
+        Rules(np.array(cutoffs, dtype=np.int64), discounts.prefix(spec.discount, max(cutoffs)),
               _TIES[spec.ties], spec.unknown != "exclude", spec.unjudged != "exclude",
-              spec.ideal == "candidates", index.hole_gains, _NO_POSITIVE_CODES[spec.no_positive]),
+              spec.ideal == "candidates", index.hole_gains, _NO_POSITIVE_CODES[spec.no_positive],
+              discounts.kernel_denominators(spec.discount, max(cutoffs))),
     )))
     counts = counts.T  # (class, block)
 
@@ -255,12 +257,13 @@ def _other_measures(blocks: Blocks, index: JudgmentIndex, spec: EvaluationSpec,
                        index.grades["grade_class"].to_numpy(),
                        index.grades["grade"].to_numpy().astype(np.float64),
                        pool_holes.per_block(blocks.keys, pool)),
-        Rules(np.ones(1, np.int64), log2_prefix(1), _TIES[spec.ties],
+        Rules(np.ones(1, np.int64), discounts.prefix(spec.discount, 1), _TIES[spec.ties],
               spec.unknown != "exclude", spec.unjudged != "exclude",
-              spec.ideal == "candidates", index.hole_gains, _NO_POSITIVE_CODES[spec.no_positive]),
+              spec.ideal == "candidates", index.hole_gains, _NO_POSITIVE_CODES[spec.no_positive],
+              discounts.kernel_denominators(spec.discount, 1)),
     )))
     result = score_ranked(Ranked(*arrays[:4]), Judged(*arrays[4:]), spec.other_measures, spec,
-                          top_grade=index.top_grade)
+                          top_grade=index.top_grade, discount=spec.discount)
     return result.value, result.status, result.least, result.greatest
 
 

@@ -82,10 +82,11 @@ def insert_descending(top, n_top, reach, g):
 @njit(cache=True, nogil=True, inline="always")
 def bound_scratch(widest, denominator):
     """The scratch of ``block_bounds`` for blocks of at most ``widest`` candidates;
-    ``denominator[p]`` is log2(p + 2) for p below the largest cutoff, taken once by the caller:
-    the enumeration's ideals would take one per place and grading. Besides the weights and the
-    gain indices it holds, per weighted hole, the running sums of both DCGs and the state of
-    both ideals' merges after that hole (``_merge_from``)."""
+    ``denominator[p]`` divides place p + 1's gain (log2(p + 2) by default) for p below the
+    largest cutoff, taken once by the caller: the enumeration's ideals would take one per place
+    and grading. Besides the weights and the gain indices it holds, per weighted hole, the
+    running sums of both DCGs and the state of both ideals' merges after that hole
+    (``_merge_from``)."""
     return (np.empty(widest), np.empty(widest), np.empty(widest, np.int64), denominator,
             np.empty(widest + 1), np.empty(widest + 1),
             np.empty((2, widest, 3), np.int64), np.empty((2, widest)))
@@ -208,7 +209,7 @@ def _count_vectors(n, v):
 def _ideal(top, n_top, values, index, n_weighted, rest, n_rest, k, denominator):
     """Ideal DCG@k of three high-to-low lists merged: the fixed gains, the weighted holes'
     gains (``values[index[:n_weighted]]``) and ``n_rest`` copies of ``rest``;
-    ``denominator[p]`` is log2(p + 2)."""
+    ``denominator[p]`` divides place p + 1's gain."""
     f, h, total = 0, 0, 0.0
     for p in range(k):
         best, source = -1.0, -1

@@ -72,6 +72,10 @@ class Rules(NamedTuple):
     ideal_from_candidates: bool  # the ideal ranks the kept candidates (else the caller's)
     hole_gains: np.ndarray  # float64, ascending: the distinct gains a hole may take (rule 7)
     no_positive: int  # codes.NO_POSITIVE_*
+    # float64: denominator[p] divides place p + 1's gain, p < max(cutoffs), and ``prefix`` is
+    # the running sum of its reciprocals; empty under the default log2 discount, whose
+    # denominators the kernel computes (``metric.discounts``)
+    denominator: np.ndarray
 
 
 class Slots(NamedTuple):
@@ -109,7 +113,7 @@ def score_blocks(candidates, judgments, rules):
     rank = np.empty(longest, np.int64)  # slot numbers in rank order
     kept_score = np.empty(longest)
     kept_gain = np.empty(longest)
-    top, scratch, denominator = _ideal_buffers(reach, longest)
+    top, scratch, denominator = _ideal_buffers(reach, longest, rules.denominator)
     least = np.full((n_blocks, n_k), np.nan)
     greatest = np.full((n_blocks, n_k), np.nan)
     holes = np.zeros(n_blocks, np.int64)
@@ -304,7 +308,10 @@ def _add_dcg(kept_score, kept_gain, n_kept, rules, reach, out):
             k = cutoffs[j]
             if first <= k:
                 if first == last:
-                    w = 1.0 / np.log2(first + 1.0)
+                    if len(rules.denominator):
+                        w = 1.0 / rules.denominator[first - 1]
+                    else:
+                        w = 1.0 / np.log2(first + 1.0)
                 else:
                     w = prefix[min(last, k)] - prefix[min(first - 1, k)]
                 out[j] += mean * w
@@ -312,12 +319,13 @@ def _add_dcg(kept_score, kept_gain, n_kept, rules, reach, out):
 
 
 @njit(cache=True, nogil=True)
-def ideal_dcg(starts, gain, cutoffs):
-    """DCG@K per segment of its gains ordered high to low (the ideal ranking)."""
+def ideal_dcg(starts, gain, cutoffs, given):
+    """DCG@K per segment of its gains ordered high to low (the ideal ranking); ``given``: the
+    discount's denominators (``Rules.denominator``; empty: log2)."""
     n_segments, n_k = len(starts) - 1, len(cutoffs)
     out = np.zeros((n_segments, n_k))
     reach = cutoffs.max()
-    top, scratch, denominator = _ideal_buffers(reach, _widest(starts))
+    top, scratch, denominator = _ideal_buffers(reach, _widest(starts), given)
     for s in range(n_segments):
         n_top = _top_gains(gain, starts[s], starts[s + 1], reach, top, scratch)
         _add_ideal(top, n_top, cutoffs, denominator, out, s)
@@ -338,10 +346,13 @@ _TOP_BY_INSERTION = 32
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _ideal_buffers(reach, widest):
+def _ideal_buffers(reach, widest, given):
     """(top, scratch, denominator) for :func:`_top_gains` and :func:`_add_ideal`, for calls
-    that rank at most ``widest`` gains."""
+    that rank at most ``widest`` gains; the denominators are ``given``'s first ``reach``, or
+    log2(p + 2) when it is empty (the default discount)."""
     scratch = np.empty(widest if reach > _TOP_BY_INSERTION else 0)
+    if len(given):
+        return np.empty(reach), scratch, given[:reach].copy()
     return np.empty(reach), scratch, np.log2(np.arange(reach) + 2.0)
 
 
@@ -366,7 +377,7 @@ def _top_gains(gain, lo, hi, reach, top, scratch):
 @njit(cache=True, nogil=True, inline="always")
 def _add_ideal(top, n_top, cutoffs, denominator, out, row):
     """out[row, j] = DCG@cutoffs[j] of the gains ``top[:n_top]`` (high to low), term by term
-    in rank order. ``denominator[i]`` is log2(i + 2)."""
+    in rank order. ``denominator[i]`` divides place i + 1's gain (log2(i + 2) by default)."""
     for i in range(n_top):
         contribution = top[i] / denominator[i]
         for j in range(len(cutoffs)):

@@ -50,7 +50,7 @@ def warm_up() -> None:
     from evaluation_pipeline.metric.kernels.dcg import ideal_dcg
 
     ideal_dcg(*read_only((np.array([0, 1], dtype=np.int64), np.ones(1),
-                          np.array([1], dtype=np.int64))))
+                          np.array([1], dtype=np.int64), np.empty(0))))
 
 
 def read_only(value):

@@ -57,7 +57,8 @@ def what_if_blocks(candidates, judgments, rules, first, last, base, past_k):
     positives = np.zeros(n_blocks, np.int64)
     graded_top = np.empty(k)
     top = np.empty(k)
-    scratch = bound_scratch(longest, np.log2(np.arange(k) + 2.0))
+    scratch = bound_scratch(longest, rules.denominator[:k].copy() if len(rules.denominator)
+                            else np.log2(np.arange(k) + 2.0))
     # Sized for every row of the range a hole: pages never written are never made resident,
     # so this costs what is written, and nothing is copied as the holes are found.
     capacity = starts[last] - starts[first]

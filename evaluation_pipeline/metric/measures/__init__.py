@@ -9,8 +9,8 @@ the CLI's ``--measure`` and the API:
   algorithm, the trec_eval and ir_measures equivalents). Tables of measures (docs/spec.md, CLI
   help) are generated from it.
 - ``evaluation_pipeline.measures.parse``: ``parse_measure("RR(rel=2)@10")`` gives a frozen
-  ``Measure`` whose ``str()`` is the canonical name as ir_measures prints it (the ``measure`` column); a
-  bad name raises ``MeasureError`` (an ``EvaluationError``) naming what it
+  ``Measure`` whose ``str()`` is the canonical name as ir_measures prints it (the ``measure``
+  column); a bad name raises ``MeasureError`` (an ``EvaluationError``) naming what it
   expected and the nearest name. Validate a spec's list with ``plan.measures_of(names)`` and
   ``plan.plan_measures(measures, spec, 1)`` before anything is written: that refuses measures
   the spec's tie rule does not define.

@@ -103,7 +103,8 @@ class Conventions(NamedTuple):
     gains: np.ndarray  # float64 (3, grades): the gain of each grade, per kinds.GAIN_*
     discount: np.ndarray  # float64: discount[p - 1] is DCG's weight of place p
     prefix: np.ndarray  # float64: prefix[p] = discount[0] + ... + discount[p - 1]
-    log2_prefix: np.ndarray  # the NDCG kernel's prefix of 1/log2(p + 1)
+    ndcg_prefix: np.ndarray  # the NDCG kernel's prefix of the spec's discount (Rules.prefix)
+    ndcg_denominator: np.ndarray  # and its denominators (Rules.denominator; empty: log2)
 
 
 class Plan(NamedTuple):
@@ -143,7 +144,10 @@ def score_measures(ranked, judged, conventions, plan):
     top_scratch = np.empty(longest)
     ideal_out = np.zeros((1, 1))
     dcg_out = np.zeros(1)
-    denominator = np.log2(np.arange(reach) + 2.0)
+    if len(conventions.ndcg_denominator):
+        denominator = conventions.ndcg_denominator[:reach].copy()
+    else:
+        denominator = np.log2(np.arange(reach) + 2.0)
     nd_scratch = bound_scratch(longest, denominator)
     nd_slots = Slots(np.empty(longest), np.empty(longest, np.int8), np.empty(longest),
                      np.empty(0, np.int64))
@@ -201,10 +205,10 @@ def score_measures(ranked, judged, conventions, plan):
                 gains = conventions.gains[plan.gain[j]]
                 for i in range(n):
                     gain_scratch[i] = gains[v_grade[i]] if v_grade[i] >= 0 else 0.0
-                rules = Rules(plan.cutoff[j:j + 1], conventions.log2_prefix, conventions.ties,
+                rules = Rules(plan.cutoff[j:j + 1], conventions.ndcg_prefix, conventions.ties,
                               conventions.keep_unknown, conventions.keep_unjudged,
                               conventions.ideal_from_candidates, hole_gains[plan.gain[j]],
-                              conventions.no_positive)
+                              conventions.no_positive, conventions.ndcg_denominator)
                 dcg_out[0] = 0.0
                 _add_dcg(v_score, gain_scratch, n, rules, k, dcg_out)
                 ideal_out[0, 0] = 0.0
@@ -269,10 +273,10 @@ def score_measures(ranked, judged, conventions, plan):
                 if not conventions.ideal_from_candidates:
                     for jp in range(j_lo, j_hi):
                         n_top = insert_descending(top, n_top, k, gains[judged.grade[jp]])
-                rules = Rules(plan.cutoff[j:j + 1], conventions.log2_prefix, conventions.ties,
+                rules = Rules(plan.cutoff[j:j + 1], conventions.ndcg_prefix, conventions.ties,
                               conventions.keep_unknown, conventions.keep_unjudged,
                               conventions.ideal_from_candidates, hole_gains[plan.gain[j]],
-                              conventions.no_positive)
+                              conventions.no_positive, conventions.ndcg_denominator)
                 least[q, j], greatest[q, j] = block_bounds(
                     nd_slots, identity, m, rules, k, top, n_top, outside, nd_scratch)
             else:

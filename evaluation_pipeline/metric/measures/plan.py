@@ -15,7 +15,8 @@ import numpy as np
 from evaluation_pipeline.measures import kinds
 from evaluation_pipeline.measures.declarations import NOT_PROVIDED
 from evaluation_pipeline.measures.parse import Measure, MeasureError, parse_measure
-from evaluation_pipeline.metric.discounts import discount_table, log2_prefix
+from evaluation_pipeline.metric import discounts
+from evaluation_pipeline.metric.discounts import discount_table
 from evaluation_pipeline.metric.gains import GainError, gains_for_grades, scale_gains
 from evaluation_pipeline.metric.kernels.codes import (
     NO_POSITIVE_EXCLUDE,
@@ -113,7 +114,8 @@ def conventions_of(spec: EvaluationSpec, graded: np.ndarray, top_grade: int | No
         spec.ties == "average", _TIES[spec.ties], spec.unknown != "exclude",
         spec.unjudged != "exclude", spec.unknown == "incomplete", spec.unjudged == "incomplete",
         spec.ideal == "candidates", _NO_POSITIVE[spec.no_positive], int(top), gains, weights,
-        np.r_[0.0, np.cumsum(weights)], log2_prefix(reach))
+        np.r_[0.0, np.cumsum(weights)], discounts.prefix(discount, reach),
+        discounts.kernel_denominators(discount, reach))
 
 
 def check_grades(measures: Sequence[Measure], top: int, largest: int) -> None:
@@ -134,12 +136,13 @@ def check_grades(measures: Sequence[Measure], top: int, largest: int) -> None:
 
 
 def score_ranked(ranked, judged, names: Sequence[str | Measure], spec: EvaluationSpec, *,
-                 top_grade: int | None = None, discount: str | float = "log2") -> MeasureValues:
+                 top_grade: int | None = None, discount: str | float | None = None
+                 ) -> MeasureValues:
     """Every measure named, for every query of ``ranked`` (:class:`kernels.Ranked`, already in
     the spec's tie order) against ``judged`` (:class:`kernels.Judged`), in one compiled pass.
 
     ``top_grade``: the version's largest graded grade when ``judged`` holds only part of it;
-    ``discount``: DCG's (``discount_table``); nDCG keeps the NDCG kernel's log2."""
+    ``discount``: DCG's and nDCG's (``metric.discounts``; None: the spec's)."""
     from evaluation_pipeline.metric.kernels.loading import read_only
     from evaluation_pipeline.metric.measures.kernels import score_measures
 
@@ -156,7 +159,8 @@ def score_ranked(ranked, judged, names: Sequence[str | Measure], spec: Evaluatio
         np.asarray(judged.outside_holes).max(initial=0))
     plan = plan_measures(measures, spec, whole)
     reach = max(whole, int(plan.cutoff.max(initial=1)))
-    conventions = conventions_of(spec, every, top, reach, discount)
+    conventions = conventions_of(spec, every, top, reach,
+                                 spec.discount if discount is None else discount)
     value, status, least, greatest = score_measures(*read_only((ranked, judged, conventions,
                                                                  plan)))
     return MeasureValues(measures, value, status, least, greatest)

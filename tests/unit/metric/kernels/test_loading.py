@@ -34,7 +34,8 @@ def test_warm_up_after_scipy_is_loaded_changes_nothing():
         from evaluation_pipeline.metric.kernels import loading as kernel
         from evaluation_pipeline.metric.kernels.dcg import ideal_dcg
         kernel.warm_up()
-        print(ideal_dcg(np.array([0, 2]), np.array([1.0, 3.0]), np.array([1, 2]))[0, 0])
+        print(ideal_dcg(np.array([0, 2]), np.array([1.0, 3.0]), np.array([1, 2]),
+                        np.empty(0))[0, 0])
     """)
     assert out == "3.0"
 

@@ -18,7 +18,7 @@ def test_read_only_views_without_a_copy_and_keeps_named_tuples():
     from evaluation_pipeline.metric.kernels.dcg import Rules
 
     writable = np.arange(4)
-    rules = Rules(writable, np.ones(2), 0, True, False, True, np.zeros(1), 1)
+    rules = Rules(writable, np.ones(2), 0, True, False, True, np.zeros(1), 1, np.empty(0))
     frozen = read_only((rules, (writable, 3)))
     assert isinstance(frozen[0], Rules) and frozen[0].ties == 0 and frozen[1][1] == 3
     for array in (frozen[0].cutoffs, frozen[0].prefix, frozen[1][0]):
@@ -36,7 +36,9 @@ def _evaluations():
     b, _ = one_query([2, 0, None, None, 1], [1.0, 2.0, 3.0, 3.0, 5.0], ranker="s")
     for spec in (EvaluationSpec(cutoffs=(3, 5)),
                  EvaluationSpec(cutoffs=(2,), unjudged="exclude", unknown="exclude"),
-                 EvaluationSpec(cutoffs=(10,), ties="trec_eval", gain="linear")):
+                 EvaluationSpec(cutoffs=(10,), ties="trec_eval", gain="linear"),
+                 EvaluationSpec(cutoffs=(3,), discount="1/rank"),
+                 EvaluationSpec(cutoffs=(3, 4), discount=10)):
         for pool in (a, pl.concat([a, b])):
             yield judged, pool, spec
 
