@@ -295,6 +295,16 @@ class EvaluationSpec:
         parse=_parse_max_grade, optional=True,
     )
 
+    scores: str | None = declare(
+        None,
+        "how a run's scores are read before ranking: unset, as 64-bit floats (trec_eval 10 and "
+        "every other tool here); float32, each rounded to the nearest 32-bit float first, as "
+        "trec_eval 9 and pytrec_eval read them, so scores equal to 7 digits tie; in spec_id "
+        "only when set",
+        contract="section 3, rule 6",
+        choices={"float32": "scores read as 32-bit floats (trec_eval 9, pytrec_eval)"},
+        optional=True,
+    )
     measures: tuple[str, ...] | None = declare(
         None,
         "the measures scored, named as ir_measures names them (nDCG@10, RR(rel=2)@10, "
@@ -427,7 +437,8 @@ def fields_table() -> str:
 
 PROFILES: dict[str, EvaluationSpec] = {
     "default": EvaluationSpec(),
-    # Reproduces `trec_eval -m ndcg_cut.K` per query.
+    # Reproduces trec_eval 10.0 (`trec_eval -m ndcg_cut.K`, and the other measures by their
+    # names: docs/spec.md, Measures) per query; scores are read as doubles, as it reads them.
     "trec_eval": EvaluationSpec(
         gain="linear",
         ideal="all_judged",
@@ -472,6 +483,10 @@ PROFILES["xgboost"] = PROFILES["lightgbm"]
 # XGBoost's `ndcg@k-`: the same metric, but a list without a positive label scores 0
 # (doc/parameter.rst, eval_metric: a trailing "-" scores such lists 0; EvalNDCG's `minus`).
 PROFILES["xgboost_minus"] = PROFILES["xgboost"].replace(no_positive="zero")
+# trec_eval 9.0.8, on which pytrec_eval(-terrier) is built, reads a run's scores as C floats:
+# scores that agree to about 7 digits tie there, and are ordered by doc_id descending, where
+# trec_eval 10.0 (the profile above) ranks them by their doubles.
+PROFILES["trec_eval_9"] = PROFILES["trec_eval"].replace(scores="float32")
 
 
 def profile(name: str) -> EvaluationSpec:

@@ -137,9 +137,12 @@ def _listed(candidates: pl.DataFrame, judged: pl.DataFrame, wanted: pl.DataFrame
     rule gives the kept ones, gain, discount and contribution: one pass over all keys."""
     # Equal scores in the kernel's order: by doc_id, or under ties: rank by the run's rank.
     tie_order = pl.col(RANK) if spec.needs_rank else pl.col("doc_id").cast(pl.String)
+    # The scores as the spec reads them (``metric.ndcg.run_scores``).
+    read = pl.Float32 if spec.scores == "float32" else pl.Float64
     ranked = (
         candidates.select(pl.col("ranker").cast(pl.String), pl.col("query_id").cast(pl.String),
-                          pl.col("doc_id").cast(pl.String), pl.col("score").cast(pl.Float64),
+                          pl.col("doc_id").cast(pl.String),
+                          pl.col("score").cast(read).cast(pl.Float64),
                           tie_order.alias("tie order"))
         .join(wanted, on=["ranker", "query_id"], how="inner")
         .join(judged, on=["query_id", "doc_id"], how="left")

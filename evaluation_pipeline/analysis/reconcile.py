@@ -192,7 +192,8 @@ class Scorer:
         return self._means[spec.spec_id]
 
     def _score(self, spec: EvaluationSpec) -> pl.DataFrame:
-        key = (spec.gain, spec.cutoffs)
+        # What the index depends on: the gains, and the all_judged ideal's cutoffs and discount.
+        key = (spec.gain, spec.cutoffs, spec.discount)
         if key not in self._indexes:
             self._indexes[key] = index_judgments(self._judgment_blocks, spec)
         rows = score(self._pool, self._judgments, spec.ndcg_only(), index=self._indexes[key])
@@ -288,7 +289,9 @@ def walk(scorer: Scorer, the_plan: Plan) -> dict:
 
 
 def _value(spec: EvaluationSpec, name: str) -> Any:
-    return spec.to_dict()[name]
+    """A field's value as the spec's canonical form writes it; None for an optional field the
+    spec leaves unset (``scores``: read as doubles)."""
+    return spec.to_dict().get(name)
 
 
 def _keys(means: Sequence[Mapping[tuple[str, int], Mean]]) -> list[tuple[str, int]]:

@@ -50,6 +50,7 @@ from evaluation_pipeline.metric.ndcg import (
     _TIES,
     _ranks,
     index_judgments,
+    run_scores,
 )
 from evaluation_pipeline.metric.raters import combine_ratings, is_rated
 from evaluation_pipeline.spec import EvaluationSpec
@@ -193,7 +194,7 @@ def _what_ifs(blocks, index, spec_k: EvaluationSpec) -> dict[str, np.ndarray]:
     facts = blocks.keys.join(index.queries, on="query_id", how="left", maintain_order="left")
     k = spec_k.cutoffs[0]
     arguments = read_only((
-        CandidateBlocks(blocks.starts, blocks.order, blocks.numpy("score"), blocks.docs,
+        CandidateBlocks(blocks.starts, blocks.order, run_scores(blocks, spec_k), blocks.docs,
                         _ranks(blocks, spec_k)),
         QueryJudgments(facts["j_lo"].fill_null(0).to_numpy(),
                        facts["j_hi"].fill_null(0).to_numpy(), index.order, index.docs,

@@ -196,7 +196,7 @@ def score_candidates(
     cutoffs = spec.cutoffs
     (dcg, candidate_ideal, judged_at_k, counts, positive_candidates, least, greatest,
      holes) = _score_halves(score_blocks, read_only((
-        CandidateBlocks(starts, blocks.order, blocks.numpy("score"), blocks.docs, run_rank),
+        CandidateBlocks(starts, blocks.order, run_scores(blocks, spec), blocks.docs, run_rank),
         QueryJudgments(facts["j_lo"].fill_null(0).to_numpy(),
                        facts["j_hi"].fill_null(0).to_numpy(), index.order, index.docs,
                        index.grades["grade_class"].to_numpy(), index.grades["gain"].to_numpy(),
@@ -250,7 +250,7 @@ def _other_measures(blocks: Blocks, index: JudgmentIndex, spec: EvaluationSpec,
 
     facts = blocks.keys.join(index.queries, on="query_id", how="left", maintain_order="left")
     arrays = ranked_blocks(*read_only((
-        CandidateBlocks(blocks.starts, blocks.order, blocks.numpy("score"), blocks.docs,
+        CandidateBlocks(blocks.starts, blocks.order, run_scores(blocks, spec), blocks.docs,
                         run_rank),
         QueryJudgments(facts["j_lo"].fill_null(0).to_numpy(),
                        facts["j_hi"].fill_null(0).to_numpy(), index.order, index.docs,
@@ -308,6 +308,15 @@ def _every_grading_scored(spec: EvaluationSpec, index: JudgmentIndex, n_positive
     if spec.no_positive != "exclude" or index.hole_gains[0] > 0:
         return np.ones(len(n_positive), dtype=bool)
     return (positive_candidates if spec.ideal == "candidates" else n_positive) > 0
+
+
+def run_scores(blocks: Blocks, spec: EvaluationSpec) -> np.ndarray:
+    """The run's scores as the spec reads them: as stored (64-bit), or each rounded to the
+    nearest 32-bit float (``scores: float32``, trec_eval 9's reading), then ranked as doubles."""
+    scores = blocks.numpy("score")
+    if spec.scores == "float32":
+        return scores.astype(np.float32).astype(np.float64)
+    return scores
 
 
 def _ranks(blocks: Blocks, spec: EvaluationSpec) -> np.ndarray:

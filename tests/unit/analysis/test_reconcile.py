@@ -280,7 +280,8 @@ def test_shapley_past_the_bound_is_refused_and_nothing_written(tmp_path, capsys,
 def test_sensitivity_on_a_run_where_only_the_tie_rule_matters(tmp_path):
     # Every candidate graded 0 or 1 (exponential = linear), every graded document a candidate
     # (both ideals agree), no unknown or unjudged candidate, every query with a positive grade
-    # and returned: only the order inside the tie groups can move the mean.
+    # and returned: only the order inside the tie groups can move the mean, besides a discount
+    # other than a logarithm's (1/rank weighs the places otherwise).
     pool, judgments = frames(
         [("r", "q1", "d1", 2.0), ("r", "q1", "d2", 1.0), ("r", "q1", "d3", 1.0),
          ("r", "q2", "d1", 1.0), ("r", "q2", "d2", 1.0), ("r", "q2", "d3", 0.0)],
@@ -294,6 +295,7 @@ def test_sensitivity_on_a_run_where_only_the_tie_rule_matters(tmp_path):
     ranges = {f["field"]: f["range"] for f in result["fields"]}
     assert set(ranges) == set(rc.FIELDS)
     assert ranges.pop("ties") > 0.1
+    assert ranges.pop("discount") > 0.01
     assert ranges == pytest.approx(dict.fromkeys(ranges, 0.0), abs=1e-15)
     ties = next(f for f in result["fields"] if f["field"] == "ties")
     assert [a["value"] for a in ties["alternatives"]] == ["average", "doc_id", "trec_eval"]
