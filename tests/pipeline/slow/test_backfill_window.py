@@ -14,11 +14,11 @@ import pytest
 
 from evaluation_pipeline import settings
 from evaluation_pipeline.cli import main as cli
+from evaluation_pipeline.definitions import pipeline_spec
 from evaluation_pipeline.orchestration.selection import (
     describe_outside_window,
     expected_evaluations,
 )
-from evaluation_pipeline.definitions import pipeline_spec
 from tests.support.temporary_pipeline import (
     LANDING,
     POOL_1,

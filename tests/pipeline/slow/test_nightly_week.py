@@ -19,10 +19,10 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from evaluation_pipeline.nightly.history import check_unique
-from evaluation_pipeline.nightly.verdicts import READY_AT, describe_regression
 from evaluation_pipeline.definitions import build_definitions
 from evaluation_pipeline.nightly.alerts import read_alerts
+from evaluation_pipeline.nightly.history import check_unique
+from evaluation_pipeline.nightly.verdicts import READY_AT, describe_regression
 from evaluation_pipeline.orchestration.example_week import (
     QUERIES_NAME,
     generator,

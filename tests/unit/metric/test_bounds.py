@@ -19,7 +19,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaluation_pipeline.metric.gains import GainError
 from evaluation_pipeline.metric.ndcg import score
 from evaluation_pipeline.spec import EvaluationSpec
 from tests.support.bounds_oracle import (
@@ -28,7 +27,6 @@ from tests.support.bounds_oracle import (
     holes,
     judgments_frame,
 )
-from tests.support.refusals import assert_names
 
 TOL = 1e-12
 MAX_HOLES = 8

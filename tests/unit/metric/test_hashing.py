@@ -19,10 +19,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluation_pipeline.metric.kernels import blocks as blocks_module
 from evaluation_pipeline.metric import hashing
-from evaluation_pipeline.metric.kernels import threads
 from evaluation_pipeline.metric.hashing import StreamingDigest, judgments_sha256, pool_sha256
+from evaluation_pipeline.metric.kernels import blocks as blocks_module
+from evaluation_pipeline.metric.kernels import threads
 from evaluation_pipeline.metric.kernels.lines import put_int
 from evaluation_pipeline.metric.kernels.strings import key_order
 
