@@ -6,8 +6,8 @@ declarations (:mod:`evaluation_pipeline.measures.declarations`).
 writes the grammar and the table between PAGE's markers (PAGE: docs/spec.md under the current
 folder). Every name, alias and parameter comes from ``DECLARATIONS``; the grammar is the one
 ``measures.parse.parse_measure`` accepts, and a test holds it to the parser (each example
-parses to itself, each spelling to its canonical name, near misses are refused) and the committed page to
-what these functions give, naming this command when they differ.
+parses to itself, each spelling to its canonical name, near misses are refused) and the
+committed page to what these functions give, naming this command when they differ.
 
 The functions are pure; only :func:`main` reads and writes the page.
 """

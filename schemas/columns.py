@@ -1,4 +1,5 @@
-"""Every table's column names, dtypes and statuses, declared once (docs/CONTRACT.md, sections 1 to 5).
+"""Every table's column names, dtypes and statuses, declared once (docs/CONTRACT.md, sections
+1 to 5).
 
 This module imports nothing but polars, so the readers, the engines, the kernels and the pandera
 models all take their names from it without loading pandera. Each tuple is in the order the
@@ -235,7 +236,8 @@ def _history_dtype(column: str) -> pl.DataType:
 
 HISTORY_DTYPES = {column: _history_dtype(column) for column in HISTORY_COLUMNS}
 
-# --- the nightly comparison's verdicts (nightly.verdicts decides, nightly.alerts and report read) ------
+# --- the nightly comparison's verdicts -----------------------------------------------------------
+# (nightly.verdicts decides, nightly.alerts and report read)
 REGRESSED = "regressed"
 IMPROVED = "improved"
 NO_CHANGE = "no_change"

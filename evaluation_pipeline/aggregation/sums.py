@@ -42,8 +42,8 @@ Pair = tuple[Result, Result]
 def results_of(per_query: pl.DataFrame | pl.LazyFrame, night: int = TONIGHT) -> list[Result]:
     """Every (ranker, cutoff) of per-query rows (the spec's nDCG@K), sorted, as results of
     ``night``."""
-    found = (spec_ndcg_rows(per_query.lazy()).select("ranker", "cutoff").unique().sort("ranker", "cutoff")
-             .collect(engine="streaming"))
+    found = (spec_ndcg_rows(per_query.lazy()).select("ranker", "cutoff").unique()
+             .sort("ranker", "cutoff").collect(engine="streaming"))
     return [Result(night, ranker, int(cutoff)) for ranker, cutoff in found.iter_rows()]
 
 

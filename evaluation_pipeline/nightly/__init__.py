@@ -1,1 +1,2 @@
-"""The nightly watch: verdicts against the previous night, the history table, attribution, alerts."""
+"""The nightly watch: verdicts against the previous night, the history table, attribution,
+alerts."""

@@ -224,7 +224,8 @@ def with_query_text(nightly: dict, queries: pl.DataFrame | None) -> dict:
     table has no ``query_text`` or no row for the query)."""
     texts = {}
     if queries is not None and "query_text" in queries.columns:
-        wanted = sorted({m["query_id"] for c in nightly["comparisons"] for m in c.get("movers", ())})
+        wanted = sorted({m["query_id"] for c in nightly["comparisons"]
+                         for m in c.get("movers", ())})
         found = queries.filter(pl.col("query_id").is_in(wanted)).select("query_id", "query_text")
         texts = dict(found.iter_rows())
     return nightly | {"comparisons": [

@@ -1,4 +1,5 @@
-"""The terminal form of a reconciliation (``analysis.reconcile``): the walk, Shapley, sensitivity."""
+"""The terminal form of a reconciliation (``analysis.reconcile``): the walk, Shapley,
+sensitivity."""
 
 from __future__ import annotations
 

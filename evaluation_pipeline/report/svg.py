@@ -25,20 +25,24 @@ def interval_chart(rows: list[tuple[str, float | None, float | None, float | Non
                    title: str) -> str:
     """One row per label: a dot at the mean and a whisker over its interval, on [0, 1]."""
     height = ROW * len(rows) + 50
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{LABEL_WIDTH + PLOT_WIDTH + 70}" '
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" '
+           f'width="{LABEL_WIDTH + PLOT_WIDTH + 70}" '
            f'height="{height}" class="chart"><title>{escape(title)}</title>']
     for i, (label, value, low, high) in enumerate(rows):
         y = 20 + i * ROW
-        out.append(f'<text x="{LABEL_WIDTH - 8}" y="{y + 4}" text-anchor="end">{escape(label)}</text>')
+        out.append(f'<text x="{LABEL_WIDTH - 8}" y="{y + 4}" text-anchor="end">'
+                   f'{escape(label)}</text>')
         if value is None:
             out.append(f'<text x="{LABEL_WIDTH}" y="{y + 4}">no number</text>')
             continue
         x = LABEL_WIDTH + value * PLOT_WIDTH
         if low is not None:
             x1, x2 = LABEL_WIDTH + low * PLOT_WIDTH, LABEL_WIDTH + high * PLOT_WIDTH
-            out.append(f'<line x1="{x1:.1f}" y1="{y}" x2="{x2:.1f}" y2="{y}" stroke="#555" stroke-width="2"/>')
+            out.append(f'<line x1="{x1:.1f}" y1="{y}" x2="{x2:.1f}" y2="{y}" '
+                       f'stroke="#555" stroke-width="2"/>')
             for xe in (x1, x2):
-                out.append(f'<line x1="{xe:.1f}" y1="{y - 5}" x2="{xe:.1f}" y2="{y + 5}" stroke="#555"/>')
+                out.append(f'<line x1="{xe:.1f}" y1="{y - 5}" x2="{xe:.1f}" y2="{y + 5}" '
+                           f'stroke="#555"/>')
         out.append(f'<circle cx="{x:.1f}" cy="{y}" r="5" fill="{PALETTE[0]}"/>')
         out.append(f'<text x="{LABEL_WIDTH + PLOT_WIDTH + 8}" y="{y + 4}">{value:.3f}</text>')
     out.append(_axis(LABEL_WIDTH, height - 28, PLOT_WIDTH, 0.0, 1.0))
@@ -52,7 +56,8 @@ def grouped_bars(groups: list[tuple[str, list[tuple[str, float | None, int]]]],
     bar = 12
     group_height = bar * len(series) + 12
     height = group_height * len(groups) + 40 + 18 * len(series)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{LABEL_WIDTH + PLOT_WIDTH + 90}" '
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" '
+           f'width="{LABEL_WIDTH + PLOT_WIDTH + 90}" '
            f'height="{height}" class="chart"><title>{escape(title)}</title>']
     y = 10
     for label, bars in groups:

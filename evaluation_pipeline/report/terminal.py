@@ -39,7 +39,8 @@ def evaluated_lines(document: dict) -> list[str]:
 
 def render_summary(summary: dict) -> str:
     """summary.json (``ndcg-eval score``): macro means and status counts, no intervals."""
-    return "\n".join([*evaluated_lines(summary), "", headline_table(summary["results"], SUMMARY_VIEW)])
+    return "\n".join([*evaluated_lines(summary), "",
+                      headline_table(summary["results"], SUMMARY_VIEW)])
 
 
 def render_report(report: dict, out: Path | None = None) -> str:

@@ -39,9 +39,11 @@ def test_macro_and_weighted_means_differ_and_statuses_are_apart():
     rows = rows_by_slice(aggregate_with_intervals(PER_QUERY, QUERIES, ("band",), n_bootstrap=500))
     everything = rows[("all", "all")]
     assert everything["macro_ndcg"] == pytest.approx((0.5 + 1.0 + 0.2) / 3, abs=1e-12)
-    assert everything["weighted_ndcg"] == pytest.approx((0.5 * 1 + 1.0 * 3 + 0.2 * 0) / 4, abs=1e-12)
+    assert everything["weighted_ndcg"] == pytest.approx((0.5 * 1 + 1.0 * 3 + 0.2 * 0) / 4,
+                                                        abs=1e-12)
     assert (everything["n_queries"], everything["n_with_number"]) == (5, 3)
-    assert (everything["n_scored"], everything["n_no_positive"], everything["n_incomplete"]) == (3, 1, 1)
+    assert (everything["n_scored"], everything["n_no_positive"],
+            everything["n_incomplete"]) == (3, 1, 1)
     assert everything["n_not_judged"] == everything["n_missing_from_run"] == 0
     assert everything["mean_judged_at_k"] == pytest.approx((1.0 + 0.8 + 0.6 + 0.4 + 0.2) / 5)
     # candidate_recall is null for q3 (no positive grade): mean over the four that have one.
@@ -53,8 +55,10 @@ def test_macro_and_weighted_means_differ_and_statuses_are_apart():
 def test_each_slice_has_its_own_counts_and_a_single_query_has_no_interval():
     rows = rows_by_slice(aggregate_with_intervals(PER_QUERY, QUERIES, ("band",), n_bootstrap=500))
     a, b = rows[("band", "a")], rows[("band", "b")]
-    assert (a["n_queries"], a["n_with_number"], a["n_no_positive"], a["n_incomplete"]) == (2, 2, 0, 0)
-    assert (b["n_queries"], b["n_with_number"], b["n_no_positive"], b["n_incomplete"]) == (3, 1, 1, 1)
+    assert (a["n_queries"], a["n_with_number"], a["n_no_positive"],
+            a["n_incomplete"]) == (2, 2, 0, 0)
+    assert (b["n_queries"], b["n_with_number"], b["n_no_positive"],
+            b["n_incomplete"]) == (3, 1, 1, 1)
     assert a["macro_ndcg"] == pytest.approx(0.75)
     assert a["weighted_ndcg"] == pytest.approx((0.5 + 3.0) / 4)
     assert b["macro_ndcg"] == pytest.approx(0.2)
@@ -79,7 +83,8 @@ def test_without_weights_the_weighted_mean_is_null_and_the_report_says_so(tmp_pa
 
 def test_same_seed_same_intervals_other_seed_other_intervals():
     values = np.random.default_rng(0).uniform(0, 1, 40)
-    per_query = per_query_rows([("r", f"q{i:02d}", float(v), "scored") for i, v in enumerate(values)])
+    per_query = per_query_rows([("r", f"q{i:02d}", float(v), "scored")
+                                for i, v in enumerate(values)])
     first = aggregate_with_intervals(per_query, n_bootstrap=300, seed=1)
     again = aggregate_with_intervals(per_query, n_bootstrap=300, seed=1)
     other = aggregate_with_intervals(per_query, n_bootstrap=300, seed=2)

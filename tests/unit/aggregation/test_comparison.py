@@ -78,7 +78,8 @@ def test_three_rankers_get_holm_adjusted_p_values_and_a_baseline_limits_pairs():
             for i, v in enumerate(BASE + RNG.normal(0, 0.05, BASE.size))]
     result = compare_rankers(per_query_rows(rows), n_bootstrap=500)
     assert result["multiple_comparisons"] == "holm"
-    assert [(p["first"], p["second"]) for p in result["pairs"]] == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert [(p["first"], p["second"]) for p in result["pairs"]] == [
+        ("a", "b"), ("a", "c"), ("b", "c")]
     expected = holm(np.array([p["p_value"] for p in result["pairs"]]))
     assert [p["p_value_holm"] for p in result["pairs"]] == pytest.approx(list(expected))
     assert all(p["p_value_holm"] >= p["p_value"] for p in result["pairs"])

@@ -90,7 +90,8 @@ def test_a_damaged_alert_log_is_named_and_the_history_still_prints(storage, tmp_
     shutil.copytree(root, copy)
     alerts = copy / HISTORY_FOLDER / "alerts.jsonl"
     lines = alerts.read_text().splitlines()
-    alerts.write_text("\n".join(["not json at all", *lines, '{"other": "tool"}']) + '\n{"key": "cut')
+    alerts.write_text("\n".join(["not json at all", *lines, '{"other": "tool"}'])
+                      + '\n{"key": "cut')
     with caplog.at_level("WARNING"):
         code, out = history([str(copy)], capsys)
     assert code == 0

@@ -22,7 +22,8 @@ def score(out, judgments=V2, pool=P28, *extra):
 
 def test_score_without_report_writes_only_its_two_files(tmp_path):
     score(tmp_path / "s")
-    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["per_query.parquet", "summary.json"]
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == [
+        "per_query.parquet", "summary.json"]
 
 
 def test_score_report_and_report_command_agree_with_summary(tmp_path, capsys):

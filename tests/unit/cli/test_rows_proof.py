@@ -17,14 +17,14 @@ from evaluation_pipeline.io.storage import scores_file
 from evaluation_pipeline.orchestration.scoring import ScoringEngine, score_evaluation
 from tests.support.paths import P28, V2
 from tests.support.refusals import assert_names
-from tests.unit.orchestration.test_published_hashes import (  # noqa: F401  (fixtures)
-    POOL,
-    SPEC,
-    VERSION,
-    published,
-)
+from tests.unit.orchestration import test_published_hashes as published_hashes
+from tests.unit.orchestration.test_published_hashes import POOL, SPEC, VERSION
 
 FAST = ["--bootstrap", "200"]
+
+# The published storage of test_published_hashes, a fixture found under this name: bound here
+# rather than imported, so that the test naming it as a parameter does not shadow an import.
+published = published_hashes.published
 
 
 def _set_one_ndcg(path):

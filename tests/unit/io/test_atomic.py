@@ -76,7 +76,8 @@ def test_killed_writer_never_leaves_a_torn_file(tmp_path):
         """
     )
     for delay in (0.05, 0.2, 0.35, 0.6):
-        process = subprocess.Popen([sys.executable, "-c", writer], stdout=subprocess.PIPE, text=True)
+        process = subprocess.Popen([sys.executable, "-c", writer], stdout=subprocess.PIPE,
+                                   text=True)
         assert process.stdout.readline().strip() == "ready"  # imports done: writing from now on
         time.sleep(delay)
         process.send_signal(signal.SIGKILL)

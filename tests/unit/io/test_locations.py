@@ -21,7 +21,8 @@ pytest.importorskip("s3fs")
 
 
 def test_a_url_keeps_its_double_slash_and_takes_the_options(monkeypatch):
-    monkeypatch.setenv(settings.STORAGE_OPTIONS.name, '{"endpoint_url": "http://127.0.0.1:1", "a": 1}')
+    monkeypatch.setenv(settings.STORAGE_OPTIONS.name,
+                       '{"endpoint_url": "http://127.0.0.1:1", "a": 1}')
     where = location("s3://bucket/out/rep", {"a": 2})
     assert is_remote(where) and str(where) == "s3://bucket/out/rep"
     assert str(where / "report.html") == "s3://bucket/out/rep/report.html"

@@ -2,8 +2,8 @@
 
 Every file of ``tests/support/bad_inputs/`` (written by ``tests/support/make_bad_inputs.py``)
 goes through its reader and through ``ndcg-eval score``: exit status 2, a message a person can act
-on, and nothing written. The positive cases (byte-order mark, extra columns) must be accepted. Overlong lines are
-built at test time so that the committed corpus stays small.
+on, and nothing written. The positive cases (byte-order mark, extra columns) must be accepted.
+Overlong lines are built at test time so that the committed corpus stays small.
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ def test_corpus_is_current_and_small():
     on_disk = {p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*") if p.is_file()}
     assert on_disk == set(files), "run: python tests/support/make_bad_inputs.py"
     for rel, data in files.items():
-        assert (CORPUS / rel).read_bytes() == data, f"{rel} is stale: run tests/support/make_bad_inputs.py"
+        assert (CORPUS / rel).read_bytes() == data, (
+            f"{rel} is stale: run tests/support/make_bad_inputs.py")
     assert sum(len(d) for d in files.values()) < 200_000
 
 

@@ -17,8 +17,9 @@ from tests.support.refusals import assert_names, violation
 
 
 def _run(**columns) -> pl.DataFrame:
-    base = {"candidate_pool": ["p1"] * 4, "ranker": ["bm25"] * 4, "query_id": ["q1", "q1", "q2", "q2"],
-            "doc_id": ["d1", "d2", "d1", "d3"], "score": [2.0, 1.0, 3.0, 0.5], "rank": [1, 2, 1, 2]}
+    base = {"candidate_pool": ["p1"] * 4, "ranker": ["bm25"] * 4,
+            "query_id": ["q1", "q1", "q2", "q2"], "doc_id": ["d1", "d2", "d1", "d3"],
+            "score": [2.0, 1.0, 3.0, 0.5], "rank": [1, 2, 1, 2]}
     return pl.DataFrame(base | columns)
 
 

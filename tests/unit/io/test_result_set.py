@@ -187,7 +187,7 @@ def test_a_cutoff_above_the_maximum_is_refused_before_any_allocation(tmp_path, c
     assert_names(capsys.readouterr().err, "--cutoff", "'1e11'")
 
 
-# -- permissions ------------------------------------------------------------------------------------
+# -- permissions ----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("umask, file_mode, folder_mode", [(0o022, 0o644, 0o755),
@@ -205,7 +205,7 @@ def test_outputs_have_the_permissions_of_the_umask(tmp_path, capsys, umask, file
         assert (out / name).stat().st_mode & 0o777 == file_mode
 
 
-# -- leftovers ----------------------------------------------------------------------------------------
+# -- leftovers ------------------------------------------------------------------------------------
 
 
 def test_abandoned_leftovers_are_swept_and_held_ones_kept(tmp_path):
@@ -293,7 +293,7 @@ def test_the_pipeline_storage_is_cleaned_before_a_run(tmp_path):
     assert [p.name for p in folder.parent.iterdir()] == ["spec"]
 
 
-# -- lineage ------------------------------------------------------------------------------------------
+# -- lineage --------------------------------------------------------------------------------------
 
 
 def test_report_lineage_records_the_queries_file_hash(tmp_path, capsys):

@@ -51,7 +51,8 @@ def runs(draw, min_docs=1, max_queries=4):
         for j in range(draw(st.integers(0, 3))):  # judged, not retrieved
             judg.append((qid, f"unretrieved{j}", draw(st.integers(0, 4))))
     candidates = pl.DataFrame(cand, schema=["query_id", "doc_id", "score"], orient="row")
-    candidates = candidates.with_columns(pl.lit("r").alias("ranker"), pl.lit("p").alias("candidate_pool"))
+    candidates = candidates.with_columns(pl.lit("r").alias("ranker"),
+                                         pl.lit("p").alias("candidate_pool"))
     judgments = pl.DataFrame(
         {
             "query_id": [q for q, _, _ in judg],
@@ -79,7 +80,8 @@ def test_trec_eval_profile_equals_pytrec_eval(cutoffs, data):
     ours = by_key(score(candidates, judgments, spec))
 
     qrels: dict[str, dict[str, int]] = {}
-    for q, d, g, status in judgments.select("query_id", "doc_id", "grade", "grade_status").iter_rows():
+    for q, d, g, status in judgments.select("query_id", "doc_id", "grade",
+                                            "grade_status").iter_rows():
         qrels.setdefault(q, {})[d] = -1 if status == "unknown" else g  # TREC: rel < 0 = unknown
     run: dict[str, dict[str, float]] = {}
     for q, d, s in candidates.select("query_id", "doc_id", "score").iter_rows():
@@ -136,15 +138,17 @@ def test_ndcg_in_unit_interval_and_null_only_when_apart(data, spec):
     assert ((values >= 0) & (values <= 1 + 1e-12)).all()
     scored = rows.filter(pl.col("status") == "scored")
     assert scored["ndcg"].null_count() == 0
-    assert rows.filter(pl.col("status").is_in(["incomplete", "not_judged"]))["ndcg"].null_count() == \
-        rows.filter(pl.col("status").is_in(["incomplete", "not_judged"])).height
+    assert (rows.filter(pl.col("status").is_in(["incomplete", "not_judged"]))["ndcg"].null_count()
+            == rows.filter(pl.col("status").is_in(["incomplete", "not_judged"])).height)
 
 
 @SETTINGS
-@given(st.lists(st.integers(0, 4), min_size=1, max_size=15), st.sampled_from(["linear", "exponential"]))
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=15),
+       st.sampled_from(["linear", "exponential"]))
 def test_ideal_order_scores_one(grades, gain):
     ordered = sorted(grades, reverse=True)
-    candidates, judgments = _one(ordered, scores=[float(len(ordered) - i) for i in range(len(ordered))])
+    candidates, judgments = _one(ordered,
+                                 scores=[float(len(ordered) - i) for i in range(len(ordered))])
     rows = score(candidates, judgments, EvaluationSpec(gain=gain, cutoffs=CUTOFFS))
     if max(grades) > 0:
         assert np.allclose(rows["ndcg"].to_numpy(), 1.0, atol=1e-12)
