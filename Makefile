@@ -61,7 +61,8 @@ test: $(call stamp,$(TEST_EXTRAS))
 test-all: $(call stamp,$(TEST_EXTRAS))
 	NDCG_EVAL_REQUIRE_ALL=1 $(PYTEST) --continue-on-collection-errors --durations=25
 
-# ruff, configured in pyproject.toml's [tool.ruff]; it comes with the `test` extra.
+# ruff, configured in pyproject.toml's [tool.ruff]; it comes with the `test` extra. CI (`.ci/run`)
+# runs it before `make test-all` with the same EXTRAS: one install stamp serves both.
 lint: $(call stamp,$(TEST_EXTRAS))
 	$(BIN)/ruff check .
 
