@@ -22,6 +22,7 @@ from evaluation_pipeline.report.terminal import (
     render_judgment_diff,
     render_pool_diff,
 )
+from schemas.columns import spec_ndcg_rows
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,8 +32,10 @@ def run(args: argparse.Namespace) -> int:
     options = dict(ci_level=config.ci_level, n_bootstrap=config.n_bootstrap, seed=config.seed,
                    n_regressions=config.n_regressions)
     loaded = [load_results(place(args, path)) for path in args.results]
-    frames = [pq if not args.cutoff else pq.filter(pl.col("cutoff").is_in(args.cutoff))
-              for pq, _, _ in loaded]
+    # The comparisons read the spec's nDCG@K rows (a result's other measures are its own).
+    frames = [spec_ndcg_rows(pq) for pq, _, _ in loaded]
+    if args.cutoff:
+        frames = [pq.filter(pl.col("cutoff").is_in(args.cutoff)) for pq in frames]
     if len(loaded) == 1:
         config.check_baseline(sorted(frames[0]["ranker"].unique().to_list()))
         print(render_comparison(compare_rankers(frames[0], baseline=config.baseline, **options)))

@@ -38,8 +38,8 @@ from evaluation_pipeline.engines import (
 from evaluation_pipeline.evaluation import Summary, read_with_lineage, summarize
 from evaluation_pipeline.io import integrity
 from evaluation_pipeline.io.atomic import json_text, write_json
-from evaluation_pipeline.io.datasets import read_dataset
-from evaluation_pipeline.io.locations import Location, location
+from evaluation_pipeline.io.datasets import read_dataset, scan_dataset
+from evaluation_pipeline.io.locations import Location, is_remote, location
 from evaluation_pipeline.io.readers import read_queries
 from evaluation_pipeline.io.result_folder import writing
 from evaluation_pipeline.io.storage import PER_QUERY_FILE, SUMMARY_FILE
@@ -49,7 +49,7 @@ from evaluation_pipeline.report import ReportConfig, check_options, write_report
 from evaluation_pipeline.report.terminal import progress, render_report, render_summary
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
-from schemas.columns import PER_QUERY_KEY
+from schemas.columns import PER_QUERY_KEY, spec_ndcg_rows
 from schemas.errors import violation
 
 # The per-query columns summarize reads for its means and counts (evaluation.summarize).
@@ -115,7 +115,7 @@ def _score(args: argparse.Namespace, spec: EvaluationSpec, config: ReportConfig 
     _print_summary(summary, args.out)
     if spec.other_measures:
         print()
-        print(other_measures_table(per_query))
+        print(other_measures_table(_other_measures(target, remote)))
     if config is not None:
         if result.candidates is None:
             # Traces re-rank the pool's rows of each regressed query: an engine that streamed
@@ -137,27 +137,41 @@ def _score(args: argparse.Namespace, spec: EvaluationSpec, config: ReportConfig 
 def _read_scores(target: Location | str, remote: bool, full: bool) -> pl.DataFrame:
     """The per-query rows an engine wrote (for Spark, a folder of parts, in any order).
 
-    The summary reads the columns its means and counts need, in any row order (the lineage is
-    known): all columns, sorted, took 0.9 GB at 100M rows, the peak of a streamed run. A
-    report lists rows, so it reads them all, the lineage columns once
+    The summary reads the columns its means and counts need, of the spec's nDCG@K rows, in any
+    row order (the lineage is known): all columns, sorted, took 0.9 GB at 100M rows, the peak
+    of a streamed run. A report lists rows, so it reads them all, the lineage columns once
     (``evaluation.read_with_lineage``)."""
     where = location(target) if remote else target
-    return read_with_lineage(where)[0] if full else read_dataset(where, list(SUMMARY_COLUMNS))
+    if full:
+        return read_with_lineage(where)[0]
+    if is_remote(where):
+        return spec_ndcg_rows(read_dataset(where, list(SUMMARY_COLUMNS)))
+    return spec_ndcg_rows(scan_dataset(where).select(SUMMARY_COLUMNS)).collect(
+        engine="streaming")
+
+
+def _other_measures(target: Location | str, remote: bool) -> pl.LazyFrame:
+    """The rows of the measures beside the spec's nDCG@K, as a scan (streamed where local)."""
+    where = location(target) if remote else target
+    columns = ["ranker", "cutoff", "measure", "value"]
+    rows = (read_dataset(where, columns).lazy() if is_remote(where)
+            else scan_dataset(where).select(columns))
+    own = pl.col("measure") == pl.format("nDCG@{}", pl.col("cutoff"))
+    return rows.filter(~own.fill_null(False))
 
 
 def _rankers(per_query: pl.DataFrame) -> list[str]:
     return sorted(per_query["ranker"].unique().to_list())
 
 
-def other_measures_table(per_query: pl.DataFrame) -> str:
-    """Each ranker's mean of each measure beside the spec's nDCG@K, over the queries that have
-    a number (as the nDCG@K means), and how many queries have none."""
-    own = pl.col("measure") == pl.format("nDCG@{}", pl.col("cutoff"))
-    rows = (per_query.filter(~own.fill_null(False))
-            .group_by("ranker", "measure")
+def other_measures_table(rows: pl.LazyFrame) -> str:
+    """Each ranker's mean of each measure beside the spec's nDCG@K (``rows``: theirs alone),
+    over the queries that have a number (as the nDCG@K means), and how many queries have
+    none; summed in one streamed pass, the rows never held."""
+    rows = (rows.group_by("ranker", "measure")
             .agg(pl.col("value").mean().alias("mean"), pl.col("value").count().alias("n"),
                  pl.col("value").null_count().alias("none"))
-            .sort("ranker", "measure").iter_rows())
+            .sort("ranker", "measure").collect(engine="streaming").iter_rows())
     lines = [f"{'ranker':<22} {'measure':<22} {'mean':>7} {'queries':>8} {'no number':>9}"]
     lines += [f"{ranker:<22} {measure:<22} {'n/a' if mean is None else f'{mean:.4f}':>7} "
               f"{n:>8} {none:>9}" for ranker, measure, mean, n, none in rows]

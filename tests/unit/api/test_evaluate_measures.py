@@ -62,6 +62,13 @@ def test_the_command_scores_the_measures_it_is_given(tmp_path, capsys):
     assert sorted(set(stored["measure"])) == ["AP(rel=2)", "RR(rel=2)@10", "nDCG@10"]
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["spec"]["measures"] == ["nDCG@10", "RR(rel=2)@10", "AP(rel=2)"]
+    # compare (one result's rankers, two results) and report read the nDCG@K rows.
+    for results in ([tmp_path / "out"], [tmp_path / "out", tmp_path / "out"]):
+        assert main(["compare", *map(str, results)]) == 0
+    assert main(["report", str(tmp_path / "out"), "--out", str(tmp_path / "report")]) == 0
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert {r["cutoff"] for r in report["results"]} == {10}
+    capsys.readouterr()
     # The API, given the same files and measures, gives the same rows.
     same = evaluate(judgments, run_file, spec="trec_eval",
                     measures=["nDCG@10", "RR(rel=2)@10", "AP(rel=2)"])
