@@ -88,11 +88,13 @@ def _published(tmp_path, rng, shape=None):
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("engine", ["local", "streaming"])
-@pytest.mark.parametrize("spec_name", ["default", "trec_eval"])
+@pytest.mark.parametrize("spec_name", ["default", "trec_eval", "measures"])
 def test_an_increment_is_the_full_scoring_byte_for_byte(tmp_path, seed, engine, spec_name):
     rng = np.random.default_rng(seed)
     published = _published(tmp_path, rng)
-    spec = profile(spec_name)
+    # measures: every measure of a changed query is scored again, the others' rows kept.
+    spec = (profile("trec_eval").replace(measures=["nDCG@5", "RR(rel=2)@10", "AP", "R@20"])
+            if spec_name == "measures" else profile(spec_name))
     pool, v1, v2 = published["pool"], published["v1"], published["v2"]
     earlier = tmp_path / "scores-v1.parquet"
     score_files(v1.path, pool.path, spec, earlier, engine=engine, progress=False)
