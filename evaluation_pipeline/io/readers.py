@@ -152,10 +152,12 @@ def read_run(
     return validate("CandidatePool", frame, str(path), line_numbers=lines, check_keys=check_keys)
 
 
-def run_table(frame: pl.DataFrame, path: Path, pool: str | None) -> pl.DataFrame:
-    """Rows of a run table (a CSV file's cells as strings) as ``read_run`` converts them,
-    without the model's check: as ``judgments_table``."""
-    return _run_cells(_run_columns(frame, path, None, None), path, "csv", None, pool)
+def run_table(frame: pl.DataFrame, path: Path, pool: str | None, ranker: str | None = None,
+              fmt: str = "csv") -> pl.DataFrame:
+    """Rows of a run table as ``read_run`` converts a file's (``fmt``: a CSV file's cells as
+    strings, or a Parquet file's typed columns), without the model's check: as
+    ``judgments_table``. Without a ranker column the rows are ``ranker``'s, else the stem's."""
+    return _run_cells(_run_columns(frame, path, None, ranker), path, fmt, None, pool)
 
 
 def _run_columns(frame: pl.DataFrame, path: Path, lines: pl.Series | None,

@@ -74,8 +74,7 @@ def read_judgments(source: Input, fmt: str | None = None, version: str | None = 
     """``readers.read_judgments`` of a file, or of a table as of its Parquet file."""
     if not is_table(source):
         return readers.read_judgments(source, fmt, version=version, check_keys=check_keys)
-    frame = readers._judgment_cells(_rows(source), source, None)
-    frame = readers._named_judgments(frame, source, None, version)
+    frame = readers.judgments_table(_rows(source), source, version)
     return validate("Judgments", frame, str(source), line_numbers=None, check_keys=check_keys)
 
 
@@ -89,8 +88,7 @@ def read_candidates(source: Input, fmt: str | None = None, pool: str | None = No
         return readers.read_candidates(source, fmt, pool=pool, ranker=ranker,
                                        check_keys=check_keys, display=display, ranks=ranks)
     frame = _rows(source, {} if display or ranks else {RANK: pl.Int64})
-    frame = readers._run_columns(frame, source, None, ranker)
-    frame = readers._run_cells(frame, source, "parquet", None, pool)
+    frame = readers.run_table(frame, source, pool, ranker=ranker, fmt="parquet")
     if ranks:
         check_ranks(frame, str(source), None)
     return validate("CandidatePool", frame, str(source), line_numbers=None,
