@@ -74,6 +74,9 @@ def _rows(spark, url: str, night: int):
 
     frame = spark.read.parquet(url)
     present = set(frame.columns)
+    if "measure" in present:  # the spec's nDCG@K rows (schemas.columns.spec_ndcg_rows)
+        frame = frame.filter(F.col("measure") == F.concat(F.lit("nDCG@"),
+                                                          F.col("cutoff").cast("string")))
     # The local path's dtypes (report_numbers.rows_of), so that each chunk's rows are the same.
     return frame.select(
         F.lit(night).cast(_SPARK_TYPES[rp.ROW_DTYPES["night"]]).alias("night"),

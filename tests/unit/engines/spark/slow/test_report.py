@@ -65,3 +65,24 @@ def test_spark_and_local_numbers_give_the_same_report_to_the_bit(nights, spark, 
     assert {r["slice_value"] for r in report["slice_results"]
             if r["slice_column"] == "band"} == {"head", "tail", "(none)"}
     assert all(len(p["regressions"]) == 4 for p in report["comparison"]["pairs"])
+
+
+def test_spark_reports_the_ndcg_rows_of_a_result_with_other_measures(nights, spark, tmp_path):
+    # The rows of other measures (a cutoff of their own, or none) are not the report's.
+    import polars as pl
+
+    from evaluation_pipeline.engines.spark.report import spark_numbers
+
+    tonight, _, _ = nights
+    with_measures = tonight.with_columns(pl.format("nDCG@{}", pl.col("cutoff")).alias("measure"))
+    others = pl.concat([
+        with_measures.with_columns(pl.lit("RR(rel=2)@10").alias("measure"),
+                                   pl.lit(10, dtype=pl.Int64).alias("cutoff")),
+        with_measures.with_columns(pl.lit("AP").alias("measure"),
+                                   pl.lit(None, dtype=pl.Int64).alias("cutoff")),
+    ])
+    url = str(tmp_path / "per_query.parquet")  # as the local engines write it: cutoff int64
+    pl.concat([with_measures, others]).write_parquet(url)
+    on_spark = spark_numbers(url, None, QUERIES, CONFIG, spark=spark)
+    here = local_numbers(tonight, QUERIES, CONFIG, None)
+    assert _report(on_spark)[0] == _report(here)[0]
