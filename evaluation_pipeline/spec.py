@@ -336,6 +336,9 @@ class EvaluationSpec:
                 "reports, comparisons and the nightly watch read nDCG@K's rows, so list at "
                 "least one (nDCG@10, say) beside the other measures")
         for measure in measures:
+            if measure.cutoff is not None and measure.cutoff > MAX_CUTOFF:
+                raise SpecError(f"spec field 'measures': {measure}'s cutoff is above the "
+                                f"largest, {MAX_CUTOFF:,}: scoring allocates per place up to it")
             if self.ties == "average" and not measure.declaration.average_ties:
                 raise SpecError(
                     f"spec field 'measures': {measure} is not defined under ties: average "

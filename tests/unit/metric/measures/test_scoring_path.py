@@ -101,3 +101,11 @@ def test_the_default_measures_are_the_cutoffs_ndcg():
     assert spec.measures is None
     assert [str(m) for m in spec.measure_list] == ["nDCG@3", "nDCG@10"]
     assert EvaluationSpec(measures=["nDCG@10", "nDCG@3"]).spec_id == spec.spec_id
+
+
+def test_a_measures_cutoff_is_held_to_the_largest_cutoff():
+    from evaluation_pipeline.spec import MAX_CUTOFF, SpecError
+
+    with pytest.raises(SpecError, match="above the largest"):
+        EvaluationSpec(measures=["nDCG@10", f"R@{MAX_CUTOFF + 1}"])
+    assert EvaluationSpec(measures=["nDCG@10", f"R@{MAX_CUTOFF}"]).measures is not None
