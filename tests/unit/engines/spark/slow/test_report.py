@@ -74,7 +74,8 @@ def test_spark_reports_the_ndcg_rows_of_a_result_with_other_measures(nights, spa
     from evaluation_pipeline.engines.spark.report import spark_numbers
 
     tonight, _, _ = nights
-    with_measures = tonight.with_columns(pl.format("nDCG@{}", pl.col("cutoff")).alias("measure"))
+    with_measures = tonight.with_columns(pl.col("cutoff").cast(pl.Int64),
+                                         pl.format("nDCG@{}", pl.col("cutoff")).alias("measure"))
     others = pl.concat([
         with_measures.with_columns(pl.lit("RR(rel=2)@10").alias("measure"),
                                    pl.lit(10, dtype=pl.Int64).alias("cutoff")),
