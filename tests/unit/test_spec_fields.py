@@ -5,6 +5,7 @@ spec_ids, the canonical form, the conventions sentence, the checks and their mes
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from pathlib import Path
 
@@ -145,6 +146,16 @@ def test_a_spec_that_sets_more_keeps_its_canonical_form_and_spec_id(spec, canoni
 def test_the_canonical_form_reads_back_as_the_same_spec(spec):
     again = spec_from_mapping(spec.to_dict(), source="canonical form")
     assert again == spec and again.spec_id == spec.spec_id
+
+
+@pytest.mark.parametrize("changes", [
+    {"measures": ["nDCG@10", "RR(rel=2)@10", "AP(rel=2)@100", "R@100"], "ties": "trec_eval"},
+    {"discount": 10}, {"discount": "1/rank"}, {"discount": 2.5, "scores": "float32"},
+])
+def test_the_newer_fields_read_back_from_the_canonical_form(changes):
+    spec = EvaluationSpec().replace(**changes)
+    again = spec_from_mapping(json.loads(spec.canonical_json()), source="canonical form")
+    assert again == spec and again.spec_id == spec.spec_id != EvaluationSpec().spec_id
 
 
 def test_the_conventions_sentence_keeps_its_words():
