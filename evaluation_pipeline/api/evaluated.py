@@ -26,7 +26,7 @@ from evaluation_pipeline.io.table_inputs import NO_JUDGMENTS
 from evaluation_pipeline.metric.ndcg import sort_results
 from evaluation_pipeline.report import ReportConfig, check_options, write_report
 from evaluation_pipeline.spec import EvaluationSpec
-from schemas.columns import STATUSES
+from schemas.columns import STATUSES, spec_ndcg_rows
 
 # The bounds of a mean over every grading of the holes (contract, the aggregates).
 BOUNDS = ("n_bounded", "macro_ndcg_min", "macro_ndcg_max")
@@ -142,9 +142,11 @@ class Evaluation:
                                baseline=baseline, n_regressions=n_regressions)
         options = dict(ci_level=config.ci_level, n_bootstrap=config.n_bootstrap,
                        seed=config.seed, n_regressions=config.n_regressions)
+        # The comparisons read the spec's nDCG@K rows, as ndcg-eval compare does.
+        mine = spec_ndcg_rows(self.per_query)
         if other is None:
             config.check_baseline(self.rankers)
-            return compare_rankers(self.per_query, baseline=config.baseline, **options)
+            return compare_rankers(mine, baseline=config.baseline, **options)
         if self.spec.spec_id != other.spec.spec_id:
             raise ResultsError(
                 f"the two evaluations use different specs ({self.spec.spec_id}, "
@@ -152,8 +154,24 @@ class Evaluation:
         old, new = self.lineage, other.lineage
         if old.pool_sha256 == new.pool_sha256 and old.judgments_sha256 != new.judgments_sha256:
             grades = [NO_JUDGMENTS if e.judgments is None else e.judgments for e in (self, other)]
-            return judgment_version_diff(*grades, self.per_query, other.per_query)
-        return compare_pools(self.per_query, other.per_query, **options)
+            return judgment_version_diff(*grades, mine, spec_ndcg_rows(other.per_query))
+        return compare_pools(mine, spec_ndcg_rows(other.per_query), **options)
+
+    def values(self) -> pl.DataFrame:
+        """Every measure's number per ranker and query, long: ranker, query_id, measure, value
+        (as ir_measures' ``iter_calc`` gives them, with the ranker), a row for each query that
+        has one (a query counted apart by its status has none)."""
+        return self.per_query.filter(pl.col("value").is_not_null()).select(
+            "ranker", "query_id", "measure", "value")
+
+    def means(self) -> pl.DataFrame:
+        """Each ranker's mean of each measure over the queries with a number, wide: one row per
+        ranker, one column per measure in the spec's order (as ir_measures' ``calc_aggregate``
+        gives them, per ranker). nDCG@K's are summary.json's ``macro_ndcg``."""
+        names = [str(m) for m in self.spec.measure_list]
+        means = self.per_query.group_by("ranker", "measure").agg(pl.col("value").mean())
+        return means.pivot(on="measure", index="ranker", values="value").select(
+            "ranker", *(n for n in names if n in means["measure"])).sort("ranker")
 
     def to_pandas(self):
         """``per_query`` as a pandas DataFrame (needs pandas)."""

@@ -96,3 +96,31 @@ def test_a_bad_measure_is_refused_before_anything_is_written(tmp_path, capsys, m
     err = capsys.readouterr().err
     assert all(name in err for name in names), err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_api_gives_every_measure_long_and_wide_and_compares_the_ndcg_rows():
+    qrels, run = random_data(seed=8, n_queries=20)
+    names = ["nDCG@10", "RR(rel=2)@10", "AP", "P@5"]
+    result = evaluate(qrels, run, spec="trec_eval", measures=names)
+    long = result.values()
+    assert long.columns == ["ranker", "query_id", "measure", "value"]
+    assert sorted(set(long["measure"])) == sorted(names)
+    wide = result.means()
+    assert wide.columns == ["ranker", *names]
+    for name in names:
+        assert wide[name][0] == pytest.approx(
+            long.filter(pl.col("measure") == name)["value"].mean(), abs=1e-15)
+    macro = result.summary.filter(pl.col("cutoff") == 10)["macro_ndcg"][0]
+    assert wide["nDCG@10"][0] == pytest.approx(macro, abs=1e-15)
+    # ir_measures' calc_aggregate on the same data (its pytrec_eval provider: every query of
+    # the run). Its RR@k (msmarco provider) averages over another set of queries, so RR is
+    # held to it per query (test_oracles.py), not here.
+    ir_measures = pytest.importorskip("ir_measures")
+    aggregate = ir_measures.calc_aggregate([ir_measures.parse_measure("P@5")], qrels, run)
+    assert wide["P@5"][0] == pytest.approx(aggregate[ir_measures.parse_measure("P@5")],
+                                           abs=1e-12)
+    # Two pools of the same run: the nDCG@K rows paired, one pair per ranker and cutoff.
+    other = evaluate(qrels, run, spec="trec_eval", measures=names, pool="other")
+    (pair,) = result.compare(other)["pairs"]
+    assert (pair["cutoff"], pair["mean_difference"]) == (10, 0.0)
+    assert pair["mean_first"] == pytest.approx(macro, abs=1e-15)
