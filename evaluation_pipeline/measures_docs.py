@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from evaluation_pipeline.io.generated_pages import regenerate, spliced
 from evaluation_pipeline.measures.declarations import (
     DECLARATIONS,
     NOT_PROVIDED,
@@ -53,10 +54,6 @@ SPELLINGS = (("nDCG(dcg=exp-log2)@10", "nDCG(dcg='exp-log2')@10"),
              ("nDCG()@5", "nDCG@5"))
 
 _TYPE = {int: "integer", float: "number", bool: "`True` or `False`", str: "text"}
-
-
-class PageError(Exception):
-    """The page lacks the markers the grammar and the table are written between."""
 
 
 def _cell(text: str) -> str:
@@ -187,32 +184,13 @@ def section() -> str:
 
 def written(page_text: str, page: str = str(PAGE)) -> str:
     """The page's text with the generated grammar and table between its markers."""
-    if (page_text.count(BEGIN) != 1 or page_text.count(END) != 1
-            or page_text.index(END) < page_text.index(BEGIN)):
-        raise PageError(f"{page}: needs the lines {BEGIN!r} and {END!r} once each, in order")
-    head, rest = page_text.split(BEGIN)
-    tail = rest.split(END)[1]
-    return f"{head}{BEGIN}\n\n{section()}\n{END}{tail}"
+    return spliced(page_text, BEGIN, END, section(), page)
 
 
 def main(argv: list[str] | None = None) -> int:
-    arguments = sys.argv[1:] if argv is None else argv
-    if len(arguments) > 1:
-        print(f"usage: {COMMAND} [PAGE]", file=sys.stderr)
-        return 2
-    page = Path(arguments[0]) if arguments else PAGE
-    try:
-        text = page.read_text(encoding="utf-8")
-        new = written(text, str(page))
-    except (OSError, PageError) as exc:
-        print(f"{COMMAND}: {exc}", file=sys.stderr)
-        return 2
-    if new == text:
-        print(f"{page}: the grammar and the table of the measures are up to date")
-    else:
-        page.write_text(new, encoding="utf-8")
-        print(f"{page}: wrote the grammar and the table of the measures")
-    return 0
+    return regenerate(argv, command=COMMAND, default=PAGE, be="are",
+                      what="the grammar and the table of the measures",
+                      written=lambda text, page: written(text, str(page)))
 
 
 if __name__ == "__main__":

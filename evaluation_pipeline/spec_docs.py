@@ -13,6 +13,7 @@ import re
 import sys
 from pathlib import Path
 
+from evaluation_pipeline.io.generated_pages import PageError, regenerate, spliced
 from evaluation_pipeline.spec import FIELDS
 
 COMMAND = "python -m evaluation_pipeline.spec_docs"
@@ -22,10 +23,6 @@ BEGIN = (f"<!-- The spec's fields, written by `{COMMAND}` from their declaration
 END = "<!-- End of the spec's fields. -->"
 CONTRACT = "CONTRACT.md"
 _SECTION = re.compile(r"^## (\d+)\. (.+)$", re.MULTILINE)
-
-
-class PageError(Exception):
-    """The page or the contract beside it lacks what the table is written into or links to."""
 
 
 def section_anchors(contract: str) -> dict[int, str]:
@@ -59,33 +56,15 @@ def fields_reference(anchors: dict[int, str]) -> str:
 
 def written(page_text: str, contract_text: str, page: str = str(PAGE)) -> str:
     """The page's text with the generated table between its markers."""
-    if (page_text.count(BEGIN) != 1 or page_text.count(END) != 1
-            or page_text.index(END) < page_text.index(BEGIN)):
-        raise PageError(f"{page}: needs the lines {BEGIN!r} and {END!r} once each, in order")
-    head, rest = page_text.split(BEGIN)
-    tail = rest.split(END)[1]
     table = fields_reference(section_anchors(contract_text))
-    return f"{head}{BEGIN}\n\n{table}\n{END}{tail}"
+    return spliced(page_text, BEGIN, END, table, page)
 
 
 def main(argv: list[str] | None = None) -> int:
-    arguments = sys.argv[1:] if argv is None else argv
-    if len(arguments) > 1:
-        print(f"usage: {COMMAND} [PAGE]", file=sys.stderr)
-        return 2
-    page = Path(arguments[0]) if arguments else PAGE
-    try:
-        text = page.read_text(encoding="utf-8")
-        new = written(text, (page.parent / CONTRACT).read_text(encoding="utf-8"), str(page))
-    except (OSError, PageError) as exc:
-        print(f"{COMMAND}: {exc}", file=sys.stderr)
-        return 2
-    if new == text:
-        print(f"{page}: the table of the spec's fields is up to date")
-    else:
-        page.write_text(new, encoding="utf-8")
-        print(f"{page}: wrote the table of the spec's fields")
-    return 0
+    return regenerate(argv, command=COMMAND, default=PAGE, be="is",
+                      what="the table of the spec's fields",
+                      written=lambda text, page: written(
+                          text, (page.parent / CONTRACT).read_text(encoding="utf-8"), str(page)))
 
 
 if __name__ == "__main__":
