@@ -194,8 +194,7 @@ def score_candidates(
     keys, starts, n_groups = blocks.keys, blocks.starts, blocks.n_blocks
     facts = keys.join(index.queries, on="query_id", how="left", maintain_order="left")
     cutoffs = spec.cutoffs
-    (dcg, candidate_ideal, judged_at_k, counts, positive_candidates, least, greatest,
-     holes) = _score_halves(score_blocks, read_only((
+    arguments = read_only((
         CandidateBlocks(starts, blocks.order, run_scores(blocks, spec), blocks.docs, run_rank),
         QueryJudgments(facts["j_lo"].fill_null(0).to_numpy(),
                        facts["j_hi"].fill_null(0).to_numpy(), index.order, index.docs,
@@ -205,7 +204,9 @@ def score_candidates(
               _TIES[spec.ties], spec.unknown != "exclude", spec.unjudged != "exclude",
               spec.ideal == "candidates", index.hole_gains, _NO_POSITIVE_CODES[spec.no_positive],
               discounts.kernel_denominators(spec.discount, max(cutoffs))),
-    )))
+    ))
+    (dcg, candidate_ideal, judged_at_k, counts, positive_candidates, least, greatest,
+     holes) = _score_halves(score_blocks, arguments)
     counts = counts.T  # (class, block)
 
     judged = facts["n_positive"].is_not_null().to_numpy()
@@ -233,35 +234,24 @@ def score_candidates(
         recall = np.where(n_positive > 0, positive_candidates / n_positive, np.nan)
 
     every = _every_grading_scored(spec, index, n_positive, positive_candidates)
-    others = _other_measures(blocks, index, spec, run_rank, pool) if spec.other_measures else None
+    others = _other_measures(arguments, index, spec) if spec.other_measures else None
     return _assemble(keys, spec, status, dcg, ideal, counts, judged_at_k, recall,
                      (least, greatest, holes, every), others)
 
 
-def _other_measures(blocks: Blocks, index: JudgmentIndex, spec: EvaluationSpec,
-                    run_rank: np.ndarray, pool: pl.DataFrame | None) -> tuple[np.ndarray, ...]:
+def _other_measures(arguments: tuple, index: JudgmentIndex, spec: EvaluationSpec
+                    ) -> tuple[np.ndarray, ...]:
     """(value, status, least, greatest), blocks x the spec's other measures, from the measures'
-    pass over each block's list as the NDCG kernel grades and ranks it."""
-    from evaluation_pipeline.metric.kernels.dcg import CandidateBlocks, QueryJudgments, Rules
+    pass over each block's list as the NDCG kernel grades and ranks it: ``arguments`` are the
+    NDCG kernel's own, the judgments' gains replaced by their grades."""
     from evaluation_pipeline.metric.kernels.loading import read_only
     from evaluation_pipeline.metric.measures.kernels import Judged, Ranked
     from evaluation_pipeline.metric.measures.plan import score_ranked
     from evaluation_pipeline.metric.measures.ranking import ranked_blocks
 
-    facts = blocks.keys.join(index.queries, on="query_id", how="left", maintain_order="left")
-    arrays = ranked_blocks(*read_only((
-        CandidateBlocks(blocks.starts, blocks.order, run_scores(blocks, spec), blocks.docs,
-                        run_rank),
-        QueryJudgments(facts["j_lo"].fill_null(0).to_numpy(),
-                       facts["j_hi"].fill_null(0).to_numpy(), index.order, index.docs,
-                       index.grades["grade_class"].to_numpy(),
-                       index.grades["grade"].to_numpy().astype(np.float64),
-                       pool_holes.per_block(blocks.keys, pool)),
-        Rules(np.ones(1, np.int64), discounts.prefix(spec.discount, 1), _TIES[spec.ties],
-              spec.unknown != "exclude", spec.unjudged != "exclude",
-              spec.ideal == "candidates", index.hole_gains, _NO_POSITIVE_CODES[spec.no_positive],
-              discounts.kernel_denominators(spec.discount, 1)),
-    )))
+    candidates, judgments, rules = arguments
+    grades = read_only(index.grades["grade"].to_numpy().astype(np.float64))
+    arrays = ranked_blocks(candidates, judgments._replace(gain=grades), rules)
     result = score_ranked(Ranked(*arrays[:4]), Judged(*arrays[4:]), spec.other_measures, spec,
                           top_grade=index.top_grade, discount=spec.discount)
     return result.value, result.status, result.least, result.greatest
