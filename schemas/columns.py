@@ -114,13 +114,19 @@ PER_QUERY_DTYPES = {
 
 
 
+def is_spec_ndcg_row() -> pl.Expr:
+    """Whether a per-query row is the spec's own nDCG@K (its ``measure`` is ``nDCG@<cutoff>``);
+    null where the row has no cutoff."""
+    return pl.col("measure") == pl.format("nDCG@{}", pl.col("cutoff"))
+
+
 def spec_ndcg_rows(per_query: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
     """The rows of the spec's own nDCG@K (``measure`` is ``nDCG@<cutoff>``): what the
     aggregates, the comparisons, the history and the nightly watch read today. A file written
     before the other measures holds no other row (and no ``measure`` column)."""
     if "measure" not in per_query.collect_schema().names():
         return per_query
-    return per_query.filter(pl.col("measure") == pl.format("nDCG@{}", pl.col("cutoff")))
+    return per_query.filter(is_spec_ndcg_row())
 
 
 # The measures' columns of a row of the spec's nDCG@K, from the columns files written before the

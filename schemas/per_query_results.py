@@ -10,7 +10,7 @@ import pandera.polars as pa
 import polars as pl
 from pandera.api.polars.types import PolarsData
 
-from schemas.columns import STATUSES
+from schemas.columns import STATUSES, is_spec_ndcg_row
 
 
 class PerQueryResults(pa.DataFrameModel):
@@ -60,7 +60,7 @@ class PerQueryResults(pa.DataFrameModel):
     @pa.dataframe_check(error="ndcg, ndcg_min and ndcg_max are value, value_min and value_max "
                               "on the spec's nDCG@K rows, null on the other measures' rows")
     def ndcg_is_the_ndcg_rows_value(cls, data: PolarsData) -> pl.LazyFrame:
-        own = pl.col("measure") == pl.format("nDCG@{}", pl.col("cutoff"))
+        own = is_spec_ndcg_row()
         pairs = [("ndcg", "value"), ("ndcg_min", "value_min"), ("ndcg_max", "value_max")]
         return data.lazyframe.select(pl.all_horizontal(
             pl.when(own).then(pl.col(a).eq_missing(pl.col(b))).otherwise(pl.col(a).is_null())

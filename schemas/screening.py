@@ -17,7 +17,7 @@ import importlib
 
 import polars as pl
 
-from schemas.columns import RATER, STATUSES
+from schemas.columns import RATER, STATUSES, is_spec_ndcg_row
 from schemas.keys import unique_rows
 from schemas.rules.judgment_rules import JUDGMENTS, RATED_JUDGMENTS
 from schemas.rules.pool_rules import CANDIDATE_POOL
@@ -146,7 +146,7 @@ def _per_query_results(frame: pl.DataFrame, check_keys: bool) -> bool:
         return True
     sha = r"^[0-9a-f]{64}$"
     status, value = pl.col("status"), pl.col("value")
-    own = pl.col("measure") == pl.format("nDCG@{}", pl.col("cutoff"))
+    own = is_spec_ndcg_row()
     rows_ok = pl.all_horizontal(
         (pl.col("cutoff").is_null() | (pl.col("cutoff") >= 1)).all(),
         (pl.col("measure").str.len_bytes() > 0).all(),

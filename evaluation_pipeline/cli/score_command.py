@@ -49,7 +49,7 @@ from evaluation_pipeline.report import ReportConfig, check_options, write_report
 from evaluation_pipeline.report.terminal import progress, render_report, render_summary
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
-from schemas.columns import PER_QUERY_KEY, spec_ndcg_rows
+from schemas.columns import PER_QUERY_KEY, is_spec_ndcg_row, spec_ndcg_rows
 from schemas.errors import violation
 
 # The per-query columns summarize reads for its means and counts (evaluation.summarize).
@@ -156,7 +156,7 @@ def _other_measures(target: Location | str, remote: bool) -> pl.LazyFrame:
     columns = ["ranker", "cutoff", "measure", "value"]
     rows = (read_dataset(where, columns).lazy() if is_remote(where)
             else scan_dataset(where).select(columns))
-    own = pl.col("measure") == pl.format("nDCG@{}", pl.col("cutoff"))
+    own = is_spec_ndcg_row()
     return rows.filter(~own.fill_null(False))
 
 
