@@ -13,6 +13,7 @@ import polars as pl
 
 from evaluation_pipeline.aggregation.aggregate_table import aggregate
 from evaluation_pipeline.aggregation.comparison import compare_pools, compare_rankers
+from evaluation_pipeline.aggregation.measure_means import measure_means
 from evaluation_pipeline.analysis.diff import judgment_version_diff
 from evaluation_pipeline.api import arguments
 from evaluation_pipeline.api.in_memory import read_queries_input
@@ -169,8 +170,8 @@ class Evaluation:
         ranker, one column per measure in the spec's order (as ir_measures' ``calc_aggregate``
         gives them, per ranker). nDCG@K's are summary.json's ``macro_ndcg``."""
         names = [str(m) for m in self.spec.measure_list]
-        means = self.per_query.group_by("ranker", "measure").agg(pl.col("value").mean())
-        return means.pivot(on="measure", index="ranker", values="value").select(
+        means = measure_means(self.per_query)
+        return means.pivot(on="measure", index="ranker", values="mean").select(
             "ranker", *(n for n in names if n in means["measure"])).sort("ranker")
 
     def to_pandas(self):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
+from evaluation_pipeline.aggregation.measure_means import measure_means
 from evaluation_pipeline.analysis.agreement import agreement
 from evaluation_pipeline.cli.options import (
     file_sha256,
@@ -168,10 +169,7 @@ def other_measures_table(rows: pl.LazyFrame) -> str:
     """Each ranker's mean of each measure beside the spec's nDCG@K (``rows``: theirs alone),
     over the queries that have a number (as the nDCG@K means), and how many queries have
     none; summed in one streamed pass, the rows never held."""
-    rows = (rows.group_by("ranker", "measure")
-            .agg(pl.col("value").mean().alias("mean"), pl.col("value").count().alias("n"),
-                 pl.col("value").null_count().alias("none"))
-            .sort("ranker", "measure").collect(engine="streaming").iter_rows())
+    rows = measure_means(rows).iter_rows()
     lines = [f"{'ranker':<22} {'measure':<22} {'mean':>7} {'queries':>8} {'no number':>9}"]
     lines += [f"{ranker:<22} {measure:<22} {'n/a' if mean is None else f'{mean:.4f}':>7} "
               f"{n:>8} {none:>9}" for ranker, measure, mean, n, none in rows]
