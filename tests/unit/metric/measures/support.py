@@ -4,6 +4,7 @@ grade, or None for an unknown row}}, run {query: {doc: score}}."""
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 
 from evaluation_pipeline.metric.kernels.codes import GRADED, UNJUDGED, UNKNOWN
 from evaluation_pipeline.metric.measures.kernels import Judged, Ranked
@@ -59,3 +60,18 @@ def score_dicts(qrels: dict, run: dict, names: list[str], spec: EvaluationSpec, 
     return {q: {str(m): (result.value[i, j], int(result.status[i, j]), result.least[i, j],
                          result.greatest[i, j]) for j, m in enumerate(result.measures)}
             for i, q in enumerate(queries)}
+
+
+def dict_frames(qrels: dict, run: dict, ranker: str = "run"):
+    """(judgments, candidates) frames of the same dicts, for the scoring every engine calls:
+    a None grade is an unknown row."""
+    judgments = pl.DataFrame(
+        [(q, d, g, "unknown" if g is None else "graded")
+         for q, docs in qrels.items() for d, g in docs.items()],
+        schema={"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64,
+                "grade_status": pl.String}, orient="row")
+    candidates = pl.DataFrame(
+        [(ranker, q, d, s) for q, docs in run.items() for d, s in docs.items()],
+        schema={"ranker": pl.String, "query_id": pl.String, "doc_id": pl.String,
+                "score": pl.Float64}, orient="row")
+    return judgments, candidates

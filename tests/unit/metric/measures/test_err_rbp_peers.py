@@ -21,7 +21,7 @@ import pytest
 from evaluation_pipeline.measures.parse import MeasureError, parse_measure
 from evaluation_pipeline.metric import ndcg
 from evaluation_pipeline.spec import profile
-from tests.unit.metric.measures.support import score_dicts
+from tests.unit.metric.measures.support import dict_frames, score_dicts
 
 TREC = profile("trec_eval")  # ties by doc_id descending, unjudged and unknown count 0
 
@@ -493,14 +493,7 @@ def test_trec_eval_10_leaves_a_query_judged_0_and_1_unnormalised():
 
 def test_worked_example_through_the_scoring_path():
     """The doc's numbers for query 1 as ndcg.score writes them."""
-    judgments = pl.DataFrame(
-        [(q, d, g, "graded") for q, docs in QRELS.items() for d, g in docs.items()],
-        schema={"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64,
-                "grade_status": pl.String}, orient="row")
-    candidates = pl.DataFrame(
-        [("run", q, d, s) for q, docs in RUN.items() for d, s in docs.items()],
-        schema={"ranker": pl.String, "query_id": pl.String, "doc_id": pl.String,
-                "score": pl.Float64}, orient="row")
+    judgments, candidates = dict_frames(QRELS, RUN)
     names = ["nDCG@10", "ERR@10", "ERR(max_rel=5)@10", "RBP(p=0.9)", "RBP(rel=1,p=0.9)",
              "RBP(rel=2,p=0.9)", "RBP"]
     spec = TREC.replace(measures=names)

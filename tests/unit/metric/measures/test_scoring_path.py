@@ -14,7 +14,7 @@ import pytest
 from evaluation_pipeline.measures.parse import parse_measure
 from evaluation_pipeline.metric import ndcg
 from evaluation_pipeline.spec import EvaluationSpec, profile
-from tests.unit.metric.measures.support import score_dicts
+from tests.unit.metric.measures.support import dict_frames, score_dicts
 from tests.unit.metric.measures.test_trec_eval_outputs import (
     names,
     read_out,
@@ -22,18 +22,7 @@ from tests.unit.metric.measures.test_trec_eval_outputs import (
     read_run,
 )
 
-
-def frames(qrels: dict, run: dict) -> tuple[pl.DataFrame, pl.DataFrame]:
-    judgments = pl.DataFrame(
-        [(q, d, g, "unknown" if g is None else "graded")
-         for q, docs in qrels.items() for d, g in docs.items()],
-        schema={"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64,
-                "grade_status": pl.String}, orient="row")
-    candidates = pl.DataFrame(
-        [("run", q, d, s) for q, docs in run.items() for d, s in docs.items()],
-        schema={"ranker": pl.String, "query_id": pl.String, "doc_id": pl.String,
-                "score": pl.Float64}, orient="row")
-    return judgments, candidates
+frames = dict_frames
 
 
 def by_measure(rows: pl.DataFrame) -> dict[tuple[str, str], tuple]:
