@@ -12,9 +12,9 @@ profile with its ``measures`` set to ``nDCG@10`` alone, then to the TREC DL set 
   once it has read and validated them;
 - ``score_candidates``: that function alone, on blocks and an index built beforehand (what
   every engine calls per batch: local, streaming, Spark), with its steps timed inside it: the
-  NDCG kernel's pass (``_score_halves``, two threads), the other measures
-  (``_other_measures``: ``ranked_blocks``, which grades and ranks each block again, then
-  ``score_ranked``, whose compiled pass is ``score_measures``) and the output frame
+  NDCG kernel's pass (``_score_halves``, two threads; with the set, the other measures are
+  scored in it, ``score_blocks_and_measures``), the measures' arguments made before it
+  (``_measure_arguments``: their checks, plan and conventions) and the output frame
   (``_assemble``);
 - pytrec_eval on the same four (``ndcg_cut.10`` and ``recall.100`` at relevance level 1,
   ``recip_rank`` and ``map_cut.100`` at 2: two evaluators, since it has one relevance level
@@ -28,9 +28,10 @@ the rounds too. The ratios printed are the set over nDCG@10 alone (CPU, wall) an
 pytrec_eval's wall over the set's. Then the per-query values of the set are compared with
 pytrec_eval's on the queries both score (RR@10 against ``recip_rank`` cut at 10: 0 below 1/10).
 
-``--per-measure``: ``score_ranked`` (the measures' pass, bounds included) on the lists
-``ranked_blocks`` makes of the set's blocks, for each of the set's other measures alone and
-for the three together, best of ``--repeat``: which measure the pass spends its time on.
+``--per-measure``: ``score_ranked`` (the measures' pass on its own, bounds included) on the
+lists ``ranked_blocks`` makes of the set's blocks, for each of the set's other measures alone
+and for the three together, best of ``--repeat``: which measure the pass spends its time on;
+then the NDCG kernel's pass with each of them as the spec's one other measure, beside it alone.
 """
 
 from __future__ import annotations
@@ -70,14 +71,9 @@ class Steps:
     functions that call them read the module's attribute at the call, so they see it)."""
 
     def __init__(self) -> None:
-        from evaluation_pipeline.metric.measures import kernels, plan, ranking
-
         self.places = [
+            ("measures' arguments (_measure_arguments)", ndcg, "_measure_arguments"),
             ("NDCG kernel (_score_halves, 2 threads)", ndcg, "_score_halves"),
-            ("other measures (_other_measures)", ndcg, "_other_measures"),
-            ("  ranked_blocks (grade and rank again)", ranking, "ranked_blocks"),
-            ("  score_ranked", plan, "score_ranked"),
-            ("    score_measures (its kernel)", kernels, "score_measures"),
             ("output frame (_assemble)", ndcg, "_assemble"),
         ]
         self.seen: dict[str, list[float]] = {}
@@ -166,24 +162,29 @@ def agreement(ours: pl.DataFrame, theirs: dict) -> list[str]:
 
 
 def per_measure(blocks, index, spec, repeat: int) -> list[str]:
-    """score_ranked's time for each of ``spec``'s other measures alone and for all of them."""
-    from evaluation_pipeline.metric.measures import ranking
+    """score_ranked's time for each of ``spec``'s other measures alone and for all of them, on
+    the lists ``ranked_blocks`` makes; then the NDCG kernel's pass (``_score_halves``) with
+    each as the one other measure, and with none."""
+    from evaluation_pipeline.metric.kernels.loading import read_only
     from evaluation_pipeline.metric.measures.kernels import Judged, Ranked
     from evaluation_pipeline.metric.measures.plan import score_ranked
+    from evaluation_pipeline.metric.measures.ranking import ranked_blocks
 
     kept = {}
-    original = ranking.ranked_blocks
+    original = ndcg._score_halves
 
-    def keep(*args):
-        kept["arrays"] = original(*args)
-        return kept["arrays"]
+    def keep(kernel, arguments, more=()):
+        kept["arguments"] = arguments
+        return original(kernel, arguments, more)
 
-    ranking.ranked_blocks = keep
+    ndcg._score_halves = keep
     try:
         ndcg.score_candidates(blocks, index, spec)
     finally:
-        ranking.ranked_blocks = original
-    arrays = kept["arrays"]
+        ndcg._score_halves = original
+    candidates, judgments, rules = kept["arguments"]
+    grades = read_only(index.grades["grade"].to_numpy().astype("float64"))
+    arrays = ranked_blocks(candidates, judgments._replace(gain=grades), rules)
     ranked, judged = Ranked(*arrays[:4]), Judged(*arrays[4:])
     others = [str(m) for m in spec.other_measures]
     lists = {name: [name] for name in others}
@@ -192,8 +193,31 @@ def per_measure(blocks, index, spec, repeat: int) -> list[str]:
         name: (lambda names=names: score_ranked(ranked, judged, names, spec,
                                                 top_grade=index.top_grade))
         for name, names in lists.items()})
-    return [f"  score_ranked, {name:<31} wall {wall:7.3f} s   CPU {cpu:7.3f} s"
-            for name, ((wall, cpu), _) in measured.items()]
+    lines = [f"  score_ranked, {name:<31} wall {wall:7.3f} s   CPU {cpu:7.3f} s"
+             for name, ((wall, cpu), _) in measured.items()]
+    specs = {"none": spec.replace(measures=["nDCG@10"])}
+    specs.update({name: spec.replace(measures=["nDCG@10", name]) for name in others})
+    specs["all three"] = spec
+    kernels = {}
+    for name, one in specs.items():
+        kernels[name] = (lambda one=one: ndcg._score_halves(
+            *_kernel_call(kept["arguments"], index, one)))
+        kernels[name]()  # compiled, or loaded, before it is timed
+    measured = timed_rounds(repeat, kernels)
+    lines += [f"  NDCG kernel's pass, other measures: {name:<17} wall {wall:7.3f} s   "
+              f"CPU {cpu:7.3f} s" for name, ((wall, cpu), _) in measured.items()]
+    return lines
+
+
+def _kernel_call(arguments, index, spec):
+    """``_score_halves``' arguments as ``score_candidates`` makes them for ``spec``."""
+    from evaluation_pipeline.metric.kernels.dcg import score_blocks
+    from evaluation_pipeline.metric.measures.kernels import score_blocks_and_measures
+
+    if not spec.other_measures:
+        return score_blocks, arguments
+    return (score_blocks_and_measures, arguments,
+            ndcg._measure_arguments(arguments, index, spec))
 
 
 def one_size(rows: int, args: argparse.Namespace, specs: dict) -> None:

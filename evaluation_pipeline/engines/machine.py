@@ -35,20 +35,33 @@ class OnThisMachine:
                        resources: Resources) -> tuple[ReportPlan, Numbers]:
         """Summed here: a chunk of queries in memory at a time for local files, from the
         columns the report reads for URLs."""
-        from evaluation_pipeline.io.datasets import read_dataset, scan_dataset
+        from evaluation_pipeline.io.datasets import scan_dataset
         from evaluation_pipeline.io.locations import is_remote
         from evaluation_pipeline.report.build import local_numbers, scanned_numbers
-        from schemas.columns import REPORT_COLUMNS
 
         if not is_remote(scores):
             return scanned_numbers(scan_dataset(scores),
                                    None if previous is None else scan_dataset(previous),
                                    queries, config)
-        per_query = read_dataset(scores, list(REPORT_COLUMNS))
-        before = None if previous is None else read_dataset(previous, list(REPORT_COLUMNS))
+        per_query = _report_rows(scores)
+        before = None if previous is None else _report_rows(previous)
         return local_numbers(per_query, queries, config, before)
 
     def write_text_at(self, where: Location, text: str, resources: Resources) -> None:
         """``text`` as the file ``where`` (local, or an object put whole), as every writer of
         this machine writes one (``io.atomic``)."""
         write_text(text, location(where))
+
+
+def _report_rows(where: Location) -> pl.DataFrame:
+    """The columns the report reads of per-query results on object storage: every measure's
+    (``schemas.columns.ROW_COLUMNS``), or a file written before the measures had them its
+    ``REPORT_COLUMNS`` (``aggregation.sums`` reads its ``ndcg`` as the values)."""
+    from evaluation_pipeline.io.datasets import read_dataset
+    from schemas.columns import REPORT_COLUMNS, ROW_COLUMNS
+
+    columns = list(dict.fromkeys([*REPORT_COLUMNS, *ROW_COLUMNS]))
+    try:
+        return read_dataset(where, columns)
+    except (pl.exceptions.ColumnNotFoundError, KeyError, ValueError):
+        return read_dataset(where, list(REPORT_COLUMNS))

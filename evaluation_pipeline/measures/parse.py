@@ -63,6 +63,16 @@ class Measure:
         return f"{text}@{self.cutoff}" if self.cutoff is not None else text
 
 
+def average_ties_refusal(measure: Measure) -> str | None:
+    """Why ``measure`` cannot be scored under ``ties: average`` (its declaration refuses it),
+    or None when it can: the one wording of the refusal, for the spec's check and the plan's."""
+    declaration = measure.declaration
+    if declaration.average_ties:
+        return None
+    return (f"{measure} is not defined under ties: average ({declaration.ties}); set ties to "
+            "trec_eval, doc_id or rank")
+
+
 _NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
 _AT = re.compile(r"@\s*([0-9]+)\s*$")
 _PARAM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*("

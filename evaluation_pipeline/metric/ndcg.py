@@ -3,8 +3,10 @@
 Candidates are segmented into (ranker, query) blocks (a ranker's output already comes grouped,
 so usually nothing moves). The per-block steps (doc_id order, the merge with the query's
 judgments, the ranking by score, DCG, the ideal, judged@K and counts, for all cutoffs in one
-pass) are one compiled loop, ``metric.kernels.dcg.score_blocks``; what comes before and after
-(gains, per-query facts, statuses, recall, the output frame) is column arithmetic. String columns
+pass) are one compiled loop, ``metric.kernels.dcg.score_blocks``; a spec's other measures are
+scored in the same loop (``metric.measures.kernels.score_blocks_and_measures``), each block's
+list read as that loop has ranked it. What comes before and after (gains, per-query facts,
+statuses, recall, the output frame) is column arithmetic. String columns
 are never reordered: the kernel reads them in place.
 
 Ties: a *tie group* is a run of equal scores within a query. Under ``ties=average`` a group
@@ -205,8 +207,15 @@ def score_candidates(
               spec.ideal == "candidates", index.hole_gains, _NO_POSITIVE_CODES[spec.no_positive],
               discounts.kernel_denominators(spec.discount, max(cutoffs))),
     ))
+    if spec.other_measures:  # the other measures in the NDCG kernel's own pass
+        from evaluation_pipeline.metric.measures.kernels import score_blocks_and_measures
+
+        results = _score_halves(score_blocks_and_measures, arguments,
+                                _measure_arguments(arguments, index, spec))
+    else:
+        results = _score_halves(score_blocks, arguments)
     (dcg, candidate_ideal, judged_at_k, counts, positive_candidates, least, greatest,
-     holes) = _score_halves(score_blocks, arguments)
+     holes) = results[:8]
     counts = counts.T  # (class, block)
 
     judged = facts["n_positive"].is_not_null().to_numpy()
@@ -234,27 +243,34 @@ def score_candidates(
         recall = np.where(n_positive > 0, positive_candidates / n_positive, np.nan)
 
     every = _every_grading_scored(spec, index, n_positive, positive_candidates)
-    others = _other_measures(arguments, index, spec) if spec.other_measures else None
+    # (value, status, least, greatest), blocks x the spec's other measures.
+    others = results[8:] if spec.other_measures else None
     return _assemble(keys, spec, status, dcg, ideal, counts, judged_at_k, recall,
                      (least, greatest, holes, every), others)
 
 
-def _other_measures(arguments: tuple, index: JudgmentIndex, spec: EvaluationSpec
-                    ) -> tuple[np.ndarray, ...]:
-    """(value, status, least, greatest), blocks x the spec's other measures, from the measures'
-    pass over each block's list as the NDCG kernel grades and ranks it: ``arguments`` are the
-    NDCG kernel's own, the judgments' gains replaced by their grades."""
+def _measure_arguments(arguments: tuple, index: JudgmentIndex, spec: EvaluationSpec
+                       ) -> tuple:
+    """What ``score_blocks_and_measures`` reads beside the NDCG kernel's ``arguments``: each
+    judgment row's grade, and the spec's other measures as the measures' pass takes them
+    (``measures.plan.measure_rules``: its checks made here, before anything is scored)."""
     from evaluation_pipeline.metric.kernels.loading import read_only
-    from evaluation_pipeline.metric.measures.kernels import Judged, Ranked
-    from evaluation_pipeline.metric.measures.plan import score_ranked
-    from evaluation_pipeline.metric.measures.ranking import ranked_blocks
+    from evaluation_pipeline.metric.measures.kernels import judged_grades
+    from evaluation_pipeline.metric.measures.plan import measure_rules
 
-    candidates, judgments, rules = arguments
-    grades = read_only(index.grades["grade"].to_numpy().astype(np.float64))
-    arrays = ranked_blocks(candidates, judgments._replace(gain=grades), rules)
-    result = score_ranked(Ranked(*arrays[:4]), Judged(*arrays[4:]), spec.other_measures, spec,
-                          top_grade=index.top_grade, discount=spec.discount)
-    return result.value, result.status, result.least, result.greatest
+    candidates, judgments, _ = arguments
+    grade = read_only(index.grades["grade"].to_numpy().astype(np.int64, copy=False))
+    graded = judged_grades(judgments.lo, judgments.hi, judgments.order, judgments.grade_class,
+                           grade)
+    # The longest list with its holes outside it bounds every block's: the candidates or the
+    # query's judgments, plus its unknown rows and the pool's unjudged documents.
+    spans = judgments.hi - judgments.lo
+    outside = spans + judgments.pool_unjudged if len(judgments.pool_unjudged) else spans
+    whole = max(int(np.diff(candidates.starts).max(initial=1)), int(spans.max(initial=1))) + int(
+        outside.max(initial=0))
+    plan, conventions = measure_rules(spec.other_measures, spec, graded, index.top_grade,
+                                      whole, spec.discount)
+    return grade, *read_only((conventions, plan))
 
 
 # Blocks of at least this many candidate rows are scored in two halves, one on a helper thread
@@ -265,15 +281,16 @@ def _other_measures(arguments: tuple, index: JudgmentIndex, spec: EvaluationSpec
 HALVES_FROM_ROWS = 65_536
 
 
-def _score_halves(kernel, arguments: tuple) -> tuple[np.ndarray, ...]:
-    """``kernel(*arguments)`` (``score_blocks``'s), its blocks cut in two halves of about as
-    many rows, the first scored on a helper thread; every output is per block, concatenated."""
+def _score_halves(kernel, arguments: tuple, more: tuple = ()) -> tuple[np.ndarray, ...]:
+    """``kernel(*arguments, *more)`` (``score_blocks``'s, and what else the kernel reads that
+    is not per block), its blocks cut in two halves of about as many rows, the first scored on
+    a helper thread; every output is per block, concatenated."""
     from evaluation_pipeline.metric.kernels.threads import helper
 
     candidates, judgments, rules = arguments
     starts = candidates.starts
     if len(starts) < 3 or starts[-1] < HALVES_FROM_ROWS:
-        return kernel(candidates, judgments, rules)
+        return kernel(candidates, judgments, rules, *more)
     middle = min(max(int(np.searchsorted(starts, starts[-1] // 2)), 1), len(starts) - 2)
 
     def half(lo: int, hi: int) -> tuple:
@@ -282,7 +299,7 @@ def _score_halves(kernel, arguments: tuple) -> tuple[np.ndarray, ...]:
         return (candidates._replace(starts=starts[lo:hi + 1]),
                 judgments._replace(lo=judgments.lo[lo:hi], hi=judgments.hi[lo:hi],
                                    pool_unjudged=unjudged[lo:hi] if len(unjudged) else unjudged),
-                rules)
+                rules, *more)
 
     first = helper("kernel").submit(kernel, *half(0, middle))
     second = kernel(*half(middle, len(starts) - 1))

@@ -21,6 +21,9 @@ the CLI's ``--measure`` and the API:
   candidates) and returns :class:`~.plan.MeasureValues`: value, status (the order of
   ``schemas.columns.STATUSES``), least and greatest, each (queries x measures). A
   ``missing_from_run`` row is the caller's, as for NDCG (``metric.ndcg.missing_from_run``).
+- ``metric.ndcg.score_candidates`` (every engine's scoring) scores a spec's measures inside
+  the NDCG kernel's pass, ``kernels.score_blocks_and_measures``, with the plan and conventions
+  of ``plan.measure_rules``; ``score_ranked`` is the same per-query step over lists given.
 - :mod:`.kernels`, :mod:`.values`, :mod:`.extremes`: the compiled pass, the per-list value of
   each measure, and the bounds over the holes (docs/CONTRACT.md, section 3, rule 7). nDCG is
   the NDCG kernel's own steps (``metric.kernels.dcg``, ``metric.kernels.bounds``).

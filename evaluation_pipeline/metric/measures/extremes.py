@@ -101,15 +101,13 @@ def _hole_weights(score, grade, m, k, average, outside, weight):
 
 @njit(cache=True, nogil=True)
 def bounds(kind, score, grade, m, k, rel, persistence, max_rel, gains, conventions,
-           fixed_relevant, fixed_nonrelevant, outside, work):
+           fixed_relevant, fixed_nonrelevant, outside, n_holes, work):
     """(least, greatest) of the measure over every grading of the holes (``grade < 0`` in the
-    whole list, plus ``outside``); NaN for both when no grading gives a number."""
+    whole list, plus ``outside``: ``n_holes`` in all); NaN for both when no grading gives a
+    number."""
     a, after, before, weight, places = work
     top, average, no_positive = conventions.top_grade, conventions.average, conventions.no_positive
     reaches = top >= rel  # a hole can be relevant
-    n_holes = outside
-    for i in range(m):
-        n_holes += grade[i] < 0
     least, greatest = np.inf, -np.inf
     if kind == KIND_JUDGED:
         return 1.0, 1.0
@@ -121,9 +119,11 @@ def bounds(kind, score, grade, m, k, rel, persistence, max_rel, gains, conventio
                 g_hi = g if gains[g] > gains[g_hi] else g_hi
         elif (kind != KIND_ERR and not (kind == KIND_RBP and rel == 0)) and not reaches:
             g_hi = 0
-        _grade_holes(grade, m, g_lo, a)
+        # Without tie groups these measures read the first k places only (a group may span k).
+        read = m if average else min(m, k)
+        _grade_holes(grade, read, g_lo, a)
         v_lo = _monotone(kind, score, a, m, k, rel, persistence, max_rel, gains, conventions)
-        _grade_holes(grade, m, g_hi, a)
+        _grade_holes(grade, read, g_hi, a)
         v_hi = _monotone(kind, score, a, m, k, rel, persistence, max_rel, gains, conventions)
         if kind != KIND_RR or fixed_relevant > 0:
             return v_lo, v_hi
@@ -134,7 +134,7 @@ def bounds(kind, score, grade, m, k, rel, persistence, max_rel, gains, conventio
                 least = 0.0  # a relevant document outside the list: RR 0
             else:
                 # The one relevant hole placed last has the least RR of any grading with R > 0.
-                _grade_holes(grade, m, 0, a)
+                _grade_holes(grade, m, 0, a)  # (every place: that hole may be past k)
                 for i in range(m - 1, -1, -1):
                     if grade[i] < 0:
                         a[i] = top
@@ -215,12 +215,15 @@ def _ap_bounds(grade, m, k, rel, top, reaches, fixed_relevant, outside, no_posit
     grading's value to the last bit."""
     kk = min(m, k)
     n_in, beyond, fixed_within = 0, outside, 0
+    base = 0.0  # the sum of precisions with every hole non-relevant
     for i in range(kk):
         before[i] = fixed_within  # the fixed relevant places before place i
         if grade[i] < 0:
             holes[n_in] = i
             n_in += 1
-        fixed_within += grade[i] >= rel
+        elif grade[i] >= rel:
+            fixed_within += 1
+            base += fixed_within / (i + 1)
     for i in range(kk, m):
         beyond += grade[i] < 0
     # after[i]: the sum of 1/(j + 1) over the fixed relevant places j > i within the cutoff.
@@ -230,12 +233,6 @@ def _ap_bounds(grade, m, k, rel, top, reaches, fixed_relevant, outside, no_posit
         if grade[i] >= rel:
             running += 1.0 / (i + 1)
     n_holes = n_in + beyond if reaches else 0
-    base = 0.0  # the sum of precisions with every hole non-relevant
-    found = 0
-    for i in range(kk):
-        if grade[i] >= rel:
-            found += 1
-            base += found / (i + 1)
     least, greatest = np.inf, -np.inf
     best_high, best_low = -1, -1
     for side in range(2):
@@ -262,31 +259,26 @@ def _ap_bounds(grade, m, k, rel, top, reaches, fixed_relevant, outside, no_posit
         t = best_high if side == 0 else best_low
         if t < 0:
             continue
-        for i in range(m):
-            a[i] = grade[i] if grade[i] >= 0 else 0
+        # That grading's AP (``values.ap``'s sum), its holes within the cutoff read in place:
+        # the first min(t, n_in) relevant (side 0), or the last max(t - beyond, 0) (side 1).
+        first = min(t, n_in) if side == 0 else 0
+        last = n_in - max(t - beyond, 0) if side == 1 else n_in
+        total, found, hole = 0.0, 0, 0
+        for i in range(kk):
+            g = grade[i]
+            if g < 0:
+                g = top if hole < first or hole >= last else 0
+                hole += 1
+            if g >= rel:
+                found += 1
+                total += found / (i + 1)
         if side == 0:
-            for u in range(min(t, n_in)):
-                a[holes[u]] = top
+            greatest = total / (fixed_relevant + t)
         else:
-            for u in range(max(t - beyond, 0)):
-                a[holes[n_in - 1 - u]] = top
-        if side == 0:
-            greatest = _ap_of(a, m, k, rel, fixed_relevant + t)
-        else:
-            least = _ap_of(a, m, k, rel, fixed_relevant + t)
+            least = total / (fixed_relevant + t)
     if fixed_relevant == 0:
         least, greatest = _no_value(least, greatest, no_positive)
     return _finish(least, greatest)
-
-
-@njit(cache=True, nogil=True)
-def _ap_of(a, m, k, rel, relevant):
-    total, found = 0.0, 0
-    for i in range(min(m, k)):
-        if a[i] >= rel:
-            found += 1
-            total += found / (i + 1)
-    return total / relevant
 
 
 @njit(cache=True, nogil=True)

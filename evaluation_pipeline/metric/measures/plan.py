@@ -14,7 +14,12 @@ import numpy as np
 
 from evaluation_pipeline.measures import kinds
 from evaluation_pipeline.measures.declarations import NOT_PROVIDED
-from evaluation_pipeline.measures.parse import Measure, MeasureError, parse_measure
+from evaluation_pipeline.measures.parse import (
+    Measure,
+    MeasureError,
+    average_ties_refusal,
+    parse_measure,
+)
 from evaluation_pipeline.metric import discounts
 from evaluation_pipeline.metric.discounts import discount_table
 from evaluation_pipeline.metric.gains import GainError, gains_for_grades, scale_gains
@@ -63,10 +68,9 @@ def plan_measures(measures: Sequence[Measure], spec: EvaluationSpec, whole: int)
     rows = []
     for measure in measures:
         declaration = measure.declaration
-        if spec.ties == "average" and not declaration.average_ties:
-            raise MeasureError(f"measure {measure}: {declaration.name} is not defined under "
-                               "ties: average (" + declaration.ties + "); choose ties: "
-                               "trec_eval, doc_id or rank in the spec")
+        refusal = average_ties_refusal(measure) if spec.ties == "average" else None
+        if refusal:
+            raise MeasureError(f"measure {refusal}")
         params = declaration.params
         rel = measure["rel"] if "rel" in params else 0
         rows.append((
@@ -149,18 +153,29 @@ def score_ranked(ranked, judged, names: Sequence[str | Measure], spec: Evaluatio
     measures = measures_of(names)
     graded = np.asarray(judged.grade, dtype=np.int64)
     candidate_grades = ranked.grade[ranked.grade_class == 0]
-    every = np.r_[graded, candidate_grades]
-    largest = int(every.max(initial=0))
-    top = spec.max_grade if spec.max_grade is not None else (
-        top_grade if top_grade is not None else largest)
-    check_grades(measures, top, largest)
     lists = np.diff(ranked.starts)
     whole = max(int(lists.max(initial=1)), int(np.diff(judged.starts).max(initial=1))) + int(
         np.asarray(judged.outside_holes).max(initial=0))
-    plan = plan_measures(measures, spec, whole)
-    reach = max(whole, int(plan.cutoff.max(initial=1)))
-    conventions = conventions_of(spec, every, top, reach,
-                                 spec.discount if discount is None else discount)
+    plan, conventions = measure_rules(measures, spec, np.r_[graded, candidate_grades],
+                                      top_grade, whole, discount)
     value, status, least, greatest = score_measures(*read_only((ranked, judged, conventions,
                                                                  plan)))
     return MeasureValues(measures, value, status, least, greatest)
+
+
+def measure_rules(measures: Sequence[Measure], spec: EvaluationSpec, graded: np.ndarray,
+                  top_grade: int | None, whole: int, discount: str | float | None = None):
+    """(:class:`kernels.Plan`, :class:`kernels.Conventions`) of ``measures`` under ``spec``,
+    after the checks a user can fail. ``graded``: the graded grades of the queries scored (any
+    repeats; the candidates' are among them); ``top_grade``: as :func:`score_ranked` takes it;
+    ``whole``: at least the longest list, with a query's holes outside it, that the kernel will
+    see (the cutoff of a measure without one)."""
+    largest = int(graded.max(initial=0))
+    top = spec.max_grade if spec.max_grade is not None else (
+        top_grade if top_grade is not None else largest)
+    check_grades(measures, top, largest)
+    plan = plan_measures(measures, spec, whole)
+    reach = max(whole, int(plan.cutoff.max(initial=1)))
+    conventions = conventions_of(spec, graded, top, reach,
+                                 spec.discount if discount is None else discount)
+    return plan, conventions

@@ -7,6 +7,11 @@ The grading and the ranking are the NDCG kernel's own steps (``metric.kernels.dc
 with ties broken as the spec says), so every measure of a query reads the very list its nDCG
 reads. Grades ride in the steps' gain slot as float64, exact for any grade a gain can be
 computed for (``spec.MAX_EXPONENTIAL_GRADE``).
+
+The scoring every engine calls does not grade and rank twice: ``metric.ndcg.score_candidates``
+scores the measures inside the NDCG kernel's pass (``kernels.score_blocks_and_measures``), from
+the lists it has just ranked. This module makes those lists for ``plan.score_ranked`` on its
+own: the tests that hold the one pass to it, and the benchmark of each measure's time.
 """
 
 from __future__ import annotations

@@ -33,6 +33,11 @@ def group_end(score, p, n, average):
 def count_within(score, grade, n, k, rel, average):
     """The relevant documents (grade >= rel) among the first k places; under ``average`` a
     group spanning k counts its share of relevant members for each of its places within k."""
+    if not average:  # every place its own group: each relevant one adds 1/1 x 1, exactly 1
+        c = 0
+        for i in range(min(n, k)):
+            c += grade[i] >= rel
+        return float(c)
     total = 0.0
     p = 0
     while p < n and p < k:
