@@ -15,8 +15,10 @@ this list:
 7. ``aggregation``: the report's numbers, summed over chunks of queries; ranker comparisons.
 8. ``ingest``: publishing versions and pools: validate, sort out of core, hash, write.
 9. ``evaluation``: one evaluation (judgments x pool under a spec) with its lineage.
-10. ``nightly``, ``analysis``: the nightly watch and alerts; reconcile, diff, explain, coverage.
-11. ``report``: report.json, report.html and report.md, traces, the trend.
+10. ``nightly``, ``analysis``: the nightly watch and alerts; reconcile, diff, explain,
+    coverage, agreement.
+11. ``report``, ``judging``: report.json, report.html and report.md, traces, the trend; the
+    judge that grades the holes, and its gate (on ``analysis``' agreement).
 12. ``engines``: the choice of engine and the local, streaming and Spark engines.
 13. ``api``: the Python API, the commands as functions (``evaluate``, ``explain``,
     ``reconcile``, ``agreement``).

@@ -43,6 +43,7 @@ from evaluation_pipeline.orchestration.checks import (
 )
 from evaluation_pipeline.orchestration.ingest_assets import build_ingest_assets
 from evaluation_pipeline.orchestration.jobs import build_jobs, evaluation_selection
+from evaluation_pipeline.orchestration.judging_assets import build_judging_assets
 from evaluation_pipeline.orchestration.partitions import DEFAULT, Naming
 from evaluation_pipeline.orchestration.resources import (
     EvaluationStorage,
@@ -174,10 +175,12 @@ def build_definitions(
         # Unset fields read NDCG_EVAL_MEMORY_LIMIT and NDCG_EVAL_SPILL_DIR when a step runs.
         "memory": memory or MemoryBudget(),
     }
+    judge, judge_gate = build_judging_assets(spec, naming)  # on demand: in no job
     return dg.Definitions(
         assets=[*build_ingest_assets(naming), *build_evaluation_assets(spec, naming),
-                build_worklist_asset(spec, naming)],
-        asset_checks=[*build_ingest_checks(naming), *build_evaluation_checks(spec, naming)],
+                build_worklist_asset(spec, naming), judge],
+        asset_checks=[*build_ingest_checks(naming), *build_evaluation_checks(spec, naming),
+                      judge_gate],
         jobs=list(build_jobs(naming)),
         sensors=[
             *build_ingest_sensors(naming),

@@ -141,6 +141,26 @@ class Settings(ComponentSettings):
         60, "seconds `make run` waits for one answer of the Dagster instance's database (a "
         "statement, a connection) before it names the database and exits 1", gt=0,
         allow_inf_nan=False)
+    # ndcg-eval judge sends it as a bearer token; it is never printed, logged or written.
+    judge_api_key: str | None = setting(
+        None, "the API key `ndcg-eval judge` sends to its judge (a bearer token), never printed, "
+        "logged or written", unset="unset: no Authorization header (a local server)")
+    # The gate of a version with a judge's ratings (judging.gate; contract section 1, Judge
+    # ratings). 0.6 is where quadratic kappa is read as substantial agreement (Landis and Koch);
+    # 0.8 is the order agreement TREC's studies of assessor disagreement (Voorhees 2000) take
+    # as an equivalent ranking of systems; 30 documents keep one lucky streak from deciding.
+    gate_min_kappa: float = setting(
+        0.6, "the gate: the least quadratic Cohen's kappa between a judge (rater_kind llm) and "
+        "each person (rater_kind human) over the documents both graded", ge=-1, le=1,
+        allow_inf_nan=False)
+    gate_min_tau: float = setting(
+        0.8, "the gate: the least Kendall's tau between the rankers' orders under people's "
+        "grades and under the judge's, over the documents both graded, at every cutoff",
+        ge=-1, le=1,
+        allow_inf_nan=False)
+    gate_min_overlap: int = setting(
+        30, "the gate: the fewest documents a judge and a person must both have graded for "
+        "their kappa to decide", ge=1)
     # Tests only.
     fail_write: str | None = setting(
         None, "fault injection for tests: PATTERN[:N] makes the storage's writes of matching "

@@ -1,6 +1,6 @@
 """pandera models for every table of the evaluation contract, one module per table; the input
-tables' models (judgments, candidate pools, queries) are made from their rules, each declared
-once in ``schemas.rules``, as are the screen, the streaming checks and Spark's counts.
+tables' models (judgments, candidate pools, queries, documents) are made from their rules, each
+declared once in ``schemas.rules``, as are the screen, the streaming checks and Spark's counts.
 
 Validation goes through :func:`validate` (``schemas.screening``): a frame that breaks no rule
 passes a one-pass polars screen of the same rules; any other frame goes to the pandera model,
@@ -20,6 +20,7 @@ from schemas.screening import validate
 _MODELS = {
     "Aggregates": "schemas.aggregates",
     "CandidatePool": "schemas.candidate_pools",
+    "Documents": "schemas.documents",
     "Judgments": "schemas.judgments",
     "PerQueryResults": "schemas.per_query_results",
     "Queries": "schemas.queries",
@@ -36,6 +37,7 @@ def __getattr__(name: str):
 __all__ = [
     "Aggregates",
     "CandidatePool",
+    "Documents",
     "InputError",
     "Judgments",
     "PerQueryResults",

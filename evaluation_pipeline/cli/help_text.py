@@ -56,6 +56,23 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "that, with its grade column filled in, is a judgment version.",
         f"ndcg-eval holes --judgments {JUDGMENTS} --run {POOL} "
         "--queries examples/data/queries.csv --budget 5"),
+    "judge": (
+        "An LLM judge grades the pairs of a worklist (or a list of pairs) through any "
+        "OpenAI-compatible chat-completions endpoint, under the UMBRELA 0-3 prompt or "
+        "--template, within a budget of pairs or tokens: a judgment version whose rater is "
+        "the judge (rater_kind llm), each rating with its model, template hash, temperature, "
+        "raw answer and tokens. Answers are cached, so a rerun pays for none twice.",
+        "ndcg-eval judge --worklist out/worklist.csv --queries examples/data/queries.csv "
+        "--documents examples/data/documents.csv --judge-url http://127.0.0.1:8000/v1 "
+        "--model qwen2.5-7b-instruct --budget 20 --out out/judged.csv"),
+    "gate": (
+        "The gate of a version that mixes people's ratings (rater_kind human) and a judge's "
+        "(rater_kind llm): quadratic Cohen's kappa per judge and person over the documents "
+        "both graded and, with --run, Kendall's tau between the rankers' orders under people "
+        "alone and under the combined version, against the declared thresholds. Exit status "
+        "0: promoted; 3: refused, with the reason.",
+        "ndcg-eval gate --judgments examples/data/raters/maint-raters.csv "
+        "--run examples/data/landing/pools/pool-2026-11-28"),
 }
 
 

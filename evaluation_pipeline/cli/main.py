@@ -10,6 +10,7 @@
     ndcg-eval history STORAGE [--ranker R] [--cutoff K] [--night POOL] [--json]
     ndcg-eval agreement --judgments FILE [--run FILE|DIR] [--spec FILE] [--json]
     ndcg-eval holes --judgments FILE --run FILE|DIR [--queries FILE] [--budget N] [--out FILE]
+    ndcg-eval gate --judgments FILE [--run FILE|DIR] [--spec FILE] [--json]
 
 RESULTS is the output folder of ``ndcg-eval score`` or its per_query.parquet.
 
@@ -34,9 +35,11 @@ from evaluation_pipeline.analysis.reconcile import MAX_ROW_SCORINGS
 from evaluation_pipeline.cli import agreement_command as agreement
 from evaluation_pipeline.cli import compare_command as compare
 from evaluation_pipeline.cli import explain_command as explain
+from evaluation_pipeline.cli import gate_command as gate
 from evaluation_pipeline.cli import help_text
 from evaluation_pipeline.cli import history_command as history
 from evaluation_pipeline.cli import holes_command as holes
+from evaluation_pipeline.cli import judge_command as judge
 from evaluation_pipeline.cli import reconcile_command as reconcile
 from evaluation_pipeline.cli import report_command as report
 from evaluation_pipeline.cli import score_command as score
@@ -48,6 +51,7 @@ from evaluation_pipeline.io.locations import argument
 from evaluation_pipeline.io.readers import FORMATS
 from evaluation_pipeline.io.storage import HISTORY_FILE, HISTORY_FOLDER
 from evaluation_pipeline.measures.declarations import DECLARATIONS
+from evaluation_pipeline.measures.parse import MeasureError, parse_measure
 from evaluation_pipeline.report import ReportConfig
 from evaluation_pipeline.spec import PROFILES
 from schemas.errors import EvaluationError
@@ -60,7 +64,8 @@ MEASURE_NAMES = tuple(declaration.name for declaration in DECLARATIONS)
 
 COMMANDS = {"score": score.run, "spec": spec.run, "report": report.run, "compare": compare.run,
             "explain": explain.run, "reconcile": reconcile.run, "history": history.run,
-            "agreement": agreement.run, "holes": holes.run}
+            "agreement": agreement.run, "holes": holes.run, "judge": judge.run,
+            "gate": gate.run}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,6 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--judgments", type=_location, help="judgment version, to write traces")
     report.add_argument("--run", type=_location, help="run file or pool folder, to write traces")
     report.add_argument("--format", choices=FORMATS, help="format of the judgment and run files")
+    report.add_argument("--measure", action="append", type=_measure_name, metavar="NAME",
+                        help="only this measure beside the spec's nDCG@K, which every report "
+                        "holds (repeatable; default: every measure of the results)")
     _spec_arguments(report, cutoff=False)
     _report_arguments(report)
     _storage_arguments(report)
@@ -137,6 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="the two pool folders, to count candidates added/removed")
     compare.add_argument("--cutoff", type=int, action="append", metavar="K",
                          help="only these cutoffs")
+    compare.add_argument("--measure", action="append", type=_measure_name, metavar="NAME",
+                         help="only this measure (repeatable; default: every measure of the "
+                         "results, Holm-adjusted within each, as report.json compares them)")
     compare.add_argument("--format", choices=FORMATS, help="format of judgment and run files")
     _report_arguments(compare)
     _storage_arguments(compare)
@@ -176,6 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     _reconcile_parser(commands)
     _history_parser(commands)
     _holes_parser(commands)
+    _judge_parser(commands)
+    _gate_parser(commands)
     return parser
 
 
@@ -272,6 +285,9 @@ def _history_parser(subparsers) -> argparse.ArgumentParser:
                         help=f"the pipeline's storage (it holds {HISTORY_FOLDER}/{HISTORY_FILE})")
     parser.add_argument("--ranker", action="append", help="only this ranker (repeatable)")
     parser.add_argument("--cutoff", type=int, action="append", help="only this K (repeatable)")
+    parser.add_argument("--measure", action="append", type=_measure_name, metavar="NAME",
+                        help="only this measure, headline or not (repeatable; default: the "
+                        "spec's headline measures)")
     parser.add_argument("--spec-id", help="only evaluations under this spec_id")
     parser.add_argument("--night", metavar="POOL",
                         help="that night's drill-down instead of the trend: its verdicts, the "
@@ -305,6 +321,87 @@ def _holes_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+def _gate_parser(subparsers) -> argparse.ArgumentParser:
+    parser = _command(subparsers, "gate",
+                      "would a version with a judge's ratings be promoted: its agreement with "
+                      "people against the declared thresholds")
+    parser.add_argument("--judgments", required=True, type=_location,
+                        help="a judgment version with raters: people's (rater_kind human) and "
+                        "a judge's (rater_kind llm)")
+    parser.add_argument("--run", type=_location, help="run file or pool folder: Kendall's tau "
+                        "between the rankers' orders under people alone and combined")
+    parser.add_argument("--format", choices=FORMATS, help="format of every input file")
+    parser.add_argument("--judgment-version", help="version name when the file carries none")
+    parser.add_argument("--pool", help="candidate pool name when the file carries none")
+    parser.add_argument("--min-kappa", type=float, metavar="K",
+                        help=f"least quadratic kappa (default {settings.GATE_MIN_KAPPA.name}, "
+                        f"else {settings.GATE_MIN_KAPPA.default})")
+    parser.add_argument("--min-tau", type=float, metavar="T",
+                        help=f"least Kendall's tau (default {settings.GATE_MIN_TAU.name}, "
+                        f"else {settings.GATE_MIN_TAU.default})")
+    parser.add_argument("--min-overlap", type=int, metavar="N",
+                        help="fewest documents both graded for a kappa to decide (default "
+                        f"{settings.GATE_MIN_OVERLAP.name}, else "
+                        f"{settings.GATE_MIN_OVERLAP.default})")
+    parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    _spec_arguments(parser)
+    _storage_arguments(parser)
+    return parser
+
+
+def _judge_parser(subparsers) -> argparse.ArgumentParser:
+    parser = _command(subparsers, "judge",
+                      "an LLM judge grades the worklist's pairs: a judgment version with raters")
+    pairs = parser.add_mutually_exclusive_group(required=True)
+    pairs.add_argument("--worklist", type=Path, metavar="FILE",
+                       help="the worklist of ndcg-eval holes (.csv), judged in its order")
+    pairs.add_argument("--pairs", type=Path, metavar="FILE",
+                       help="instead: any .csv or .parquet file with query_id and doc_id")
+    parser.add_argument("--queries", required=True, type=Path, metavar="FILE",
+                        help="the queries table; its query_text is what the judge reads")
+    parser.add_argument("--documents", required=True, type=Path, metavar="FILE",
+                        help="the documents table (doc_id, title, text), .csv or .parquet")
+    parser.add_argument("--judge-url", required=True, metavar="URL",
+                        help="an OpenAI-compatible endpoint: .../chat/completions, or the base "
+                        "it is under (http://127.0.0.1:8000/v1); the API key, if any, from "
+                        f"${settings.JUDGE_API_KEY.name}")
+    parser.add_argument("--model", required=True, metavar="NAME",
+                        help="the model the endpoint serves")
+    parser.add_argument("--budget", type=int, metavar="N",
+                        help="judge the first N pairs (the worklist's most useful first)")
+    parser.add_argument("--budget-tokens", type=int, metavar="T",
+                        help="send no further pair once the answers of this run took T tokens")
+    parser.add_argument("--out", required=True, type=Path, metavar="FILE",
+                        help="the judgment version to write (.csv), whole or not at all")
+    parser.add_argument("--concurrency", type=int, default=4, metavar="N",
+                        help="requests in flight at once (default 4)")
+    parser.add_argument("--deadline", type=float, default=3600.0, metavar="SECONDS",
+                        help="the whole run's limit (default 3600); past it the run stops, "
+                        "its answers kept in the cache")
+    parser.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="one request's limit (default 60)")
+    parser.add_argument("--retries", type=int, default=5, metavar="N",
+                        help="retries of a request on 429, 5xx, a timeout or a broken answer, "
+                        "with exponential backoff and jitter, honouring Retry-After (default 5)")
+    parser.add_argument("--cache", type=Path, metavar="DIR",
+                        help="the answers already paid for (default: .ndcg-eval-judge-cache "
+                        "beside --out)")
+    parser.add_argument("--temperature", type=float, default=0.0,
+                        help="sampling temperature (default 0)")
+    parser.add_argument("--max-tokens", type=int, metavar="N",
+                        help="the longest reply (default: the server's)")
+    parser.add_argument("--template", type=Path, metavar="FILE",
+                        help="the prompt template (default: the packaged UMBRELA 0-3 prompt)")
+    parser.add_argument("--price-per-1k-tokens", type=float, metavar="PRICE",
+                        help="the price of 1,000 tokens, for the estimated cost")
+    parser.add_argument("--rater", metavar="ID",
+                        help="the judge's id in the rater column (default MODEL@ and the "
+                        "template's hash)")
+    parser.add_argument("--judgment-version", metavar="NAME",
+                        help="the version's name (default: --out's stem)")
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -330,6 +427,16 @@ def main(argv: list[str] | None = None) -> int:
               f"an instance role; the endpoint from {settings.STORAGE_OPTIONS.name} or "
               "--storage-options)", file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+def _measure_name(name: str) -> str:
+    """A measure as --measure filters by it: its canonical name (``RR(rel=2)@10``), so that any
+    spelling ir_measures reads finds the rows; a name that does not parse is refused by
+    argparse, with the nearest name."""
+    try:
+        return str(parse_measure(name))
+    except MeasureError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _from_object_storage(exc: BaseException) -> bool:

@@ -231,6 +231,18 @@ def read_queries(path: str | Path, fmt: str | None = None) -> pl.DataFrame:
     return validate("Queries", frame, str(path), line_numbers=lines)
 
 
+def read_table_file(path: Path, formats: str) -> tuple[pl.DataFrame, pl.Series | None]:
+    """The rows of a Parquet or CSV file, the format told by its extension, and for CSV the
+    line each row starts on; any other extension is refused, ``formats`` saying what the file
+    may be (e.g. "documents come as .csv or .parquet")."""
+    fmt = _EXTENSIONS.get(path.suffix.lower())
+    if fmt not in ("parquet", "csv"):
+        raise InputError(str(path), [violation(
+            "(file)", f"cannot tell the format from the extension {path.suffix!r}; {formats}",
+            [])])
+    return _read_table(path, fmt)
+
+
 def _read_table(path: Path, fmt: str, constant: tuple[str, ...] = (), unread: dict | None = None,
                 ) -> tuple[pl.DataFrame, pl.Series | None]:
     """The file's rows, and for text files the line each starts on. Parquet only:

@@ -179,13 +179,15 @@ def test_the_project_keeps_its_names(deployment, tmp_path):
     assert own["schedules"] == {"nightly_evaluation"}
     assert own["resources"] == {"storage", "landing", "policy", "watch", "scoring", "memory"}
     assert own["assets"] == {"judgments", "candidate_pools", "queries", "query_scores",
-                             "evaluation_report", "evaluation_history", "judging_worklist"}
+                             "evaluation_report", "evaluation_history", "judging_worklist",
+                             "judgments_llm"}
     assert own["partitions"] == {"judgment_versions", "candidate_pools"}
     groups = NdcgEvaluation(**where).build_defs().get_repository_def().assets_defs_by_key
     assert {key.to_user_string(): a.group_names_by_key[key] for key, a in groups.items()} == {
         "judgments": "ingest", "candidate_pools": "ingest", "queries": "ingest",
         "query_scores": "evaluation", "evaluation_report": "evaluation",
-        "evaluation_history": "evaluation", "judging_worklist": "judging"}
+        "evaluation_history": "evaluation", "judging_worklist": "judging",
+        "judgments_llm": "judging"}
 
 
 def test_two_instances_share_a_code_location(deployment, tmp_path):

@@ -104,6 +104,10 @@ LISTED = {
     "NDCG_EVAL_INCREMENTAL": (None, []),
     "NDCG_EVAL_DATABASE_TIMEOUT": (None, []),
     "NDCG_EVAL_FAIL_WRITE": (None, []),
+    "NDCG_EVAL_JUDGE_API_KEY": (None, []),
+    "NDCG_EVAL_GATE_MIN_KAPPA": (None, []),
+    "NDCG_EVAL_GATE_MIN_TAU": (None, []),
+    "NDCG_EVAL_GATE_MIN_OVERLAP": (None, []),
 }
 REGENERATE = ".venv/bin/python -m evaluation_pipeline.settings docs/configuration.md"
 

@@ -99,9 +99,17 @@ def test_every_asset_materialized_for_a_pool_and_version(pipeline: Pipeline):
     assert f"judgments {VERSION_1}" in report_metadata["result"].value
 
 
+ON_DEMAND = {dg.AssetKey("judgments_llm")}
+
+
 def test_checks_ran_with_the_runs(pipeline: Pipeline):
     graph = pipeline.defs.resolve_asset_graph()
     for check_key in graph.asset_check_keys:
+        if check_key.asset_key in ON_DEMAND:
+            # Materialized by hand only (the judge spends money): no run of the week has it.
+            assert pipeline.instance.get_latest_materialization_event(
+                check_key.asset_key) is None, check_key
+            continue
         record = pipeline.instance.get_latest_asset_check_evaluation_record(check_key)
         assert record is not None, check_key
         evaluation = record.event.dagster_event.event_specific_data

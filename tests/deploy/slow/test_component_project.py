@@ -146,7 +146,7 @@ def test_a_dg_project_with_two_instances_lists_scaffolds_and_evaluates_each(tmp_
                   if a["source"].endswith(source)}
         assert assets == {f"{name}/{asset}" for asset in (
             "judgments", "candidate_pools", "queries", "query_scores", "evaluation_report",
-            "evaluation_history", "judging_worklist")}
+            "evaluation_history", "judging_worklist", "judgments_llm")}
         assert {job["name"] for job in listed["jobs"] if job["source"].endswith(source)} == {
             f"{name}__{job}" for job in ("ingest_judgments", "ingest_candidate_pool",
                                          "ingest_queries", "evaluate")}
