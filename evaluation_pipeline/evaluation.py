@@ -31,7 +31,7 @@ from evaluation_pipeline.metric.hashing import (
 from evaluation_pipeline.metric.kernels.blocks import Blocks
 from evaluation_pipeline.metric.ndcg import JudgmentIndex, score
 from evaluation_pipeline.spec import EvaluationSpec
-from schemas.columns import LINEAGE_COLUMNS, STATUSES, with_measure_columns
+from schemas.columns import LINEAGE_COLUMNS, STATUSES, spec_ndcg_rows, with_measure_columns
 from schemas.errors import EvaluationError
 
 
@@ -285,7 +285,7 @@ def summarize(
 ) -> dict:
     """The machine-readable summary (:class:`Summary`): macro means and status counts per
     ranker and cutoff."""
-    rows = aggregate(per_query, queries).filter(pl.col("slice_column") == "all")
+    rows = spec_ndcg_rows(aggregate(per_query, queries)).filter(pl.col("slice_column") == "all")
     return Summary(
         lineage=lineage.record(),
         spec=spec.to_dict(),

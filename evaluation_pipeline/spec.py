@@ -12,6 +12,7 @@ those declarations. Fields and defaults follow the evaluation contract, section 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -23,7 +24,12 @@ from typing import Any
 
 import yaml
 
-from evaluation_pipeline.measures.parse import Measure, MeasureError, parse_measure
+from evaluation_pipeline.measures.parse import (
+    Measure,
+    MeasureError,
+    average_ties_refusal,
+    parse_measure,
+)
 from evaluation_pipeline.spec_fields import SpecError, SpecField, declare, declared
 
 # Exponential gain overflows float64 past 2^1023; a grade that high is a data error.
@@ -164,20 +170,24 @@ def _parse_discount(value: Any) -> str | float:
                     "> 1 (a number, as scikit-learn's log_base)")
 
 
-def _parse_measures(value: Any) -> tuple[str, ...]:
+def _parse_measures(value: Any, field: str = "measures") -> tuple[str, ...]:
     """The measures as a spec holds them: each name canonical (as ir_measures prints it), each
     once, in the order first named. A name that does not parse is refused with the nearest
     name (``measures.parse``)."""
     names = [value] if isinstance(value, str) else value
     if not hasattr(names, "__iter__") or isinstance(names, Mapping):
-        raise SpecError(f"spec field 'measures': {value!r} is not a list of measure names")
+        raise SpecError(f"spec field {field!r}: {value!r} is not a list of measure names")
     try:
         out = tuple(dict.fromkeys(str(parse_measure(name)) for name in names))
     except MeasureError as exc:
-        raise SpecError(f"spec field 'measures': {exc}") from None
+        raise SpecError(f"spec field {field!r}: {exc}") from None
     if not out:
-        raise SpecError("spec field 'measures': at least one measure is required")
+        raise SpecError(f"spec field {field!r}: at least one measure is required")
     return out
+
+
+def _parse_headline(value: Any) -> tuple[str, ...]:
+    return _parse_measures(value, "headline")
 
 
 def _plain_ndcg(measure: Measure) -> int | None:
@@ -317,12 +327,25 @@ class EvaluationSpec:
         parse=_parse_measures, canonical=list, words=lambda names: "measures " + ", ".join(
             names), show=lambda names: ", ".join(names), optional=True,
     )
+    headline: tuple[str, ...] | None = declare(
+        None,
+        "the measures whose change against the previous night raises a verdict of the nightly "
+        "watch and an alert, each one of the spec's measures; every measure's change is "
+        "computed and recorded, only these alert; unset: the plain nDCG@K at each cutoff; in "
+        "spec_id only when it differs from that default",
+        contract="section 8",
+        values="a list of the spec's measure names",
+        parse=_parse_headline, canonical=list, words=lambda names: "headline " + ", ".join(
+            names), show=lambda names: ", ".join(names), optional=True,
+    )
 
     def __post_init__(self) -> None:
         for field in FIELDS:
             object.__setattr__(self, field.name, field.check(getattr(self, field.name)))
         if self.measures is not None:
             self._settle_measures()
+        if self.headline is not None:
+            self._settle_headline()
 
     def _settle_measures(self) -> None:
         """A list of measures decides the cutoffs (its plain nDCG@K's: the rows the report, the
@@ -339,15 +362,38 @@ class EvaluationSpec:
             if measure.cutoff is not None and measure.cutoff > MAX_CUTOFF:
                 raise SpecError(f"spec field 'measures': {measure}'s cutoff is above the "
                                 f"largest, {MAX_CUTOFF:,}: scoring allocates per place up to it")
-            if self.ties == "average" and not measure.declaration.average_ties:
-                raise SpecError(
-                    f"spec field 'measures': {measure} is not defined under ties: average "
-                    f"({measure.declaration.ties}); set ties to trec_eval, doc_id or rank")
+            refusal = average_ties_refusal(measure) if self.ties == "average" else None
+            if refusal:
+                raise SpecError(f"spec field 'measures': {refusal}")
         object.__setattr__(self, "cutoffs", tuple(cutoffs))
         if set(self.measures) == {f"nDCG@{k}" for k in cutoffs}:
             object.__setattr__(self, "measures", None)
 
+    def _settle_headline(self) -> None:
+        """The headline names measures the spec scores; the default (the plain nDCG@K at each
+        cutoff) is held as unset, so a spec that writes it out keeps its spec_id."""
+        scored = [str(m) for m in self.measure_list]
+        unknown = [name for name in self.headline if name not in scored]
+        if unknown:
+            raise SpecError(f"spec field 'headline': {', '.join(unknown)} "
+                            f"{'is' if len(unknown) == 1 else 'are'} not among the measures "
+                            f"scored ({', '.join(scored)}); add it to 'measures' or drop it")
+        if set(self.headline) == {f"nDCG@{k}" for k in self.cutoffs}:
+            object.__setattr__(self, "headline", None)
+        else:  # in the order of the measures, whatever order it was written in
+            object.__setattr__(self, "headline", tuple(
+                name for name in scored if name in self.headline))
+
     @property
+    def headline_measures(self) -> tuple[str, ...]:
+        """The measures whose change alerts (canonical names, in the order of the measures
+        scored): ``headline``, else the plain nDCG@K at each cutoff."""
+        chosen = self.headline or tuple(f"nDCG@{k}" for k in self.cutoffs)
+        return tuple(str(m) for m in self.measure_list if str(m) in chosen)
+
+    # Cached: read per batch and per step, and a frozen dataclass without slots lets
+    # cached_property keep it in the instance's dict (fields, equality and hash untouched).
+    @functools.cached_property
     def measure_list(self) -> tuple[Measure, ...]:
         """Every measure scored, parsed: the list declared, else nDCG@K per cutoff."""
         names = self.measures or tuple(f"nDCG@{k}" for k in self.cutoffs)

@@ -19,12 +19,13 @@ import polars as pl
 
 from schemas.columns import RATER, STATUSES, is_spec_ndcg_row
 from schemas.keys import unique_rows
+from schemas.rules.document_rules import DOCUMENTS
 from schemas.rules.judgment_rules import JUDGMENTS, RATED_JUDGMENTS
 from schemas.rules.pool_rules import CANDIDATE_POOL
 from schemas.rules.query_rules import QUERIES
 from schemas.rules.rule import DTYPE, KEY, NOT_NULLABLE, ONE_NAME, REQUIRED_COLUMN, Table
 
-TABLES = {t.name: t for t in (CANDIDATE_POOL, JUDGMENTS, RATED_JUDGMENTS, QUERIES)}
+TABLES = {t.name: t for t in (CANDIDATE_POOL, JUDGMENTS, RATED_JUDGMENTS, QUERIES, DOCUMENTS)}
 
 
 def validate(

@@ -1,6 +1,6 @@
-"""Aggregates per (ranker, cutoff, slice) over per-query rows (contract section 4).
+"""Aggregates per (ranker, measure, slice) over per-query rows (contract section 4).
 
-Means are taken over the rows whose ``ndcg`` is not null (contract section 3, rule 5); the
+Means are taken over the rows whose ``value`` is not null (contract section 3, rule 5); the
 status counts say why the others are apart.
 """
 
@@ -13,6 +13,7 @@ import polars as pl
 from schemas.columns import (
     AGGREGATE_KEY,
     LINEAGE_COLUMNS,
+    NDCG_AGGREGATE_COLUMNS,
     STATUS_COUNT_COLUMNS,
 )
 
@@ -22,17 +23,19 @@ def aggregate(
     queries: pl.DataFrame | None = None,
     slices: tuple[str, ...] = (),
 ) -> pl.DataFrame:
-    """One row per (ranker, cutoff, slice_column, slice_value), plus the pooled ``all`` rows:
+    """One row per (ranker, measure, slice_column, slice_value), plus the pooled ``all`` rows:
     :func:`aggregate_with_intervals`' numbers without its intervals (the same sums, so the
     same bits; summary.json and report.json agree to the last digit).
 
-    With a queries table, ``weighted_ndcg`` is the mean weighted by each query's ``weight``
+    With a queries table, ``weighted_value`` is the mean weighted by each query's ``weight``
     (queries without a row weigh 0); without one it is null.
     """
     out = aggregate_with_intervals(per_query, queries, slices, n_bootstrap=0)
-    return out.select(*AGGREGATE_KEY, "n_queries", "n_with_number", "macro_ndcg",
-                      *STATUS_COUNT_COLUMNS, "mean_judged_at_k", "mean_candidate_recall",
-                      "weighted_ndcg", "n_bounded", "macro_ndcg_min", "macro_ndcg_max",
+    numbers = ("macro_value", *STATUS_COUNT_COLUMNS, "mean_judged_at_k", "mean_candidate_recall",
+               "weighted_value", "n_bounded", "macro_value_min", "macro_value_max")
+    return out.select(*AGGREGATE_KEY, "n_queries", "n_with_number", *numbers,
+                      *[ndcg for ndcg, value in NDCG_AGGREGATE_COLUMNS.items()
+                        if value in numbers],
                       *[c for c in LINEAGE_COLUMNS if c in out.columns])
 
 

@@ -21,6 +21,7 @@ from evaluation_pipeline.aggregation.partials import (
     PREVIOUS,
     TONIGHT,
     Result,
+    measure_order,
 )
 from evaluation_pipeline.stats.inference import holm
 
@@ -74,12 +75,19 @@ def candidate_set_differences(pool: pl.DataFrame) -> pl.DataFrame:
 
 
 def ranker_pair_results(results: Sequence[Result], baseline: str | None) -> list[rn.Pair]:
-    """The pairs of a comparison within one pool: per cutoff, every pair of rankers (or each
-    against ``baseline``), as (first, second) results."""
+    """The pairs of a comparison within one pool: per measure (the spec's nDCG@K first, by
+    cutoff, then the others in ``Result``'s order), every pair of rankers (or each against
+    ``baseline``), as (first, second) results."""
     rankers = sorted({r.ranker for r in results})
     pairs = ranker_pairs(rankers, baseline)
-    return [(Result(TONIGHT, first, cutoff), Result(TONIGHT, second, cutoff))
-            for cutoff in sorted({r.cutoff for r in results}) for first, second in pairs]
+    return [(Result(TONIGHT, first, cutoff, measure), Result(TONIGHT, second, cutoff, measure))
+            for cutoff, measure in measures_of(results) for first, second in pairs]
+
+
+def measures_of(results: Sequence[Result]) -> list[tuple[int | None, str]]:
+    """The (cutoff, measure) of ``results``, each once, in ``Result``'s order."""
+    return sorted({(r.cutoff, r.measure) for r in results},
+                  key=lambda measure: measure_order(*measure))
 
 
 def compare_rankers(
@@ -146,10 +154,11 @@ def compare_pools(
     """The same rankers over two candidate pools: paired per ranker and cutoff, never pure."""
     rankers = sorted(set(first["ranker"].unique()) & set(second["ranker"].unique()))
     pools = _single(first, "candidate_pool"), _single(second, "candidate_pool")
-    cutoffs = sorted(set(first["cutoff"].unique()) & set(second["cutoff"].unique()))
-    pairs = [(Result(PREVIOUS, ranker, cutoff), Result(TONIGHT, ranker, cutoff))
-             for cutoff in cutoffs for ranker in rankers]
-    plan = rn.plan_of(rn.results_of(second), previous=rn.results_of(first, PREVIOUS),
+    before, after = rn.results_of(first, PREVIOUS), rn.results_of(second)
+    measures = [m for m in measures_of(after) if m in set(measures_of(before))]
+    pairs = [(Result(PREVIOUS, ranker, *measure), Result(TONIGHT, ranker, *measure))
+             for measure in measures for ranker in rankers]
+    plan = rn.plan_of(after, previous=before,
                       pairs=pairs, n_bootstrap=n_bootstrap, seed=seed,
                       n_regressions=n_regressions,
                       n_queries=rn.distinct_queries(first, second))
@@ -180,17 +189,18 @@ def _single(frame: pl.DataFrame, column: str) -> str | None:
 def _tested(numbers: rn.Numbers, pairs: Sequence[rn.Pair], ci_level: float, *, correct: bool,
             name) -> list[dict]:
     """The result of each pair (the plan's first ``len(pairs)``), Holm-adjusted within each
-    cutoff."""
+    measure (the spec's nDCG@K: within each cutoff)."""
     results, block = [], []
     for p, (one, other) in enumerate(pairs):
         first, second = name(one, other)
         stats = numbers.pair(p, ci_level)
         regressions, histogram = stats.pop("regressions"), stats.pop("histogram")
         del stats["movers"]  # a ranker pair lists its regressions; movers are the nights'
-        result = {"first": first, "second": second, "cutoff": int(one.cutoff), **stats,
-                  "rng_key": f"{first}|{second}|{one.cutoff}", "histogram": histogram,
-                  "regressions": regressions}
-        if block and block[-1]["cutoff"] != result["cutoff"]:
+        label = one.cutoff if one.is_spec_ndcg else one.measure
+        result = {"first": first, "second": second, "cutoff": one.cutoff,
+                  "measure": one.measure, **stats, "rng_key": f"{first}|{second}|{label}",
+                  "histogram": histogram, "regressions": regressions}
+        if block and block[-1]["measure"] != result["measure"]:
             _adjust(block, correct=correct)
             block = []
         block.append(result)

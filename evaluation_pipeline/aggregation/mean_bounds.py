@@ -12,8 +12,8 @@ def row_bounds(rows: pl.DataFrame, order: np.ndarray) -> tuple[np.ndarray, np.nd
     """(least, greatest) of each row in ``order``, NaN unless the row has a number under
     every grading of its holes: a mean's bounds are taken over those rows alone."""
     every = rows["every_grading_scored"].fill_null(False).to_numpy()[order]
-    low = rows["ndcg_min"].cast(pl.Float64).to_numpy(allow_copy=True)[order]
-    high = rows["ndcg_max"].cast(pl.Float64).to_numpy(allow_copy=True)[order]
+    low = rows["value_min"].cast(pl.Float64).to_numpy(allow_copy=True)[order]
+    high = rows["value_max"].cast(pl.Float64).to_numpy(allow_copy=True)[order]
     bounded = every & np.isfinite(low) & np.isfinite(high)
     return np.where(bounded, low, np.nan), np.where(bounded, high, np.nan)
 

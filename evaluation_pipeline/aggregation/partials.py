@@ -28,11 +28,12 @@ import polars as pl
 
 from evaluation_pipeline.aggregation.mean_bounds import add_pair_bounds, row_bounds
 from evaluation_pipeline.stats.intervals import ALL, NO_VALUE, distinct_columns
-from schemas.columns import REPORT_DTYPES, STATUSES, TIE_TOLERANCE
+from schemas.columns import ROW_DTYPES as _FILE_ROW_DTYPES
+from schemas.columns import STATUSES, TIE_TOLERANCE, ndcg_name
 
 # The rows a partial reads: the report's per-query columns after ``night`` (which of the two
 # nights a row is of), added by the reader.
-ROW_DTYPES = {"night": pl.Int8, **REPORT_DTYPES}
+ROW_DTYPES = {"night": pl.Int8, **_FILE_ROW_DTYPES}
 ROW_COLUMNS = tuple(ROW_DTYPES)
 TONIGHT, PREVIOUS = 0, 1
 # Queries per chunk: a chunk's partial is computed in one piece (its rows in memory), and the
@@ -54,12 +55,40 @@ _STATUS0 = 12
 _NUMBERS = _STATUS0 + len(STATUSES)
 
 
-@dataclass(frozen=True, order=True)
+def measure_order(cutoff: int | None, measure: str) -> tuple:
+    """Where a measure sorts among a ranker's: the spec's own nDCG@K first, by cutoff (the
+    order reports had before the other measures), then the others by cutoff and name."""
+    return (measure != ndcg_name(cutoff) if cutoff is not None else True,
+            -1 if cutoff is None else cutoff, measure)
+
+
+@dataclass(frozen=True)
 class Result:
-    """One (night, ranker, cutoff); ordered so, as ``report_numbers.results_of`` lists them."""
+    """One (night, ranker, measure): the measure by its canonical name (``nDCG@10``,
+    ``RR(rel=2)@10``, ``Rprec``), its cutoff apart (None for a measure without one).
+
+    Ordered as ``sums.results_of`` lists them: per night and ranker, the spec's own nDCG@K
+    first by cutoff (the order reports had before the other measures), then the others by
+    cutoff and name."""
     night: int
     ranker: str
-    cutoff: int
+    cutoff: int | None
+    measure: str
+
+    @classmethod
+    def ndcg(cls, night: int, ranker: str, cutoff: int) -> Result:
+        """The spec's own nDCG@K of a ranker."""
+        return cls(night, ranker, cutoff, ndcg_name(cutoff))
+
+    @property
+    def is_spec_ndcg(self) -> bool:
+        return self.cutoff is not None and self.measure == ndcg_name(self.cutoff)
+
+    def sort_key(self) -> tuple:
+        return (self.night, self.ranker, *measure_order(self.cutoff, self.measure))
+
+    def __lt__(self, other: Result) -> bool:
+        return self.sort_key() < other.sort_key()
 
 
 @dataclass(frozen=True)
@@ -207,8 +236,9 @@ def chunk_partial(rows: pl.DataFrame, queries: pl.DataFrame | None, plan: Plan) 
     nights). ``queries``: the queries table (query_id, weight and the slice columns), or only
     its rows of this chunk's queries."""
     out = empty(plan)
-    key = ("night", "ranker", "cutoff")
-    results = pl.DataFrame([(r.night, r.ranker, r.cutoff) for r in plan.results],
+    # The measure's canonical name holds its cutoff: (night, ranker, measure) is the key.
+    key = ("night", "ranker", "measure")
+    results = pl.DataFrame([(r.night, r.ranker, r.measure) for r in plan.results],
                            schema={c: ROW_DTYPES[c] for c in key}, orient="row"
                            ).with_row_index("r")
     rows = rows.select(ROW_COLUMNS)
@@ -228,10 +258,10 @@ def chunk_partial(rows: pl.DataFrame, queries: pl.DataFrame | None, plan: Plan) 
     n = index.height
     weight, codes = _query_attributes(index, queries, plan)
     keys = _query_keys(index, plan)
-    ndcg = _floats(rows["ndcg"])[order]
-    has = np.isfinite(ndcg)
-    value = np.where(has, ndcg, 0.0)
-    del ndcg
+    values = _floats(rows["value"])[order]
+    has = np.isfinite(values)
+    value = np.where(has, values, 0.0)
+    del values
     bounds = row_bounds(rows, order)
     _add_numbers(out.numbers, rows, order, r, q, value, has, bounds, weight, codes, plan)
     _add_resampled(out, keys, r, q, value, has, weight, codes, plan, n)

@@ -33,18 +33,20 @@ from schemas.columns import (
     REPORT_OPTIONAL_COLUMNS,
     STATUS_COUNT_COLUMNS,
     TIE_TOLERANCE,
-    spec_ndcg_rows,
+    with_measure_columns,
+    with_ndcg_aggregates,
 )
 
 Pair = tuple[Result, Result]
 
 
 def results_of(per_query: pl.DataFrame | pl.LazyFrame, night: int = TONIGHT) -> list[Result]:
-    """Every (ranker, cutoff) of per-query rows (the spec's nDCG@K), sorted, as results of
+    """Every (ranker, measure) of per-query rows, in ``Result``'s order, as results of
     ``night``."""
-    found = (spec_ndcg_rows(per_query.lazy()).select("ranker", "cutoff").unique()
-             .sort("ranker", "cutoff").collect(engine="streaming"))
-    return [Result(night, ranker, int(cutoff)) for ranker, cutoff in found.iter_rows()]
+    found = (with_measure_columns(per_query.lazy()).select("ranker", "cutoff", "measure").unique()
+             .collect(engine="streaming"))
+    return sorted(Result(night, ranker, None if cutoff is None else int(cutoff), measure)
+                  for ranker, cutoff, measure in found.iter_rows())
 
 
 def plan_of(tonight: Sequence[Result], *, previous: Sequence[Result] = (),
@@ -77,8 +79,9 @@ def rows_of(per_query: pl.DataFrame | pl.LazyFrame, night: int) -> pl.DataFrame:
 def _rows(per_query: pl.LazyFrame, night: int) -> pl.LazyFrame:
     # One dtype per column, whatever the frame's: the two nights are stacked, and a partial's
     # bits must not depend on how a file stored its numbers.
+    per_query = with_measure_columns(per_query)
     present = per_query.collect_schema().names()
-    return spec_ndcg_rows(per_query).select(
+    return per_query.select(
         pl.lit(night, dtype=rp.ROW_DTYPES["night"]).alias("night"),
         *[(pl.col(c) if c in present else _absent(c)).cast(dtype)
           for c, dtype in rp.ROW_DTYPES.items() if c != "night"])
@@ -172,7 +175,7 @@ class Numbers:
 
     # -- aggregates ---------------------------------------------------------------------------
     def aggregates(self, ci_level: float, lineage: dict[str, str] | None = None) -> pl.DataFrame:
-        """One row per tonight's (ranker, cutoff, slice_column, slice_value) with a query: the
+        """One row per tonight's (ranker, measure, slice_column, slice_value) with a query: the
         columns and order of ``aggregation.aggregate_table.aggregate_with_intervals``."""
         plan, numbers, resampled = self.plan, self.total.numbers, self.total.resampled
         groups = [(label, name) for label, names in plan.levels for name in names]
@@ -185,42 +188,45 @@ class Numbers:
                     continue
                 with_number = int(cell[rp._N_NUMBER])
                 row = {
-                    "ranker": result.ranker, "cutoff": result.cutoff, "slice_column": label,
+                    "ranker": result.ranker, "cutoff": result.cutoff,
+                    "measure": result.measure, "slice_column": label,
                     "slice_value": name, "n_queries": int(cell[rp._N_QUERIES]),
                     "n_with_number": with_number,
-                    "macro_ndcg": _ratio(cell[rp._SUM_NDCG], cell[rp._N_NUMBER]),
+                    "macro_value": _ratio(cell[rp._SUM_NDCG], cell[rp._N_NUMBER]),
                     **dict.fromkeys(INTERVAL_COLUMNS),
-                    "weighted_ndcg": (_ratio(cell[rp._SUM_WEIGHTED], cell[rp._SUM_WEIGHT])
+                    "weighted_value": (_ratio(cell[rp._SUM_WEIGHTED], cell[rp._SUM_WEIGHT])
                                       if plan.weighted else None),
                     **{column: int(cell[rp._STATUS0 + i])
                        for i, column in enumerate(STATUS_COUNT_COLUMNS)},
                     "mean_judged_at_k": _ratio(cell[rp._SUM_JUDGED], cell[rp._N_JUDGED]),
                     "mean_candidate_recall": _ratio(cell[rp._SUM_RECALL], cell[rp._N_RECALL]),
                     "n_bounded": int(cell[rp._N_BOUNDED]),
-                    "macro_ndcg_min": _ratio(cell[rp._SUM_MIN], cell[rp._N_BOUNDED]),
-                    "macro_ndcg_max": _ratio(cell[rp._SUM_MAX], cell[rp._N_BOUNDED]),
+                    "macro_value_min": _ratio(cell[rp._SUM_MIN], cell[rp._N_BOUNDED]),
+                    "macro_value_max": _ratio(cell[rp._SUM_MAX], cell[rp._N_BOUNDED]),
                 }
                 if with_number >= 2 and plan.n_bootstrap:
                     sums = resampled[g, :, ti]
-                    row["macro_ndcg_low"], row["macro_ndcg_high"] = percentile_interval(
+                    row["macro_value_low"], row["macro_value_high"] = percentile_interval(
                         ratio_samples(sums[:, 0], sums[:, 1]), ci_level)
                     if plan.weighted:
-                        row["weighted_ndcg_low"], row["weighted_ndcg_high"] = (
+                        row["weighted_value_low"], row["weighted_value_high"] = (
                             percentile_interval(ratio_samples(sums[:, 2], sums[:, 3]),
                                                 ci_level))
                 rows.append(row)
-        frame = pl.DataFrame(rows, schema=AGGREGATE_DTYPES).sort(list(AGGREGATE_KEY))
+        frame = with_ndcg_aggregates(
+            pl.DataFrame(rows, schema=AGGREGATE_DTYPES).sort(list(AGGREGATE_KEY)))
         if lineage:
             frame = frame.with_columns(pl.lit(value, dtype=pl.String).alias(column)
                                        for column, value in lineage.items())
         return frame
 
     def overall_means(self, night: int) -> dict[tuple[str, int], float | None]:
-        """(ranker, cutoff) -> macro NDCG over all queries of ``night``'s results."""
+        """(ranker, cutoff) -> the spec's macro nDCG@K over all queries of ``night``'s
+        results."""
         numbers = self.total.numbers
         return {(r.ranker, r.cutoff): _ratio(numbers[i, 0, rp._SUM_NDCG],
                                              numbers[i, 0, rp._N_NUMBER])
-                for i, r in enumerate(self.plan.results) if r.night == night}
+                for i, r in enumerate(self.plan.results) if r.night == night and r.is_spec_ndcg}
 
     def mean_candidate_recall(self, result: Result) -> float | None:
         i = self.plan.results.index(result)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from evaluation_pipeline.io.result_errors import ResultsError
 from evaluation_pipeline.io.result_folder import files_of, writing
 from evaluation_pipeline.io.storage import AGGREGATES_FILE, HTML_FILE, REPORT_FILE
 from evaluation_pipeline.io.table_inputs import NO_JUDGMENTS
+from evaluation_pipeline.measures.parse import MeasureError, parse_measure
 from evaluation_pipeline.metric.ndcg import sort_results
 from evaluation_pipeline.report import ReportConfig, check_options, write_report
 from evaluation_pipeline.spec import EvaluationSpec
@@ -102,7 +104,7 @@ class Evaluation:
         summary = pl.DataFrame(results, schema_overrides=dict.fromkeys(means, pl.Float64)
                                ).unnest("status_counts").rename(
             {status: f"n_{status}" for status in STATUSES})
-        bounds = aggregate(self.per_query, self.queries).filter(
+        bounds = spec_ndcg_rows(aggregate(self.per_query, self.queries)).filter(
             pl.col("slice_column") == "all").select("ranker", "cutoff", *BOUNDS)
         return summary.join(bounds, on=["ranker", "cutoff"], how="left", maintain_order="left")
 
@@ -130,11 +132,13 @@ class Evaluation:
 
     def compare(self, other: Evaluation | None = None, *, baseline: str | None = None,
                 ci_level: float | None = None, n_bootstrap: int | None = None,
-                seed: int | None = None, n_regressions: int | None = None) -> dict:
-        """As ``ndcg-eval compare``: without ``other`` the rankers of this evaluation, paired;
-        with it, the two evaluations: over the same pool, a judgment-version diff (the
-        documents added, removed and regraded, the statuses and NDCG that moved), else the
-        paired comparison of the pools."""
+                seed: int | None = None, n_regressions: int | None = None,
+                measure: str | Sequence[str] | None = None) -> dict:
+        """As ``ndcg-eval compare``: without ``other`` the rankers of this evaluation, paired,
+        on every measure (Holm within each, as report.json) or on ``measure`` (a name or
+        several, as ``--measure``); with it, the two evaluations: over the same pool, a
+        judgment-version diff (the documents added, removed and regraded, the statuses and
+        NDCG that moved), else the paired comparison of the pools."""
         if other is not None and not isinstance(other, Evaluation):
             raise arguments.ApiOptionError(
                 f"other must be an Evaluation (what evaluate returns), not "
@@ -143,8 +147,8 @@ class Evaluation:
                                baseline=baseline, n_regressions=n_regressions)
         options = dict(ci_level=config.ci_level, n_bootstrap=config.n_bootstrap,
                        seed=config.seed, n_regressions=config.n_regressions)
-        # The comparisons read the spec's nDCG@K rows, as ndcg-eval compare does.
-        mine = spec_ndcg_rows(self.per_query)
+        chosen = self._measures(measure)
+        mine = self._of_measures(chosen)
         if other is None:
             config.check_baseline(self.rankers)
             return compare_rankers(mine, baseline=config.baseline, **options)
@@ -155,8 +159,31 @@ class Evaluation:
         old, new = self.lineage, other.lineage
         if old.pool_sha256 == new.pool_sha256 and old.judgments_sha256 != new.judgments_sha256:
             grades = [NO_JUDGMENTS if e.judgments is None else e.judgments for e in (self, other)]
-            return judgment_version_diff(*grades, mine, spec_ndcg_rows(other.per_query))
-        return compare_pools(mine, spec_ndcg_rows(other.per_query), **options)
+            return judgment_version_diff(*grades, spec_ndcg_rows(self.per_query),
+                                         spec_ndcg_rows(other.per_query))
+        return compare_pools(mine, other._of_measures(chosen), **options)
+
+    def _measures(self, measure: str | Sequence[str] | None) -> list[str] | None:
+        """``measure`` as canonical names, each one this evaluation scored (None: all)."""
+        if measure is None:
+            return None
+        names = [measure] if isinstance(measure, str) else list(measure)
+        try:
+            chosen = [str(parse_measure(name)) for name in names]
+        except MeasureError as exc:
+            raise arguments.ApiOptionError(f"measure: {exc}") from None
+        scored = [str(m) for m in self.spec.measure_list]
+        missing = [m for m in chosen if m not in scored]
+        if missing:
+            raise arguments.ApiOptionError(
+                f"measure {', '.join(missing)}: not among the measures of this evaluation "
+                f"({', '.join(scored)})")
+        return chosen
+
+    def _of_measures(self, chosen: list[str] | None) -> pl.DataFrame:
+        if chosen is None:
+            return self.per_query
+        return self.per_query.filter(pl.col("measure").is_in(chosen))
 
     def values(self) -> pl.DataFrame:
         """Every measure's number per ranker and query, long: ranker, query_id, measure, value

@@ -13,7 +13,7 @@ import polars as pl
 from evaluation_pipeline.aggregation.comparison import compare_pools, compare_rankers
 from evaluation_pipeline.analysis.diff import judgment_version_diff, pool_diff
 from evaluation_pipeline.cli.options import place, report_config
-from evaluation_pipeline.cli.results import ResultsError, load_results
+from evaluation_pipeline.cli.results import ResultsError, check_measures, load_results
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
 from evaluation_pipeline.io.table_inputs import NO_JUDGMENTS
 from evaluation_pipeline.metric.raters import combine_ratings, is_rated
@@ -22,7 +22,7 @@ from evaluation_pipeline.report.terminal import (
     render_judgment_diff,
     render_pool_diff,
 )
-from schemas.columns import spec_ndcg_rows
+from schemas.columns import spec_ndcg_rows, with_measure_columns
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,8 +32,13 @@ def run(args: argparse.Namespace) -> int:
     options = dict(ci_level=config.ci_level, n_bootstrap=config.n_bootstrap, seed=config.seed,
                    n_regressions=config.n_regressions)
     loaded = [load_results(place(args, path)) for path in args.results]
-    # The comparisons read the spec's nDCG@K rows (a result's other measures are its own).
-    frames = [spec_ndcg_rows(pq) for pq, _, _ in loaded]
+    # Every measure of the results, as report.json compares them (Holm within each measure);
+    # --measure and --cutoff narrow them. The diffs of two versions or two pools read the
+    # spec's nDCG@K rows.
+    frames = [with_measure_columns(pq) for pq, _, _ in loaded]
+    if args.measure:
+        check_measures(frames[0], args.measure, args.results[0])
+        frames = [pq.filter(pl.col("measure").is_in(args.measure)) for pq in frames]
     if args.cutoff:
         frames = [pq.filter(pl.col("cutoff").is_in(args.cutoff)) for pq in frames]
     if len(loaded) == 1:
@@ -53,14 +58,15 @@ def run(args: argparse.Namespace) -> int:
         grades = [combine_ratings(g, spec_a) if is_rated(g) else g
                   for g in (read_judgments(place(args, p), args.format)
                             for p in args.judgments or ())]
-        diff = judgment_version_diff(*(grades or (NO_JUDGMENTS, NO_JUDGMENTS)), *frames)
+        diff = judgment_version_diff(*(grades or (NO_JUDGMENTS, NO_JUDGMENTS)),
+                                     *map(spec_ndcg_rows, frames))
         print(render_judgment_diff(diff, grades_given=bool(grades)))
         return 0
     comparison = compare_pools(*frames, **options)
     changes = None
     if same_version and args.pools:
         changes = pool_diff(*(read_candidates(place(args, p), args.format)
-                              for p in args.pools), *frames)
+                              for p in args.pools), *map(spec_ndcg_rows, frames))
     # Printed once both are computed: a refused diff leaves no half-printed comparison.
     print(render_comparison(comparison))
     if changes is not None:

@@ -46,11 +46,13 @@ from evaluation_pipeline.nightly.history import (
 from evaluation_pipeline.report.format import interval, number
 from evaluation_pipeline.report.night_text import render_night
 from evaluation_pipeline.report.tables import aligned
+from schemas.columns import label_of
 from schemas.errors import EvaluationError
 
 # The columns a trend line shows, in order (the JSON output has them all).
 TREND_COLUMNS = (
-    "candidate_pool", "judgment_version", "ranker", "cutoff", "ndcg", "ndcg_low", "ndcg_high",
+    "candidate_pool", "judgment_version", "ranker", "cutoff", "measure", "value", "value_low",
+    "value_high",
     "mean_candidate_recall", "previous_pool", "mean_difference", "p_value_holm", "verdict",
     "from_judgments", "from_pool",
 )
@@ -62,13 +64,16 @@ class HistoryError(EvaluationError):
 
 
 def trend_rows(storage: Location | str, rankers: list[str] | None = None,
-               cutoffs: list[int] | None = None, spec_id: str | None = None) -> pl.DataFrame:
+               cutoffs: list[int] | None = None, spec_id: str | None = None,
+               measures: list[str] | None = None) -> pl.DataFrame:
+    """The headline evaluations' overall rows of the spec's headline measures (or of
+    ``measures``, canonical names), of ``rankers`` and ``cutoffs`` when given."""
     path = location(storage).joinpath(*history_file())
     history = read_history(path)
     if history is None:
         raise HistoryError(f"no evaluation history at {path}: the pipeline writes it after "
                            "each evaluation")
-    trend = headline_trend(history, spec_id)
+    trend = headline_trend(history, spec_id, measures)
     if rankers:
         trend = trend.filter(pl.col("ranker").is_in(rankers))
     if cutoffs:
@@ -81,8 +86,8 @@ def render_trend_table(trend: pl.DataFrame, alerts: list[dict]) -> str:
     for r in trend.select(TREND_COLUMNS).iter_rows(named=True):
         # Blank, not "n/a": the first night has no comparison, most nights no attribution.
         rows.append([
-            r["candidate_pool"], r["judgment_version"], r["ranker"], r["cutoff"],
-            number(r["ndcg"], missing=""), interval([r["ndcg_low"], r["ndcg_high"]]),
+            r["candidate_pool"], r["judgment_version"], r["ranker"], label_of(r),
+            number(r["value"], missing=""), interval([r["value_low"], r["value_high"]]),
             number(r["mean_candidate_recall"], 3, missing=""),
             number(r["mean_difference"], signed=True, missing=""),
             number(r["p_value_holm"], missing=""),
@@ -90,7 +95,7 @@ def render_trend_table(trend: pl.DataFrame, alerts: list[dict]) -> str:
             number(r["from_judgments"], signed=True, missing=""),
             number(r["from_pool"], signed=True, missing=""),
         ])
-    lines = [aligned(["night", "judgments", "ranker", "K", "NDCG", "interval", "recall",
+    lines = [aligned(["night", "judgments", "ranker", "measure", "mean", "interval", "recall",
                     "vs prev", "p (Holm)", "verdict", "from judg.", "from pool"], rows, left=3)]
     lines.append("")
     if not alerts:
@@ -118,15 +123,15 @@ def render_regressions(trend: pl.DataFrame, storage: Location | str) -> str:
     regressed = trend.filter(pl.col("verdict") == "regressed")
     if regressed.is_empty():
         return "No ranker regressed against its previous night."
-    rows = [[r["candidate_pool"], r["judgment_version"], r["ranker"], f"NDCG@{r['cutoff']}",
+    rows = [[r["candidate_pool"], r["judgment_version"], r["ranker"], label_of(r),
              number(r["mean_difference"], signed=True),
              interval([r["difference_low"], r["difference_high"]], signed=True),
              number(r["p_value_holm"]),
              r["previous_pool"]]
             for r in regressed.iter_rows(named=True)]
     lines = ["REGRESSIONS (against the previous night):",
-             aligned(["night", "judgments", "ranker", "K", "vs prev", "interval", "p (Holm)",
-                      "previous night"], rows, left=4)]
+             aligned(["night", "judgments", "ranker", "measure", "vs prev", "interval",
+                      "p (Holm)", "previous night"], rows, left=4)]
     for night in dict.fromkeys(regressed["candidate_pool"].to_list()):
         lines.append(f"drill down: ndcg-eval history {shlex.quote(str(storage))} --night {night}")
     return "\n".join(lines)
@@ -205,7 +210,8 @@ def run_night(args: argparse.Namespace, storage: Location) -> int:
         print(json_text({"night": args.night, "report": page, "lineage": report["lineage"],
                          "nightly": report.get("nightly")}), end="")
     else:
-        print(render_night(report, page, rankers=args.ranker, cutoffs=args.cutoff))
+        print(render_night(report, page, rankers=args.ranker, cutoffs=args.cutoff,
+                           measures=args.measure))
     return 0
 
 
@@ -213,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
     storage = place(args, args.storage)
     if args.night:
         return run_night(args, storage)
-    trend = trend_rows(storage, args.ranker, args.cutoff, args.spec_id)
+    trend = trend_rows(storage, args.ranker, args.cutoff, args.spec_id, args.measure)
     alerts = alerts_of(storage)
     if args.json:
         rows = [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in row.items()}

@@ -10,20 +10,25 @@ from __future__ import annotations
 
 import argparse
 
+import polars as pl
+
 from evaluation_pipeline.cli.options import file_sha256, place, report_config
-from evaluation_pipeline.cli.results import load_results
+from evaluation_pipeline.cli.results import check_measures, load_results
 from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.io.readers import read_candidates, read_judgments, read_queries
 from evaluation_pipeline.io.result_folder import IncompleteResult, result_file, writing
 from evaluation_pipeline.io.storage import SUMMARY_FILE
 from evaluation_pipeline.report import check_options, write_report
 from evaluation_pipeline.report.terminal import progress, render_report
+from schemas.columns import is_spec_ndcg_row, with_measure_columns
 
 
 def run(args: argparse.Namespace) -> int:
     config = report_config(args)
     results, out = place(args, args.results), place(args, args.out)
     per_query, spec, lineage = load_results(results, args)
+    if args.measure:
+        per_query = _of_measures(per_query, args.measure, results)
     queries = read_queries(place(args, args.queries)) if args.queries else None
     check_options(sorted(per_query["ranker"].unique().to_list()), queries, config)
     candidates = judgments = None
@@ -50,3 +55,12 @@ def _summary(folder: Location) -> dict[str, bytes] | None:
     except IncompleteResult:
         return None
     return {SUMMARY_FILE: stored.read_bytes()} if stored.exists() else None
+
+
+def _of_measures(per_query: pl.DataFrame, measures: list[str], results: Location
+                 ) -> pl.DataFrame:
+    """The rows of ``measures`` beside the spec's nDCG@K, which every report holds (its
+    ``results``, the headline, the traces); a measure the results lack is refused."""
+    check_measures(per_query, measures, results)
+    return with_measure_columns(per_query).filter(is_spec_ndcg_row().fill_null(False)
+                            | pl.col("measure").is_in(measures))

@@ -35,6 +35,7 @@ from evaluation_pipeline.spec import (
     spec_from_mapping,
 )
 from schemas import validate
+from schemas.columns import with_measure_columns
 
 
 def load_results(
@@ -71,6 +72,17 @@ def load_results(
             f"{file}: rows were computed under spec {lineage.spec_id}, not {spec.spec_id}"
         )
     return per_query, spec, lineage
+
+
+def check_measures(per_query: pl.DataFrame, measures: list[str], results: Location | str
+                   ) -> None:
+    """Refuse ``--measure`` names the per-query rows of ``results`` lack, naming them and the
+    measures the rows have (a file written before the measures has the spec's nDCG@K)."""
+    found = sorted(with_measure_columns(per_query)["measure"].unique().to_list())
+    missing = [m for m in measures if m not in found]
+    if missing:
+        raise ResultsError(f"--measure {', '.join(missing)}: not among the measures of "
+                           f"{results} ({', '.join(found)})")
 
 
 def rows_alteration(folder: Location, rows: Location) -> str | None:

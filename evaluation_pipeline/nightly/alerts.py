@@ -64,8 +64,9 @@ from evaluation_pipeline.nightly.history import (  # the record's reading, impor
     state_of,
 )
 from evaluation_pipeline.nightly.verdicts import grading_clause
+from evaluation_pipeline.nightly.verdicts import regressions as headline_regressions
 from evaluation_pipeline.settings import ALERT_WEBHOOK
-from schemas.columns import REGRESSED
+from schemas.columns import label_of, measure_of
 from schemas.errors import EvaluationError
 
 REGRESSION_FIELDS = ("ranker", "cutoff", "mean_difference", "difference_low", "difference_high",
@@ -158,8 +159,12 @@ def alert_payload(nightly: Mapping, *, candidate_pool: str, spec_id: str,
     """The JSON body for one evaluation's regressions (report.json's ``nightly`` section),
     or None when nothing regressed. ``drill_down``: the command that prints the night's
     verdicts, movers and change by slice."""
+    # The headline measures' regressions (``verdicts.regressions``): another measure's verdict
+    # is recorded in the report and the history, never alerted.
     regressions = [{f: c[f] for f in REGRESSION_FIELDS}
-                   for c in nightly["comparisons"] if c["verdict"] == REGRESSED]
+                   | {"measure": measure_of(c),
+                      "holm_family": c.get("holm_family")}
+                   for c in headline_regressions(nightly)]
     if not regressions:
         return None
     body = {
@@ -181,7 +186,7 @@ def alert_text(body: Mapping) -> str:
     for r in body["regressions"]:
         interval = ("" if r["difference_low"] is None else
                     f" [{r['difference_low']:+.4f}, {r['difference_high']:+.4f}]")
-        lines.append(f"- {r['ranker']} NDCG@{r['cutoff']} {r['mean_difference']:+.4f}{interval}, "
+        lines.append(f"- {r['ranker']} {label_of(r)} {r['mean_difference']:+.4f}{interval}, "
                      f"Holm-adjusted p = {r['p_value_holm']:.4g}; {grading_clause(r)}")
     lines.append(f"report: {body['report']}")
     if body.get("drill_down"):

@@ -1,6 +1,7 @@
 """The evaluation history: every evaluation's aggregate rows side by side, night after night.
 
-One row per (candidate_pool, judgment_version, spec_id, ranker, cutoff, slice, slice_value);
+One row per (candidate_pool, judgment_version, spec_id, ranker, cutoff, measure, slice,
+slice_value);
 ``slice`` is null on the overall row. Rows come from an evaluation's aggregates frame (the one
 written to aggregates.parquet) with the night's ready time, when it was evaluated, whether its
 version is the night's headline, and, on overall rows, the comparison with the previous night
@@ -27,28 +28,33 @@ from evaluation_pipeline.io.datasets import read_dataset
 from evaluation_pipeline.io.locations import Location
 from evaluation_pipeline.nightly.verdicts import FORMER_NAMES, parse_time
 from schemas.columns import (
+    AGGREGATE_DTYPES,
     EVALUATION_KEY,
     HISTORY_COLUMNS,
     HISTORY_DTYPES,
     HISTORY_KEY,
     HISTORY_NIGHTLY,
+    HISTORY_VALUES,
+    NDCG_AGGREGATE_COLUMNS,
     STATUS_COUNT_COLUMNS,
+    is_spec_ndcg_row,
+    measure_of,
+    ndcg_name,
+    spec_ndcg_rows,
 )
 from schemas.errors import EvaluationError
 
 LOG = logging.getLogger(__name__)
 OVERALL = "all"  # the aggregates' slice_column of the pooled rows
 
-# aggregates.parquet column -> history column, where the names differ.
-FROM_AGGREGATES = {
-    "macro_ndcg": "ndcg",
-    "macro_ndcg_low": "ndcg_low",
-    "macro_ndcg_high": "ndcg_high",
-    "macro_ndcg_min": "ndcg_min",
-    "macro_ndcg_max": "ndcg_max",
-}
+# aggregates.parquet column -> history column, where the names differ: the macro means keep
+# their names without "macro_" (macro_ndcg -> ndcg, macro_value_low -> value_low).
+FROM_AGGREGATES = {column: column.removeprefix("macro_")
+                   for column in (*AGGREGATE_DTYPES, *NDCG_AGGREGATE_COLUMNS)
+                   if column.startswith("macro_")}
 SHARED = (
-    "ranker", "cutoff", "weighted_ndcg", "weighted_ndcg_low", "weighted_ndcg_high",
+    "ranker", "cutoff", "measure", "weighted_ndcg", "weighted_ndcg_low", "weighted_ndcg_high",
+    "weighted_value", "weighted_value_low", "weighted_value_high",
     "n_queries", "n_with_number", *STATUS_COUNT_COLUMNS, "mean_judged_at_k",
     "mean_candidate_recall", "n_bounded",
 )
@@ -70,11 +76,13 @@ def history_rows(
     evaluated_at: str,
     headline: bool,
     nightly: Mapping | None = None,
+    headline_measures: Sequence[str] | None = None,
 ) -> pl.DataFrame:
     """The history rows of one evaluation from its aggregates frame (with lineage columns).
 
     ``nightly`` is report.json's nightly section of this evaluation (or None): its verdicts and
-    attribution go onto the overall rows of their ranker and cutoff.
+    attribution go onto the overall rows of their ranker and measure. ``headline_measures``:
+    the spec's (``EvaluationSpec.headline_measures``; None: its nDCG@K), marked on the rows.
     """
     overall = pl.col("slice_column") == OVERALL
     rows = aggregates.select(
@@ -87,6 +95,8 @@ def history_rows(
           and c not in SHARED and c != "slice_value"),
     ).with_columns(
         pl.lit(headline).alias("headline"),
+        (is_spec_ndcg_row().fill_null(False) if headline_measures is None
+         else pl.col("measure").is_in(list(headline_measures))).alias("headline_measure"),
         pl.lit(parse_time(ready_at)).alias("ready_at"),
         pl.lit(parse_time(evaluated_at)).alias("first_evaluated_at"),
         pl.lit(parse_time(evaluated_at)).alias("evaluated_at"),
@@ -95,23 +105,26 @@ def history_rows(
     flag = pl.col("slice").is_null().alias("__overall")
     rows = rows.with_columns(flag).join(
         _nightly_frame(nightly).with_columns(flag).drop("slice"),
-        on=["ranker", "cutoff", "__overall"], how="left",
+        on=["ranker", "measure", "__overall"], how="left",
     )
     return _conform(rows)
 
 
 def _nightly_frame(nightly: Mapping | None) -> pl.DataFrame:
-    """The nightly columns per (ranker, cutoff) for the overall rows (slice null)."""
-    schema = {"ranker": pl.String, "cutoff": pl.Int64, "slice": pl.String,
+    """The nightly columns per (ranker, measure) for the overall rows (slice null); the
+    attribution is of the spec's nDCG@K."""
+    schema = {"ranker": pl.String, "measure": pl.String, "slice": pl.String,
               **{c: HISTORY_DTYPES[c] for c in HISTORY_NIGHTLY}}
     if not nightly:
         return pl.DataFrame(schema=schema)
-    attribution = {(a["ranker"], a["cutoff"]): a for a in nightly.get("attribution") or []}
+    attribution = {(a["ranker"], ndcg_name(a["cutoff"])): a
+                   for a in nightly.get("attribution") or []}
     records = []
     for c in nightly["comparisons"]:
-        parts = attribution.get((c["ranker"], c["cutoff"]), {})
+        measure = measure_of(c)
+        parts = attribution.get((c["ranker"], measure), {})
         records.append({
-            "ranker": c["ranker"], "cutoff": c["cutoff"], "slice": None,
+            "ranker": c["ranker"], "measure": measure, "slice": None,
             "previous_pool": nightly["previous_pool"],
             **{f: c[f] for f in FROM_COMPARISON},
             **{f: parts.get(f) for f in FROM_ATTRIBUTION},
@@ -121,9 +134,17 @@ def _nightly_frame(nightly: Mapping | None) -> pl.DataFrame:
 
 def current_columns(frame: pl.DataFrame) -> pl.DataFrame:
     """A history written under the nightly columns' former names (``FORMER_NAMES``) under
-    today's; one written under today's as is."""
-    return frame.rename({old: new for old, new in FORMER_NAMES.items()
-                         if old in frame.columns and new not in frame.columns})
+    today's; one written before the measures with ``measure`` and the value columns (its
+    rows are the spec's nDCG@K); one written under today's as is."""
+    frame = frame.rename({old: new for old, new in FORMER_NAMES.items()
+                          if old in frame.columns and new not in frame.columns})
+    if "measure" in frame.columns or "cutoff" not in frame.columns:
+        return frame
+    return frame.with_columns(
+        pl.format("nDCG@{}", pl.col("cutoff")).alias("measure"),
+        pl.lit(True).alias("headline_measure"),
+        *(pl.col(ndcg).alias(value) for value, ndcg in HISTORY_VALUES.items()
+          if ndcg in frame.columns))
 
 
 def _conform(frame: pl.DataFrame) -> pl.DataFrame:
@@ -179,8 +200,9 @@ def overall(history: pl.DataFrame) -> pl.DataFrame:
 
 def overall_means(history: pl.DataFrame, pool: str, version: str,
                   spec_id: str) -> dict[tuple[str, int], float | None]:
-    """(ranker, cutoff) -> macro NDCG of one evaluation's overall rows (empty if absent)."""
-    rows = overall(history).filter(
+    """(ranker, cutoff) -> macro NDCG of one evaluation's overall rows of the spec's nDCG@K
+    (empty if absent)."""
+    rows = spec_ndcg_rows(overall(history)).filter(
         (pl.col("candidate_pool") == pool) & (pl.col("judgment_version") == version)
         & (pl.col("spec_id") == spec_id)
     )
@@ -188,8 +210,9 @@ def overall_means(history: pl.DataFrame, pool: str, version: str,
 
 
 def aggregate_means(aggregates: pl.DataFrame) -> dict[tuple[str, int], float | None]:
-    """(ranker, cutoff) -> macro NDCG of an aggregates frame's overall rows."""
-    rows = aggregates.filter(pl.col("slice_column") == OVERALL)
+    """(ranker, cutoff) -> macro NDCG of an aggregates frame's overall rows of the spec's
+    nDCG@K."""
+    rows = spec_ndcg_rows(aggregates).filter(pl.col("slice_column") == OVERALL)
     return {(r, k): v for r, k, v in rows.select("ranker", "cutoff", "macro_ndcg").iter_rows()}
 
 
@@ -214,21 +237,34 @@ def headline_of(history: pl.DataFrame, pool: str, spec_id: str) -> str | None:
     return versions[0] if len(versions) == 1 else None
 
 
-def headline_trend(history: pl.DataFrame, spec_id: str | None = None) -> pl.DataFrame:
-    """Overall rows of each night's headline evaluation, nights in order."""
-    rows = overall(history).filter(pl.col("headline"))
+def headline_trend(history: pl.DataFrame, spec_id: str | None = None,
+                   measures: Sequence[str] | None = None) -> pl.DataFrame:
+    """Overall rows of each night's headline evaluation, of the spec's headline measures (or
+    of ``measures``, headline or not), nights in order."""
+    chosen = (pl.col("headline_measure") if not measures
+              else pl.col("measure").is_in(list(measures)))
+    rows = overall(history).filter(pl.col("headline") & chosen)
     if spec_id is not None:
         rows = rows.filter(pl.col("spec_id") == spec_id)
     return sort_history(rows)
 
 
-def numeric_metadata(aggregates: pl.DataFrame) -> dict[str, float]:
-    """``ndcg@K/<ranker>`` -> macro NDCG (overall rows): numeric metadata Dagster plots."""
-    return {
-        f"ndcg@{cutoff}/{ranker}": float(value)
-        for (ranker, cutoff), value in sorted(aggregate_means(aggregates).items())
-        if value is not None
-    }
+def numeric_metadata(aggregates: pl.DataFrame,
+                     headline_measures: Sequence[str] | None = None) -> dict[str, float]:
+    """``<measure>/<ranker>`` -> its macro mean (overall rows) of each headline measure
+    (None: the spec's nDCG@K), numeric metadata Dagster plots; the spec's nDCG@K keeps the
+    name it had, ``ndcg@K/<ranker>``."""
+    rows = aggregates.filter(pl.col("slice_column") == OVERALL)
+    chosen = (rows.filter(is_spec_ndcg_row().fill_null(False)) if headline_measures is None
+              else rows.filter(pl.col("measure").is_in(list(headline_measures))))
+    out = {}
+    for ranker, cutoff, measure, value in chosen.select(
+            "ranker", "cutoff", "measure", "macro_value").iter_rows():
+        if value is None:
+            continue
+        name = f"ndcg@{cutoff}" if cutoff is not None and measure == ndcg_name(cutoff) else measure
+        out[f"{name}/{ranker}"] = float(value)
+    return dict(sorted(out.items()))
 
 
 def read_history(where: Location) -> pl.DataFrame | None:

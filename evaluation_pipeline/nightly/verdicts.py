@@ -21,13 +21,22 @@ import polars as pl
 
 from evaluation_pipeline import settings
 from evaluation_pipeline.aggregation import sums as rn
+from evaluation_pipeline.aggregation.comparison import measures_of
 from evaluation_pipeline.aggregation.partials import (
     PREVIOUS,
     TONIGHT,
     Result,
 )
 from evaluation_pipeline.stats.inference import holm
-from schemas.columns import IMPROVED, NO_CHANGE, REGRESSED, TIE_TOLERANCE
+from schemas.columns import (
+    IMPROVED,
+    NO_CHANGE,
+    REGRESSED,
+    TIE_TOLERANCE,
+    measure_label,
+    measure_of,
+    ndcg_name,
+)
 
 # The pool manifest's field for the arrival of its _READY marker, and the fallback for pools
 # registered before it was recorded.
@@ -56,7 +65,8 @@ FORMER_NAMES = {
 COMPARISON_METHOD = (
     "paired over the queries with a number on both nights (current minus previous); "
     "percentile bootstrap interval; sign-flip randomization test; Holm over every "
-    "ranker x cutoff"
+    "ranker x headline measure (the spec's nDCG@K by default: every ranker x cutoff), and "
+    "over every ranker within each other measure"
 )
 
 
@@ -151,11 +161,22 @@ def verdict(mean_difference: float | None, p_value_holm: float | None, *,
 
 
 def night_pairs(previous: Sequence[Result], current: Sequence[Result]) -> list[rn.Pair]:
-    """(previous night's, tonight's) result of every ranker x cutoff of both nights."""
+    """(previous night's, tonight's) result of every ranker x measure of both nights: per
+    ranker, the spec's nDCG@K by cutoff first, then the other measures."""
     rankers = sorted({r.ranker for r in previous} & {r.ranker for r in current})
-    cutoffs = sorted({r.cutoff for r in previous} & {r.cutoff for r in current})
-    return [(Result(PREVIOUS, ranker, cutoff), Result(TONIGHT, ranker, cutoff))
-            for ranker in rankers for cutoff in cutoffs]
+    before = set(measures_of(previous))
+    measures = [m for m in measures_of(current) if m in before]
+    return [(Result(PREVIOUS, ranker, *measure), Result(TONIGHT, ranker, *measure))
+            for ranker in rankers for measure in measures]
+
+
+def is_headline(comparison: Mapping, headline: Sequence[str] | None) -> bool:
+    """Whether a comparison's measure raises verdicts that alert: one of ``headline`` (the
+    spec's ``headline_measures``), else (None) the spec's own nDCG@K."""
+    measure = measure_of(comparison)
+    if headline is None:
+        return comparison["cutoff"] is not None and measure == ndcg_name(comparison["cutoff"])
+    return measure in headline
 
 
 @dataclass(frozen=True)
@@ -193,11 +214,12 @@ def night_comparison_of_frames(previous: pl.DataFrame, current: pl.DataFrame, *,
                                min_effect: float = DEFAULT_MIN_EFFECT, ci_level: float = 0.95,
                                n_bootstrap: int = 2000, seed: int = 20261130,
                                queries: pl.DataFrame | None = None,
-                               slices: Sequence[str] = (), n_movers: int = 10
-                               ) -> NightComparison:
+                               slices: Sequence[str] = (), n_movers: int = 10,
+                               headline: Sequence[str] | None = None) -> NightComparison:
     """:class:`NightComparison` of two nights' per-query rows, summed on this machine;
     ``queries`` and ``slices``: the queries table and the slice columns the change is broken
-    down by; ``n_movers``: how many of the queries that moved most each comparison lists."""
+    down by; ``n_movers``: how many of the queries that moved most each comparison lists;
+    ``headline``: the measures whose verdicts alert (None: the spec's nDCG@K)."""
     pairs = night_pairs(rn.results_of(previous, PREVIOUS), rn.results_of(current))
     plan = rn.plan_of(rn.results_of(current), previous=rn.results_of(previous, PREVIOUS),
                       pairs=pairs, n_bootstrap=n_bootstrap, seed=seed,
@@ -205,20 +227,23 @@ def night_comparison_of_frames(previous: pl.DataFrame, current: pl.DataFrame, *,
                       n_queries=rn.distinct_queries(previous, current))
     numbers = rn.Numbers(plan, rn.local_partial(current, previous, queries, plan))
     return night_comparison(numbers, pairs, alpha=alpha, min_effect=min_effect,
-                            ci_level=ci_level)
+                            ci_level=ci_level, headline=headline)
 
 
 def night_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pair: int = 0,
                      alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT,
-                     ci_level: float = 0.95) -> NightComparison:
+                     ci_level: float = 0.95, headline: Sequence[str] | None = None
+                     ) -> NightComparison:
     """:class:`NightComparison` from the numbers of a plan holding ``pairs`` (from
-    :func:`night_pairs`) from its pair ``first_pair`` on."""
+    :func:`night_pairs`) from its pair ``first_pair`` on; ``headline``: the measures whose
+    verdicts alert (None: the spec's nDCG@K)."""
     out = []
     for p, (before, now) in enumerate(pairs, start=first_pair):
         stats = numbers.pair(p, ci_level)
         out.append({
             "ranker": now.ranker,
-            "cutoff": int(now.cutoff),
+            "cutoff": now.cutoff,
+            "measure": now.measure,
             "n_paired": stats["n_paired"],
             "mean_previous": stats["mean_first"],
             "mean_current": stats["mean_second"],
@@ -243,20 +268,40 @@ def night_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pai
                         "difference_high": s["difference_high"], "share": s["share"]}
                        for s in numbers.pair_slices(p, ci_level)],
         })
+    for c in out:
+        c["headline"] = is_headline(c, headline)
     return NightComparison(with_verdicts(out, alpha=alpha, min_effect=min_effect),
                            numbers.overall_means(PREVIOUS), numbers.overall_means(TONIGHT))
 
 
 def with_verdicts(comparisons: list[dict], *, alpha: float = DEFAULT_ALPHA,
                   min_effect: float = DEFAULT_MIN_EFFECT) -> list[dict]:
-    """Holm-adjusted p over every ranker x cutoff of one comparison, then each verdict."""
-    adjusted = holm(np.array([c["p_value"] for c in comparisons], dtype=np.float64))
-    return [
-        c | {"p_value_holm": float(p),
-             "verdict": verdict(c["mean_difference"], float(p), alpha=alpha,
-                                min_effect=min_effect)}
-        for c, p in zip(comparisons, adjusted)
-    ]
+    """Holm-adjusted p within each family, then each verdict. The headline measures' (every
+    ranker x headline measure; by default every ranker x cutoff of the spec's nDCG@K) are one
+    family, each other measure's comparisons (every ranker) one of their own: a measure that
+    cannot alert does not weaken the test of one that can."""
+    families: dict[str, list[int]] = {}
+    for i, c in enumerate(comparisons):
+        families.setdefault(family_of(c), []).append(i)
+    out = [dict(c) for c in comparisons]
+    for members in families.values():
+        adjusted = holm(np.array([comparisons[i]["p_value"] for i in members],
+                                 dtype=np.float64))
+        measures = list(dict.fromkeys(measure_of(comparisons[i]) for i in members))
+        rankers = len({comparisons[i]["ranker"] for i in members})
+        described = (f"Holm over {len(members)} test{'s' * (len(members) != 1)}: {rankers} "
+                     f"ranker{'s' * (rankers != 1)} x {len(measures)} measure"
+                     f"{'s' * (len(measures) != 1)} ({', '.join(measures)})")
+        for i, p in zip(members, adjusted):
+            out[i] |= {"p_value_holm": float(p), "holm_family": described,
+                       "verdict": verdict(comparisons[i]["mean_difference"], float(p),
+                                          alpha=alpha, min_effect=min_effect)}
+    return out
+
+
+def family_of(comparison: Mapping) -> str:
+    """The Holm family of a comparison: ``headline``, or its measure's name."""
+    return "headline" if comparison.get("headline", True) else measure_of(comparison)
 
 
 def grading_clause(regression: Mapping) -> str:
@@ -354,17 +399,21 @@ def current_names(section: Mapping | None) -> dict | None:
 
 
 def regressions(section: Mapping | None) -> list[dict]:
-    """The comparisons of a nightly section whose verdict is ``regressed``."""
+    """The comparisons of a nightly section whose verdict is ``regressed``, of its headline
+    measures (the ones that alert; a section written before other measures holds only
+    those). The other measures' verdicts are recorded, never alerted."""
     if not section:
         return []
-    return [c for c in section["comparisons"] if c["verdict"] == REGRESSED]
+    return [c for c in section["comparisons"]
+            if c["verdict"] == REGRESSED and c.get("headline", True)]
 
 
 def describe_regression(comparison: Mapping) -> str:
     """One line naming the ranker, K, the difference, its interval and the adjusted p."""
     interval = ("no interval" if comparison["difference_low"] is None else
                 f"[{comparison['difference_low']:+.4f}, {comparison['difference_high']:+.4f}]")
-    return (f"{comparison['ranker']} NDCG@{comparison['cutoff']} "
+    label = measure_label(measure_of(comparison), comparison["cutoff"])
+    return (f"{comparison['ranker']} {label} "
             f"{comparison['mean_difference']:+.4f} {interval} over {comparison['n_paired']} "
             f"paired queries, Holm-adjusted p = {comparison['p_value_holm']:.4g}")
 

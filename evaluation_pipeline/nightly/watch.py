@@ -8,7 +8,7 @@ section goes into report.json), :func:`record_evaluation` after (the history row
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -40,13 +40,16 @@ class NightStep:
 
 
 def compared_frames(previous_per_query: pl.DataFrame | None, per_query: pl.DataFrame,
-                    settings: WatchSettings = WatchSettings()) -> nightly.NightComparison | None:
-    """The comparison of two nights' per-query rows (None on the first night), summed here."""
+                    settings: WatchSettings = WatchSettings(),
+                    headline: Sequence[str] | None = None) -> nightly.NightComparison | None:
+    """The comparison of two nights' per-query rows (None on the first night), summed here;
+    ``headline``: the measures whose verdicts alert (None: the spec's nDCG@K)."""
     if previous_per_query is None:
         return None
     return nightly.night_comparison_of_frames(
         previous_per_query, per_query, alpha=settings.alpha, min_effect=settings.min_effect,
-        ci_level=settings.ci_level, n_bootstrap=settings.n_bootstrap, seed=settings.seed)
+        ci_level=settings.ci_level, n_bootstrap=settings.n_bootstrap, seed=settings.seed,
+        headline=headline)
 
 
 def watch_evaluation(
@@ -93,9 +96,12 @@ def watch_evaluation(
 
 
 def record_evaluation(history: pl.DataFrame | None, aggregates: pl.DataFrame, step: NightStep,
-                      *, evaluated_at: str) -> pl.DataFrame:
-    """The history with this evaluation's rows upserted (a rerun replaces its rows)."""
+                      *, evaluated_at: str, headline_measures: Sequence[str] | None = None
+                      ) -> pl.DataFrame:
+    """The history with this evaluation's rows upserted (a rerun replaces its rows);
+    ``headline_measures``: the spec's, marked on the rows (None: its nDCG@K)."""
     rows = hist.history_rows(aggregates, ready_at=step.ready_at, evaluated_at=evaluated_at,
-                             headline=step.headline, nightly=step.section)
+                             headline=step.headline, nightly=step.section,
+                             headline_measures=headline_measures)
     return hist.upsert(history, rows)
 

@@ -46,6 +46,7 @@ from evaluation_pipeline.nightly import verdicts as nightly
 from evaluation_pipeline.nightly.alerts import notify
 from evaluation_pipeline.nightly.history import numeric_metadata, read_history
 from evaluation_pipeline.nightly.watch import record_evaluation, watch_evaluation
+from evaluation_pipeline.orchestration.gate_record import headline_candidates
 from evaluation_pipeline.orchestration.ingest_assets import utc_now
 from evaluation_pipeline.orchestration.partitions import (
     DEFAULT,
@@ -75,7 +76,7 @@ from evaluation_pipeline.report import (
 from evaluation_pipeline.report.traces import mover_queries
 from evaluation_pipeline.report.trend import render_trend
 from evaluation_pipeline.spec import EvaluationSpec
-from schemas.columns import EVALUATION_KEY
+from schemas.columns import EVALUATION_KEY, label_of
 from schemas.errors import EvaluationError
 
 EVALUATION_GROUP = "evaluation"
@@ -95,16 +96,18 @@ def evaluation_code_version(spec: EvaluationSpec) -> str:
 
 def _nights(instance: dg.DagsterInstance, storage: EvaluationStorage,
             naming: Naming) -> tuple[dict[str, str], dict[str, str]]:
-    """(pool -> ready time, version -> publication time) of every published pool and version
-    of the instance ``naming`` names."""
+    """(pool -> ready time, version -> publication time) of every published pool, and of every
+    published version the nightly may take as its headline, of the instance ``naming``
+    names."""
     ready = {}
     for pool in instance.get_dynamic_partitions(naming.candidate_pools.name):
         manifest = storage.manifest(*pool_folder(pool))
         if manifest is not None:
             ready[pool] = nightly.ready_at_of(manifest)
+    # A version the judge's gate refused is never a night's headline (gate_record).
     published = {version: manifest[nightly.PUBLISHED_AT]
-                 for version, manifest in published_versions(instance, storage,
-                                                             naming).items()}
+                 for version, manifest in headline_candidates(
+                     storage, published_versions(instance, storage, naming)).items()}
     return ready, published
 
 
@@ -337,7 +340,8 @@ def build_evaluation_assets(spec: EvaluationSpec,
         raters = _raters_agreement(storage, pool, version, spec)  # before the history's lock
         compared = planned.night_comparison(numbers, alpha=settings.alpha,
                                             min_effect=settings.min_effect,
-                                            ci_level=settings.ci_level)
+                                            ci_level=settings.ci_level,
+                                            headline=spec.headline_measures)
         # The history is read, extended and written by one evaluation at a time.
         with storage.locked(*history_file()):
             history, history_sha256 = _read_history(storage)
@@ -358,7 +362,8 @@ def build_evaluation_assets(spec: EvaluationSpec,
                                       agreement=raters, scoring=scored)
                 aggregates = pl.read_parquet(staged / AGGREGATES_FILE)
                 written = storage.put_tree(staged, *report_folder(pool, version, spec.spec_id))
-            history = record_evaluation(history, aggregates, step, evaluated_at=now)
+            history = record_evaluation(history, aggregates, step, evaluated_at=now,
+                                        headline_measures=spec.headline_measures)
             page = render_trend(history, report_href)
             history_path = _write_history(storage, history, history_sha256)
             trend = storage.write_text(page, *history_html_file())
@@ -371,7 +376,7 @@ def build_evaluation_assets(spec: EvaluationSpec,
                 "verdict": (
                     ("REGRESSED: " if step.headline else "regressed (not the night's headline "
                      "evaluation): ")
-                    + ", ".join(f"{c['ranker']} NDCG@{c['cutoff']}" for c in regressed)
+                    + ", ".join(f"{c['ranker']} {label_of(c)}" for c in regressed)
                     if regressed else "no regression against the previous night"
                     if step.section["previous_pool"] else "first night"),
                 "headline": dg.MetadataValue.md(headline_markdown(report)),
@@ -399,9 +404,10 @@ def build_evaluation_assets(spec: EvaluationSpec,
                 "history_html": dg.MetadataValue.path(trend),
                 "night": pool,
                 "headline_evaluation": step.headline,
-                # One number per ranker and cutoff, on the night's headline evaluation only:
-                # Dagster plots them, one series per ranker x cutoff, one point per night.
-                **(numeric_metadata(aggregates) if step.headline else {}),
+                # One number per ranker and headline measure, on the night's headline
+                # evaluation only: Dagster plots them, one series each, one point per night.
+                **(numeric_metadata(aggregates, spec.headline_measures)
+                   if step.headline else {}),
             },
         )
 

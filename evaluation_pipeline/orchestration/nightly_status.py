@@ -18,7 +18,7 @@ import polars as pl
 
 from evaluation_pipeline.nightly import history as hist
 from evaluation_pipeline.nightly import verdicts as nightly
-from schemas.columns import IMPROVED, REGRESSED
+from schemas.columns import IMPROVED, REGRESSED, label_of
 
 
 def night_headline(history: pl.DataFrame | None, pool: str, spec_id: str,
@@ -54,24 +54,25 @@ def headline_nights(history: pl.DataFrame, spec_id: str) -> list[tuple[str, str]
 
 
 def standing_regressions(history: pl.DataFrame, spec_id: str) -> list[dict]:
-    """The regressions of the headline trend that still stand: per ranker and cutoff, the
-    latest headline night whose verdict was not ``no_change``, when that verdict is
-    ``regressed``. A regression stands until a later headline night improves that ranker at
-    that cutoff; "no change" on the nights after it means the drop is still there.
+    """The regressions of the headline trend that still stand: per ranker and headline
+    measure, the latest headline night whose verdict was not ``no_change``, when that verdict is
+    ``regressed``. A regression stands until a later headline night improves that ranker on
+    that measure; "no change" on the nights after it means the drop is still there.
 
-    Each: ranker, cutoff, the night (candidate_pool, judgment_version), previous_pool, the
+    Each: ranker, cutoff, measure, the night (candidate_pool, judgment_version), previous_pool, the
     comparison's numbers, and ``nights_since`` (headline nights after it)."""
     trend = hist.headline_trend(history, spec_id)
     order = [pool for pool, _ in headline_nights(history, spec_id)]
     decided = trend.filter(pl.col("verdict").is_in([REGRESSED, IMPROVED]))
     standing = []
-    for (ranker, cutoff), rows in sorted(decided.group_by(["ranker", "cutoff"]),
-                                         key=lambda group: group[0]):
+    for (ranker, measure), rows in sorted(decided.group_by(["ranker", "measure"]),
+                                          key=lambda group: group[0]):
         last = rows.row(-1, named=True)  # the trend is in night order
         if last["verdict"] != REGRESSED:
             continue
         standing.append({
-            "ranker": ranker, "cutoff": cutoff, "candidate_pool": last["candidate_pool"],
+            "ranker": ranker, "cutoff": last["cutoff"], "measure": measure,
+            "candidate_pool": last["candidate_pool"],
             "judgment_version": last["judgment_version"], "previous_pool": last["previous_pool"],
             **{field: last[field] for field in ("mean_difference", "difference_low",
                                                 "difference_high", "p_value_holm")},
@@ -87,7 +88,7 @@ def describe_standing(regression: Mapping) -> str:
              f"not recovered on the {since} headline night{'s' if since > 1 else ''} since")
     interval = ("" if regression["difference_low"] is None else
                 f" [{regression['difference_low']:+.4f}, {regression['difference_high']:+.4f}]")
-    return (f"{regression['ranker']} NDCG@{regression['cutoff']} regressed on "
+    return (f"{regression['ranker']} {label_of(regression)} regressed on "
             f"{regression['candidate_pool']} ({regression['judgment_version']}) against "
             f"{regression['previous_pool']}: {regression['mean_difference']:+.4f}{interval}, "
             f"Holm-adjusted p = {regression['p_value_holm']:.4g}; {stood}")

@@ -4,6 +4,7 @@ import dagster as dg
 
 from evaluation_pipeline import settings
 from evaluation_pipeline.io.storage import QUERIES_FOLDER
+from evaluation_pipeline.orchestration.gate_record import headline_candidates
 from evaluation_pipeline.orchestration.jobs import build_jobs
 from evaluation_pipeline.orchestration.partitions import DEFAULT, Naming, evaluation_key
 from evaluation_pipeline.orchestration.selection import (
@@ -34,12 +35,14 @@ def build_nightly_schedule(spec: EvaluationSpec, cron: str = DEFAULT_CRON,
         cron_schedule=cron,
         execution_timezone=timezone,
         default_status=dg.DefaultScheduleStatus.RUNNING,
-        description="Evaluate the latest judgment version (the last to land) against every "
-        "active candidate pool within its backfill window.",
+        description="Evaluate the latest judgment version (the last to land that the judge's "
+        "gate did not refuse) against every active candidate pool within its backfill window.",
     )
     def nightly_evaluation(context: dg.ScheduleEvaluationContext, **_by_key):
         landing, storage, policy = naming.resources(context, "landing", "storage", "policy")
-        versions = published_versions(context.instance, storage, naming)
+        # The last promoted version: one the judge's gate refused is not the headline.
+        versions = headline_candidates(storage, published_versions(context.instance, storage,
+                                                                   naming))
         queries_manifest = storage.manifest(*QUERIES_FOLDER)
         if not versions or queries_manifest is None:
             return dg.SkipReason("no published judgment version or queries table yet")

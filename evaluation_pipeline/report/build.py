@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import polars as pl
@@ -11,6 +11,7 @@ from evaluation_pipeline.aggregation import sums as rn
 from evaluation_pipeline.aggregation.aggregate_table import lineage_of
 from evaluation_pipeline.aggregation.comparison import (
     candidate_set_differences,
+    measures_of,
     ranker_comparison,
     ranker_pair_results,
 )
@@ -28,6 +29,7 @@ from evaluation_pipeline.report.format import interval, number
 from evaluation_pipeline.report.model import (
     REPORT_FORMAT,
     REPORT_FORMAT_VERSION,
+    MeasureResult,
     Report,
     SliceResult,
 )
@@ -37,6 +39,7 @@ from evaluation_pipeline.stats.inference import (
     RNG_DESCRIPTION,
     TEST_METHOD,
 )
+from schemas.columns import label_of, measure_label, ndcg_name, spec_ndcg_rows
 
 
 @dataclass(frozen=True)
@@ -55,12 +58,15 @@ class ReportPlan:
         return sorted({r.ranker for r in self.plan.results if r.night == 0})
 
     def night_comparison(self, numbers: rn.Numbers, *, alpha: float, min_effect: float,
-                         ci_level: float) -> NightComparison | None:
-        """Tonight against the previous night from ``numbers`` (None without one)."""
+                         ci_level: float, headline: Sequence[str] | None = None
+                         ) -> NightComparison | None:
+        """Tonight against the previous night from ``numbers`` (None without one);
+        ``headline``: the measures whose verdicts alert (the spec's ``headline_measures``)."""
         if not self.has_previous:
             return None
         return night_comparison(numbers, self.night_pairs, first_pair=len(self.ranker_pairs),
-                                alpha=alpha, min_effect=min_effect, ci_level=ci_level)
+                                alpha=alpha, min_effect=min_effect, ci_level=ci_level,
+                                headline=headline)
 
 
 def report_plan(tonight: list[Result], queries: pl.DataFrame | None, config: ReportConfig, *,
@@ -131,12 +137,14 @@ def build_report(
     aggregates = found.aggregates(
         config.ci_level, lineage_of(per_query) if per_query is not None else asdict(lineage))
     overall = pl.col("slice_column") == "all"
+    ndcg_rows = spec_ndcg_rows(aggregates)
     results = [RankerResult.of_row(row, intervals=True,
                                    sentence=interval_sentence(row, spec, lineage))
-               for row in aggregates.filter(overall).iter_rows(named=True)]
+               for row in ndcg_rows.filter(overall).iter_rows(named=True)]
     slice_rows = [SliceResult.of_row(row, intervals=True, slice_column=row["slice_column"],
                                      slice_value=row["slice_value"])
-                  for row in aggregates.filter(~overall).iter_rows(named=True)]
+                  for row in ndcg_rows.filter(~overall).iter_rows(named=True)]
+    names = measure_order(spec, planned)
     comparison = None
     differences: dict = {}
     if planned.ranker_pairs:
@@ -146,8 +154,10 @@ def build_report(
                 None if candidates is None else candidate_set_differences(candidates)
             ),
         )
+        # In the spec's order of measures (each measure's pairs adjusted among themselves).
+        comparison["pairs"].sort(key=lambda pair: names.index(pair["measure"]))
         for pair in comparison["pairs"]:
-            differences[(pair["first"], pair["second"], pair["cutoff"])] = pair.pop("histogram")
+            differences[(pair["first"], pair["second"], pair["measure"])] = pair.pop("histogram")
             pair["sentence"] = comparison_sentence(pair, comparison)
     top_cutoff = max(spec.cutoffs)
     if nightly is not None:
@@ -156,7 +166,8 @@ def build_report(
     headline = [regression_sentence(c, nightly) for c in regressions(nightly)]
     headline += [r.sentence for r in results if r.cutoff == top_cutoff]
     if comparison:
-        headline += [p["sentence"] for p in comparison["pairs"] if p["cutoff"] == top_cutoff]
+        headline += [p["sentence"] for p in comparison["pairs"]
+                     if p["measure"] == ndcg_name(top_cutoff)]
     report = Report(
         format=REPORT_FORMAT,
         format_version=REPORT_FORMAT_VERSION,
@@ -187,12 +198,34 @@ def build_report(
         results=results,
         slice_results=slice_rows,
         comparison=comparison,
+        measures=measures_section(aggregates, names),
         **({"nightly": nightly} if nightly is not None else {}),
         # Filled as the report's files are written (``report.write_report``).
         traces=[],
         files={},
     )
     return report.dump(), aggregates, differences
+
+
+def measure_order(spec: EvaluationSpec, planned: ReportPlan) -> list[str]:
+    """The measures of a report in the spec's order (``measures:``, else nDCG@K by cutoff),
+    then any the rows hold that the spec does not name (rows scored under another list)."""
+    present = [measure for _, measure in measures_of(
+        [r for r in planned.plan.results if r.night == 0])]
+    declared = [str(m) for m in spec.measure_list]
+    return [m for m in declared if m in present] + [m for m in present if m not in declared]
+
+
+def measures_section(aggregates: pl.DataFrame, names: list[str]) -> dict:
+    """report.json's ``measures``: every measure's aggregate rows, every query first, then
+    per ranker in ``names``' order."""
+    rank = {measure: i for i, measure in enumerate(names)}
+    rows = aggregates.with_columns(
+        (pl.col("slice_column") != "all").alias("_sliced"),
+        pl.col("measure").replace_strict(rank, return_dtype=pl.Int64).alias("_measure"),
+    ).sort("_sliced", "ranker", "_measure", maintain_order=True)
+    return {"names": names,
+            "results": [MeasureResult.of_row(row) for row in rows.iter_rows(named=True)]}
 
 
 def _compared(rankers: list[str]) -> bool:
@@ -240,7 +273,7 @@ def regression_sentence(c: dict, nightly: dict) -> str:
     against = ("the pinned baseline" if nightly["baseline_pinned"] else "the previous night")
     bounds = interval([c["difference_low"], c["difference_high"]], signed=True)
     return (
-        f"{c['ranker']} NDCG@{c['cutoff']} regressed against {nightly['previous_pool']} "
+        f"{c['ranker']} {label_of(c)} regressed against {nightly['previous_pool']} "
         f"({against}, judgments {nightly['judgment_version']}): "
         f"{number(c['mean_difference'], 3, signed=True)}{' ' + bounds if bounds else ''} over "
         f"{c['n_paired']:,} paired queries, Holm-adjusted p = {number(c['p_value_holm'])}; "
@@ -252,8 +285,9 @@ def regression_sentence(c: dict, nightly: dict) -> str:
 
 def comparison_sentence(pair: dict, comparison: dict) -> str:
     if pair["mean_difference"] is None:
-        return (f"{pair['second']} vs {pair['first']}, NDCG@{pair['cutoff']}: no query has a "
-                "number for both.")
+        return (f"{pair['second']} vs {pair['first']}, "
+                f"{measure_label(pair['measure'], pair['cutoff'])}: no query has a number for "
+                "both.")
     bounds = interval([pair["difference_low"], pair["difference_high"]], signed=True)
     spread = f" {bounds}" if bounds else ""
     p = f"p = {number(pair['p_value'])}"
@@ -261,7 +295,7 @@ def comparison_sentence(pair: dict, comparison: dict) -> str:
         p += f", Holm-adjusted {number(pair['p_value_holm'])}"
     caveat = "" if comparison["pure_reranker_comparison"] else " (not a pure reranker comparison)"
     return (
-        f"{pair['second']} vs {pair['first']}, NDCG@{pair['cutoff']}: "
+        f"{pair['second']} vs {pair['first']}, {measure_label(pair['measure'], pair['cutoff'])}: "
         f"{number(pair['mean_difference'], 3, signed=True)}{spread} over {pair['n_paired']:,} "
         f"queries with a number for both ({p}); {pair['wins']} better, {pair['losses']} worse, "
         f"{pair['ties']} tied{caveat}."

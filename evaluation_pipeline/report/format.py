@@ -28,3 +28,4 @@ def with_interval(value: float | None, pair: list | tuple | None) -> str:
     """A mean and its interval in one cell: ``0.8083 [0.755, 0.860]``."""
     bounds = interval(pair)
     return f"{number(value)} {bounds}" if bounds else number(value)
+

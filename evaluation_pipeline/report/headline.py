@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from evaluation_pipeline.report import tables
 from evaluation_pipeline.report.format import interval, number, with_interval
-from schemas.columns import STATUSES
+from schemas.columns import STATUSES, ndcg_name
 
 Cell = Callable[[dict], object]
 
@@ -129,3 +129,41 @@ PIPELINE_VIEW = View((
     Column("with number", with_number, width=11),
     Column("queries", queries, width=7),
 ), layout="fixed", indent="   ")
+
+
+def has_other_measures(report: dict) -> bool:
+    """Whether a report's spec scores more than its nDCG@K (report.json's ``measures``)."""
+    measures = report.get("measures")
+    if not measures:
+        return False
+    own = {ndcg_name(k) for k in report["spec"]["cutoffs"]}
+    return any(name not in own for name in measures["names"])
+
+
+def measures_table(report: dict, layout: str, intervals: bool = True) -> str | None:
+    """Rankers by measures, as TREC overviews and ir_measures' ``calc_aggregate`` print them:
+    one row per ranker, one column per measure of the spec, each cell the macro mean over all
+    queries (with its interval in the report's views). None when the spec scores its nDCG@K
+    alone: the views above say all there is."""
+    if not has_other_measures(report):
+        return None
+    names = report["measures"]["names"]
+    cells = {(r["ranker"], r["measure"]): r for r in report["measures"]["results"]
+             if r["slice_column"] == "all"}
+    rankers = list(dict.fromkeys(ranker for ranker, _ in cells))
+    columns = (Column("ranker", ranker, left=True),
+               *(Column(name, _measure_cell(cells, name, intervals), left=intervals)
+                 for name in names))
+    rows = [{"ranker": r} for r in rankers]
+    return headline_table(rows, View(columns, layout))
+
+
+def _measure_cell(cells: dict, name: str, intervals: bool) -> Cell:
+    def cell(row: dict) -> str:
+        found = cells.get((row["ranker"], name))
+        if found is None:
+            return number(None)
+        if not intervals:
+            return number(found["macro_value"])
+        return with_interval(found["macro_value"], found["macro_value_interval"])
+    return cell

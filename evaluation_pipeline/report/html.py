@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from evaluation_pipeline.report import night_html, svg
 from evaluation_pipeline.report.format import interval, number
+from evaluation_pipeline.report.headline import has_other_measures
 from evaluation_pipeline.report.templating import Markup, render
 from evaluation_pipeline.spec import FIELD_DOCS
+from schemas.columns import measure_label, ndcg_name
 
 STATUS_LABELS = (
     ("scored", "scored"), ("no_positive", "no positive"), ("incomplete", "incomplete"),
@@ -27,6 +29,7 @@ def render_html(report: dict, differences: dict) -> str:
         verdict=night_html.verdict(report),
         headline_cutoff=report["headline_cutoff"],
         summary=[_result(r) for r in report["results"] if r["cutoff"] == report["headline_cutoff"]],
+        by_measure=_by_measure(report) if has_other_measures(report) else None,
         spec_id=report["spec_id"],
         brief=brief(report["spec"]),
         nightly=night_html.night_section(report) if report.get("nightly") else None,
@@ -42,6 +45,21 @@ def render_html(report: dict, differences: dict) -> str:
         conventions=_conventions(report),
         lineage=[(key, str(value)) for key, value in lineage.items()],
     )
+
+
+def _by_measure(report: dict) -> dict:
+    """Rankers by measures (report.json's ``measures``, every query): the page's first table
+    when the spec scores more than its nDCG@K."""
+    names = report["measures"]["names"]
+    found = {(r["ranker"], r["measure"]): r for r in report["measures"]["results"]
+             if r["slice_column"] == "all"}
+    rankers = list(dict.fromkeys(ranker for ranker, _ in found))
+    return {"names": names, "rows": [{
+        "ranker": ranker,
+        "cells": [{"measure": name, "value": number(cell and cell["macro_value"]),
+                   "interval": interval(cell and cell["macro_value_interval"], 3)}
+                  for name in names for cell in [found.get((ranker, name))]],
+    } for ranker in rankers]}
 
 
 def _result(r: dict) -> dict:
@@ -65,7 +83,9 @@ def _result(r: dict) -> dict:
 def brief(spec: dict) -> str:
     """The conventions as one short line of the spec's fields and values (the cutoffs are the
     tables'); the page spells them out once, under "Declared conventions"."""
-    return " · ".join(f"{name} {value}" for name, value in spec.items() if name != "cutoffs")
+    return " · ".join(
+        f"{name} {', '.join(map(str, value)) if isinstance(value, list) else value}"
+        for name, value in spec.items() if name != "cutoffs")
 
 
 def in_words(sentence: str, report: dict) -> str:
@@ -108,8 +128,9 @@ def _charts(report: dict, differences: dict) -> dict:
         "slices": slices,
         "differences": [
             {"first": first, "second": second, "n": histogram.n, "svg": Markup(svg.histogram(
-                *histogram.chart_bins(), f"{second} minus {first} at {k}"))}
-            for (first, second, k), histogram in differences.items() if k == cutoff],
+                *histogram.chart_bins(), f"{second} minus {first} at {cutoff}"))}
+            for (first, second, measure), histogram in differences.items()
+            if measure == ndcg_name(cutoff)],
     }
 
 
@@ -118,6 +139,8 @@ def _comparison(report: dict, comparison: dict) -> dict:
 
     def links(pair: dict, query_id: str) -> list[dict]:
         """Each ranker's trace of the query, where one was written."""
+        if pair["measure"] != ndcg_name(pair["cutoff"]):
+            return []  # traces show NDCG's terms: the spec's nDCG@K pairs have them
         found = [(ranker, traces.get((ranker, query_id, pair["cutoff"])))
                  for ranker in (pair["first"], pair["second"])]
         return [{"ranker": ranker, "path": path} for ranker, path in found if path]
@@ -128,7 +151,8 @@ def _comparison(report: dict, comparison: dict) -> dict:
         "multiple_comparisons": comparison["multiple_comparisons"],
         "test_method": report["statistics"]["test_method"],
         "pairs": [{
-            "first": p["first"], "second": p["second"], "cutoff": p["cutoff"],
+            "first": p["first"], "second": p["second"],
+            "measure": measure_label(p["measure"], p["cutoff"]),
             "n_paired": p["n_paired"],
             "mean_difference": number(p["mean_difference"], signed=True),
             "interval": interval([p["difference_low"], p["difference_high"]], 4, signed=True),
@@ -138,7 +162,8 @@ def _comparison(report: dict, comparison: dict) -> dict:
             "wins": p["wins"], "losses": p["losses"], "ties": p["ties"],
         } for p in comparison["pairs"]],
         "regressions": [{
-            "first": p["first"], "second": p["second"], "cutoff": p["cutoff"],
+            "first": p["first"], "second": p["second"],
+            "measure": measure_label(p["measure"], p["cutoff"]),
             "queries": [{
                 "query_id": r["query_id"],
                 "ndcg_first": number(r["ndcg_first"]), "ndcg_second": number(r["ndcg_second"]),

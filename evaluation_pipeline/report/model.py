@@ -14,13 +14,14 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from evaluation_pipeline.evaluation import (
+    Interval,
     LineageRecord,
     Means,
     RankerResult,
     Record,
     Stamp,
 )
-from schemas.columns import VERDICTS
+from schemas.columns import STATUSES, VERDICTS
 
 REPORT_FORMAT = "ndcg-eval-report"
 # Field names are stable within a version; a change of meaning or a removal increases it.
@@ -68,22 +69,25 @@ class Regression(Record):
     query_id: str
     """the query"""
     ndcg_first: float | None
-    """its NDCG under `first`"""
+    """its value of the pair's measure under `first` (named for NDCG, the first measure)"""
     ndcg_second: float | None
-    """its NDCG under `second`"""
+    """its value under `second`"""
     difference: float
     """`ndcg_second - ndcg_first`"""
 
 
 class Pair(Record):
-    """Two rankers at one cutoff, paired over the queries with a number for both."""
+    """Two rankers on one measure, paired over the queries with a number for both."""
 
     first: str
     """the ranker compared with"""
     second: str
     """the ranker compared; differences are `second - first`"""
-    cutoff: int
-    """K"""
+    cutoff: int | None
+    """the measure's cutoff K; null for a measure without one (`Rprec`, `Bpref`, `RBP`)"""
+    measure: str
+    """the measure, by its canonical name (`nDCG@10`, `RR(rel=2)@10`); the spec's own
+    nDCG@K is `nDCG@<cutoff>`"""
     n_paired: int
     """queries with a number for both rankers; only these are compared"""
     mean_first: float | None
@@ -118,14 +122,75 @@ class Pair(Record):
     ties: int
     """queries where both are equal (within 1e-12)"""
     rng_key: str
-    """`"{first}|{second}|{cutoff}"`, the pair's label; the draws themselves belong to
-    queries (see Methods)"""
+    """`"{first}|{second}|{cutoff}"` for the spec's nDCG@K, `"{first}|{second}|{measure}"`
+    for another measure: the pair's label; the draws themselves belong to queries (see
+    Methods)"""
     regressions: list[Regression]
     """up to `n_regressions` queries where `second` is worst relative to `first`"""
     p_value_holm: float | None
-    """`p_value` Holm-adjusted over the pairs of the same cutoff; null when not corrected"""
+    """`p_value` Holm-adjusted over the pairs of the same measure (for the spec's nDCG@K: of
+    the same cutoff); null when not corrected"""
     sentence: str
     """the comparison in words"""
+
+
+class MeasureResult(Record):
+    """One ranker and measure over a group of queries (aggregates.parquet's row, its
+    `*_value` columns): every measure of the spec, the spec's nDCG@K among them."""
+
+    ranker: str
+    """the ranker"""
+    measure: str
+    """the measure, by its canonical name (`nDCG@10`, `RR(rel=2)@10`, `Rprec`)"""
+    cutoff: int | None
+    """its cutoff K; null for a measure without one"""
+    slice_column: str
+    """`all` for every query, else the query-table column of the slice"""
+    slice_value: str
+    """`all`, or the slice's value (`(none)` for queries without one)"""
+    macro_value: float | None
+    """the measure's mean over the queries with a number (contract section 3, rule 5); null
+    when none has one"""
+    macro_value_interval: Interval
+    """`[low, high]` percentile (Poisson) bootstrap interval at `ci_level`, see Methods;
+    `[null, null]` with fewer than 2 queries with a number"""
+    weighted_value: float | None
+    """mean weighted by the queries table's `weight`; null without weights"""
+    weighted_value_interval: Interval
+    """its bootstrap interval (same resamples as the macro interval)"""
+    n_queries: int
+    """per-query rows in the group"""
+    n_with_number: int
+    """rows with a value (the denominator of the macro mean)"""
+    status_counts: dict[Literal[STATUSES], int]
+    """rows per status"""
+    macro_value_bounds: Interval
+    """`[least, greatest]` the macro mean over the `n_bounded` rows takes as the holes' grades
+    run over every value; `[null, null]` when none is bounded"""
+    n_bounded: int
+    """rows with a number under every grading of their holes"""
+
+    @classmethod
+    def of_row(cls, row: dict) -> MeasureResult:
+        """The entry of an aggregates row (its ``*_value`` columns)."""
+        return cls(
+            **{name: row[name] for name in (
+                "ranker", "measure", "cutoff", "slice_column", "slice_value", "macro_value",
+                "weighted_value", "n_queries", "n_with_number", "n_bounded")},
+            macro_value_interval=[row["macro_value_low"], row["macro_value_high"]],
+            weighted_value_interval=[row["weighted_value_low"], row["weighted_value_high"]],
+            status_counts={s: row[f"n_{s}"] for s in STATUSES},
+            macro_value_bounds=[row["macro_value_min"], row["macro_value_max"]])
+
+
+class Measures(Record):
+    """Every measure of the spec, per ranker: the table a report opens with when the spec
+    declares more than its nDCG@K (`measures:`)."""
+
+    names: list[str]
+    """the measures, in order: the spec's nDCG@K by cutoff, then the others"""
+    results: list[MeasureResult]
+    """one entry per (ranker, measure, slice) with a query: every query (`all`) first"""
 
 
 class Comparison(Record):
@@ -144,16 +209,18 @@ class Comparison(Record):
     multiple_comparisons: Literal["holm", "none (two rankers)"]
     """`holm` when more than two rankers are compared (`p_value_holm`), else none"""
     pairs: list[Pair]
-    """one entry per (pair, cutoff)"""
+    """one entry per (pair, measure): the spec's nDCG@K first, by cutoff, then the spec's
+    other measures"""
 
 
 class Mover(Record):
     query_id: str
     """the query"""
     ndcg_previous: float | None
-    """its NDCG on the previous night"""
+    """its value of the comparison's measure on the previous night (named for NDCG, the first
+    measure)"""
     ndcg_current: float | None
-    """its NDCG on this night"""
+    """its value on this night"""
     difference: float
     """`ndcg_current - ndcg_previous`"""
     query_text: str | None
@@ -182,13 +249,18 @@ class ChangeBySlice(Record):
 
 
 class NightComparison(Record):
-    """One ranker and cutoff of both nights; differences are this night minus the previous
+    """One ranker and measure of both nights; differences are this night minus the previous
     one."""
 
     ranker: str
     """the ranker"""
-    cutoff: int
-    """K"""
+    cutoff: int | None
+    """the measure's cutoff K; null for a measure without one"""
+    measure: str
+    """the measure, by its canonical name (the spec's own nDCG@K is `nDCG@<cutoff>`)"""
+    headline: bool
+    """whether the measure is one of the spec's `headline` measures: only their regressions
+    alert; the others' verdicts are recorded"""
     n_paired: int
     """queries with a number on both nights; only these are compared"""
     mean_previous: float | None
@@ -219,12 +291,16 @@ class NightComparison(Record):
     candidate_recall_current: float | None
     """its mean candidate recall on this night"""
     movers: list[Mover]
-    """the queries whose NDCG changed most between the nights, either way (up to the report's
-    `n_regressions`, largest change first, ties by query_id)"""
+    """the queries whose value of the measure changed most between the nights, either way (up
+    to the report's `n_regressions`, largest change first, ties by query_id)"""
     slices: list[ChangeBySlice]
     """the change broken down by slice: per slice column and value with a paired query"""
     p_value_holm: float | None
-    """`p_value` Holm-adjusted over every ranker x cutoff of this comparison"""
+    """`p_value` Holm-adjusted within its family (`holm_family`): every ranker x headline
+    measure together, every ranker of each other measure apart"""
+    holm_family: str
+    """the tests `p_value_holm` is adjusted over, in words, e.g. `Holm over 6 tests: 3 rankers
+    x 2 measures (nDCG@5, nDCG@10)`"""
     verdict: Literal[VERDICTS]
     """`regressed` when `p_value_holm < alpha` and `mean_difference <= -min_effect`;
     `improved` for the mirror case; `no_change` otherwise"""
@@ -438,6 +514,9 @@ class Report(Record):
     """the same per (ranker, cutoff, slice_column, slice_value), without `sentence`"""
     comparison: Comparison | None
     """null with one ranker"""
+    measures: Measures
+    """every measure of the spec per ranker and slice (`results` holds the spec's nDCG@K
+    alone, as it did before the other measures)"""
     nightly: Nightly | None = None
     """only in the reports the pipeline writes (`evaluation_report`)"""
     traces: list[Trace]

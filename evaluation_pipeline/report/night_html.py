@@ -5,6 +5,7 @@ that moved most and the change broken down by slice."""
 from __future__ import annotations
 
 from evaluation_pipeline.report.format import interval, number
+from schemas.columns import label_of
 
 
 def grading_range(low: float | None, high: float | None, n_bounded: int, signed: bool = False
@@ -60,7 +61,8 @@ def night_section(report: dict) -> dict:
 
 def _comparison(c: dict) -> dict:
     return {
-        "ranker": c["ranker"], "cutoff": c["cutoff"], "n_paired": c["n_paired"],
+        "ranker": c["ranker"], "cutoff": c["cutoff"], "measure": label_of(c),
+        "n_paired": c["n_paired"],
         "mean_previous": number(c["mean_previous"]), "mean_current": number(c["mean_current"]),
         "mean_difference": number(c["mean_difference"], signed=True),
         "interval": interval([c["difference_low"], c["difference_high"]], 4, signed=True),
@@ -68,7 +70,10 @@ def _comparison(c: dict) -> dict:
                                 True),
         "p_value": number(c["p_value"]),
         "p_value_holm": number(c["p_value_holm"]),
-        "verdict": c["verdict"], "verdict_words": c["verdict"].replace("_", " "),
+        "verdict": c["verdict"], "verdict_words": c["verdict"].replace("_", " ") + (
+            # A measure outside the spec's headline is compared and recorded, never alerted.
+            " (no alert)" if c["verdict"] != "no_change" and not c.get("headline", True)
+            else ""),
         "candidate_recall_previous": number(c["candidate_recall_previous"], 3),
         "candidate_recall_current": number(c["candidate_recall_current"], 3),
     }
@@ -77,7 +82,7 @@ def _comparison(c: dict) -> dict:
 def movers(listed: list[dict]) -> list[dict]:
     """Per listed comparison with movers, the queries that moved most and their traces."""
     return [{
-        "ranker": c["ranker"], "cutoff": c["cutoff"],
+        "ranker": c["ranker"], "cutoff": c["cutoff"], "measure": label_of(c),
         "mean_difference": number(c["mean_difference"], signed=True),
         "movers": [{
             "query_id": m["query_id"], "query_text": m.get("query_text") or "",
@@ -90,7 +95,7 @@ def movers(listed: list[dict]) -> list[dict]:
 
 
 def _slices(c: dict) -> dict:
-    return {"ranker": c["ranker"], "cutoff": c["cutoff"], "slices": [{
+    return {"ranker": c["ranker"], "cutoff": c["cutoff"], "measure": label_of(c), "slices": [{
         "slice": s["slice"], "value": s["value"], "n_paired": s["n_paired"],
         "mean_difference": number(s["mean_difference"], signed=True),
         "interval": interval([s["difference_low"], s["difference_high"]], 4, signed=True),

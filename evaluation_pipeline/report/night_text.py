@@ -9,10 +9,12 @@ from collections.abc import Sequence
 from evaluation_pipeline.report.format import interval, number
 from evaluation_pipeline.report.night_html import shown
 from evaluation_pipeline.report.tables import aligned
+from schemas.columns import label_of, measure_of
 
 
 def render_night(report: dict, report_path: str, *, rankers: Sequence[str] | None = None,
-                 cutoffs: Sequence[int] | None = None) -> str:
+                 cutoffs: Sequence[int] | None = None,
+                 measures: Sequence[str] | None = None) -> str:
     lineage, nightly = report["lineage"], report.get("nightly")
     head = (f"night {lineage['candidate_pool']}: headline evaluation under judgments "
             f"{lineage['judgment_version']}, spec {report['spec_id']}")
@@ -21,23 +23,25 @@ def render_night(report: dict, report_path: str, *, rankers: Sequence[str] | Non
                           f"report: {report_path}"])
 
     def wanted(c: dict) -> bool:
-        return (not rankers or c["ranker"] in rankers) and (not cutoffs or c["cutoff"] in cutoffs)
+        return ((not rankers or c["ranker"] in rankers)
+                and (not cutoffs or c["cutoff"] in cutoffs)
+                and (not measures or measure_of(c) in measures))
 
     against = "the pinned baseline" if nightly["baseline_pinned"] else "the previous night"
     lines = [head, f"against {nightly['previous_pool']} ({against}), "
              f"{nightly['method']}", ""]
     comparisons = [c for c in nightly["comparisons"] if wanted(c)]
     lines.append(aligned(
-        ["ranker", "K", "paired", "previous", "tonight", "vs prev", "interval", "p (Holm)",
-         "verdict", "recall prev", "recall now"],
-        [[c["ranker"], c["cutoff"], c["n_paired"], number(c["mean_previous"]),
+        ["ranker", "measure", "paired", "previous", "tonight", "vs prev", "interval",
+         "p (Holm)", "verdict", "recall prev", "recall now"],
+        [[c["ranker"], label_of(c), c["n_paired"], number(c["mean_previous"]),
           number(c["mean_current"]), number(c["mean_difference"], signed=True),
           interval([c["difference_low"], c["difference_high"]], signed=True),
           number(c["p_value_holm"]),
           c["verdict"].replace("_", " "), number(c["candidate_recall_previous"], 3),
           number(c["candidate_recall_current"], 3)] for c in comparisons]))
     for c in shown(nightly | {"comparisons": comparisons}, report["headline_cutoff"]):
-        title = f"{c['ranker']} NDCG@{c['cutoff']} ({c['verdict'].replace('_', ' ')}"
+        title = f"{c['ranker']} {label_of(c)} ({c['verdict'].replace('_', ' ')}"
         lines += ["", f"{title}, {number(c['mean_difference'], signed=True)}): the queries "
                   "that moved most"]
         lines.append(aligned(

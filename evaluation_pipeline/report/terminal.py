@@ -13,8 +13,10 @@ from evaluation_pipeline.report.headline import (
     REPORT_VIEW,
     SUMMARY_VIEW,
     headline_table,
+    measures_table,
 )
 from evaluation_pipeline.report.tables import aligned as table
+from schemas.columns import measure_label, ndcg_name
 
 
 def progress(stage: str, done: int, total: int) -> None:
@@ -50,8 +52,11 @@ def render_report(report: dict, out: Path | None = None) -> str:
         f"intervals: {stats['ci_level']:.0%} bootstrap over queries, {stats['n_bootstrap']} "
         f"resamples, seed {stats['seed']}; weights: {report['weights']['description']}",
         "",
-        headline_table(report["results"], REPORT_VIEW),
     ]
+    by_measure = measures_table(report, "aligned")
+    if by_measure:
+        lines += [by_measure, ""]
+    lines.append(headline_table(report["results"], REPORT_VIEW))
     if report["comparison"]:
         lines += ["", render_comparison(report["comparison"])]
     if out is not None:
@@ -72,10 +77,17 @@ def render_comparison(comparison: dict) -> str:
             return f"{p['first']}: {comparison['pool_second']} vs {comparison['pool_first']}"
         return f"{p['second']} vs {p['first']}"
 
+    # The spec's nDCG@K alone: its cutoff says which; with other measures, each by its name.
+    ndcg_only = all(p.get("measure", ndcg_name(p["cutoff"])) == ndcg_name(p["cutoff"])
+                    for p in comparison["pairs"])
+
+    def which(p: dict) -> object:
+        return p["cutoff"] if ndcg_only else measure_label(p["measure"], p["cutoff"])
+
     rows = []
     for p in comparison["pairs"]:
         label = pair_label(p)
-        row = [label, p["cutoff"], p["n_paired"],
+        row = [label, which(p), p["n_paired"],
                number(p["mean_difference"], signed=True),
                interval([p["difference_low"], p["difference_high"]], signed=True),
                number(p["p_value"]), number(p["p_value_holm"]), p["wins"], p["losses"], p["ties"]]
@@ -83,8 +95,8 @@ def render_comparison(comparison: dict) -> str:
             row += [number(p["mean_candidate_recall_first"], 3),
                     number(p["mean_candidate_recall_second"], 3)]
         rows.append(row)
-    headers = ["pair", "K", "paired", "mean diff", "interval", "p", "p holm", "better",
-               "worse", "tied"]
+    headers = ["pair", "K" if ndcg_only else "measure", "paired", "mean diff", "interval", "p",
+               "p holm", "better", "worse", "tied"]
     if across:
         headers += ["recall first", "recall second"]
     lines += ["", table(headers, rows)]
@@ -92,8 +104,9 @@ def render_comparison(comparison: dict) -> str:
     if worst:
         lines += ["", "most regressed queries (up to 3 per pair):"]
         lines.append(table(
-            ["pair", "K", "query_id", "first", "second", "difference"],
-            [[pair_label(p), p["cutoff"], r["query_id"],
+            ["pair", "K" if ndcg_only else "measure", "query_id", "first", "second",
+             "difference"],
+            [[pair_label(p), which(p), r["query_id"],
               number(r["ndcg_first"]), number(r["ndcg_second"]),
               number(r["difference"], signed=True)]
              for p, r in worst]))

@@ -18,6 +18,7 @@ from evaluation_pipeline.report.format import number
 from evaluation_pipeline.report.night_html import shown
 from evaluation_pipeline.report.templating import render
 from evaluation_pipeline.spec import EvaluationSpec
+from schemas.columns import ndcg_name
 
 
 def trace_file_name(ranker: str, query_id: str, cutoff: int) -> str:
@@ -36,10 +37,12 @@ def write_regression_traces(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> list[dict]:
     """Traces of both rankers for every listed regression; returns report.json ``traces``."""
+    # A trace shows each place's NDCG terms: the spec's nDCG@K pairs are traced (the other
+    # measures' regressions are listed in report.json without one).
     wanted = sorted({
         (ranker, r["query_id"], pair["cutoff"])
-        for pair in comparison["pairs"] for r in pair["regressions"]
-        for ranker in (pair["first"], pair["second"])
+        for pair in comparison["pairs"] if pair["measure"] == ndcg_name(pair["cutoff"])
+        for r in pair["regressions"] for ranker in (pair["first"], pair["second"])
     })
     # Only the regressed queries are read again; the rest of the pool never enters a trace.
     traces = explain_many(candidates, judgments, spec, wanted)

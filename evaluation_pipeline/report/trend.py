@@ -1,4 +1,5 @@
-"""history.html: every ranker's NDCG@K night after night, one self-contained page.
+"""history.html: every ranker's headline measures (NDCG@K by default) night after night, one
+self-contained page.
 
 Inline CSS and SVG, no scripts, nothing fetched, like report.html. Each night shows its
 headline evaluation (the newest judgment version when the pool was first evaluated) with its
@@ -16,7 +17,7 @@ from evaluation_pipeline.nightly.history import headline_trend
 from evaluation_pipeline.report.format import interval, number, with_interval
 from evaluation_pipeline.report.svg import PALETTE
 from evaluation_pipeline.report.templating import render
-from schemas.columns import REGRESSED
+from schemas.columns import REGRESSED, measure_label, ndcg_name
 
 REGRESSION_COLOUR = "#c0392b"
 WIDTH, HEIGHT = 820, 300
@@ -35,10 +36,17 @@ def render_trend(history: pl.DataFrame, report_href: ReportHref,
     sections = []
     for spec in sorted(trend["spec_id"].unique().to_list()):
         of_spec = trend.filter(pl.col("spec_id") == spec)
-        for cutoff in sorted(of_spec["cutoff"].unique().to_list(), reverse=True):
-            rows = of_spec.filter(pl.col("cutoff") == cutoff)
-            sections.append({"spec_id": spec, "cutoff": cutoff,
-                             "chart": _chart(rows, nights, changes, report_href, cutoff),
+        # The spec's nDCG@K largest cutoff first (as before the other measures), then each
+        # other headline measure by name.
+        measures = sorted(of_spec.select("measure", "cutoff").unique().iter_rows(),
+                          key=lambda m: (m[1] is None or m[0] != ndcg_name(m[1]),
+                                         -(m[1] or 0), m[0]))
+        for measure, cutoff in measures:
+            rows = of_spec.filter(pl.col("measure") == measure)
+            label = measure_label(measure, cutoff)
+            sections.append({"spec_id": spec, "label": label,
+                             "anchor": f"{label.lower()}-{spec}".replace("@", "-"),
+                             "chart": _chart(rows, nights, changes, report_href, label),
                              "rows": _table(rows, nights)})
     return render(
         "trend.html",
@@ -62,14 +70,16 @@ def _version_changes(nights: list[tuple[str, str]]) -> set[int]:
 
 
 def _chart(rows: pl.DataFrame, nights: list[tuple[str, str]], changes: set[int],
-                report_href: ReportHref, cutoff: int) -> dict:
+           report_href: ReportHref, label: str) -> dict:
     """One line per ranker over the nights, its interval as a band, points linked: the
     coordinates ``templates/trend.html`` draws, to a tenth of a pixel."""
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    values = [v for c in ("ndcg", "ndcg_low", "ndcg_high") for v in rows[c].to_list()
+    values = [v for c in ("value", "value_low", "value_high") for v in rows[c].to_list()
               if v is not None]
+    # Within [0, 1] for a measure there (DCG@K runs past 1: its own range then).
+    top = 1.0 if not values or max(values) <= 1.0 else max(values) + 0.03
     lo = max(0.0, (min(values) if values else 0.0) - 0.03)
-    hi = min(1.0, (max(values) if values else 1.0) + 0.03)
+    hi = min(top, (max(values) if values else 1.0) + 0.03)
     hi = hi if hi > lo else lo + 0.1
 
     def x(i: int) -> float:
@@ -90,23 +100,24 @@ def _chart(rows: pl.DataFrame, nights: list[tuple[str, str]], changes: set[int],
     series = []
     for j, ranker in enumerate(sorted(rows["ranker"].unique().to_list())):
         points = rows.filter(pl.col("ranker") == ranker).to_dicts()
-        points = sorted((p for p in points if p["ndcg"] is not None),
+        points = sorted((p for p in points if p["value"] is not None),
                         key=lambda p: index[p["candidate_pool"]])
-        banded = [p for p in points if p["ndcg_low"] is not None]
-        upper = [f"{x(index[p['candidate_pool']]):.1f},{y(p['ndcg_high']):.1f}" for p in banded]
-        lower = [f"{x(index[p['candidate_pool']]):.1f},{y(p['ndcg_low']):.1f}"
+        banded = [p for p in points if p["value_low"] is not None]
+        upper = [f"{x(index[p['candidate_pool']]):.1f},{y(p['value_high']):.1f}"
+                 for p in banded]
+        lower = [f"{x(index[p['candidate_pool']]):.1f},{y(p['value_low']):.1f}"
                  for p in reversed(banded)]
         series.append({
             "ranker": ranker, "colour": PALETTE[j % len(PALETTE)],
             "band": " ".join(upper + lower) if len(banded) > 1 else None,
-            "line": " ".join(f"{x(index[p['candidate_pool']]):.1f},{y(p['ndcg']):.1f}"
+            "line": " ".join(f"{x(index[p['candidate_pool']]):.1f},{y(p['value']):.1f}"
                              for p in points),
-            "points": [_point(p, x(index[p["candidate_pool"]]), y(p["ndcg"]), ranker, cutoff,
+            "points": [_point(p, x(index[p["candidate_pool"]]), y(p["value"]), ranker, label,
                               report_href) for p in points],
             "legend_y": TOP + 14 + 18 * j, "legend_box_y": TOP + 4 + 18 * j,
         })
     return {
-        "cutoff": cutoff, "width": WIDTH, "height": HEIGHT,
+        "label": label, "width": WIDTH, "height": HEIGHT,
         "left": LEFT, "right": LEFT + plot_w, "bottom": TOP + plot_h, "label_x": LEFT - 6,
         "grid": [{"y": f"{y(v):.1f}", "label_y": f"{y(v) + 4:.1f}", "label": number(v, 2)}
                  for v in grid],
@@ -117,7 +128,7 @@ def _chart(rows: pl.DataFrame, nights: list[tuple[str, str]], changes: set[int],
     }
 
 
-def _point(p: dict, px: float, py: float, ranker: str, cutoff: int, report_href: ReportHref
+def _point(p: dict, px: float, py: float, ranker: str, label: str, report_href: ReportHref
            ) -> dict:
     """A night's point: where it is, the link to its report, its tooltip, and whether it is
     ringed as a regression."""
@@ -125,7 +136,7 @@ def _point(p: dict, px: float, py: float, ranker: str, cutoff: int, report_href:
         "x": f"{px:.1f}", "y": f"{py:.1f}", "mark_y": f"{py + 22:.1f}",
         "href": report_href(p["candidate_pool"], p["judgment_version"], p["spec_id"]),
         "tip": (f"{ranker} {p['candidate_pool']} ({p['judgment_version']}): "
-                f"NDCG@{cutoff} {with_interval(p['ndcg'], [p['ndcg_low'], p['ndcg_high']])}"
+                f"{label} {with_interval(p['value'], [p['value_low'], p['value_high']])}"
                 + _verdict_text(p)),
         "regressed": p["verdict"] == REGRESSED,
     }
@@ -140,12 +151,13 @@ def _verdict_text(p: dict) -> str:
 
 
 def _table(rows: pl.DataFrame, nights: list[tuple[str, str]]) -> list[dict]:
-    """Per night and ranker: NDCG, interval, candidate recall, verdict, attribution."""
+    """Per night and ranker: the measure's mean, interval, candidate recall, verdict,
+    attribution."""
     order = {pool: i for i, (pool, _) in enumerate(nights)}
     return [{
         "candidate_pool": p["candidate_pool"], "judgment_version": p["judgment_version"],
-        "ranker": p["ranker"], "ndcg": number(p["ndcg"], missing=""),
-        "interval": interval([p["ndcg_low"], p["ndcg_high"]], 4),
+        "ranker": p["ranker"], "value": number(p["value"], missing=""),
+        "interval": interval([p["value_low"], p["value_high"]], 4),
         "mean_candidate_recall": number(p["mean_candidate_recall"], 3, missing=""),
         "mean_difference": number(p["mean_difference"], signed=True, missing=""),
         "verdict": p["verdict"] or "", "verdict_words": (p["verdict"] or "").replace("_", " "),

@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 DOC_ORDER = (
     "README.md",
     "docs/cli.md",
+    "docs/judging.md",
     "docs/python.md",
     "docs/spec.md",
     "docs/reconcile.md",

@@ -39,22 +39,23 @@ def href(pool: str, version: str, spec_id: str) -> str:
     return f"../reports/{pool}/{version}/{spec_id}/report.html"
 
 
-def run_week(root: Path) -> dict:
+def run_week(root: Path, spec: EvaluationSpec = SPEC) -> dict:
     """The week landed and evaluated in ``root`` (its generated inputs, the landing and the
-    alert log); returns what a test inspects."""
-    built = built_once("nightly-week", _evaluate_week)
+    alert log) under ``spec``; returns what a test inspects."""
+    name = "nightly-week" if spec == SPEC else f"nightly-week-{spec.spec_id}"
+    built = built_once(name, lambda folder: _evaluate_week(folder, spec))
     shutil.copytree(built, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns(OUTCOME))
     gen = generator()  # first: its module is where any of its objects in the outcome live
     outcome = pickle.loads((built / OUTCOME).read_bytes())
     return outcome | {"gen": gen, "alerts_file": root / ALERTS}
 
 
-def _evaluate_week(root: Path) -> None:
-    outcome = _land_and_evaluate(root)
+def _evaluate_week(root: Path, spec: EvaluationSpec = SPEC) -> None:
+    outcome = _land_and_evaluate(root, spec)
     (root / OUTCOME).write_bytes(pickle.dumps(outcome))
 
 
-def _land_and_evaluate(root: Path) -> dict:
+def _land_and_evaluate(root: Path, spec: EvaluationSpec = SPEC) -> dict:
     """Land the week and evaluate it; what a test inspects, but for the generator and the
     alert log's path, which belong to the caller's copy."""
     gen = generator()
@@ -80,20 +81,22 @@ def _land_and_evaluate(root: Path) -> dict:
                 clock += timedelta(minutes=1)
                 grades = read_judgments(landing / "judgments" / f"{version}.csv",
                                         version=version)
-                rows, _ = evaluate(grades, read_pool(landing / "pools" / pool, pool=pool), SPEC)
+                rows, _ = evaluate(grades, read_pool(landing / "pools" / pool, pool=pool), spec)
                 per_query[(pool, version)] = rows
                 previous = previous_night(pool, ready)
                 step = watch_evaluation(
-                    compared_frames(per_query.get((previous, version)), rows, SETTINGS),
+                    compared_frames(per_query.get((previous, version)), rows, SETTINGS,
+                                    spec.headline_measures),
                     candidate_pool=pool,
-                    judgment_version=version, spec_id=SPEC.spec_id, ready_at=ready,
+                    judgment_version=version, spec_id=spec.spec_id, ready_at=ready,
                     published_at=published, history=history, now=clock.isoformat(),
                     settings=SETTINGS)
                 aggregates = aggregate_with_intervals(rows, queries, n_bootstrap=300)
                 history = record_evaluation(history, aggregates, step,
-                                            evaluated_at=clock.isoformat())
-                notify(alerts_file, step.section, candidate_pool=pool, spec_id=SPEC.spec_id,
-                       report=href(pool, version, SPEC.spec_id), newest=step.newest,
+                                            evaluated_at=clock.isoformat(),
+                                            headline_measures=spec.headline_measures)
+                notify(alerts_file, step.section, candidate_pool=pool, spec_id=spec.spec_id,
+                       report=href(pool, version, spec.spec_id), newest=step.newest,
                        headline=step.headline, settings=AlertSettings())
                 evaluated.append((pool, version))
                 sections[(pool, version)] = step.section
@@ -101,8 +104,8 @@ def _land_and_evaluate(root: Path) -> dict:
     pool, version = gen.NIGHTLY_POOLS[-1], gen.JUDGMENT_VERSION_2
     step = watch_evaluation(
         compared_frames(per_query[(gen.NIGHTLY_POOLS[-2], version)], per_query[(pool, version)],
-                        SETTINGS),
-        candidate_pool=pool, judgment_version=version, spec_id=SPEC.spec_id, ready_at=ready,
+                        SETTINGS, spec.headline_measures),
+        candidate_pool=pool, judgment_version=version, spec_id=spec.spec_id, ready_at=ready,
         published_at=published, history=history, now=clock.isoformat(), settings=SETTINGS)
     return {"history": history, "evaluated": evaluated, "sections": sections,
             "alerts": read_alerts(alerts_file), "rerun": step, "ready": ready,

@@ -81,6 +81,6 @@ def test_no_doc_page_holds_a_table_of_the_spec_fields_by_hand():
 
 
 def test_the_report_rows_are_declared_with_the_other_tables():
-    assert partials.ROW_DTYPES == {"night": pl.Int8, **columns.REPORT_DTYPES}
-    assert set(columns.REPORT_OPTIONAL_COLUMNS) <= set(columns.REPORT_COLUMNS)
+    assert partials.ROW_DTYPES == {"night": pl.Int8, **columns.ROW_DTYPES}
+    assert set(columns.REPORT_OPTIONAL_COLUMNS) <= {*columns.REPORT_COLUMNS, *columns.ROW_COLUMNS}
     assert not hasattr(partials, "TIE_TOLERANCE") or partials.TIE_TOLERANCE is columns.TIE_TOLERANCE

@@ -20,7 +20,7 @@ from evaluation_pipeline.aggregation.partials import PREVIOUS, TONIGHT, Result
 from evaluation_pipeline.engines.spark.cogroup import spark_session
 from evaluation_pipeline.report.build import ReportPlan, report_plan
 from evaluation_pipeline.report.config import ReportConfig
-from schemas.columns import REPORT_OPTIONAL_COLUMNS
+from schemas.columns import REPORT_OPTIONAL_COLUMNS, ROW_FORMER
 
 _PARTIAL_DDL = "chunk long, partial binary"
 
@@ -37,8 +37,10 @@ def spark_numbers(current: str, previous: str | None, queries: pl.DataFrame | No
     rows = _rows(spark, current, TONIGHT)
     if previous is not None:
         rows = rows.unionByName(_rows(spark, previous, PREVIOUS))
-    found = rows.groupBy("night", "ranker", "cutoff").count().collect()
-    results = {night: sorted(Result(night, r["ranker"], int(r["cutoff"]))
+    found = rows.groupBy("night", "ranker", "cutoff", "measure").count().collect()
+    results = {night: sorted(Result(night, r["ranker"],
+                                    None if r["cutoff"] is None else int(r["cutoff"]),
+                                    r["measure"])
                              for r in found if r["night"] == night)
                for night in (TONIGHT, PREVIOUS)}
     n_queries = rows.select("query_id").distinct().count()
@@ -74,9 +76,13 @@ def _rows(spark, url: str, night: int):
 
     frame = spark.read.parquet(url)
     present = set(frame.columns)
-    if "measure" in present:  # the spec's nDCG@K rows (schemas.columns.spec_ndcg_rows)
-        frame = frame.filter(F.col("measure") == F.concat(F.lit("nDCG@"),
-                                                          F.col("cutoff").cast("string")))
+    if "measure" not in present:  # written before the measures: the spec's nDCG@K alone
+        frame = frame.withColumn("measure", F.concat(F.lit("nDCG@"),
+                                                     F.col("cutoff").cast("string")))
+        for new, old in ROW_FORMER.items():
+            if old in present:
+                frame = frame.withColumn(new, F.col(old))
+        present = set(frame.columns)
     # The local path's dtypes (report_numbers.rows_of), so that each chunk's rows are the same.
     return frame.select(
         F.lit(night).cast(_SPARK_TYPES[rp.ROW_DTYPES["night"]]).alias("night"),

@@ -137,14 +137,15 @@ def test_aggregates_equal_one_group_by_over_all_rows_and_the_report_to_the_bit()
     })
     slices = ("band", "size")
     frame = rows.select(c for c in REPORT_COLUMNS if c in rows.columns).join(
-        queries, on="query_id", how="left")
+        queries, on="query_id", how="left").with_columns(
+        pl.format("nDCG@{}", "cutoff").alias("measure"))
     has_number = pl.col("ndcg").is_not_null()
     weight = pl.when(has_number).then(pl.col("weight").fill_null(0.0)).otherwise(0.0)
     reference = pl.concat([
         frame.with_columns(pl.col(column).cast(pl.String).fill_null("(none)")
                            .alias("slice_value") if column else pl.lit(ALL).alias("slice_value"),
                            pl.lit(column or ALL).alias("slice_column"))
-        .group_by("ranker", "cutoff", "slice_column", "slice_value").agg(
+        .group_by("ranker", "cutoff", "measure", "slice_column", "slice_value").agg(
             pl.len().cast(pl.Int64).alias("n_queries"),
             has_number.sum().cast(pl.Int64).alias("n_with_number"),
             pl.col("ndcg").mean().alias("macro_ndcg"),

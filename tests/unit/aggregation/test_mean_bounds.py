@@ -66,7 +66,7 @@ def test_every_joint_grading_lies_in_the_bounds_of_the_means_and_the_difference(
     spec = EvaluationSpec(cutoffs=(3,), ideal=ideal, no_positive=no_positive, max_grade=2,
                           unknown="zero", unjudged="zero")
     rows = score(*_frames(judged, runs), spec)
-    a, b = rn.Result(0, "a", 3), rn.Result(0, "b", 3)
+    a, b = rn.Result.ndcg(0, "a", 3), rn.Result.ndcg(0, "b", 3)
     plan = rn.plan_of([a, b], pairs=[(a, b)], n_bootstrap=0,
                       n_queries=rows["query_id"].n_unique())
     numbers = rn.Numbers(plan, rn.local_partial(rows, None, None, plan))

@@ -98,7 +98,7 @@ def test_a_bad_measure_is_refused_before_anything_is_written(tmp_path, capsys, m
     assert not (tmp_path / "out").exists()
 
 
-def test_the_api_gives_every_measure_long_and_wide_and_compares_the_ndcg_rows():
+def test_the_api_gives_every_measure_long_and_wide_and_compares_each_or_the_one_asked():
     qrels, run = random_data(seed=8, n_queries=20)
     names = ["nDCG@10", "RR(rel=2)@10", "AP", "P@5"]
     result = evaluate(qrels, run, spec="trec_eval", measures=names)
@@ -119,8 +119,10 @@ def test_the_api_gives_every_measure_long_and_wide_and_compares_the_ndcg_rows():
     aggregate = ir_measures.calc_aggregate([ir_measures.parse_measure("P@5")], qrels, run)
     assert wide["P@5"][0] == pytest.approx(aggregate[ir_measures.parse_measure("P@5")],
                                            abs=1e-12)
-    # Two pools of the same run: the nDCG@K rows paired, one pair per ranker and cutoff.
+    # Two pools of the same run: every measure paired, one pair per ranker and measure, or
+    # the measure asked for.
     other = evaluate(qrels, run, spec="trec_eval", measures=names, pool="other")
-    (pair,) = result.compare(other)["pairs"]
+    assert sorted(p["measure"] for p in result.compare(other)["pairs"]) == sorted(names)
+    (pair,) = result.compare(other, measure="nDCG@10")["pairs"]
     assert (pair["cutoff"], pair["mean_difference"]) == (10, 0.0)
     assert pair["mean_first"] == pytest.approx(macro, abs=1e-15)

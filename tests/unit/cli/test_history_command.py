@@ -31,7 +31,7 @@ def test_the_trend_table_with_verdicts_attributions_and_the_alert(storage, capsy
     code, out = history([str(root)], capsys)
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split()[:5] == ["night", "judgments", "ranker", "K", "NDCG"]
+    assert lines[0].split()[:5] == ["night", "judgments", "ranker", "measure", "mean"]
     body = [line for line in lines[2:] if line.startswith("pool-")]
     assert len(body) == len(gen.NIGHTLY_POOLS) * len(gen.RANKERS) * 2  # two cutoffs
     regressed = [line for line in body if "regressed" in line]

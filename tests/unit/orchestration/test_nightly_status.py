@@ -32,8 +32,9 @@ START = datetime(2026, 12, 1, tzinfo=UTC)
 def _history(nights: list[tuple[str, str, bool, str | None]]) -> pl.DataFrame:
     """One overall row of ranker r at K=5 per (pool, version, headline, verdict), in order."""
     rows = [{"candidate_pool": pool, "judgment_version": version, "spec_id": SPEC,
-             "ranker": "r", "cutoff": 5, "slice": None, "slice_value": None,
-             "headline": headline, "verdict": verdict,
+             "ranker": "r", "cutoff": 5, "measure": "nDCG@5", "slice": None,
+             "slice_value": None, "headline": headline, "headline_measure": True,
+             "verdict": verdict,
              "previous_pool": None if verdict is None else "before",
              "mean_difference": -0.1 if verdict == REGRESSED else 0.0,
              "difference_low": -0.2, "difference_high": -0.05, "p_value_holm": 0.003,

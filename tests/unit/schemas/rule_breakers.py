@@ -7,6 +7,7 @@ import math
 
 import polars as pl
 
+from schemas.rules.document_rules import DOCUMENTS
 from schemas.rules.judgment_rules import JUDGMENTS, RATED_JUDGMENTS
 from schemas.rules.pool_rules import CANDIDATE_POOL
 from schemas.rules.query_rules import QUERIES
@@ -30,10 +31,13 @@ JUDGMENTS_FRAME = pl.DataFrame({
 RATED = JUDGMENTS_FRAME.with_columns(rater=pl.Series(["h1", "h2", "h1", "llm"]),
                                      rater_kind=pl.Series(["human", "human", "human", "llm"]))
 QUERIES_FRAME = pl.DataFrame({"query_id": ["q1", "q2"], "weight": [3.0, 0.0], "site": ["a", "b"]})
+DOCUMENTS_FRAME = pl.DataFrame({"doc_id": ["d1", "d2"], "title": ["Pump seal", None],
+                                "text": ["Replace the seal.", "Inspect the tubes."],
+                                "source": ["manual", "work order"]})
 
 CLEAN = {"CandidatePool": POOL, "Judgments": JUDGMENTS_FRAME, "RatedJudgments": RATED,
-         "Queries": QUERIES_FRAME}
-TABLES = {t.name: t for t in (CANDIDATE_POOL, JUDGMENTS, RATED_JUDGMENTS, QUERIES)}
+         "Queries": QUERIES_FRAME, "Documents": DOCUMENTS_FRAME}
+TABLES = {t.name: t for t in (CANDIDATE_POOL, JUDGMENTS, RATED_JUDGMENTS, QUERIES, DOCUMENTS)}
 
 
 def _set(column: str, row: int, value):
@@ -78,6 +82,10 @@ DECLARED = {
         "unique_key": _set("query_id", 1, "q1"),
         "weight_at_least_zero": _set("weight", 1, -1.0),
         "weight_is_finite": _set("weight", 1, math.nan),
+    },
+    "Documents": {
+        "unique_key": _set("doc_id", 1, "d1"),
+        "doc_id_non_empty": _set("doc_id", 1, ""),
     },
 }
 DECLARED["RatedJudgments"] = {

@@ -67,23 +67,37 @@ def test_spark_and_local_numbers_give_the_same_report_to_the_bit(nights, spark, 
     assert all(len(p["regressions"]) == 4 for p in report["comparison"]["pairs"])
 
 
-def test_spark_reports_the_ndcg_rows_of_a_result_with_other_measures(nights, spark, tmp_path):
-    # The rows of other measures (a cutoff of their own, or none) are not the report's.
+def test_spark_and_local_report_every_measure_alike(nights, spark, tmp_path):
+    # Rows of other measures (a cutoff of their own, or none) beside the spec's nDCG@K: both
+    # paths sum every measure, to the bit, under its own name.
     import polars as pl
 
     from evaluation_pipeline.engines.spark.report import spark_numbers
 
     tonight, _, _ = nights
-    with_measures = tonight.with_columns(pl.col("cutoff").cast(pl.Int64),
-                                         pl.format("nDCG@{}", pl.col("cutoff")).alias("measure"))
+    with_measures = tonight.with_columns(
+        pl.col("cutoff").cast(pl.Int64), pl.format("nDCG@{}", pl.col("cutoff")).alias("measure"),
+        pl.col("ndcg").alias("value"))
+    # One row per ranker, query and measure: the other measures from the rows at one cutoff.
+    at_10 = with_measures.filter(pl.col("cutoff") == 10)
     others = pl.concat([
-        with_measures.with_columns(pl.lit("RR(rel=2)@10").alias("measure"),
-                                   pl.lit(10, dtype=pl.Int64).alias("cutoff")),
-        with_measures.with_columns(pl.lit("AP").alias("measure"),
-                                   pl.lit(None, dtype=pl.Int64).alias("cutoff")),
-    ])
+        at_10.with_columns(pl.lit("RR(rel=2)@10").alias("measure"),
+                                   pl.lit(10, dtype=pl.Int64).alias("cutoff"),
+                                   (pl.col("value") ** 2).alias("value")),
+        at_10.with_columns(pl.lit("AP").alias("measure"),
+                                   pl.lit(None, dtype=pl.Int64).alias("cutoff"),
+                                   (pl.col("value") / 2).alias("value")),
+    ]).with_columns(pl.lit(None, dtype=pl.Float64).alias("ndcg"))
+    rows = pl.concat([with_measures, others])
     url = str(tmp_path / "per_query.parquet")  # as the local engines write it: cutoff int64
-    pl.concat([with_measures, others]).write_parquet(url)
+    rows.write_parquet(url)
     on_spark = spark_numbers(url, None, QUERIES, CONFIG, spark=spark)
-    here = local_numbers(tonight, QUERIES, CONFIG, None)
-    assert _report(on_spark)[0] == _report(here)[0]
+    here = local_numbers(rows.sample(fraction=1.0, shuffle=True, seed=5), QUERIES, CONFIG, None)
+    spark_json, spark_aggregates = _report(on_spark)
+    local_json, local_aggregates = _report(here)
+    assert spark_json == local_json and spark_aggregates.equals(local_aggregates)
+    report = json.loads(spark_json)
+    assert set(report["measures"]["names"]) == {*set(with_measures["measure"]),
+                                                "RR(rel=2)@10", "AP"}
+    assert {p["measure"] for p in report["comparison"]["pairs"]} == set(
+        report["measures"]["names"])
