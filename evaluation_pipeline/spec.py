@@ -197,6 +197,15 @@ def _plain_ndcg(measure: Measure) -> int | None:
 
 
 # The words of the unknown and unjudged policies in the conventions sentence.
+# Which tests one Holm adjustment spans (contract section 4; stats.family adjusts by them),
+# each with its words in the conventions sentence.
+FAMILY_RULES = {
+    "headline": "every ranker x headline measure one Holm family, each other measure one of "
+                "its own",
+    "measure": "each measure one Holm family",
+    "all": "every ranker x measure one Holm family",
+}
+DEFAULT_FAMILY = "headline"
 _POLICY_WORDS = {"incomplete": "leave a query open", "exclude": "excluded", "zero": "gain 0"}
 
 
@@ -338,6 +347,17 @@ class EvaluationSpec:
         parse=_parse_headline, canonical=list, words=lambda names: "headline " + ", ".join(
             names), show=lambda names: ", ".join(names), optional=True,
     )
+    family: str | None = declare(
+        None,
+        "which tests one Holm adjustment spans, for the ranker pairs of one evaluation and, "
+        "apart, for the rankers' changes between two (the nightly watch, compare): headline "
+        "(every ranker x headline measure together, each other measure apart), measure (each "
+        "measure apart) or all (every ranker x measure together); unset: headline; in spec_id "
+        "only when set to another",
+        contract="section 4",
+        choices=FAMILY_RULES,
+        optional=True,
+    )
 
     def __post_init__(self) -> None:
         for field in FIELDS:
@@ -346,6 +366,8 @@ class EvaluationSpec:
             self._settle_measures()
         if self.headline is not None:
             self._settle_headline()
+        if self.family == DEFAULT_FAMILY:  # the default, held as unset: its spec_id
+            object.__setattr__(self, "family", None)
 
     def _settle_measures(self) -> None:
         """A list of measures decides the cutoffs (its plain nDCG@K's: the rows the report, the

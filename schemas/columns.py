@@ -290,6 +290,8 @@ HISTORY_NIGHTLY = (
     "difference_low",
     "difference_high",
     "p_value_holm",
+    # The tests p_value_holm is adjusted over, in words (the spec's family).
+    "holm_family",
     "difference_min",
     "difference_max",
     "holds_for_every_grading",
@@ -311,7 +313,8 @@ HISTORY_COLUMNS = (
     *(c for c in LINEAGE_COLUMNS if c not in EVALUATION_KEY),
 )
 _INTEGER = ("cutoff", "n_queries", "n_with_number", *STATUS_COUNT_COLUMNS, "n_bounded")
-_TEXT = (*HISTORY_KEY, "previous_pool", "verdict", "previous_judgment_version", *LINEAGE_COLUMNS)
+_TEXT = (*HISTORY_KEY, "previous_pool", "verdict", "holm_family", "previous_judgment_version",
+         *LINEAGE_COLUMNS)
 _TIMES = ("ready_at", "first_evaluated_at", "evaluated_at")
 
 

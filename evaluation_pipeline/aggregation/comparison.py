@@ -3,8 +3,9 @@
 Within one candidate pool, two rankers are compared on the queries that have a number (contract
 section 3, rule 5) for both: the paired mean difference (second minus first), its bootstrap
 interval, a sign-flip randomization p-value, wins / losses / ties and the most regressed
-queries. With more than two rankers the p-values are also Holm-adjusted over all pairs of a
-cutoff. Between pools the candidate sets differ, so the same numbers are labelled "not a pure
+queries. The p-values are Holm-adjusted within the spec's declared family (``stats.family``:
+by default every pair x headline measure together, each other measure's pairs apart). Between
+pools the candidate sets differ, so the same numbers are labelled "not a pure
 reranker comparison" and carry candidate recall beside NDCG.
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import combinations
 
-import numpy as np
 import polars as pl
 
 from evaluation_pipeline.aggregation import sums as rn
@@ -23,7 +23,8 @@ from evaluation_pipeline.aggregation.partials import (
     Result,
     measure_order,
 )
-from evaluation_pipeline.stats.inference import holm
+from evaluation_pipeline.stats.family import DEFAULT as DEFAULT_FAMILY
+from evaluation_pipeline.stats.family import Family
 
 NOT_PURE = "not a pure reranker comparison"
 
@@ -99,8 +100,10 @@ def compare_rankers(
     seed: int = 20261130,
     n_regressions: int = 10,
     differing_queries: pl.DataFrame | None = None,
+    family: Family = DEFAULT_FAMILY,
 ) -> dict:
-    """Every pair of rankers of one pool (or each against ``baseline``), per cutoff.
+    """Every pair of rankers of one pool (or each against ``baseline``), per measure, Holm
+    within ``family`` (the spec's: ``Family.of(spec)``).
 
     ``differing_queries`` (query_id) overrides the per-query evidence of candidate sets that
     differ, e.g. with :func:`candidate_set_differences` of the pool.
@@ -111,22 +114,22 @@ def compare_rankers(
                       n_regressions=n_regressions, n_queries=rn.distinct_queries(per_query))
     numbers = rn.Numbers(plan, rn.local_partial(per_query, None, None, plan))
     return ranker_comparison(numbers, pairs, baseline=baseline, ci_level=ci_level,
-                             differing_queries=differing_queries)
+                             differing_queries=differing_queries, family=family)
 
 
 def ranker_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, baseline: str | None,
-                      ci_level: float, differing_queries: pl.DataFrame | None = None) -> dict:
+                      ci_level: float, differing_queries: pl.DataFrame | None = None,
+                      family: Family = DEFAULT_FAMILY) -> dict:
     """report.json's ``comparison`` from the numbers of a plan whose pairs start with
-    ``pairs`` (:func:`ranker_pair_results`)."""
-    rankers = sorted({r.ranker for r in numbers.plan.results if r.night == TONIGHT})
+    ``pairs`` (:func:`ranker_pair_results`), Holm within ``family``."""
     if differing_queries is not None:
         n_differing = differing_queries.height
         first_differing = differing_queries["query_id"].head(5).to_list()
     else:
         n_differing, first_differing = numbers.differing()
     pure = n_differing == 0
-    results = _tested(numbers, pairs, ci_level, correct=len(rankers) > 2,
-                      name=lambda first, second: (first.ranker, second.ranker))
+    results = _tested(numbers, pairs, ci_level, family=family, unit="ranker pair",
+                      unit_of=lambda result: (result["first"], result["second"]))
     return {
         "kind": "rankers within one pool",
         "baseline": baseline,
@@ -137,7 +140,7 @@ def ranker_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, baseline
             f"{n_differing} queries ({', '.join(first_differing)}"
             f"{' ...' if n_differing > 5 else ''})"
         ),
-        "multiple_comparisons": "holm" if len(rankers) > 2 else "none (two rankers)",
+        "multiple_comparisons": "holm",
         "pairs": results,
     }
 
@@ -150,8 +153,10 @@ def compare_pools(
     n_bootstrap: int = 2000,
     seed: int = 20261130,
     n_regressions: int = 10,
+    family: Family = DEFAULT_FAMILY,
 ) -> dict:
-    """The same rankers over two candidate pools: paired per ranker and cutoff, never pure."""
+    """The same rankers over two candidate pools: paired per ranker and measure, never pure;
+    Holm within ``family`` (the spec's), as the nightly watch adjusts the same changes."""
     rankers = sorted(set(first["ranker"].unique()) & set(second["ranker"].unique()))
     pools = _single(first, "candidate_pool"), _single(second, "candidate_pool")
     before, after = rn.results_of(first, PREVIOUS), rn.results_of(second)
@@ -163,8 +168,8 @@ def compare_pools(
                       n_regressions=n_regressions,
                       n_queries=rn.distinct_queries(first, second))
     numbers = rn.Numbers(plan, rn.local_partial(second, first, None, plan))
-    results = _tested(numbers, pairs, ci_level, correct=len(rankers) > 1,
-                      name=lambda one, other: (one.ranker, other.ranker))
+    results = _tested(numbers, pairs, ci_level, family=family, unit="ranker",
+                      unit_of=lambda result: result["second"])
     for result, (one, other) in zip(results, pairs, strict=True):
         result["mean_candidate_recall_first"] = numbers.mean_candidate_recall(one)
         result["mean_candidate_recall_second"] = numbers.mean_candidate_recall(other)
@@ -174,9 +179,20 @@ def compare_pools(
         "pool_second": pools[1],
         "pure_reranker_comparison": False,
         "note": f"{NOT_PURE}: the candidate pools differ; candidate recall is shown beside NDCG",
-        "multiple_comparisons": "holm" if len(rankers) > 1 else "none (one ranker)",
+        "multiple_comparisons": "holm",
         "pairs": results,
     }
+
+
+def narrowed(comparison: dict, measures: Sequence[str] | None = None,
+             cutoffs: Sequence[int] | None = None) -> dict:
+    """``comparison`` with only the pairs of ``measures`` and ``cutoffs`` (None: all). The
+    p-values stay adjusted within the whole family: a narrower view of one comparison shows
+    the numbers the report, the history and the alert show."""
+    return {**comparison, "pairs": [
+        pair for pair in comparison["pairs"]
+        if (measures is None or pair["measure"] in measures)
+        and (cutoffs is None or pair["cutoff"] in cutoffs)]}
 
 
 def _single(frame: pl.DataFrame, column: str) -> str | None:
@@ -186,31 +202,22 @@ def _single(frame: pl.DataFrame, column: str) -> str | None:
     return str(values[0]) if len(values) == 1 else None
 
 
-def _tested(numbers: rn.Numbers, pairs: Sequence[rn.Pair], ci_level: float, *, correct: bool,
-            name) -> list[dict]:
-    """The result of each pair (the plan's first ``len(pairs)``), Holm-adjusted within each
-    measure (the spec's nDCG@K: within each cutoff)."""
-    results, block = [], []
+def _tested(numbers: rn.Numbers, pairs: Sequence[rn.Pair], ci_level: float, *,
+            family: Family, unit: str, unit_of) -> list[dict]:
+    """The result of each pair (the plan's first ``len(pairs)``), Holm-adjusted within
+    ``family``, which is named on each (``holm_family``); ``unit``: what ``unit_of`` a result
+    returns, for the family's words."""
+    results = []
     for p, (one, other) in enumerate(pairs):
-        first, second = name(one, other)
+        first, second = one.ranker, other.ranker
         stats = numbers.pair(p, ci_level)
         regressions, histogram = stats.pop("regressions"), stats.pop("histogram")
         del stats["movers"]  # a ranker pair lists its regressions; movers are the nights'
         label = one.cutoff if one.is_spec_ndcg else one.measure
-        result = {"first": first, "second": second, "cutoff": one.cutoff,
-                  "measure": one.measure, **stats, "rng_key": f"{first}|{second}|{label}",
-                  "histogram": histogram, "regressions": regressions}
-        if block and block[-1]["measure"] != result["measure"]:
-            _adjust(block, correct=correct)
-            block = []
-        block.append(result)
-        results.append(result)
-    if block:
-        _adjust(block, correct=correct)
+        results.append({"first": first, "second": second, "cutoff": one.cutoff,
+                        "measure": one.measure, **stats, "rng_key": f"{first}|{second}|{label}",
+                        "histogram": histogram, "regressions": regressions})
+    adjusted = family.adjust(results, unit=unit, unit_of=unit_of)
+    for result, (p_holm, described) in zip(results, adjusted, strict=True):
+        result["p_value_holm"], result["holm_family"] = p_holm, described
     return results
-
-
-def _adjust(block: list[dict], *, correct: bool) -> None:
-    adjusted = holm(np.array([r["p_value"] for r in block])) if correct else None
-    for i, result in enumerate(block):
-        result["p_value_holm"] = float(adjusted[i]) if correct else None

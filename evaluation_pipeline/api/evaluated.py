@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 
 from evaluation_pipeline.aggregation.aggregate_table import aggregate
-from evaluation_pipeline.aggregation.comparison import compare_pools, compare_rankers
+from evaluation_pipeline.aggregation.comparison import compare_pools, compare_rankers, narrowed
 from evaluation_pipeline.aggregation.measure_means import measure_means
 from evaluation_pipeline.analysis.diff import judgment_version_diff
 from evaluation_pipeline.api import arguments
@@ -29,6 +29,7 @@ from evaluation_pipeline.measures.parse import MeasureError, parse_measure
 from evaluation_pipeline.metric.ndcg import sort_results
 from evaluation_pipeline.report import ReportConfig, check_options, write_report
 from evaluation_pipeline.spec import EvaluationSpec
+from evaluation_pipeline.stats.family import Family
 from schemas.columns import STATUSES, spec_ndcg_rows
 
 # The bounds of a mean over every grading of the holes (contract, the aggregates).
@@ -135,10 +136,11 @@ class Evaluation:
                 seed: int | None = None, n_regressions: int | None = None,
                 measure: str | Sequence[str] | None = None) -> dict:
         """As ``ndcg-eval compare``: without ``other`` the rankers of this evaluation, paired,
-        on every measure (Holm within each, as report.json) or on ``measure`` (a name or
-        several, as ``--measure``); with it, the two evaluations: over the same pool, a
-        judgment-version diff (the documents added, removed and regraded, the statuses and
-        NDCG that moved), else the paired comparison of the pools."""
+        on every measure (Holm within the spec's family, as report.json) or on ``measure`` (a
+        name or several, as ``--measure``: the p-values stay adjusted within the family);
+        with it, the two evaluations: over the same pool, a judgment-version diff (the
+        documents added, removed and regraded, the statuses and NDCG that moved), else the
+        paired comparison of the pools, adjusted as the nightly watch adjusts them."""
         if other is not None and not isinstance(other, Evaluation):
             raise arguments.ApiOptionError(
                 f"other must be an Evaluation (what evaluate returns), not "
@@ -147,11 +149,14 @@ class Evaluation:
                                baseline=baseline, n_regressions=n_regressions)
         options = dict(ci_level=config.ci_level, n_bootstrap=config.n_bootstrap,
                        seed=config.seed, n_regressions=config.n_regressions)
+        # Every measure is compared, Holm within the spec's family as report.json adjusts it;
+        # ``measure`` narrows what is returned, never the family.
         chosen = self._measures(measure)
-        mine = self._of_measures(chosen)
+        family = Family.of(self.spec)
         if other is None:
             config.check_baseline(self.rankers)
-            return compare_rankers(mine, baseline=config.baseline, **options)
+            return narrowed(compare_rankers(self.per_query, baseline=config.baseline,
+                                            family=family, **options), chosen)
         if self.spec.spec_id != other.spec.spec_id:
             raise ResultsError(
                 f"the two evaluations use different specs ({self.spec.spec_id}, "
@@ -161,7 +166,8 @@ class Evaluation:
             grades = [NO_JUDGMENTS if e.judgments is None else e.judgments for e in (self, other)]
             return judgment_version_diff(*grades, spec_ndcg_rows(self.per_query),
                                          spec_ndcg_rows(other.per_query))
-        return compare_pools(mine, other._of_measures(chosen), **options)
+        return narrowed(compare_pools(self.per_query, other.per_query, family=family,
+                                      **options), chosen)
 
     def _measures(self, measure: str | Sequence[str] | None) -> list[str] | None:
         """``measure`` as canonical names, each one this evaluation scored (None: all)."""
@@ -179,11 +185,6 @@ class Evaluation:
                 f"measure {', '.join(missing)}: not among the measures of this evaluation "
                 f"({', '.join(scored)})")
         return chosen
-
-    def _of_measures(self, chosen: list[str] | None) -> pl.DataFrame:
-        if chosen is None:
-            return self.per_query
-        return self.per_query.filter(pl.col("measure").is_in(chosen))
 
     def values(self) -> pl.DataFrame:
         """Every measure's number per ranker and query, long: ranker, query_id, measure, value

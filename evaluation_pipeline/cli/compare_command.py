@@ -10,7 +10,7 @@ import argparse
 
 import polars as pl
 
-from evaluation_pipeline.aggregation.comparison import compare_pools, compare_rankers
+from evaluation_pipeline.aggregation.comparison import compare_pools, compare_rankers, narrowed
 from evaluation_pipeline.analysis.diff import judgment_version_diff, pool_diff
 from evaluation_pipeline.cli.options import place, report_config
 from evaluation_pipeline.cli.results import ResultsError, check_measures, load_results
@@ -22,6 +22,7 @@ from evaluation_pipeline.report.terminal import (
     render_judgment_diff,
     render_pool_diff,
 )
+from evaluation_pipeline.stats.family import Family
 from schemas.columns import spec_ndcg_rows, with_measure_columns
 
 
@@ -32,18 +33,24 @@ def run(args: argparse.Namespace) -> int:
     options = dict(ci_level=config.ci_level, n_bootstrap=config.n_bootstrap, seed=config.seed,
                    n_regressions=config.n_regressions)
     loaded = [load_results(place(args, path)) for path in args.results]
-    # Every measure of the results, as report.json compares them (Holm within each measure);
-    # --measure and --cutoff narrow them. The diffs of two versions or two pools read the
-    # spec's nDCG@K rows.
+    # Every measure of the results, Holm within the spec's family as report.json, the history
+    # and the alert adjust them; --measure and --cutoff narrow what is shown, never the family.
+    # The diffs of two versions or two pools read the spec's nDCG@K rows.
     frames = [with_measure_columns(pq) for pq, _, _ in loaded]
     if args.measure:
         check_measures(frames[0], args.measure, args.results[0])
-        frames = [pq.filter(pl.col("measure").is_in(args.measure)) for pq in frames]
-    if args.cutoff:
-        frames = [pq.filter(pl.col("cutoff").is_in(args.cutoff)) for pq in frames]
+    family = Family.of(loaded[0][1])
+    # The diffs list rows, not tests: --cutoff narrows them as it is.
+    ndcg_rows = [spec_ndcg_rows(pq) if not args.cutoff else
+                 spec_ndcg_rows(pq).filter(pl.col("cutoff").is_in(args.cutoff)) for pq in frames]
+
+    def shown(comparison: dict) -> dict:
+        return narrowed(comparison, args.measure, args.cutoff)
+
     if len(loaded) == 1:
         config.check_baseline(sorted(frames[0]["ranker"].unique().to_list()))
-        print(render_comparison(compare_rankers(frames[0], baseline=config.baseline, **options)))
+        print(render_comparison(shown(compare_rankers(
+            frames[0], baseline=config.baseline, family=family, **options))))
         return 0
     (_, spec_a, old), (_, spec_b, new) = loaded
     if spec_a.spec_id != spec_b.spec_id:
@@ -59,14 +66,14 @@ def run(args: argparse.Namespace) -> int:
                   for g in (read_judgments(place(args, p), args.format)
                             for p in args.judgments or ())]
         diff = judgment_version_diff(*(grades or (NO_JUDGMENTS, NO_JUDGMENTS)),
-                                     *map(spec_ndcg_rows, frames))
+                                     *ndcg_rows)
         print(render_judgment_diff(diff, grades_given=bool(grades)))
         return 0
-    comparison = compare_pools(*frames, **options)
+    comparison = shown(compare_pools(*frames, family=family, **options))
     changes = None
     if same_version and args.pools:
         changes = pool_diff(*(read_candidates(place(args, p), args.format)
-                              for p in args.pools), *map(spec_ndcg_rows, frames))
+                              for p in args.pools), *ndcg_rows)
     # Printed once both are computed: a refused diff leaves no half-printed comparison.
     print(render_comparison(comparison))
     if changes is not None:

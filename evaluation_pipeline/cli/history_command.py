@@ -43,7 +43,7 @@ from evaluation_pipeline.nightly.history import (
     state_of,
     undelivered,
 )
-from evaluation_pipeline.report.format import interval, number
+from evaluation_pipeline.report.format import holm_families, interval, number
 from evaluation_pipeline.report.night_text import render_night
 from evaluation_pipeline.report.tables import aligned
 from schemas.columns import label_of
@@ -97,6 +97,7 @@ def render_trend_table(trend: pl.DataFrame, alerts: list[dict]) -> str:
         ])
     lines = [aligned(["night", "judgments", "ranker", "measure", "mean", "interval", "recall",
                     "vs prev", "p (Holm)", "verdict", "from judg.", "from pool"], rows, left=3)]
+    lines += [f"p (Holm): {family}" for family in holm_families(trend.iter_rows(named=True))]
     lines.append("")
     if not alerts:
         lines.append("alerts: none")

@@ -147,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="only these cutoffs")
     compare.add_argument("--measure", action="append", type=_measure_name, metavar="NAME",
                          help="only this measure (repeatable; default: every measure of the "
-                         "results, Holm-adjusted within each, as report.json compares them)")
+                         "results); the p-values stay adjusted within the spec's family")
     compare.add_argument("--format", choices=FORMATS, help="format of judgment and run files")
     _report_arguments(compare)
     _storage_arguments(compare)

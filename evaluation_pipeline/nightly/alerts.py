@@ -63,7 +63,7 @@ from evaluation_pipeline.nightly.history import (  # the record's reading, impor
     runs_of,
     state_of,
 )
-from evaluation_pipeline.nightly.verdicts import grading_clause
+from evaluation_pipeline.nightly.verdicts import family_clause, grading_clause
 from evaluation_pipeline.nightly.verdicts import regressions as headline_regressions
 from evaluation_pipeline.settings import ALERT_WEBHOOK
 from schemas.columns import label_of, measure_of
@@ -73,6 +73,14 @@ REGRESSION_FIELDS = ("ranker", "cutoff", "mean_difference", "difference_low", "d
                      "p_value_holm", "difference_min", "difference_max",
                      "holds_for_every_grading")
 LOG = logging.getLogger(__name__)
+
+
+def regression_record(comparison: Mapping) -> dict:
+    """A regression as the alert's payload and the Dagster check's metadata name it: its
+    fields, its measure and the Holm family its adjusted p is over."""
+    return ({f: comparison[f] for f in REGRESSION_FIELDS}
+            | {"measure": measure_of(comparison),
+               "holm_family": comparison.get("holm_family")})
 
 
 @dataclass(frozen=True)
@@ -161,10 +169,7 @@ def alert_payload(nightly: Mapping, *, candidate_pool: str, spec_id: str,
     verdicts, movers and change by slice."""
     # The headline measures' regressions (``verdicts.regressions``): another measure's verdict
     # is recorded in the report and the history, never alerted.
-    regressions = [{f: c[f] for f in REGRESSION_FIELDS}
-                   | {"measure": measure_of(c),
-                      "holm_family": c.get("holm_family")}
-                   for c in headline_regressions(nightly)]
+    regressions = [regression_record(c) for c in headline_regressions(nightly)]
     if not regressions:
         return None
     body = {
@@ -187,7 +192,8 @@ def alert_text(body: Mapping) -> str:
         interval = ("" if r["difference_low"] is None else
                     f" [{r['difference_low']:+.4f}, {r['difference_high']:+.4f}]")
         lines.append(f"- {r['ranker']} {label_of(r)} {r['mean_difference']:+.4f}{interval}, "
-                     f"Holm-adjusted p = {r['p_value_holm']:.4g}; {grading_clause(r)}")
+                     f"Holm-adjusted p = {r['p_value_holm']:.4g}{family_clause(r)}; "
+                     f"{grading_clause(r)}")
     lines.append(f"report: {body['report']}")
     if body.get("drill_down"):
         lines.append(f"drill down: {body['drill_down']}")

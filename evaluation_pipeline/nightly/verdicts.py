@@ -5,7 +5,8 @@ Every candidate pool is one night. Nights are ordered by the time the pool's ``_
 appeared (``ready_at`` in the pool's manifest), ties by name; a pinned baseline pool replaces
 "the previous night". An evaluation (pool x judgment version x spec) is compared with the
 previous night's evaluation under the same version and spec, paired over the queries with a
-number on both nights, with Holm's correction over every ranker x cutoff of the comparison.
+number on both nights, with Holm's correction over the spec's declared family
+(``stats.family``; by default every ranker x headline measure).
 
 Pure functions over per-query frames, aggregate means and timestamps: no files, no Dagster.
 """
@@ -16,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import numpy as np
 import polars as pl
 
 from evaluation_pipeline import settings
@@ -27,7 +27,8 @@ from evaluation_pipeline.aggregation.partials import (
     TONIGHT,
     Result,
 )
-from evaluation_pipeline.stats.inference import holm
+from evaluation_pipeline.stats.family import DEFAULT as DEFAULT_FAMILY
+from evaluation_pipeline.stats.family import Family
 from schemas.columns import (
     IMPROVED,
     NO_CHANGE,
@@ -35,7 +36,6 @@ from schemas.columns import (
     TIE_TOLERANCE,
     measure_label,
     measure_of,
-    ndcg_name,
 )
 
 # The pool manifest's field for the arrival of its _READY marker, and the fallback for pools
@@ -64,9 +64,9 @@ FORMER_NAMES = {
 
 COMPARISON_METHOD = (
     "paired over the queries with a number on both nights (current minus previous); "
-    "percentile bootstrap interval; sign-flip randomization test; Holm over every "
-    "ranker x headline measure (the spec's nDCG@K by default: every ranker x cutoff), and "
-    "over every ranker within each other measure"
+    "percentile bootstrap interval; sign-flip randomization test; Holm within the spec's "
+    "family (holm_family; by default every ranker x headline measure together, the rankers of "
+    "each other measure apart)"
 )
 
 
@@ -170,15 +170,6 @@ def night_pairs(previous: Sequence[Result], current: Sequence[Result]) -> list[r
             for ranker in rankers for measure in measures]
 
 
-def is_headline(comparison: Mapping, headline: Sequence[str] | None) -> bool:
-    """Whether a comparison's measure raises verdicts that alert: one of ``headline`` (the
-    spec's ``headline_measures``), else (None) the spec's own nDCG@K."""
-    measure = measure_of(comparison)
-    if headline is None:
-        return comparison["cutoff"] is not None and measure == ndcg_name(comparison["cutoff"])
-    return measure in headline
-
-
 @dataclass(frozen=True)
 class NightComparison:
     """Tonight against the previous night under one version: the comparisons and both nights'
@@ -215,11 +206,12 @@ def night_comparison_of_frames(previous: pl.DataFrame, current: pl.DataFrame, *,
                                n_bootstrap: int = 2000, seed: int = 20261130,
                                queries: pl.DataFrame | None = None,
                                slices: Sequence[str] = (), n_movers: int = 10,
-                               headline: Sequence[str] | None = None) -> NightComparison:
+                               family: Family = DEFAULT_FAMILY) -> NightComparison:
     """:class:`NightComparison` of two nights' per-query rows, summed on this machine;
     ``queries`` and ``slices``: the queries table and the slice columns the change is broken
     down by; ``n_movers``: how many of the queries that moved most each comparison lists;
-    ``headline``: the measures whose verdicts alert (None: the spec's nDCG@K)."""
+    ``family``: the spec's multiple-comparison family, with the measures whose verdicts
+    alert."""
     pairs = night_pairs(rn.results_of(previous, PREVIOUS), rn.results_of(current))
     plan = rn.plan_of(rn.results_of(current), previous=rn.results_of(previous, PREVIOUS),
                       pairs=pairs, n_bootstrap=n_bootstrap, seed=seed,
@@ -227,16 +219,16 @@ def night_comparison_of_frames(previous: pl.DataFrame, current: pl.DataFrame, *,
                       n_queries=rn.distinct_queries(previous, current))
     numbers = rn.Numbers(plan, rn.local_partial(current, previous, queries, plan))
     return night_comparison(numbers, pairs, alpha=alpha, min_effect=min_effect,
-                            ci_level=ci_level, headline=headline)
+                            ci_level=ci_level, family=family)
 
 
 def night_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pair: int = 0,
                      alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT,
-                     ci_level: float = 0.95, headline: Sequence[str] | None = None
+                     ci_level: float = 0.95, family: Family = DEFAULT_FAMILY
                      ) -> NightComparison:
     """:class:`NightComparison` from the numbers of a plan holding ``pairs`` (from
-    :func:`night_pairs`) from its pair ``first_pair`` on; ``headline``: the measures whose
-    verdicts alert (None: the spec's nDCG@K)."""
+    :func:`night_pairs`) from its pair ``first_pair`` on; ``family``: the spec's
+    multiple-comparison family, with the measures whose verdicts alert."""
     out = []
     for p, (before, now) in enumerate(pairs, start=first_pair):
         stats = numbers.pair(p, ci_level)
@@ -269,39 +261,31 @@ def night_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pai
                        for s in numbers.pair_slices(p, ci_level)],
         })
     for c in out:
-        c["headline"] = is_headline(c, headline)
-    return NightComparison(with_verdicts(out, alpha=alpha, min_effect=min_effect),
+        c["headline"] = family.is_headline(c["measure"], c["cutoff"])
+    return NightComparison(with_verdicts(out, alpha=alpha, min_effect=min_effect,
+                                         family=family),
                            numbers.overall_means(PREVIOUS), numbers.overall_means(TONIGHT))
 
 
 def with_verdicts(comparisons: list[dict], *, alpha: float = DEFAULT_ALPHA,
-                  min_effect: float = DEFAULT_MIN_EFFECT) -> list[dict]:
-    """Holm-adjusted p within each family, then each verdict. The headline measures' (every
-    ranker x headline measure; by default every ranker x cutoff of the spec's nDCG@K) are one
-    family, each other measure's comparisons (every ranker) one of their own: a measure that
-    cannot alert does not weaken the test of one that can."""
-    families: dict[str, list[int]] = {}
-    for i, c in enumerate(comparisons):
-        families.setdefault(family_of(c), []).append(i)
-    out = [dict(c) for c in comparisons]
-    for members in families.values():
-        adjusted = holm(np.array([comparisons[i]["p_value"] for i in members],
-                                 dtype=np.float64))
-        measures = list(dict.fromkeys(measure_of(comparisons[i]) for i in members))
-        rankers = len({comparisons[i]["ranker"] for i in members})
-        described = (f"Holm over {len(members)} test{'s' * (len(members) != 1)}: {rankers} "
-                     f"ranker{'s' * (rankers != 1)} x {len(measures)} measure"
-                     f"{'s' * (len(measures) != 1)} ({', '.join(measures)})")
-        for i, p in zip(members, adjusted):
-            out[i] |= {"p_value_holm": float(p), "holm_family": described,
-                       "verdict": verdict(comparisons[i]["mean_difference"], float(p),
-                                          alpha=alpha, min_effect=min_effect)}
-    return out
+                  min_effect: float = DEFAULT_MIN_EFFECT,
+                  family: Family = DEFAULT_FAMILY) -> list[dict]:
+    """Holm-adjusted p within the declared ``family`` (``stats.family``; by default every
+    ranker x headline measure together, each other measure's rankers apart: a measure that
+    cannot alert does not weaken the test of one that can), the family in words, then each
+    verdict."""
+    adjusted = family.adjust([{**c, "measure": measure_of(c)} for c in comparisons],
+                             unit="ranker", unit_of=lambda c: c["ranker"])
+    return [c | {"p_value_holm": p, "holm_family": described,
+                 "verdict": verdict(c["mean_difference"], p, alpha=alpha, min_effect=min_effect)}
+            for c, (p, described) in zip(comparisons, adjusted, strict=True)]
 
 
-def family_of(comparison: Mapping) -> str:
-    """The Holm family of a comparison: ``headline``, or its measure's name."""
-    return "headline" if comparison.get("headline", True) else measure_of(comparison)
+def family_clause(comparison: Mapping) -> str:
+    """`` (Holm over 6 tests: ...)``: the family an adjusted p is over, for a sentence; empty
+    for a comparison recorded before families were named."""
+    family = comparison.get("holm_family")
+    return f" ({family})" if family else ""
 
 
 def grading_clause(regression: Mapping) -> str:
@@ -415,7 +399,8 @@ def describe_regression(comparison: Mapping) -> str:
     label = measure_label(measure_of(comparison), comparison["cutoff"])
     return (f"{comparison['ranker']} {label} "
             f"{comparison['mean_difference']:+.4f} {interval} over {comparison['n_paired']} "
-            f"paired queries, Holm-adjusted p = {comparison['p_value_holm']:.4g}")
+            f"paired queries, Holm-adjusted p = {comparison['p_value_holm']:.4g}"
+            f"{family_clause(comparison)}")
 
 
 def describe_regressions(section: Mapping | None) -> str:

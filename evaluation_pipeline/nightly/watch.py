@@ -15,6 +15,8 @@ import polars as pl
 
 from evaluation_pipeline.nightly import history as hist
 from evaluation_pipeline.nightly import verdicts as nightly
+from evaluation_pipeline.stats.family import DEFAULT as DEFAULT_FAMILY
+from evaluation_pipeline.stats.family import Family
 
 
 @dataclass(frozen=True)
@@ -41,15 +43,16 @@ class NightStep:
 
 def compared_frames(previous_per_query: pl.DataFrame | None, per_query: pl.DataFrame,
                     settings: WatchSettings = WatchSettings(),
-                    headline: Sequence[str] | None = None) -> nightly.NightComparison | None:
+                    family: Family = DEFAULT_FAMILY) -> nightly.NightComparison | None:
     """The comparison of two nights' per-query rows (None on the first night), summed here;
-    ``headline``: the measures whose verdicts alert (None: the spec's nDCG@K)."""
+    ``family``: the spec's multiple-comparison family (``Family.of(spec)``), with the
+    measures whose verdicts alert."""
     if previous_per_query is None:
         return None
     return nightly.night_comparison_of_frames(
         previous_per_query, per_query, alpha=settings.alpha, min_effect=settings.min_effect,
         ci_level=settings.ci_level, n_bootstrap=settings.n_bootstrap, seed=settings.seed,
-        headline=headline)
+        family=family)
 
 
 def watch_evaluation(

@@ -76,6 +76,7 @@ from evaluation_pipeline.report import (
 from evaluation_pipeline.report.traces import mover_queries
 from evaluation_pipeline.report.trend import render_trend
 from evaluation_pipeline.spec import EvaluationSpec
+from evaluation_pipeline.stats.family import Family
 from schemas.columns import EVALUATION_KEY, label_of
 from schemas.errors import EvaluationError
 
@@ -341,7 +342,7 @@ def build_evaluation_assets(spec: EvaluationSpec,
         compared = planned.night_comparison(numbers, alpha=settings.alpha,
                                             min_effect=settings.min_effect,
                                             ci_level=settings.ci_level,
-                                            headline=spec.headline_measures)
+                                            family=Family.of(spec))
         # The history is read, extended and written by one evaluation at a time.
         with storage.locked(*history_file()):
             history, history_sha256 = _read_history(storage)

@@ -28,8 +28,8 @@ from evaluation_pipeline.io.storage import (
     scores_file,
 )
 from evaluation_pipeline.nightly import verdicts as nightly
-from evaluation_pipeline.nightly.alerts import REGRESSION_FIELDS
 from evaluation_pipeline.nightly.alerts import evaluation_key as alert_key
+from evaluation_pipeline.nightly.alerts import regression_record
 from evaluation_pipeline.nightly.history import (
     UNDELIVERED,
     delivery_status,
@@ -308,7 +308,7 @@ def build_evaluation_checks(spec: EvaluationSpec, naming: Naming = DEFAULT
             "report_html": report_html(storage, pool, version),
             "previous_pool": (section or {}).get("previous_pool") or "",
             "regressions": dg.MetadataValue.json(
-                [{f: c[f] for f in REGRESSION_FIELDS} for c in regressed]),
+                [regression_record(c) for c in regressed]),
         }
         if not headline and headline_version:
             metadata["headline_report_html"] = report_html(storage, pool, headline_version)

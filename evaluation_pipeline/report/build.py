@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import polars as pl
@@ -34,6 +34,8 @@ from evaluation_pipeline.report.model import (
     SliceResult,
 )
 from evaluation_pipeline.spec import EvaluationSpec
+from evaluation_pipeline.stats.family import DEFAULT as DEFAULT_FAMILY
+from evaluation_pipeline.stats.family import Family
 from evaluation_pipeline.stats.inference import (
     INTERVAL_METHOD,
     RNG_DESCRIPTION,
@@ -58,15 +60,15 @@ class ReportPlan:
         return sorted({r.ranker for r in self.plan.results if r.night == 0})
 
     def night_comparison(self, numbers: rn.Numbers, *, alpha: float, min_effect: float,
-                         ci_level: float, headline: Sequence[str] | None = None
+                         ci_level: float, family: Family = DEFAULT_FAMILY
                          ) -> NightComparison | None:
         """Tonight against the previous night from ``numbers`` (None without one);
-        ``headline``: the measures whose verdicts alert (the spec's ``headline_measures``)."""
+        ``family``: the spec's multiple-comparison family (``Family.of(spec)``)."""
         if not self.has_previous:
             return None
         return night_comparison(numbers, self.night_pairs, first_pair=len(self.ranker_pairs),
                                 alpha=alpha, min_effect=min_effect, ci_level=ci_level,
-                                headline=headline)
+                                family=family)
 
 
 def report_plan(tonight: list[Result], queries: pl.DataFrame | None, config: ReportConfig, *,
@@ -150,11 +152,12 @@ def build_report(
     if planned.ranker_pairs:
         comparison = ranker_comparison(
             found, planned.ranker_pairs, baseline=config.baseline, ci_level=config.ci_level,
+            family=Family.of(spec),
             differing_queries=(
                 None if candidates is None else candidate_set_differences(candidates)
             ),
         )
-        # In the spec's order of measures (each measure's pairs adjusted among themselves).
+        # In the spec's order of measures (adjusted within the spec's family).
         comparison["pairs"].sort(key=lambda pair: names.index(pair["measure"]))
         for pair in comparison["pairs"]:
             differences[(pair["first"], pair["second"], pair["measure"])] = pair.pop("histogram")

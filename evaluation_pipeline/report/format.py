@@ -17,6 +17,12 @@ def number(value: float | None, digits: int = 4, signed: bool = False,
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
+def holm_families(entries) -> list[str]:
+    """The Holm families of ``entries`` (comparisons or ranker pairs), each once in their
+    order: the words beside every table of adjusted p-values, so each names its tests."""
+    return list(dict.fromkeys(e["holm_family"] for e in entries if e.get("holm_family")))
+
+
 def interval(pair: list | tuple | None, digits: int = 3, signed: bool = False) -> str:
     """``[low, high]``, or "" when there is none (fewer than two queries with a number)."""
     if not pair or pair[0] is None:

@@ -4,7 +4,7 @@ template ``templates/report.html`` filled with report.json's values as the page 
 from __future__ import annotations
 
 from evaluation_pipeline.report import night_html, svg
-from evaluation_pipeline.report.format import interval, number
+from evaluation_pipeline.report.format import holm_families, interval, number
 from evaluation_pipeline.report.headline import has_other_measures
 from evaluation_pipeline.report.templating import Markup, render
 from evaluation_pipeline.spec import FIELD_DOCS
@@ -149,6 +149,7 @@ def _comparison(report: dict, comparison: dict) -> dict:
         "kind": comparison["kind"],
         "pairs_compared": comparison["pairs_compared"],
         "multiple_comparisons": comparison["multiple_comparisons"],
+        "families": holm_families(comparison["pairs"]),
         "test_method": report["statistics"]["test_method"],
         "pairs": [{
             "first": p["first"], "second": p["second"],

@@ -128,8 +128,12 @@ class Pair(Record):
     regressions: list[Regression]
     """up to `n_regressions` queries where `second` is worst relative to `first`"""
     p_value_holm: float | None
-    """`p_value` Holm-adjusted over the pairs of the same measure (for the spec's nDCG@K: of
-    the same cutoff); null when not corrected"""
+    """`p_value` Holm-adjusted within the spec's family (`holm_family`; contract section 4):
+    by default every pair x headline measure together, the pairs of each other measure apart;
+    null without a p"""
+    holm_family: str | None
+    """the tests `p_value_holm` is adjusted over, in words, e.g. `Holm over 6 tests: 3 ranker
+    pairs x 2 measures (nDCG@5, nDCG@10)`; null without a p"""
     sentence: str
     """the comparison in words"""
 
@@ -207,7 +211,9 @@ class Comparison(Record):
     note: str | None
     """why it is not a pure reranker comparison, naming queries; null when it is"""
     multiple_comparisons: Literal["holm", "none (two rankers)"]
-    """`holm` when more than two rankers are compared (`p_value_holm`), else none"""
+    """`holm`: every pair's `p_value_holm` is adjusted within its `holm_family` (a family of
+    one test leaves it as it is); a report written before the spec declared its family wrote
+    `none (two rankers)` for two rankers, whose pairs were not adjusted"""
     pairs: list[Pair]
     """one entry per (pair, measure): the spec's nDCG@K first, by cutoff, then the spec's
     other measures"""
@@ -296,9 +302,10 @@ class NightComparison(Record):
     slices: list[ChangeBySlice]
     """the change broken down by slice: per slice column and value with a paired query"""
     p_value_holm: float | None
-    """`p_value` Holm-adjusted within its family (`holm_family`): every ranker x headline
-    measure together, every ranker of each other measure apart"""
-    holm_family: str
+    """`p_value` Holm-adjusted within the spec's family (`holm_family`; contract section 4):
+    by default every ranker x headline measure together, every ranker of each other measure
+    apart; null without a p"""
+    holm_family: str | None
     """the tests `p_value_holm` is adjusted over, in words, e.g. `Holm over 6 tests: 3 rankers
     x 2 measures (nDCG@5, nDCG@10)`"""
     verdict: Literal[VERDICTS]

@@ -4,7 +4,7 @@ that moved most and the change broken down by slice."""
 
 from __future__ import annotations
 
-from evaluation_pipeline.report.format import interval, number
+from evaluation_pipeline.report.format import holm_families, interval, number
 from schemas.columns import label_of
 
 
@@ -53,6 +53,7 @@ def night_section(report: dict) -> dict:
         "alpha": f"{nightly['alpha']:g}",
         "min_effect": f"{nightly['min_effect']:g}",
         "comparisons": [_comparison(c) for c in nightly["comparisons"]],
+        "families": holm_families(nightly["comparisons"]),
         "movers": movers(listed),
         "slices": [_slices(c) for c in listed if c.get("slices")],
         "attribution": _attribution(nightly["attribution"]),

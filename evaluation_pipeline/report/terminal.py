@@ -8,7 +8,7 @@ from pathlib import Path
 
 from evaluation_pipeline.analysis.explain import Trace
 from evaluation_pipeline.io.storage import AGGREGATES_FILE, HTML_FILE, REPORT_FILE
-from evaluation_pipeline.report.format import interval, number
+from evaluation_pipeline.report.format import holm_families, interval, number
 from evaluation_pipeline.report.headline import (
     REPORT_VIEW,
     SUMMARY_VIEW,
@@ -100,6 +100,7 @@ def render_comparison(comparison: dict) -> str:
     if across:
         headers += ["recall first", "recall second"]
     lines += ["", table(headers, rows)]
+    lines += [f"p holm: {family}" for family in holm_families(comparison["pairs"])]
     worst = [(p, r) for p in comparison["pairs"] for r in p["regressions"][:3]]
     if worst:
         lines += ["", "most regressed queries (up to 3 per pair):"]

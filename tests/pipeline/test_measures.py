@@ -3,14 +3,17 @@ measure, the rows equal to the scoring on its own, the report, history and night
 every measure (the spec's nDCG@K the headline), and the old files still read."""
 
 import json
+import re
 
 import polars as pl
 import pytest
 
 from evaluation_pipeline.cli.main import main
 from evaluation_pipeline.engines import score_files
+from evaluation_pipeline.nightly.alerts import regression_record
+from evaluation_pipeline.report.format import number
 from evaluation_pipeline.spec import load_spec
-from schemas.columns import LINEAGE_COLUMNS, PER_QUERY_KEY
+from schemas.columns import LINEAGE_COLUMNS, PER_QUERY_KEY, label_of
 from tests.support.temporary_pipeline import (
     LANDING,
     POOL_1,
@@ -104,3 +107,67 @@ def test_compare_and_report_read_files_written_before_the_measures(tmp_path, cap
     now, before = (json.loads((tmp_path / f"report-{shape}" / "report.json").read_text())
                    for shape in ("now", "before"))
     assert now["results"] == before["results"] and now["comparison"] == before["comparison"]
+
+
+def printed_rows(out: str, first_header: str) -> list[dict]:
+    """The rows of the aligned table in ``out`` whose header starts with ``first_header``, by
+    header, cut at the spans of its rule of dashes."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(first_header))
+    spans = [m.span() for m in re.finditer(r"-+", lines[start + 1])]
+    headers = [lines[start][a:b].strip() for a, b in spans]
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.strip() or line.startswith(("p (Holm): ", "p holm: ")):
+            break  # the table's end, or the Holm families named below it
+        # The last column runs to the end of the line.
+        cells = [line[a:b if k < len(spans) - 1 else None].strip()
+                 for k, (a, b) in enumerate(spans)]
+        rows.append(dict(zip(headers, cells, strict=True)))
+    return rows
+
+
+def test_one_pair_of_nights_has_one_adjusted_p_and_one_verdict_everywhere(
+        pipeline: Pipeline, capsys):
+    # The same two evaluations (maint-v2 on the two nights) as report.json's nightly section,
+    # the history, `history --night`, `compare A B` (narrowed to one measure or not) and the
+    # alert's record of a regression show them: one Holm family, one adjusted p, one verdict.
+    report = json.loads(pipeline.report(POOL_2, VERSION).read_text())
+    comparisons = {(c["ranker"], label_of(c)): c for c in report["nightly"]["comparisons"]}
+    assert {c["holm_family"] for c in comparisons.values() if c["headline"]} == {
+        "Holm over 6 tests: 3 rankers x 2 measures (nDCG@5, nDCG@10)"}
+    assert comparisons["dense-v2", "RR(rel=2)@10"]["holm_family"] == (
+        "Holm over 3 tests: 3 rankers x 1 measure (RR(rel=2)@10)")
+
+    history = pl.read_parquet(pipeline.storage / "history" / "history.parquet").filter(
+        (pl.col("candidate_pool") == POOL_2) & pl.col("slice").is_null())
+    for row in history.iter_rows(named=True):
+        c = comparisons[row["ranker"], label_of(row)]
+        assert (row["p_value_holm"], row["holm_family"], row["verdict"]) == (
+            c["p_value_holm"], c["holm_family"], c["verdict"])
+        assert regression_record(c)["p_value_holm"] == c["p_value_holm"]
+        assert regression_record(c)["holm_family"] == c["holm_family"]
+
+    assert main(["history", str(pipeline.storage), "--night", POOL_2,
+                 "--measure", "RR(rel=2)@10", "--measure", "nDCG@10"]) == 0
+    night = capsys.readouterr().out
+    shown = printed_rows(night, "ranker")
+    assert len(shown) == 6
+    for row in shown:
+        c = comparisons[row["ranker"], row["measure"]]
+        assert (row["p (Holm)"], row["verdict"]) == (number(c["p_value_holm"]),
+                                                    c["verdict"].replace("_", " "))
+    assert "p (Holm): Holm over 6 tests: 3 rankers x 2 measures (nDCG@5, nDCG@10)" in night
+
+    folders = [str(pipeline.report(pool, VERSION).parent) for pool in (POOL_1, POOL_2)]
+    for narrowed, n_shown in (([], len(comparisons)), (["--measure", "nDCG@10"], 3),
+                              (["--cutoff", "5"], 3)):
+        assert main(["compare", *folders, *narrowed]) == 0
+        out = capsys.readouterr().out
+        rows = printed_rows(out, "pair")
+        assert len(rows) == n_shown
+        for row in rows:
+            ranker = row["pair"].split(":")[0]
+            c = comparisons[ranker, row.get("measure") or f"NDCG@{row['K']}"]
+            assert row["p holm"] == number(c["p_value_holm"]), (row, c)
+        assert "p holm: Holm over 6 tests: 3 rankers x 2 measures (nDCG@5, nDCG@10)" in out

@@ -26,6 +26,7 @@ from evaluation_pipeline.nightly.watch import (
 )
 from evaluation_pipeline.orchestration.example_week import generator
 from evaluation_pipeline.spec import EvaluationSpec
+from evaluation_pipeline.stats.family import Family
 from tests.support.cache import built_once
 
 SPEC = EvaluationSpec(cutoffs=(5, 10))
@@ -86,7 +87,7 @@ def _land_and_evaluate(root: Path, spec: EvaluationSpec = SPEC) -> dict:
                 previous = previous_night(pool, ready)
                 step = watch_evaluation(
                     compared_frames(per_query.get((previous, version)), rows, SETTINGS,
-                                    spec.headline_measures),
+                                    Family.of(spec)),
                     candidate_pool=pool,
                     judgment_version=version, spec_id=spec.spec_id, ready_at=ready,
                     published_at=published, history=history, now=clock.isoformat(),
@@ -104,7 +105,7 @@ def _land_and_evaluate(root: Path, spec: EvaluationSpec = SPEC) -> dict:
     pool, version = gen.NIGHTLY_POOLS[-1], gen.JUDGMENT_VERSION_2
     step = watch_evaluation(
         compared_frames(per_query[(gen.NIGHTLY_POOLS[-2], version)], per_query[(pool, version)],
-                        SETTINGS, spec.headline_measures),
+                        SETTINGS, Family.of(spec)),
         candidate_pool=pool, judgment_version=version, spec_id=spec.spec_id, ready_at=ready,
         published_at=published, history=history, now=clock.isoformat(), settings=SETTINGS)
     return {"history": history, "evaluated": evaluated, "sections": sections,

@@ -35,7 +35,9 @@ def test_a_clearly_better_ranker_has_a_tiny_p_and_an_interval_above_zero():
     assert 0 < pair["difference_low"] < pair["mean_difference"] < pair["difference_high"]
     assert (pair["wins"], pair["losses"], pair["ties"]) == (40, 0, 0)
     assert pair["regressions"] == []
-    assert pair["p_value_holm"] is None  # two rankers: nothing to correct
+    # Two rankers at one cutoff: a family of one test, which Holm leaves as it is.
+    assert pair["p_value_holm"] == pair["p_value"]
+    assert pair["holm_family"] == "Holm over 1 test: 1 ranker pair x 1 measure (nDCG@5)"
 
 
 def test_identical_rankers_have_p_one_and_an_interval_containing_zero():

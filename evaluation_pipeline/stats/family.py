@@ -1,0 +1,80 @@
+"""The multiple-comparison family (contract section 4): which tests one Holm adjustment spans.
+
+A comparison tests one measure between two sides: two rankers of one evaluation (a ranker
+pair: report.json's ``comparison``, ``ndcg-eval compare RESULTS``) or one ranker between two
+evaluations (its change: the nightly watch, ``ndcg-eval compare A B``). Each kind is adjusted
+on its own, and within a kind the spec's ``family`` declares which measures' tests are adjusted
+together. Every place that shows an adjusted p reads it from here, so one pair of evaluations
+gets one adjusted p wherever it is shown, with its family named beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from evaluation_pipeline.spec import DEFAULT_FAMILY
+from evaluation_pipeline.stats.inference import holm
+
+
+@dataclass(frozen=True)
+class Family:
+    """The declared family: its ``rule`` (one of the spec's ``FAMILY_RULES``) and the headline
+    measures it reads (canonical names; None: the spec's own nDCG@K at each cutoff)."""
+    rule: str = DEFAULT_FAMILY
+    headline: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(cls, spec) -> Family:
+        """The family an evaluation spec declares."""
+        return cls(spec.family or DEFAULT_FAMILY, tuple(spec.headline_measures))
+
+    def is_headline(self, measure: str, cutoff: int | None) -> bool:
+        if self.headline is None:
+            return cutoff is not None and measure == f"nDCG@{cutoff}"
+        return measure in self.headline
+
+    def key(self, measure: str, cutoff: int | None) -> str:
+        """The family a test of ``measure`` belongs to, by name."""
+        if self.rule == "all":
+            return "all"
+        if self.rule == "headline" and self.is_headline(measure, cutoff):
+            return "headline"
+        return measure
+
+    def adjust(self, tests: Sequence[Mapping], *, unit: str,
+               unit_of: Callable[[Mapping], object]) -> list[tuple[float | None, str | None]]:
+        """Per test (a mapping with ``p_value``, ``measure`` and ``cutoff``), in order: its
+        Holm-adjusted p within its family and the family in words ("Holm over 6 tests: 3
+        rankers x 2 measures (nDCG@5, nDCG@10)"); ``unit`` names what ``unit_of`` a test
+        returns (a ranker, a ranker pair). A test without a p (nothing paired) is in no family:
+        (None, None)."""
+        members: dict[str, list[int]] = {}
+        for i, test in enumerate(tests):
+            if test["p_value"] is not None:
+                members.setdefault(self.key(test["measure"], test["cutoff"]), []).append(i)
+        out: list[tuple[float | None, str | None]] = [(None, None)] * len(tests)
+        for indices in members.values():
+            adjusted = holm(np.array([tests[i]["p_value"] for i in indices], dtype=np.float64))
+            described = describe(len(indices), unit,
+                                 len({unit_of(tests[i]) for i in indices}),
+                                 list(dict.fromkeys(tests[i]["measure"] for i in indices)))
+            for i, p in zip(indices, adjusted, strict=True):
+                out[i] = (float(p), described)
+        return out
+
+
+# The default spec's family: the tests of every ranker x nDCG@K together.
+DEFAULT = Family()
+
+
+def describe(n_tests: int, unit: str, n_units: int, measures: Sequence[str]) -> str:
+    """A family in words: its size, then what it spans."""
+    return (f"Holm over {_count(n_tests, 'test')}: {_count(n_units, unit)} x "
+            f"{_count(len(measures), 'measure')} ({', '.join(measures)})")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
