@@ -234,17 +234,21 @@ class Numbers:
         return _ratio(cell[rp._SUM_RECALL], cell[rp._N_RECALL])
 
     # -- pairs --------------------------------------------------------------------------------
+    def pair_interval(self, p: int, ci_level: float) -> tuple[float | None, float | None]:
+        """The percentile bootstrap interval of pair ``p``'s mean difference; (None, None)
+        with fewer than two paired queries or no resamples."""
+        if int(self.total.pairs[p][0]) < 2 or not self.plan.n_bootstrap:
+            return None, None
+        counted = self.total.counted[p]
+        return percentile_interval(ratio_samples(counted[:, 0], counted[:, 1]), ci_level)
+
     def pair(self, p: int, ci_level: float) -> dict:
         """Pair ``p``'s paired statistics (n_paired, the means, the difference's interval, the
         p-value, wins, losses and ties), its most regressed queries and its histogram of
         differences."""
         n, sum_first, sum_second, sum_d, wins, losses, ties, largest = self.total.pairs[p]
         n = int(n)
-        low = high = None
-        if n >= 2 and self.plan.n_bootstrap:
-            counted = self.total.counted[p]
-            low, high = percentile_interval(ratio_samples(counted[:, 0], counted[:, 1]),
-                                            ci_level)
+        low, high = self.pair_interval(p, ci_level)
         n_bounded, least, greatest = self.total.pair_bounds[p]
         n_bounded = int(n_bounded)
         mean_difference = sum_d / n if n else None
@@ -285,11 +289,15 @@ class Numbers:
         """Pair ``p``'s change broken down by slice: per slice column and value with a paired
         query, the paired mean difference, its interval (pairs of nights) and its share of the
         pair's total change (the value's sum of differences over the pair's, so the shares of
-        one column add up to 1)."""
+        one column add up to 1). A share is given only where the total change is itself told
+        from zero (its interval excludes 0): a share of a change that may be nothing is noise
+        (a total near 0 makes shares of hundreds of percent), and is None."""
         plan, sums = self.plan, self.total.pair_groups[p]
         nights = plan.night_pairs
         resampled = self.total.night_groups[nights.index(p)] if p in nights else None
         total = float(sums[0, 1])
+        whole = self.pair_interval(p, ci_level)
+        told = whole[0] is not None and (whole[0] > 0 or whole[1] < 0)
         out, g = [], len(plan.levels[0][1])
         for label, names in plan.levels[1:]:
             for name in names:
@@ -303,7 +311,7 @@ class Numbers:
                     out.append({"slice": label, "value": name, "n_paired": n,
                                 "mean_difference": sum_d / n, "difference_low": low,
                                 "difference_high": high,
-                                "share": sum_d / total if abs(total) > 0 else None})
+                                "share": sum_d / total if told and abs(total) > 0 else None})
                 g += 1
         return out
 

@@ -17,6 +17,12 @@ def number(value: float | None, digits: int = 4, signed: bool = False,
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
+def share(value: float | None) -> str:
+    """A slice's share of a change, in percent; "n/a" where the change is not told from zero
+    (``aggregation.sums.Numbers.pair_slices``)."""
+    return NO_NUMBER if value is None else f"{value:.0%}"
+
+
 def holm_families(entries) -> list[str]:
     """The Holm families of ``entries`` (comparisons or ranker pairs), each once in their
     order: the words beside every table of adjusted p-values, so each names its tests."""

@@ -251,7 +251,8 @@ class ChangeBySlice(Record):
     """its high end"""
     share: float | None
     """the value's sum of differences over the comparison's (the shares of one column add up
-    to 1); null when the total change is 0"""
+    to 1); null where the comparison's change is not told from zero (its interval, unadjusted,
+    holds 0): a share of what may be no change is noise"""
 
 
 class NightComparison(Record):

@@ -4,7 +4,7 @@ that moved most and the change broken down by slice."""
 
 from __future__ import annotations
 
-from evaluation_pipeline.report.format import holm_families, interval, number
+from evaluation_pipeline.report.format import holm_families, interval, number, share
 from schemas.columns import label_of
 
 
@@ -100,7 +100,7 @@ def _slices(c: dict) -> dict:
         "slice": s["slice"], "value": s["value"], "n_paired": s["n_paired"],
         "mean_difference": number(s["mean_difference"], signed=True),
         "interval": interval([s["difference_low"], s["difference_high"]], 4, signed=True),
-        "share": "" if s["share"] is None else f"{s['share']:.0%}",
+        "share": share(s["share"]),
     } for s in c["slices"]]}
 
 

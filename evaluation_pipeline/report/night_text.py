@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evaluation_pipeline.report.format import holm_families, interval, number
+from evaluation_pipeline.report.format import holm_families, interval, number, share
 from evaluation_pipeline.report.night_html import shown
 from evaluation_pipeline.report.tables import aligned
 from schemas.columns import label_of, measure_of
@@ -57,7 +57,7 @@ def render_night(report: dict, report_path: str, *, rankers: Sequence[str] | Non
                 [[s["slice"], s["value"], s["n_paired"],
                   number(s["mean_difference"], signed=True),
                   interval([s["difference_low"], s["difference_high"]], signed=True),
-                  "" if s["share"] is None else f"{s['share']:.0%}"] for s in c["slices"]],
+                  share(s["share"])] for s in c["slices"]],
                 left=2))
     lines += ["", f"report: {report_path}"]
     traced = [m["trace"] for c in comparisons for m in c["movers"] if m.get("trace")]

@@ -85,10 +85,14 @@ def test_the_change_by_slice_is_the_paired_change_of_each_value(nights):
     previous, current, queries = nights
     comparison = night_comparison_of_frames(previous, current, queries=queries, slices=SLICES,
                                             n_bootstrap=200)
+    told_apart = []
     for c in comparison.comparisons:
         plain = recomputed(previous, current, queries, c["ranker"], c["cutoff"])
         assert c["n_paired"] == plain.height
         total = plain["difference"].sum()
+        # Shares only of a change told from zero (its interval excludes 0), else none.
+        told = c["difference_low"] > 0 or c["difference_high"] < 0
+        told_apart.append(told)
         found = {(s["slice"], s["value"]): s for s in c["slices"]}
         for column in SLICES:
             groups = (plain.with_columns(pl.col(column).fill_null("(none)"))
@@ -99,10 +103,15 @@ def test_the_change_by_slice_is_the_paired_change_of_each_value(nights):
                 got = found[(column, row[column])]
                 assert got["n_paired"] == row["n"]
                 assert got["mean_difference"] == pytest.approx(row["mean"], abs=1e-12)
+                if not told:
+                    assert got["share"] is None
+                    continue
                 assert got["share"] == pytest.approx(row["sum"] / total, abs=1e-12)
             # the shares of one slice column add up to the whole change
-            assert math.fsum(s["share"] for s in c["slices"] if s["slice"] == column) == \
-                pytest.approx(1.0, abs=1e-12)
+            if told:
+                assert math.fsum(s["share"] for s in c["slices"] if s["slice"] == column) == \
+                    pytest.approx(1.0, abs=1e-12)
+    assert any(told_apart) and not all(told_apart)  # both kinds of change are held
 
 
 def test_a_slice_values_interval_is_that_of_its_queries_alone(nights):
