@@ -66,10 +66,11 @@ def status_changes(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
 
 
 def ndcg_change(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
-    """Per (ranker, cutoff): macro means old and new, and the paired mean change.
-
-    Paired over queries with a number in both; the means are each over their own queries.
-    """
+    """Per (ranker, cutoff): macro means old and new, each over its own queries with a number
+    (``n_old``, ``n_new``), and over the queries with a number in both (``n_paired``): the
+    paired means and their change. Where the two sides number different queries, the paired
+    means stand beside the others, so a change and the means it is read against never
+    disagree in sign."""
     rows = []
     for (ranker, cutoff), before in old.partition_by(["ranker", "cutoff"], as_dict=True).items():
         after = new.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff))
@@ -79,13 +80,19 @@ def ndcg_change(old: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
             "cutoff": cutoff,
             "macro_ndcg_old": before["ndcg"].mean(),
             "macro_ndcg_new": after["ndcg"].mean(),
+            "n_old": before["ndcg"].count(),
+            "n_new": after["ndcg"].count(),
             "n_paired": paired.height,
+            "paired_ndcg_old": paired["ndcg_first"].mean(),
+            "paired_ndcg_new": paired["ndcg_second"].mean(),
             "paired_mean_change": paired["difference"].mean(),
             "n_status_changed": status_changes(before, after).height,
         })
     schema = {"ranker": pl.String, "cutoff": pl.Int64, "macro_ndcg_old": pl.Float64,
-              "macro_ndcg_new": pl.Float64, "n_paired": pl.Int64,
-              "paired_mean_change": pl.Float64, "n_status_changed": pl.Int64}
+              "macro_ndcg_new": pl.Float64, "n_old": pl.Int64, "n_new": pl.Int64,
+              "n_paired": pl.Int64, "paired_ndcg_old": pl.Float64,
+              "paired_ndcg_new": pl.Float64, "paired_mean_change": pl.Float64,
+              "n_status_changed": pl.Int64}
     return pl.DataFrame(rows, schema=schema).sort("ranker", "cutoff")
 
 

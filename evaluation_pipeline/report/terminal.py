@@ -124,10 +124,15 @@ def render_judgment_diff(diff: dict, grades_given: bool) -> str:
         lines.append("documents: give --judgments OLD NEW to list added, removed, regraded")
     change = diff["ndcg_change"]
     lines += ["", table(
-        ["ranker", "K", "NDCG old", "NDCG new", "paired", "paired change", "status changed"],
-        [[r["ranker"], r["cutoff"], number(r["macro_ndcg_old"]), number(r["macro_ndcg_new"]),
-          r["n_paired"], number(r["paired_mean_change"], signed=True), r["n_status_changed"]]
+        ["ranker", "K", "NDCG old", "over", "NDCG new", "over", "paired", "old, paired",
+         "new, paired", "paired change", "status changed"],
+        [[r["ranker"], r["cutoff"], number(r["macro_ndcg_old"]), r["n_old"],
+          number(r["macro_ndcg_new"]), r["n_new"], r["n_paired"],
+          number(r["paired_ndcg_old"]), number(r["paired_ndcg_new"]),
+          number(r["paired_mean_change"], signed=True), r["n_status_changed"]]
          for r in change.iter_rows(named=True)])]
+    lines.append("NDCG old and new: each over its own queries with a number (over); the paired "
+                 "columns over the queries with a number in both (paired), whose change it is")
     statuses = diff["status_changes"]
     if statuses.height:
         lines += ["", "queries whose status changed:", table(

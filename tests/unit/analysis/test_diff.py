@@ -65,6 +65,19 @@ def test_status_and_ndcg_changes_with_the_pool_fixed():
     # Only q2 has a number in both: [1, 0] -> [1, unjudged y excluded], NDCG 1 -> 1.
     assert change["n_paired"] == 1 and change["paired_mean_change"] == pytest.approx(0.0)
     assert change["n_status_changed"] == 2
+    # Each side's mean is over its own queries; the paired means over the common ones, whose
+    # difference is the paired change.
+    old_rows, new_rows = (pq.filter(pl.col("ranker") == change["ranker"])
+                          .filter(pl.col("cutoff") == change["cutoff"]) for pq in (old_pq, new_pq))
+    assert (change["n_old"], change["n_new"]) == (old_rows["ndcg"].count(),
+                                                  new_rows["ndcg"].count())
+    assert change["n_paired"] < min(change["n_old"], change["n_new"])  # different query sets
+    common = old_rows.join(new_rows, on="query_id", suffix="_new").drop_nulls(
+        ["ndcg", "ndcg_new"])
+    assert change["paired_ndcg_old"] == pytest.approx(common["ndcg"].mean(), abs=1e-15)
+    assert change["paired_ndcg_new"] == pytest.approx(common["ndcg_new"].mean(), abs=1e-15)
+    assert change["paired_ndcg_new"] - change["paired_ndcg_old"] == pytest.approx(
+        change["paired_mean_change"], abs=1e-15)
 
 
 def test_pool_changes_and_candidate_recall():
