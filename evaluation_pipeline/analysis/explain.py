@@ -74,14 +74,8 @@ def explain_many(
     at the end."""
     if not keys:
         return []
-    version = (
-        str(judgments["judgment_version"][0])
-        if "judgment_version" in judgments.columns and judgments.height else None
-    )
-    query_ids = sorted({str(query_id) for _, query_id, _ in keys})
-    candidates = candidates.filter(pl.col("query_id").cast(pl.String).is_in(query_ids))
-    judgments = judgments.filter(pl.col("query_id").cast(pl.String).is_in(query_ids))
-    judgments = combine_ratings(judgments, spec) if is_rated(judgments) else judgments
+    version, candidates, judgments, judged = prepared(
+        candidates, judgments, spec, {str(query_id) for _, query_id, _ in keys})
     kernel = score(candidates, judgments, spec.ndcg_only()).with_columns(
         pl.col("ranker").cast(pl.String), pl.col("query_id").cast(pl.String))
     wanted = pl.DataFrame(
@@ -89,9 +83,6 @@ def explain_many(
          "query_id": [str(q) for _, q, _ in keys], "cutoff": [int(k) for _, _, k in keys]},
         schema={"key": pl.Int64, "ranker": pl.String, "query_id": pl.String,
                 "cutoff": pl.Int64})
-    judged = judgments.select(pl.col("query_id").cast(pl.String),
-                              pl.col("doc_id").cast(pl.String), "grade",
-                              pl.col("grade_status").cast(pl.String))
     listed = _listed(candidates, judged, wanted, spec)
     ideal = _ideal_orders(listed, judged, wanted, spec)
     numbers = wanted.join(kernel.select("ranker", "query_id", "cutoff", "status", "ndcg"),
@@ -131,15 +122,35 @@ def _by_key(frame: pl.DataFrame) -> dict:
     return {**{key: part for (key,), part in parts.items()}, None: frame.drop("key").clear()}
 
 
-def _listed(candidates: pl.DataFrame, judged: pl.DataFrame, wanted: pl.DataFrame,
-            spec: EvaluationSpec) -> pl.DataFrame:
-    """Every key's candidates in the kernel's order, with their class, the positions the tie
-    rule gives the kept ones, gain, discount and contribution: one pass over all keys."""
+def prepared(candidates: pl.DataFrame, judgments: pl.DataFrame, spec: EvaluationSpec,
+             query_ids: set[str]) -> tuple[str | None, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(judgment version, candidates, judgments, judged) cut to ``query_ids``: the raters'
+    grades combined by the spec's rule, and ``judged`` the judgments' query_id, doc_id, grade
+    and grade_status as strings, what the traces join the candidates with."""
+    version = (
+        str(judgments["judgment_version"][0])
+        if "judgment_version" in judgments.columns and judgments.height else None
+    )
+    query_ids = sorted(query_ids)
+    candidates = candidates.filter(pl.col("query_id").cast(pl.String).is_in(query_ids))
+    judgments = judgments.filter(pl.col("query_id").cast(pl.String).is_in(query_ids))
+    judgments = combine_ratings(judgments, spec) if is_rated(judgments) else judgments
+    judged = judgments.select(pl.col("query_id").cast(pl.String),
+                              pl.col("doc_id").cast(pl.String), "grade",
+                              pl.col("grade_status").cast(pl.String))
+    return version, candidates, judgments, judged
+
+
+def ranked_candidates(candidates: pl.DataFrame, judged: pl.DataFrame, wanted: pl.DataFrame,
+                      spec: EvaluationSpec) -> pl.DataFrame:
+    """The candidates of each key of ``wanted`` (key, ranker, query_id, ...) in the kernel's
+    order (score descending, then the tie rule), with their grade and class (unjudged when
+    the version lacks them)."""
     # Equal scores in the kernel's order: by doc_id, or under ties: rank by the run's rank.
     tie_order = pl.col(RANK) if spec.needs_rank else pl.col("doc_id").cast(pl.String)
     # The scores as the spec reads them (``metric.ndcg.run_scores``).
     read = pl.Float32 if spec.scores == "float32" else pl.Float64
-    ranked = (
+    return (
         candidates.select(pl.col("ranker").cast(pl.String), pl.col("query_id").cast(pl.String),
                           pl.col("doc_id").cast(pl.String),
                           pl.col("score").cast(read).cast(pl.Float64),
@@ -149,6 +160,13 @@ def _listed(candidates: pl.DataFrame, judged: pl.DataFrame, wanted: pl.DataFrame
         .with_columns(pl.col("grade_status").fill_null("unjudged"))
         .sort(["key", "score", "tie order"], descending=[False, True, spec.ties == "trec_eval"])
     )
+
+
+def _listed(candidates: pl.DataFrame, judged: pl.DataFrame, wanted: pl.DataFrame,
+            spec: EvaluationSpec) -> pl.DataFrame:
+    """Every key's candidates in the kernel's order, with their class, the positions the tie
+    rule gives the kept ones, gain, discount and contribution: one pass over all keys."""
+    ranked = ranked_candidates(candidates, judged, wanted, spec)
     status_of = ranked["grade_status"].to_numpy()
     is_graded = status_of == "graded"
     gain = np.zeros(ranked.height)

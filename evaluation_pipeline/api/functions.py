@@ -22,6 +22,7 @@ from evaluation_pipeline.analysis.agreement import agreement as agreement_of
 from evaluation_pipeline.analysis.agreement import check_ratings
 from evaluation_pipeline.analysis.explain import Trace
 from evaluation_pipeline.analysis.explain import explain as trace_of
+from evaluation_pipeline.analysis.measure_trace import MeasureTrace, explain_measure, is_spec_ndcg
 from evaluation_pipeline.analysis.reconcile import ReconcileError, Scorer, plan
 from evaluation_pipeline.analysis.reconcile import reconcile as reconciled
 from evaluation_pipeline.api import arguments
@@ -48,6 +49,7 @@ from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.spec_files import spec_named
 from evaluation_pipeline.io.storage import PER_QUERY_FILE
 from evaluation_pipeline.io.table_inputs import read_candidates, read_judgments
+from evaluation_pipeline.measures.parse import Measure, parse_measure
 from evaluation_pipeline.spec import (
     EvaluationSpec,
     SpecError,
@@ -150,24 +152,54 @@ def explain(
     query: str,
     ranker: str,
     cutoff: int | None = None,
+    measure: str | Measure | None = None,
     spec: SpecLike = None,
     judgment_version: str | None = None,
     pool: str | None = None,
-) -> Trace | list[Trace]:
+) -> Trace | MeasureTrace | list[Trace]:
     """As ``ndcg-eval explain``: the per-candidate trace (gain, discount, contribution) of
     ``ranker``'s NDCG@``cutoff`` on ``query``; without ``cutoff`` one trace per cutoff of the
-    spec. A one-ranker run in memory is that ranker's."""
+    spec. ``measure`` (ir_measures' syntax: ``RR(rel=2)@10``, ``AP(rel=2)@100``, ``R@100``)
+    traces that measure instead, one trace: each position's part in it under the spec's
+    conventions (``analysis.measure_trace``); a plain ``nDCG@K`` is the NDCG trace at K. Given
+    with ``measure``, ``cutoff`` must be the measure's own. A one-ranker run in memory is that
+    ranker's."""
     query, ranker = arguments.query_id("query", query), arguments.text("ranker", ranker)
     if ranker is None:
         raise ApiOptionError("ranker: name the ranker whose number to trace")
-    chosen = resolve_spec(spec, None if cutoff is None else [cutoff])
+    named = None
+    if measure is not None:
+        named = measure if isinstance(measure, Measure) else parse_measure(
+            arguments.text("measure", measure))
+        if cutoff is not None:
+            (k,) = check_cutoffs([cutoff])
+            if named.cutoff != k:
+                raise ApiOptionError(_disagreement(named, k))
+        if is_spec_ndcg(named):  # the NDCG trace, as cutoff=K gives it
+            cutoff, named = named.cutoff, None
+    chosen = resolve_spec(spec, None if cutoff is None or named is not None else [cutoff])
     grades = read_judgments(as_input(judgments, "judgments"), version=judgment_version)
     # A file names its rankers; an in-memory run without a ranker column is this one.
     candidates = read_candidates(as_input(run, "run"), pool=pool,
                                  ranker=None if is_path(run) else ranker)
+    if named is not None:
+        return explain_measure(candidates, grades, chosen, query_id=query, ranker=ranker,
+                               measure=named)
     traces = [trace_of(candidates, grades, chosen, query_id=query, ranker=ranker,
                        cutoff=k) for k in chosen.cutoffs]
     return traces[0] if cutoff is not None else traces
+
+
+def _disagreement(measure: Measure, cutoff: int) -> str:
+    """Why a measure and a cutoff given together are refused: the measure names its own."""
+    if "cutoff" not in measure.declaration.params:
+        return (f"measure {measure} and cutoff={cutoff} disagree: {measure.name} takes no "
+                "cutoff; leave cutoff out")
+    name = str(measure).rsplit("@", 1)[0] if measure.cutoff is not None else str(measure)
+    own = (f"its cutoff is {measure.cutoff}" if measure.cutoff is not None
+           else "it has no cutoff (it reads the whole list)")
+    return (f"measure {measure} and cutoff={cutoff} disagree: {own}; give the measure alone, "
+            f"{name}@{cutoff} for that cutoff")
 
 
 def reconcile(

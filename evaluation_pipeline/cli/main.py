@@ -164,7 +164,15 @@ def build_parser() -> argparse.ArgumentParser:
     explain_cmd.add_argument("--judgment-version", help="version name when the file carries none")
     explain_cmd.add_argument("--pool", help="candidate pool name when the file carries none")
     explain_cmd.add_argument("--json", action="store_true", help="print the trace as JSON")
-    _spec_arguments(explain_cmd)
+    _spec_arguments(explain_cmd, cutoff=False)
+    explain_cmd.add_argument("--measure", action="append", type=_measure_name, metavar="NAME",
+                             help="trace this measure instead of NDCG@K, in ir_measures' syntax "
+                             "(RR(rel=2)@10, AP(rel=2)@100, R@100; docs/spec.md, Measures): "
+                             "each position's part in it under the spec's conventions; repeat "
+                             "for several. Measures: " + ", ".join(MEASURE_NAMES))
+    explain_cmd.add_argument("--cutoff", type=int, action="append", metavar="K",
+                             help="NDCG@K cutoff; repeat for several (overrides the spec's); "
+                             "beside --measure, the measures' own cutoffs")
     _storage_arguments(explain_cmd)
 
     agreement_cmd = _command(

@@ -8,7 +8,7 @@ from evaluation_pipeline.report.format import holm_families, interval, number
 from evaluation_pipeline.report.headline import has_other_measures
 from evaluation_pipeline.report.templating import Markup, render
 from evaluation_pipeline.spec import FIELD_DOCS
-from schemas.columns import measure_label, ndcg_name
+from schemas.columns import measure_label, measure_of, ndcg_name
 
 STATUS_LABELS = (
     ("scored", "scored"), ("no_positive", "no positive"), ("incomplete", "incomplete"),
@@ -135,13 +135,11 @@ def _charts(report: dict, differences: dict) -> dict:
 
 
 def _comparison(report: dict, comparison: dict) -> dict:
-    traces = {(t["ranker"], t["query_id"], t["cutoff"]): t["path"] for t in report["traces"]}
+    traces = {(t["ranker"], t["query_id"], measure_of(t)): t["path"] for t in report["traces"]}
 
     def links(pair: dict, query_id: str) -> list[dict]:
-        """Each ranker's trace of the query, where one was written."""
-        if pair["measure"] != ndcg_name(pair["cutoff"]):
-            return []  # traces show NDCG's terms: the spec's nDCG@K pairs have them
-        found = [(ranker, traces.get((ranker, query_id, pair["cutoff"])))
+        """Each ranker's trace of the query in the pair's measure, where one was written."""
+        found = [(ranker, traces.get((ranker, query_id, measure_of(pair))))
                  for ranker in (pair["first"], pair["second"])]
         return [{"ranker": ranker, "path": path} for ranker, path in found if path]
 

@@ -359,12 +359,18 @@ class Trace(Record):
     """the ranker"""
     query_id: str
     """the query"""
-    cutoff: int
-    """K"""
+    cutoff: int | None
+    """K; null for a measure without one"""
+    measure: str | None = None
+    """the measure traced, by its canonical name (`nDCG@10`, `RR(rel=2)@10`); absent in a
+    report written before other measures were traced (its traces are the spec's nDCG@K)"""
     path: str
     """the trace page, relative to the report folder"""
+    value: float | None = None
+    """the measure's number for the query (per_query.parquet's `value`)"""
     dcg: float | None
-    """the query's DCG@K, the sum of the trace's contributions"""
+    """the spec's nDCG@K: the query's DCG@K, the sum of the trace's contributions; null for
+    another measure"""
     ideal_dcg: float | None
     """its ideal DCG@K"""
     ndcg: float | None

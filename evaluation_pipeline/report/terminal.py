@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 from evaluation_pipeline.analysis.explain import Trace
+from evaluation_pipeline.analysis.measure_trace import COLUMNS, MeasureTrace
 from evaluation_pipeline.io.storage import AGGREGATES_FILE, HTML_FILE, REPORT_FILE
+from evaluation_pipeline.measures.parse import parse_measure
 from evaluation_pipeline.report.format import holm_families, interval, number
 from evaluation_pipeline.report.headline import (
     REPORT_VIEW,
@@ -161,8 +163,26 @@ def render_trace(trace: Trace) -> str:
             f"NDCG@{trace.cutoff} {number(trace.ndcg, 6)} (status {trace.status}); "
             f"DCG {number(trace.dcg, 6)} / ideal DCG {number(trace.ideal_dcg, 6)}; "
             f"judgments {trace.judgment_version}")
+    return "\n".join([head, "", _candidates_table(trace.candidates, ["gain", "discount"]),
+                      *_ideal_table(trace.ideal)])
+
+
+def render_measure_trace(trace: MeasureTrace) -> str:
+    """A measure's trace as the NDCG trace prints: the number and its formula, then each
+    candidate's position and the measure's own terms (and nDCG's ideal order)."""
+    head = (f"query {trace.query_id}, ranker {trace.ranker}, {trace.measure} "
+            f"{number(trace.value, 6)} (status {trace.status}); {trace.formula}; "
+            f"judgments {trace.judgment_version}")
+    own = list(COLUMNS[parse_measure(trace.measure).name])
+    return "\n".join([head, "", _candidates_table(trace.candidates, own),
+                      *_ideal_table(trace.ideal)])
+
+
+def _candidates_table(candidates, terms: list[str]) -> str:
+    """One row per candidate: its rank, document, score, grade, the position the tie rule
+    gives it (a tie group's span), the ``terms`` of the number and its contribution."""
     rows = []
-    for r in trace.candidates.iter_rows(named=True):
+    for r in candidates.iter_rows(named=True):
         if r["position_first"] is None:
             position = "-"
         elif r["position_first"] == r["position_last"]:
@@ -170,14 +190,28 @@ def render_trace(trace: Trace) -> str:
         else:
             position = f"{r['position_first']}-{r['position_last']}"
         rows.append([r["rank"], r["doc_id"], f"{r['score']:g}", r["grade"], r["grade_status"],
-                     position, number(r["gain"]), number(r["discount"]), number(r["contribution"]),
+                     position, *(_cell(r[term]) for term in terms), number(r["contribution"]),
                      r["note"]])
-    ideal = [[r["ideal_position"], r["doc_id"], number(r["gain"]), number(r["discount"]),
-              number(r["contribution"])] for r in trace.ideal.iter_rows(named=True)]
-    return "\n".join([
-        head, "",
-        table(["#", "doc_id", "score", "grade", "status", "position", "gain", "discount",
-               "contrib", "note"], rows, left=2),
-        "", "ideal order:",
-        table(["position", "doc_id", "gain", "discount", "contrib"], ideal, left=2),
-    ])
+    return table(["#", "doc_id", "score", "grade", "status", "position",
+                  *(term.replace("_", " ") for term in terms), "contrib", "note"], rows, left=2)
+
+
+def _ideal_table(ideal) -> list[str]:
+    """nDCG's ideal order under its heading (none for a measure without one)."""
+    if ideal is None:
+        return []
+    rows = [[r["ideal_position"], r["doc_id"], number(r["gain"]), number(r["discount"]),
+             number(r["contribution"])] for r in ideal.iter_rows(named=True)]
+    return ["", "ideal order:",
+            table(["position", "doc_id", "gain", "discount", "contrib"], rows, left=2)]
+
+
+def _cell(value) -> str:
+    """A term of a trace: a flag as yes or no, a count as it is, a number as numbers print."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    return number(value)
