@@ -289,9 +289,12 @@ HISTORY_NIGHTLY = (
     "mean_difference",
     "difference_low",
     "difference_high",
+    "p_value",
     "p_value_holm",
     # The tests p_value_holm is adjusted over, in words (the spec's family).
     "holm_family",
+    # The sign-flip resamples behind p_value (its floor is 1 / (1 + test_resamples)).
+    "test_resamples",
     "difference_min",
     "difference_max",
     "holds_for_every_grading",
@@ -312,7 +315,8 @@ HISTORY_COLUMNS = (
     *HISTORY_TIMES,
     *(c for c in LINEAGE_COLUMNS if c not in EVALUATION_KEY),
 )
-_INTEGER = ("cutoff", "n_queries", "n_with_number", *STATUS_COUNT_COLUMNS, "n_bounded")
+_INTEGER = ("cutoff", "n_queries", "n_with_number", *STATUS_COUNT_COLUMNS, "n_bounded",
+            "test_resamples")
 _TEXT = (*HISTORY_KEY, "previous_pool", "verdict", "holm_family", "previous_judgment_version",
          *LINEAGE_COLUMNS)
 _TIMES = ("ready_at", "first_evaluated_at", "evaluated_at")

@@ -271,6 +271,9 @@ class Numbers:
             "holds_for_every_grading": holds_for_every_grading(
                 mean_difference, difference_min, difference_max),
             "p_value": p_value,
+            # The sign-flip resamples behind p_value: a p of 1 / (1 + these) is the test's
+            # floor, the observed difference beyond every resample (report.format.p_shown).
+            "test_resamples": len(self.total.signed[p]),
             "wins": int(wins),
             "losses": int(losses),
             "ties": int(ties),

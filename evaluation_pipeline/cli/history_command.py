@@ -43,7 +43,13 @@ from evaluation_pipeline.nightly.history import (
     state_of,
     undelivered,
 )
-from evaluation_pipeline.report.format import holm_families, interval, number
+from evaluation_pipeline.report.format import (
+    floor_notes,
+    holm_families,
+    interval,
+    number,
+    p_shown,
+)
 from evaluation_pipeline.report.night_text import render_night
 from evaluation_pipeline.report.tables import aligned
 from schemas.columns import label_of
@@ -90,14 +96,16 @@ def render_trend_table(trend: pl.DataFrame, alerts: list[dict]) -> str:
             number(r["value"], missing=""), interval([r["value_low"], r["value_high"]]),
             number(r["mean_candidate_recall"], 3, missing=""),
             number(r["mean_difference"], signed=True, missing=""),
-            number(r["p_value_holm"], missing=""),
+            p_shown(r, "p_value_holm", missing=""),
             (r["verdict"] or "").replace("_", " ") or "first night",
             number(r["from_judgments"], signed=True, missing=""),
             number(r["from_pool"], signed=True, missing=""),
         ])
     lines = [aligned(["night", "judgments", "ranker", "measure", "mean", "interval", "recall",
                     "vs prev", "p (Holm)", "verdict", "from judg.", "from pool"], rows, left=3)]
-    lines += [f"p (Holm): {family}" for family in holm_families(trend.iter_rows(named=True))]
+    shown = list(trend.iter_rows(named=True))
+    lines += [f"p (Holm): {family}" for family in holm_families(shown)]
+    lines += floor_notes(shown)
     lines.append("")
     if not alerts:
         lines.append("alerts: none")
@@ -127,7 +135,7 @@ def render_regressions(trend: pl.DataFrame, storage: Location | str) -> str:
     rows = [[r["candidate_pool"], r["judgment_version"], r["ranker"], label_of(r),
              number(r["mean_difference"], signed=True),
              interval([r["difference_low"], r["difference_high"]], signed=True),
-             number(r["p_value_holm"]),
+             p_shown(r, "p_value_holm"),
              r["previous_pool"]]
             for r in regressed.iter_rows(named=True)]
     lines = ["REGRESSIONS (against the previous night):",

@@ -63,14 +63,15 @@ from evaluation_pipeline.nightly.history import (  # the record's reading, impor
     runs_of,
     state_of,
 )
-from evaluation_pipeline.nightly.verdicts import family_clause, grading_clause
+from evaluation_pipeline.nightly.verdicts import family_clause, grading_clause, p_clause
 from evaluation_pipeline.nightly.verdicts import regressions as headline_regressions
 from evaluation_pipeline.settings import ALERT_WEBHOOK
 from schemas.columns import label_of, measure_of
 from schemas.errors import EvaluationError
 
 REGRESSION_FIELDS = ("ranker", "cutoff", "mean_difference", "difference_low", "difference_high",
-                     "p_value_holm", "difference_min", "difference_max",
+                     "p_value", "p_value_holm", "test_resamples", "difference_min",
+                     "difference_max",
                      "holds_for_every_grading")
 LOG = logging.getLogger(__name__)
 
@@ -78,7 +79,8 @@ LOG = logging.getLogger(__name__)
 def regression_record(comparison: Mapping) -> dict:
     """A regression as the alert's payload and the Dagster check's metadata name it: its
     fields, its measure and the Holm family its adjusted p is over."""
-    return ({f: comparison[f] for f in REGRESSION_FIELDS}
+    # .get: a section written before p_value and test_resamples were recorded has neither.
+    return ({f: comparison.get(f) for f in REGRESSION_FIELDS}
             | {"measure": measure_of(comparison),
                "holm_family": comparison.get("holm_family")})
 
@@ -192,7 +194,7 @@ def alert_text(body: Mapping) -> str:
         interval = ("" if r["difference_low"] is None else
                     f" [{r['difference_low']:+.4f}, {r['difference_high']:+.4f}]")
         lines.append(f"- {r['ranker']} {label_of(r)} {r['mean_difference']:+.4f}{interval}, "
-                     f"Holm-adjusted p = {r['p_value_holm']:.4g}{family_clause(r)}; "
+                     f"Holm-adjusted p {p_clause(r)}{family_clause(r)}; "
                      f"{grading_clause(r)}")
     lines.append(f"report: {body['report']}")
     if body.get("drill_down"):

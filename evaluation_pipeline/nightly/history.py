@@ -60,7 +60,8 @@ SHARED = (
 )
 # Nightly comparison field -> history column (the comparisons of report.json's ``nightly``).
 FROM_COMPARISON = ("verdict", "mean_difference", "difference_low", "difference_high",
-                   "p_value_holm", "holm_family", "difference_min", "difference_max",
+                   "p_value", "p_value_holm", "holm_family", "test_resamples",
+                   "difference_min", "difference_max",
                    "holds_for_every_grading")
 FROM_ATTRIBUTION = ("previous_judgment_version", "from_judgments", "from_pool")
 

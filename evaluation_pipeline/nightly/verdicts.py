@@ -29,6 +29,7 @@ from evaluation_pipeline.aggregation.partials import (
 )
 from evaluation_pipeline.stats.family import DEFAULT as DEFAULT_FAMILY
 from evaluation_pipeline.stats.family import Family
+from evaluation_pipeline.stats.inference import at_floor, below_floor
 from schemas.columns import (
     IMPROVED,
     NO_CHANGE,
@@ -243,6 +244,7 @@ def night_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pai
             "difference_low": stats["difference_low"],
             "difference_high": stats["difference_high"],
             "p_value": stats["p_value"],
+            "test_resamples": stats["test_resamples"],
             # The change's range over every grading of both nights' holes (contract section 5).
             "n_bounded": stats["n_bounded"],
             "difference_min": stats["difference_min"],
@@ -279,6 +281,18 @@ def with_verdicts(comparisons: list[dict], *, alpha: float = DEFAULT_ALPHA,
     return [c | {"p_value_holm": p, "holm_family": described,
                  "verdict": verdict(c["mean_difference"], p, alpha=alpha, min_effect=min_effect)}
             for c, (p, described) in zip(comparisons, adjusted, strict=True)]
+
+
+def p_clause(comparison: Mapping) -> str:
+    """``= 0.0123`` of a Holm-adjusted p, or ``< 0.0030 (beyond all 2,000 resamples)`` when
+    its p is the test's floor; ``= n/a`` without one."""
+    p = comparison.get("p_value_holm")
+    if p is None:
+        return "= n/a"
+    if at_floor(comparison):
+        return (f"{below_floor(p)} (beyond all {comparison['test_resamples']:,} "
+                "sign-flip resamples)")
+    return f"= {p:.4g}"
 
 
 def family_clause(comparison: Mapping) -> str:
@@ -399,7 +413,7 @@ def describe_regression(comparison: Mapping) -> str:
     label = measure_label(measure_of(comparison), comparison["cutoff"])
     return (f"{comparison['ranker']} {label} "
             f"{comparison['mean_difference']:+.4f} {interval} over {comparison['n_paired']} "
-            f"paired queries, Holm-adjusted p = {comparison['p_value_holm']:.4g}"
+            f"paired queries, Holm-adjusted p {p_clause(comparison)}"
             f"{family_clause(comparison)}")
 
 

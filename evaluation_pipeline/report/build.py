@@ -25,7 +25,7 @@ from evaluation_pipeline.nightly.verdicts import (
     regressions,
 )
 from evaluation_pipeline.report.config import ReportConfig
-from evaluation_pipeline.report.format import interval, number
+from evaluation_pipeline.report.format import interval, number, p_shown
 from evaluation_pipeline.report.model import (
     REPORT_FORMAT,
     REPORT_FORMAT_VERSION,
@@ -279,7 +279,7 @@ def regression_sentence(c: dict, nightly: dict) -> str:
         f"{c['ranker']} {label_of(c)} regressed against {nightly['previous_pool']} "
         f"({against}, judgments {nightly['judgment_version']}): "
         f"{number(c['mean_difference'], 3, signed=True)}{' ' + bounds if bounds else ''} over "
-        f"{c['n_paired']:,} paired queries, Holm-adjusted p = {number(c['p_value_holm'])}; "
+        f"{c['n_paired']:,} paired queries, Holm-adjusted p {_p(c)}; "
         f"it {grading_clause(c)}; "
         f"candidate recall {number(c['candidate_recall_current'], 3)} tonight, "
         f"{number(c['candidate_recall_previous'], 3)} the previous night."
@@ -293,9 +293,9 @@ def comparison_sentence(pair: dict, comparison: dict) -> str:
                 "both.")
     bounds = interval([pair["difference_low"], pair["difference_high"]], signed=True)
     spread = f" {bounds}" if bounds else ""
-    p = f"p = {number(pair['p_value'])}"
+    p = f"p {_p(pair, 'p_value')}"
     if pair["p_value_holm"] is not None:
-        p += f", Holm-adjusted {number(pair['p_value_holm'])}"
+        p += f", Holm-adjusted {_p(pair)}"
     caveat = "" if comparison["pure_reranker_comparison"] else " (not a pure reranker comparison)"
     return (
         f"{pair['second']} vs {pair['first']}, {measure_label(pair['measure'], pair['cutoff'])}: "
@@ -303,3 +303,9 @@ def comparison_sentence(pair: dict, comparison: dict) -> str:
         f"queries with a number for both ({p}); {pair['wins']} better, {pair['losses']} worse, "
         f"{pair['ties']} tied{caveat}."
     )
+
+
+def _p(entry: dict, field: str = "p_value_holm") -> str:
+    """``= 0.0123``, or ``< 0.0030`` at the test's floor (``report.format.p_shown``)."""
+    shown = p_shown(entry, field)
+    return shown if shown.startswith("<") else f"= {shown}"

@@ -5,6 +5,8 @@ NDCG and p-values print with 4 decimals, intervals with 3; a difference carries 
 
 from __future__ import annotations
 
+from evaluation_pipeline.stats.inference import at_floor, below_floor
+
 NO_NUMBER = "n/a"
 
 
@@ -21,6 +23,24 @@ def share(value: float | None) -> str:
     """A slice's share of a change, in percent; "n/a" where the change is not told from zero
     (``aggregation.sums.Numbers.pair_slices``)."""
     return NO_NUMBER if value is None else f"{value:.0%}"
+
+
+def p_shown(entry, field: str = "p_value", missing: str = NO_NUMBER) -> str:
+    """A comparison's p (``p_value``) or adjusted p (``p_value_holm``) as the tables print it:
+    at the test's floor, "< 0.0005" (the value rounded up: the p is below it), and its
+    adjusted p likewise; else its 4 decimals."""
+    value = entry.get(field)
+    if value is None:
+        return missing
+    return below_floor(value) if at_floor(entry) else number(value)
+
+
+def floor_notes(entries) -> list[str]:
+    """The note under a table with a p at the floor: how many resamples it is beyond."""
+    counts = sorted({e["test_resamples"] for e in entries if at_floor(e)})
+    return [f"p < ...: beyond all {count:,} sign-flip resamples (the test's floor, "
+            f"1/{count + 1:,}); more resamples (--bootstrap) would give it a value"
+            for count in counts]
 
 
 def holm_families(entries) -> list[str]:

@@ -4,7 +4,13 @@ template ``templates/report.html`` filled with report.json's values as the page 
 from __future__ import annotations
 
 from evaluation_pipeline.report import night_html, svg
-from evaluation_pipeline.report.format import holm_families, interval, number
+from evaluation_pipeline.report.format import (
+    floor_notes,
+    holm_families,
+    interval,
+    number,
+    p_shown,
+)
 from evaluation_pipeline.report.headline import has_other_measures
 from evaluation_pipeline.report.templating import Markup, render
 from evaluation_pipeline.spec import FIELD_DOCS
@@ -147,7 +153,7 @@ def _comparison(report: dict, comparison: dict) -> dict:
         "kind": comparison["kind"],
         "pairs_compared": comparison["pairs_compared"],
         "multiple_comparisons": comparison["multiple_comparisons"],
-        "families": holm_families(comparison["pairs"]),
+        "families": holm_families(comparison["pairs"]) + floor_notes(comparison["pairs"]),
         "test_method": report["statistics"]["test_method"],
         "pairs": [{
             "first": p["first"], "second": p["second"],
@@ -157,7 +163,7 @@ def _comparison(report: dict, comparison: dict) -> dict:
             "interval": interval([p["difference_low"], p["difference_high"]], 4, signed=True),
             "bounds": night_html.grading_range(p["difference_min"], p["difference_max"],
                                                p["n_bounded"], True),
-            "p_value": number(p["p_value"]), "p_value_holm": number(p["p_value_holm"]),
+            "p_value": p_shown(p), "p_value_holm": p_shown(p, "p_value_holm"),
             "wins": p["wins"], "losses": p["losses"], "ties": p["ties"],
         } for p in comparison["pairs"]],
         "regressions": [{

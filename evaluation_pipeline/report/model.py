@@ -115,6 +115,11 @@ class Pair(Record):
     p_value: float | None
     """two-sided paired randomization test: signs of the per-query differences flipped at
     random; exact over all 2^n patterns when 2^n <= resamples"""
+    test_resamples: int | None = None
+    """the sign-flip resamples behind `p_value`; a `p_value` of 1 / (1 + test_resamples) is
+    the test's floor (the difference lay beyond every resample; more resamples would give a
+    smaller p), printed "< 0.0005" and its adjusted p likewise; absent in a report written
+    before it was recorded"""
     wins: int
     """queries where `second` is better (by more than 1e-12)"""
     losses: int
@@ -284,6 +289,11 @@ class NightComparison(Record):
     """its high end"""
     p_value: float | None
     """two-sided paired randomization test (signs flipped)"""
+    test_resamples: int | None = None
+    """the sign-flip resamples behind `p_value`; a `p_value` of 1 / (1 + test_resamples) is
+    the test's floor (the difference lay beyond every resample; more resamples would give a
+    smaller p), printed "< 0.0005" and its adjusted p likewise; absent in a report written
+    before it was recorded"""
     n_bounded: int
     """as a pair's, over both nights' holes"""
     difference_min: float | None

@@ -4,7 +4,14 @@ that moved most and the change broken down by slice."""
 
 from __future__ import annotations
 
-from evaluation_pipeline.report.format import holm_families, interval, number, share
+from evaluation_pipeline.report.format import (
+    floor_notes,
+    holm_families,
+    interval,
+    number,
+    p_shown,
+    share,
+)
 from schemas.columns import label_of
 
 
@@ -53,7 +60,7 @@ def night_section(report: dict) -> dict:
         "alpha": f"{nightly['alpha']:g}",
         "min_effect": f"{nightly['min_effect']:g}",
         "comparisons": [_comparison(c) for c in nightly["comparisons"]],
-        "families": holm_families(nightly["comparisons"]),
+        "families": holm_families(nightly["comparisons"]) + floor_notes(nightly["comparisons"]),
         "movers": movers(listed),
         "slices": [_slices(c) for c in listed if c.get("slices")],
         "attribution": _attribution(nightly["attribution"]),
@@ -69,8 +76,8 @@ def _comparison(c: dict) -> dict:
         "interval": interval([c["difference_low"], c["difference_high"]], 4, signed=True),
         "bounds": grading_range(c["difference_min"], c["difference_max"], c["n_bounded"],
                                 True),
-        "p_value": number(c["p_value"]),
-        "p_value_holm": number(c["p_value_holm"]),
+        "p_value": p_shown(c),
+        "p_value_holm": p_shown(c, "p_value_holm"),
         "verdict": c["verdict"], "verdict_words": c["verdict"].replace("_", " ") + (
             # A measure outside the spec's headline is compared and recorded, never alerted.
             " (no alert)" if c["verdict"] != "no_change" and not c.get("headline", True)

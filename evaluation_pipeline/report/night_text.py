@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evaluation_pipeline.report.format import holm_families, interval, number, share
+from evaluation_pipeline.report.format import (
+    floor_notes,
+    holm_families,
+    interval,
+    number,
+    p_shown,
+    share,
+)
 from evaluation_pipeline.report.night_html import shown
 from evaluation_pipeline.report.tables import aligned
 from schemas.columns import label_of, measure_of
@@ -37,10 +44,11 @@ def render_night(report: dict, report_path: str, *, rankers: Sequence[str] | Non
         [[c["ranker"], label_of(c), c["n_paired"], number(c["mean_previous"]),
           number(c["mean_current"]), number(c["mean_difference"], signed=True),
           interval([c["difference_low"], c["difference_high"]], signed=True),
-          number(c["p_value_holm"]),
+          p_shown(c, "p_value_holm"),
           c["verdict"].replace("_", " "), number(c["candidate_recall_previous"], 3),
           number(c["candidate_recall_current"], 3)] for c in comparisons]))
     lines += [f"p (Holm): {family}" for family in holm_families(comparisons)]
+    lines += floor_notes(comparisons)
     for c in shown(nightly | {"comparisons": comparisons}, report["headline_cutoff"]):
         title = f"{c['ranker']} {label_of(c)} ({c['verdict'].replace('_', ' ')}"
         lines += ["", f"{title}, {number(c['mean_difference'], signed=True)}): the queries "

@@ -10,7 +10,13 @@ from evaluation_pipeline.analysis.explain import Trace
 from evaluation_pipeline.analysis.measure_trace import COLUMNS, MeasureTrace
 from evaluation_pipeline.io.storage import AGGREGATES_FILE, HTML_FILE, REPORT_FILE
 from evaluation_pipeline.measures.parse import parse_measure
-from evaluation_pipeline.report.format import holm_families, interval, number
+from evaluation_pipeline.report.format import (
+    floor_notes,
+    holm_families,
+    interval,
+    number,
+    p_shown,
+)
 from evaluation_pipeline.report.headline import (
     REPORT_VIEW,
     SUMMARY_VIEW,
@@ -92,7 +98,7 @@ def render_comparison(comparison: dict) -> str:
         row = [label, which(p), p["n_paired"],
                number(p["mean_difference"], signed=True),
                interval([p["difference_low"], p["difference_high"]], signed=True),
-               number(p["p_value"]), number(p["p_value_holm"]), p["wins"], p["losses"], p["ties"]]
+               p_shown(p), p_shown(p, "p_value_holm"), p["wins"], p["losses"], p["ties"]]
         if across:
             row += [number(p["mean_candidate_recall_first"], 3),
                     number(p["mean_candidate_recall_second"], 3)]
@@ -103,6 +109,7 @@ def render_comparison(comparison: dict) -> str:
         headers += ["recall first", "recall second"]
     lines += ["", table(headers, rows)]
     lines += [f"p holm: {family}" for family in holm_families(comparison["pairs"])]
+    lines += floor_notes(comparison["pairs"])
     worst = [(p, r) for p in comparison["pairs"] for r in p["regressions"][:3]]
     if worst:
         lines += ["", "most regressed queries (up to 3 per pair):"]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import polars as pl
 
 from evaluation_pipeline.nightly.history import headline_trend
-from evaluation_pipeline.report.format import interval, number, with_interval
+from evaluation_pipeline.report.format import interval, number, p_shown, with_interval
 from evaluation_pipeline.report.svg import PALETTE
 from evaluation_pipeline.report.templating import render
 from schemas.columns import REGRESSED, measure_label, ndcg_name
@@ -147,7 +147,7 @@ def _verdict_text(p: dict) -> str:
         return ""
     return (f"; {p['verdict']} vs {p['previous_pool']}: "
             f"{number(p['mean_difference'], signed=True)}, "
-            f"Holm-adjusted p {number(p['p_value_holm'])}")
+            f"Holm-adjusted p {p_shown(p, 'p_value_holm')}")
 
 
 def _table(rows: pl.DataFrame, nights: list[tuple[str, str]]) -> list[dict]:
@@ -161,7 +161,7 @@ def _table(rows: pl.DataFrame, nights: list[tuple[str, str]]) -> list[dict]:
         "mean_candidate_recall": number(p["mean_candidate_recall"], 3, missing=""),
         "mean_difference": number(p["mean_difference"], signed=True, missing=""),
         "verdict": p["verdict"] or "", "verdict_words": (p["verdict"] or "").replace("_", " "),
-        "p_value_holm": number(p["p_value_holm"], missing=""),
+        "p_value_holm": p_shown(p, "p_value_holm", missing=""),
         "from_judgments": number(p["from_judgments"], signed=True, missing=""),
         "from_pool": number(p["from_pool"], signed=True, missing=""),
     } for p in sorted(rows.to_dicts(), key=lambda p: (order[p["candidate_pool"]], p["ranker"]))]

@@ -7,6 +7,8 @@ by every ranker, cutoff and slice. This module turns their sums into intervals a
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 RNG_DESCRIPTION = (
@@ -86,3 +88,19 @@ def holm(p_values: np.ndarray) -> np.ndarray:
     adjusted = np.empty(m)
     adjusted[order] = scaled
     return adjusted
+
+
+def at_floor(entry) -> bool:
+    """Whether a comparison's p (``p_value``, with its ``test_resamples``) is the sign-flip
+    test's floor, 1 / (1 + resamples): the observed difference lay beyond every resample, and
+    more resamples would give it a smaller p. (The exact count over every sign pattern never
+    lands there: it runs only when the patterns are no more than the resamples, and its least
+    p is 2 / patterns.)"""
+    resamples, p = entry.get("test_resamples"), entry.get("p_value")
+    return bool(resamples) and p is not None and p == 1.0 / (1 + resamples)
+
+
+def below_floor(p: float) -> str:
+    """A p at the floor (or adjusted from one) as a bound: "< 0.0005", its value rounded up to
+    4 decimals (Holm's multiple of the floor likewise: "< 0.0030")."""
+    return f"< {math.ceil(round(p * 1e4, 6)) / 1e4:.4f}"
