@@ -186,6 +186,12 @@ def _parse_measures(value: Any, field: str = "measures") -> tuple[str, ...]:
     return out
 
 
+def _parse_family(value: Any) -> str | None:
+    if value in FAMILY_RULES:
+        return None if value == DEFAULT_FAMILY else value  # the default, held as unset
+    raise SpecError(f"spec field 'family': {value!r} is not one of {', '.join(FAMILY_RULES)}")
+
+
 def _parse_headline(value: Any) -> tuple[str, ...]:
     return _parse_measures(value, "headline")
 
@@ -355,7 +361,10 @@ class EvaluationSpec:
         "measure apart) or all (every ranker x measure together); unset: headline; in spec_id "
         "only when set to another",
         contract="section 4",
-        choices=FAMILY_RULES,
+        # The default is held as unset (no words in the sentence): its choices are the others.
+        choices={rule: words for rule, words in FAMILY_RULES.items() if rule != DEFAULT_FAMILY},
+        values=f"`{DEFAULT_FAMILY}` (the default)",
+        parse=_parse_family,
         optional=True,
     )
 
@@ -366,8 +375,6 @@ class EvaluationSpec:
             self._settle_measures()
         if self.headline is not None:
             self._settle_headline()
-        if self.family == DEFAULT_FAMILY:  # the default, held as unset: its spec_id
-            object.__setattr__(self, "family", None)
 
     def _settle_measures(self) -> None:
         """A list of measures decides the cutoffs (its plain nDCG@K's: the rows the report, the
@@ -422,9 +429,10 @@ class EvaluationSpec:
         return tuple(parse_measure(name) for name in names)
 
     def ndcg_only(self) -> EvaluationSpec:
-        """This spec with its nDCG@K alone: what explain, reconcile and agreement score (they
-        trace and compare nDCG)."""
-        return self if self.measures is None else self.replace(measures=None)
+        """This spec with its nDCG@K alone: what explain and reconcile score (they trace and
+        compare nDCG). A headline of other measures goes with them: it names measures this
+        spec no longer scores."""
+        return self if self.measures is None else self.replace(measures=None, headline=None)
 
     @property
     def other_measures(self) -> tuple[Measure, ...]:

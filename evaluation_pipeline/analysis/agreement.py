@@ -24,6 +24,7 @@ from evaluation_pipeline.metric.ndcg import score
 from evaluation_pipeline.metric.raters import check_rule, is_rated
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import columns
+from schemas.columns import with_measure_columns
 from schemas.errors import EvaluationError, InputError, violation
 
 RULE = "rule"  # the rater name of the numbers under the spec's own rule
@@ -163,32 +164,38 @@ def rater_pairs(raters: list[str], grades: np.ndarray, matrix: np.ndarray) -> li
 
 def ndcg_by_rater(ratings: pl.DataFrame, candidates: pl.DataFrame, spec: EvaluationSpec,
                   raters: list[str]) -> pl.DataFrame:
-    """Mean NDCG@K per ranker under each rater alone, and under the spec's rule when it has
-    one: rater, ranker, cutoff, mean (over the queries with a number)."""
+    """The mean of each of the spec's headline measures (by default its nDCG@K) per ranker
+    under each rater alone, and under the spec's rule when it has one: rater, ranker, cutoff,
+    measure, mean (over the queries with a number)."""
+    headline = list(spec.headline_measures)
     specs = [(rater, spec.replace(raters=f"rater:{rater}")) for rater in raters]
     if spec.raters is not None:
         specs.append((RULE, spec))
     frames = []
     for name, under in specs:  # one scoring pass per rater: every query at once
-        per_query = score(candidates, ratings, under.ndcg_only())
-        frames.append(per_query.group_by("ranker", "cutoff").agg(
-            pl.col("ndcg").mean().alias("mean")).with_columns(rater=pl.lit(name)))
+        per_query = with_measure_columns(score(candidates, ratings, under)).filter(
+            pl.col("measure").is_in(headline))
+        frames.append(per_query.group_by("ranker", "cutoff", "measure").agg(
+            pl.col("value").mean().alias("mean")).with_columns(rater=pl.lit(name)))
     if not frames:
         return pl.DataFrame(schema={"rater": pl.String, "ranker": pl.String,
-                                    "cutoff": pl.Int64, "mean": pl.Float64})
-    return pl.concat(frames).select("rater", "ranker", "cutoff", "mean").sort(
-        "rater", "ranker", "cutoff")
+                                    "cutoff": pl.Int64, "measure": pl.String,
+                                    "mean": pl.Float64})
+    order = {name: i for i, name in enumerate(headline)}
+    return (pl.concat(frames).select("rater", "ranker", "cutoff", "measure", "mean")
+            .sort("rater", "ranker", pl.col("measure").replace_strict(order)))
 
 
 def ranker_order_taus(ndcg: pl.DataFrame, raters: list[str]) -> list[dict]:
-    """Kendall's tau-b between the rankers' mean NDCG under each pair of raters, per K."""
+    """Kendall's tau-b between the rankers' means under each pair of raters, per measure (of
+    :func:`ndcg_by_rater`, in its order)."""
     out = []
-    for cutoff in sorted(ndcg["cutoff"].unique().to_list()):
-        wide = (ndcg.filter(pl.col("cutoff") == cutoff)
-                .pivot(on="rater", index="ranker", values="mean").sort("ranker"))
+    for (measure, cutoff), rows in ndcg.group_by("measure", "cutoff",
+                                                 maintain_order=True):
+        wide = rows.pivot(on="rater", index="ranker", values="mean").sort("ranker")
         for a, b in combinations(raters, 2):
             x, y = (wide[r].cast(pl.Float64).fill_null(np.nan).to_numpy() for r in (a, b))
-            out.append({"rater_a": a, "rater_b": b, "cutoff": int(cutoff),
+            out.append({"rater_a": a, "rater_b": b, "cutoff": cutoff, "measure": measure,
                         "tau": kendall_tau_b(x, y)})
     return out
 

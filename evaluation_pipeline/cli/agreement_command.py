@@ -9,6 +9,7 @@ import json
 from evaluation_pipeline.analysis.agreement import agreement, check_ratings
 from evaluation_pipeline.cli.options import place, resolve_spec
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
+from evaluation_pipeline.report.format import which_measure
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,12 +43,15 @@ def render(document: dict) -> str:
               f"{document['fleiss_documents']} documents every rater graded"]
     if "ndcg" in document:
         rule = f" (rule: {document['rule']})" if document["rule"] else ""
-        lines += ["", f"NDCG@K per ranker under each rater{rule}",
+        # The headline measures: by default the spec's nDCG@K, named by K as before.
+        named = "NDCG@K" if all(which_measure(n).isdigit() for n in document["ndcg"]) else (
+            "the headline measures (K: the spec's nDCG@K)")
+        lines += ["", f"{named} per ranker under each rater{rule}",
                   "rater            ranker            K    NDCG"]
-        lines += [f"{n['rater']:<16} {n['ranker']:<16} {n['cutoff']:>2}  {_number(n['mean'])}"
-                  for n in document["ndcg"]]
+        lines += [f"{n['rater']:<16} {n['ranker']:<16} {which_measure(n):>2}  "
+                  f"{_number(n['mean'])}" for n in document["ndcg"]]
         lines += ["", "Kendall's tau-b between the raters' orders of the rankers",
                   "rater_a          rater_b           K     tau"]
-        lines += [f"{t['rater_a']:<16} {t['rater_b']:<16} {t['cutoff']:>2}  {_number(t['tau'])}"
-                  for t in document["kendall_tau"]]
+        lines += [f"{t['rater_a']:<16} {t['rater_b']:<16} {which_measure(t):>2}  "
+                  f"{_number(t['tau'])}" for t in document["kendall_tau"]]
     return "\n".join(lines)

@@ -16,6 +16,7 @@ import json
 from evaluation_pipeline.cli.options import place, resolve_spec
 from evaluation_pipeline.io.readers import read_candidates, read_judgments
 from evaluation_pipeline.judging.gate import Thresholds, Verdict, gate
+from evaluation_pipeline.report.format import which_measure
 
 # Not 1 (a write that failed) nor 2 (bad input): a script tells a refusal apart.
 EXIT_REFUSED = 3
@@ -52,11 +53,12 @@ def render(verdict: Verdict) -> str:
         lines += ["", "Kendall's tau of the rankers' orders under people's grades "
                   f"({verdict.people_rule}) and the judge's, over the documents both graded",
                   "judge             K  documents     tau"]
-        lines += [f"{x['judge']:<16} {x['cutoff']:>2}  {x['documents']:>9}  "
+        lines += [f"{x['judge']:<16} {which_measure(x):>2}  {x['documents']:>9}  "
                   f"{_number(x['tau']):>6}" for x in verdict.taus]
         lines += ["", f"shown, not deciding: people alone vs the combined version ({verdict.rule})"
                   " over every document: " + ", ".join(
-                      f"K={x['cutoff']} tau {_number(x['tau'])}" for x in verdict.taus_combined)]
+                      f"K={which_measure(x)} tau {_number(x['tau'])}"
+                      for x in verdict.taus_combined)]
     lines += ["", f"thresholds: kappa >= {t.min_kappa:g}, tau >= {t.min_tau:g}, overlap >= "
               f"{t.min_overlap}", verdict.reason]
     return "\n".join(lines)

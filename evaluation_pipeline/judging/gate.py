@@ -7,8 +7,9 @@ measured on what both graded, with ``analysis.agreement``'s own statistics:
 - per (judge, person) pair, quadratic Cohen's kappa over the documents both graded; a pair
   with fewer than ``min_overlap`` such documents is shown but does not decide, and a judge
   with no pair that decides is refused (it was not measured);
-- with a run, per judge and cutoff, Kendall's tau-b between the rankers' orders by mean NDCG
-  under people's grades and under the judge's, both over the documents the two graded: does
+- with a run, per judge and headline measure (the spec's; by default its nDCG@K at each
+  cutoff), Kendall's tau-b between the rankers' orders by that measure's mean under people's
+  grades and under the judge's, both over the documents the two graded: does
   the judge rank the rankers as people do.
 
 Shown beside them, without deciding: the tau between the orders under people's grades alone
@@ -43,6 +44,7 @@ from evaluation_pipeline.analysis.agreement import (
 from evaluation_pipeline.metric.raters import is_rated
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import columns
+from schemas.columns import ndcg_name
 from schemas.errors import InputError, violation
 
 HUMAN = "human"
@@ -71,8 +73,8 @@ class Thresholds:
 class Verdict:
     """What the gate measured and decided. ``pairs``: per (judge, person) ``judge``,
     ``person``, ``overlap``, ``kappa_quadratic``, ``kappa`` and ``decides``; ``taus``: per
-    judge and cutoff ``judge``, ``cutoff``, ``tau`` and ``documents`` (empty without a run);
-    ``ndcg``: the mean NDCG per ranker the taus are of."""
+    judge and headline measure ``judge``, ``cutoff``, ``measure``, ``tau`` and ``documents``
+    (empty without a run); ``ndcg``: the means per ranker the taus are of."""
 
     promoted: bool
     reason: str
@@ -153,12 +155,12 @@ def gate(ratings: pl.DataFrame, spec: EvaluationSpec | None = None,
     pairs = _judge_pairs(ratings, judges, people, thresholds.min_overlap)
     taus, ndcg, taus_combined = [], [], []
     if candidates is not None:
-        under = spec.ndcg_only()
+        under = spec  # its headline measures (by default its nDCG@K): what the nights watch
         taus, ndcg = _overlap_taus(ratings, candidates, under, judges, people, alone)
         whole = pl.concat([_mean_ndcg(frame, candidates, under, r, name) for name, frame, r in (
             (PEOPLE, ratings.filter(pl.col(columns.RATER).is_in(people)), alone),
             (COMBINED, ratings, rule))])
-        taus_combined = [{"cutoff": t["cutoff"], "tau": t["tau"]}
+        taus_combined = [{"cutoff": t["cutoff"], "measure": t["measure"], "tau": t["tau"]}
                          for t in ranker_order_taus(whole, [PEOPLE, COMBINED])]
         ndcg += whole.to_dicts()
     failures, notes = _decide(pairs, taus, judges, thresholds, candidates is not None)
@@ -194,8 +196,8 @@ def _overlap_taus(ratings: pl.DataFrame, candidates: pl.DataFrame, spec: Evaluat
                        alone, PEOPLE),
             _mean_ndcg(on_both.filter(pl.col(columns.RATER) == judge), candidates, spec,
                        f"rater:{judge}", judge)])
-        taus += [{"judge": judge, "cutoff": t["cutoff"], "tau": t["tau"],
-                  "documents": both.height}
+        taus += [{"judge": judge, "cutoff": t["cutoff"], "measure": t["measure"],
+                  "tau": t["tau"], "documents": both.height}
                  for t in ranker_order_taus(frame, [PEOPLE, judge])]
         ndcg += frame.filter(pl.col("rater") == judge).with_columns(
             pl.lit("overlap").alias("over")).to_dicts()
@@ -250,7 +252,8 @@ def _decide(pairs: list[dict], taus: list[dict], judges: list[str], thresholds: 
                 notes.append(f"{judge} vs {p['person']}: quadratic kappa {kappa:.3f} over "
                              f"{p['overlap']} documents (at least {thresholds.min_kappa:g})")
     for t in taus:
-        where = f"{t['judge']}, K={t['cutoff']}"
+        where = (f"{t['judge']}, K={t['cutoff']}" if t["measure"] == ndcg_name(t["cutoff"])
+                 else f"{t['judge']}, {t['measure']}")
         if t["tau"] is None:
             notes.append(f"{where}: Kendall's tau is not defined (fewer than two rankers, or "
                          "every ranker tied): it does not decide")

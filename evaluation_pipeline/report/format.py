@@ -43,6 +43,15 @@ def floor_notes(entries) -> list[str]:
             for count in counts]
 
 
+def which_measure(entry) -> str:
+    """Where a table names a measure by its K (the spec's own nDCG@K, as tables did before the
+    other measures): the K; any other measure by its canonical name."""
+    measure, cutoff = entry.get("measure"), entry["cutoff"]
+    if measure is None or (cutoff is not None and measure == f"nDCG@{cutoff}"):
+        return str(cutoff)
+    return measure
+
+
 def holm_families(entries) -> list[str]:
     """The Holm families of ``entries`` (comparisons or ranker pairs), each once in their
     order: the words beside every table of adjusted p-values, so each names its tests."""

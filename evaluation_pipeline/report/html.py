@@ -10,6 +10,7 @@ from evaluation_pipeline.report.format import (
     interval,
     number,
     p_shown,
+    which_measure,
 )
 from evaluation_pipeline.report.headline import has_other_measures
 from evaluation_pipeline.report.templating import Markup, render
@@ -195,10 +196,10 @@ def _agreement(agreement: dict) -> dict:
         "krippendorff_alpha_interval": number(agreement["krippendorff_alpha_interval"]),
         "fleiss_kappa": number(agreement["fleiss_kappa"]),
         "fleiss_documents": agreement["fleiss_documents"],
-        "ndcg": [{"rater": n["rater"], "ranker": n["ranker"], "cutoff": n["cutoff"],
+        "ndcg": [{"rater": n["rater"], "ranker": n["ranker"], "cutoff": which_measure(n),
                   "mean": number(n["mean"])} for n in ndcg],
         # Kendall's tau compares the rankers' orders under each rater's NDCG: none without it.
         "kendall_tau": [{"rater_a": t["rater_a"], "rater_b": t["rater_b"],
-                         "cutoff": t["cutoff"], "tau": number(t["tau"])}
+                         "cutoff": which_measure(t), "tau": number(t["tau"])}
                         for t in agreement["kendall_tau"]] if ndcg else [],
     }

@@ -442,10 +442,13 @@ class RaterMean(Record):
     one"""
     ranker: str
     """the ranker"""
-    cutoff: int
-    """K"""
+    cutoff: int | None
+    """the measure's K; null for a measure without one"""
+    measure: str | None = None
+    """the measure, one of the spec's headline measures (by default its nDCG@K); absent in a
+    report written before the other measures"""
     mean: float | None
-    """the mean NDCG@K over the queries with a number"""
+    """the measure's mean over the queries with a number"""
 
 
 class RankerOrderTau(Record):
@@ -453,8 +456,10 @@ class RankerOrderTau(Record):
     """one rater"""
     rater_b: str
     """the other, sorted after `rater_a`"""
-    cutoff: int
-    """K"""
+    cutoff: int | None
+    """the measure's K; null for a measure without one"""
+    measure: str | None = None
+    """the measure whose means are ordered, one of the spec's headline measures"""
     tau: float | None
     """Kendall's tau-b between the rankers' means under `rater_a` and under `rater_b`"""
 

@@ -31,7 +31,7 @@ PAGE = REPO / "docs" / "spec.md"
 
 # Every field once, in the declarations' order.
 NAMES = ("cutoffs", "gain", "discount", "ideal", "ties", "unknown", "unjudged", "no_positive",
-         "missing_from_run", "raters", "max_grade", "scores", "measures", "headline")
+         "missing_from_run", "raters", "max_grade", "scores", "measures", "headline", "family")
 
 # spec_ids computed by the spec module before its fields were declared once (each field then
 # spelled out in the dataclass, FIELD_DOCS, the choices and to_dict): a result names its spec
@@ -103,6 +103,7 @@ def test_the_committed_table_of_the_fields_is_the_generated_one():
 def test_the_table_writer_fills_the_markers_and_leaves_the_rest(tmp_path):
     (tmp_path / "CONTRACT.md").write_text("# C\n\n## 2. Declared conventions (the spec)\n\n"
                                           "## 3. Per-query result\n\n"
+                                          "## 4. Aggregates\n\n"
                                           "## 8. Nights (the nightly watch)\n")
     page = tmp_path / "spec.md"
     page.write_text(f"# Page\n\nbefore\n\n{spec_docs.BEGIN}\nold rows\n{spec_docs.END}\nafter\n")
@@ -116,13 +117,14 @@ def test_the_table_writer_fills_the_markers_and_leaves_the_rest(tmp_path):
 
 
 def test_the_table_writer_refuses_a_page_without_its_markers(tmp_path, capsys):
-    (tmp_path / "CONTRACT.md").write_text("## 2. Two\n\n## 3. Three\n\n## 8. Eight\n")
+    (tmp_path / "CONTRACT.md").write_text(
+        "## 2. Two\n\n## 3. Three\n\n## 4. Four\n\n## 8. Eight\n")
     page = tmp_path / "spec.md"
     page.write_text(f"{spec_docs.END}\n{spec_docs.BEGIN}\n")
     assert spec_docs.main([str(page)]) == 2
     assert "needs the lines" in capsys.readouterr().err
     page.write_text(f"{spec_docs.BEGIN}\n{spec_docs.END}\n")
-    (tmp_path / "CONTRACT.md").write_text("## 2. Two\n\n## 8. Eight\n")
+    (tmp_path / "CONTRACT.md").write_text("## 2. Two\n\n## 4. Four\n\n## 8. Eight\n")
     assert spec_docs.main([str(page)]) == 2
     assert "the contract has no section 3" in capsys.readouterr().err
 

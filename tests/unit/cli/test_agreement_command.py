@@ -7,9 +7,11 @@ import json
 
 import polars as pl
 import pytest
+from scipy.stats import kendalltau
 
 from evaluation_pipeline.analysis.agreement import agreement
 from evaluation_pipeline.cli.main import main
+from evaluation_pipeline.metric.ndcg import score
 from evaluation_pipeline.spec import EvaluationSpec
 from tests.support.raters import pool_over, rated_version
 from tests.support.refusals import assert_names
@@ -36,14 +38,42 @@ def test_json_fields_and_numbers(files, capsys):
     assert {"pairs", "krippendorff_alpha_ordinal", "krippendorff_alpha_interval",
             "fleiss_kappa", "fleiss_documents", "ndcg", "kendall_tau"} <= set(document)
     assert [set(p) for p in document["pairs"]] == [PAIR_FIELDS] * 3
-    assert {tuple(sorted(n)) for n in document["ndcg"]} == {("cutoff", "mean", "ranker",
-                                                             "rater")}
-    assert {tuple(sorted(t)) for t in document["kendall_tau"]} == {("cutoff", "rater_a",
-                                                                    "rater_b", "tau")}
+    assert {tuple(sorted(n)) for n in document["ndcg"]} == {("cutoff", "mean", "measure",
+                                                             "ranker", "rater")}
+    assert {tuple(sorted(t)) for t in document["kendall_tau"]} == {("cutoff", "measure",
+                                                                    "rater_a", "rater_b", "tau")}
     assert {n["rater"] for n in document["ndcg"]} == {"h1", "h2", "llm", "rule"}
     expected = agreement(version, EvaluationSpec(cutoffs=(3, 5), raters="prefer:h1,h2,llm"),
                          pl.read_parquet(folder / "run.parquet"))
     assert document == json.loads(json.dumps(expected))
+
+
+def test_the_raters_orders_are_compared_on_each_headline_measure(files):
+    # A headline of RR and nDCG@5: the means and taus are of those two, each mean the plain
+    # mean of the measure's per-query values under that rater alone.
+    folder, version = files
+    run = pl.read_parquet(folder / "run.parquet")
+    spec = EvaluationSpec(ties="doc_id", raters="prefer:h1,h2,llm",
+                          measures=["nDCG@3", "nDCG@5", "RR(rel=2)@5", "AP(rel=2)"],
+                          headline=["RR(rel=2)@5", "nDCG@5"])
+    document = agreement(version, spec, run)
+    assert {(n["measure"], n["cutoff"]) for n in document["ndcg"]} == {
+        ("nDCG@5", 5), ("RR(rel=2)@5", 5)}
+    assert [t["measure"] for t in document["kendall_tau"]][::3] == ["nDCG@5", "RR(rel=2)@5"]
+    assert len(document["kendall_tau"]) == 2 * 3  # three raters: three pairs each
+    alone = score(run, version, spec.replace(raters="rater:h2"))
+    for n in document["ndcg"]:
+        if n["rater"] == "h2":
+            values = alone.filter((pl.col("ranker") == n["ranker"])
+                                  & (pl.col("measure") == n["measure"]))["value"]
+            assert n["mean"] == pytest.approx(values.mean(), abs=1e-15)
+    taus = {(t["rater_a"], t["rater_b"], t["measure"]): t["tau"]
+            for t in document["kendall_tau"]}
+    means = {(n["rater"], n["ranker"], n["measure"]): n["mean"] for n in document["ndcg"]}
+    rankers = sorted({n["ranker"] for n in document["ndcg"]})
+    x = [means["h1", r, "RR(rel=2)@5"] for r in rankers]
+    y = [means["llm", r, "RR(rel=2)@5"] for r in rankers]
+    assert taus["h1", "llm", "RR(rel=2)@5"] == pytest.approx(kendalltau(x, y).statistic)
 
 
 def test_text_names_each_pair_and_the_overall_statistics(files, capsys):
