@@ -94,3 +94,11 @@ def test_the_contracts_worked_case():
     measure = [a for a, _ in Family("measure").adjust(tests, unit="ranker",
                                                       unit_of=lambda t: t["ranker"])]
     assert measure == pytest.approx([0.0015, 0.048, 0.048, 0.21, 0.027, 0.082], abs=1e-15)
+
+
+def test_reconcile_walks_no_family():
+    # The family says which tests are adjusted together; it moves no number, so reconcile's
+    # walk and sensitivity leave it out (as the headline).
+    from evaluation_pipeline.analysis.reconcile import FIELDS
+
+    assert "family" not in FIELDS and "headline" not in FIELDS and "ties" in FIELDS
