@@ -63,7 +63,7 @@ from evaluation_pipeline.nightly.history import (  # the record's reading, impor
     runs_of,
     state_of,
 )
-from evaluation_pipeline.nightly.verdicts import family_clause, grading_clause, p_clause
+from evaluation_pipeline.nightly.verdicts import grading_clause, p_clause
 from evaluation_pipeline.nightly.verdicts import regressions as headline_regressions
 from evaluation_pipeline.settings import ALERT_WEBHOOK
 from schemas.columns import label_of, measure_of
@@ -194,7 +194,7 @@ def alert_text(body: Mapping) -> str:
         interval = ("" if r["difference_low"] is None else
                     f" [{r['difference_low']:+.4f}, {r['difference_high']:+.4f}]")
         lines.append(f"- {r['ranker']} {label_of(r)} {r['mean_difference']:+.4f}{interval}, "
-                     f"Holm-adjusted p {p_clause(r)}{family_clause(r)}; "
+                     f"Holm-adjusted p {p_clause(r)}; "
                      f"{grading_clause(r)}")
     lines.append(f"report: {body['report']}")
     if body.get("drill_down"):

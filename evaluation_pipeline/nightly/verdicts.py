@@ -284,22 +284,21 @@ def with_verdicts(comparisons: list[dict], *, alpha: float = DEFAULT_ALPHA,
 
 
 def p_clause(comparison: Mapping) -> str:
-    """``= 0.0123`` of a Holm-adjusted p, or ``< 0.0030 (beyond all 2,000 resamples)`` when
-    its p is the test's floor; ``= n/a`` without one."""
+    """``= 0.0123 (Holm over 6 tests: ...)`` of a Holm-adjusted p, with its family; when its p
+    is the test's floor, the bound ``< 0.0030`` and the resamples it is beyond; ``= n/a``
+    without one. A comparison recorded before families and resamples were kept has its
+    number alone."""
     p = comparison.get("p_value_holm")
     if p is None:
         return "= n/a"
+    details = []
+    shown = f"= {p:.4g}"
     if at_floor(comparison):
-        return (f"{below_floor(p)} (beyond all {comparison['test_resamples']:,} "
-                "sign-flip resamples)")
-    return f"= {p:.4g}"
-
-
-def family_clause(comparison: Mapping) -> str:
-    """`` (Holm over 6 tests: ...)``: the family an adjusted p is over, for a sentence; empty
-    for a comparison recorded before families were named."""
-    family = comparison.get("holm_family")
-    return f" ({family})" if family else ""
+        shown = below_floor(p)
+        details.append(f"beyond all {comparison['test_resamples']:,} sign-flip resamples")
+    if comparison.get("holm_family"):
+        details.append(comparison["holm_family"])
+    return shown + (f" ({'; '.join(details)})" if details else "")
 
 
 def grading_clause(regression: Mapping) -> str:
@@ -413,8 +412,7 @@ def describe_regression(comparison: Mapping) -> str:
     label = measure_label(measure_of(comparison), comparison["cutoff"])
     return (f"{comparison['ranker']} {label} "
             f"{comparison['mean_difference']:+.4f} {interval} over {comparison['n_paired']} "
-            f"paired queries, Holm-adjusted p {p_clause(comparison)}"
-            f"{family_clause(comparison)}")
+            f"paired queries, Holm-adjusted p {p_clause(comparison)}")
 
 
 def describe_regressions(section: Mapping | None) -> str:

@@ -295,7 +295,7 @@ def comparison_sentence(pair: dict, comparison: dict) -> str:
     spread = f" {bounds}" if bounds else ""
     p = f"p {_p(pair, 'p_value')}"
     if pair["p_value_holm"] is not None:
-        p += f", Holm-adjusted {_p(pair)}"
+        p += f", Holm-adjusted {p_shown(pair, 'p_value_holm')}"
     caveat = "" if comparison["pure_reranker_comparison"] else " (not a pure reranker comparison)"
     return (
         f"{pair['second']} vs {pair['first']}, {measure_label(pair['measure'], pair['cutoff'])}: "

@@ -242,7 +242,8 @@ def test_nightly_section_and_regression_description():
     # Beyond every one of the 300 resamples: p is the floor, 1/301, and Holm's 6 x 1/301 is
     # shown as the bound it is.
     assert c["p_value"] == 1 / 301 and c["test_resamples"] == 300
-    assert "Holm-adjusted p < 0.0200 (beyond all 300 sign-flip resamples)" in text
+    assert ("Holm-adjusted p < 0.0200 (beyond all 300 sign-flip resamples; Holm over 6 tests: "
+            "3 rankers x 2 measures (nDCG@5, nDCG@10))") in text
     assert "against night-a under v2" in text
     assert nightly.describe_regressions(nightly.nightly_section(None, "v2", [])).startswith(
         "first night")
