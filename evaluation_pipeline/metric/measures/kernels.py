@@ -18,6 +18,11 @@ keeps its place graded), the kept list (the spec's ``unknown`` / ``unjudged``: a
 candidate leaves, a kept hole is not relevant and has gain 0) and the graded list
 (``judged_only=True`` and Bpref). nDCG is the NDCG kernel's own steps (``metric.kernels.dcg``
 and ``metric.kernels.bounds``), called here on the kept list.
+
+A plan of RR, R@k and AP alone, without tie groups and with every candidate kept (the TREC DL
+set under ``trec_eval``), is scored by :func:`lean_measures`: the same numbers, from the grades
+alone and without the general step's views and calls, whose upkeep per query cost more than
+those measures' own arithmetic.
 """
 
 from __future__ import annotations
@@ -139,10 +144,11 @@ def score_measures(ranked, judged, conventions, plan):
     n_q, n_m = len(starts) - 1, len(plan.kind)
     out = measure_outputs(n_q, n_m)
     longest = 1
-    for q in range(n_q):
-        longest = max(longest, starts[q + 1] - starts[q],
+    for q in range(n_q):  # a list with its holes outside it: R's hole weights, one each
+        longest = max(longest, starts[q + 1] - starts[q] + judged.outside_holes[q],
                       judged.starts[q + 1] - judged.starts[q])
     work = measure_work(longest, conventions, plan)
+    lean = is_lean(conventions, plan)
     # The query's list in scratch, as the one pass hands it over (``query_measures``).
     score, grade_class = np.empty(longest), np.empty(longest, np.int8)
     whole_grade = np.empty(longest, np.int64)
@@ -156,10 +162,14 @@ def score_measures(ranked, judged, conventions, plan):
             whole_grade[i] = ranked.grade[lo + i] if cls == GRADED else NOT_RELEVANT
             n_unknown += cls == UNKNOWN
             n_unjudged += cls == UNJUDGED
-        query_measures(score, grade_class, whole_grade, hi - lo,
-                       n_unknown, n_unjudged, judged.grade[j_lo:j_hi], judged.has_rows[q],
-                       judged.n_unknown[q], judged.outside_holes[q], conventions, plan, work,
-                       out, q)
+        if lean:
+            lean_measures(score, whole_grade, hi - lo, n_unknown, n_unjudged,
+                          judged.grade[j_lo:j_hi], judged.has_rows[q], judged.n_unknown[q],
+                          judged.outside_holes[q], conventions, plan, work, out, q)
+        else:
+            query_measures(score, grade_class, whole_grade, hi - lo, n_unknown, n_unjudged,
+                           judged.grade[j_lo:j_hi], judged.has_rows[q], judged.n_unknown[q],
+                           judged.outside_holes[q], conventions, plan, work, out, q)
     return out
 
 
@@ -175,23 +185,35 @@ def score_blocks_and_measures(candidates, judgments, rules, grade, conventions, 
     work = block_work(starts, rules)
     slots, rank = work[0], work[1]
     longest = max(1, _widest(starts))
+    pool_unjudged = judgments.pool_unjudged
     for b in range(n_blocks):
-        longest = max(longest, judgments.hi[b] - judgments.lo[b])
+        # A list with its holes outside it (R's hole weights, one each): at most its query's
+        # judgment rows and the pool's unjudged documents.
+        span = judgments.hi[b] - judgments.lo[b]
+        longest = max(longest, starts[b + 1] - starts[b] + span + (
+            pool_unjudged[b] if len(pool_unjudged) else 0))
     measured = measure_outputs(n_blocks, len(plan.kind))
     scratch = measure_work(longest, conventions, plan)
     judged_row = np.empty(longest, np.int64)
     ranked_score, ranked_class = np.empty(longest), np.empty(longest, np.int8)
     whole_grade, judged_grade = np.empty(longest, np.int64), np.empty(longest, np.int64)
     j_order, j_class = judgments.order, judgments.grade_class
-    counts, pool_unjudged = out[3], judgments.pool_unjudged
+    counts = out[3]
+    lean = is_lean(conventions, plan)
     for b in range(n_blocks):
         m = score_block(candidates, judgments, rules, b, out, work, judged_row)
-        for t in range(m):  # the list in rank order, as ``ranking.ranked_blocks`` writes it
-            s = rank[t]
-            cls = slots.grade_class[s]
-            ranked_score[t] = -slots.score[s]
-            ranked_class[t] = cls
-            whole_grade[t] = grade[judged_row[s]] if cls == GRADED else NOT_RELEVANT
+        if lean:  # the grades alone: no tie groups, every candidate kept
+            for t in range(m):
+                s = rank[t]
+                whole_grade[t] = grade[judged_row[s]] if slots.grade_class[s] == GRADED \
+                    else NOT_RELEVANT
+        else:
+            for t in range(m):  # the list in rank order, as ``ranking.ranked_blocks`` writes it
+                s = rank[t]
+                cls = slots.grade_class[s]
+                ranked_score[t] = -slots.score[s]
+                ranked_class[t] = cls
+                whole_grade[t] = grade[judged_row[s]] if cls == GRADED else NOT_RELEVANT
         n_judged, n_unknown = 0, 0
         for jp in range(judgments.lo[b], judgments.hi[b]):
             jr = j_order[jp]
@@ -206,10 +228,15 @@ def score_blocks_and_measures(candidates, judgments, rules, grade, conventions, 
         outside = n_unknown - counts[b, UNKNOWN]
         if len(pool_unjudged):
             outside += pool_unjudged[b] - counts[b, UNJUDGED]
-        query_measures(ranked_score, ranked_class, whole_grade, m, counts[b, UNKNOWN],
-                       counts[b, UNJUDGED], judged_grade[:n_judged],
-                       judgments.hi[b] > judgments.lo[b], n_unknown, outside, conventions,
-                       plan, scratch, measured, b)
+        if lean:
+            lean_measures(ranked_score, whole_grade, m, counts[b, UNKNOWN], counts[b, UNJUDGED],
+                          judged_grade[:n_judged], judgments.hi[b] > judgments.lo[b],
+                          n_unknown, outside, conventions, plan, scratch, measured, b)
+        else:
+            query_measures(ranked_score, ranked_class, whole_grade, m, counts[b, UNKNOWN],
+                           counts[b, UNJUDGED], judged_grade[:n_judged],
+                           judgments.hi[b] > judgments.lo[b], n_unknown, outside, conventions,
+                           plan, scratch, measured, b)
     return out + measured
 
 
@@ -280,6 +307,95 @@ def measure_work(longest, conventions, plan):
              np.unique(conventions.gains[1, :top_grade + 1]),
              np.unique(conventions.gains[2, :top_grade + 1])),
             extremes.scratch(longest))
+
+
+# The kinds :func:`lean_measures` scores: their values and bounds without tie groups read the
+# grades alone, each bound from a few places or one scan (``extremes.rr_bounds``,
+# ``extremes.recall_bounds``, ``extremes.ap_bounds``).
+_LEAN_KINDS = (KIND_RR, KIND_R, KIND_AP)
+
+
+@njit(cache=True, nogil=True)
+def is_lean(conventions, plan):
+    """Whether :func:`lean_measures` scores ``plan`` under ``conventions``: no tie groups,
+    every candidate kept (the kept list is the whole list), and every measure RR, R@k or AP on
+    that list (not ``judged_only``)."""
+    if conventions.average or not (conventions.keep_unknown and conventions.keep_unjudged):
+        return False
+    for j in range(len(plan.kind)):
+        if plan.judged_only[j] or plan.kind[j] not in _LEAN_KINDS:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def lean_measures(score, whole_grade, m, n_unknown, n_unjudged, j_grade, has_rows,
+                  n_unknown_rows, outside_holes, conventions, plan, work, out, q):
+    """:func:`query_measures` for a plan :func:`is_lean` accepts, the same numbers from the
+    same arithmetic: with every candidate kept the measures' one view is the whole list, and
+    each measure's bounds are its own step of :mod:`.extremes`, called without the rest of
+    :func:`extremes.bounds`' arguments."""
+    value, status, least, greatest = out
+    scratch = work[-1]
+    holes, counts, sums, after, fixed, table = (scratch[4], scratch[2], scratch[1],
+                                                scratch[3], scratch[0], scratch[5])
+    n_m = len(plan.kind)
+    if not has_rows:
+        for j in range(n_m):
+            status[q, j] = NOT_JUDGED
+        return
+    outside = 0 if conventions.ideal_from_candidates else outside_holes
+    n_holes = n_unknown + n_unjudged + outside
+    open_query = (conventions.incomplete_unknown and (n_unknown > 0 or (
+        not conventions.ideal_from_candidates and n_unknown_rows > 0))) or (
+        conventions.incomplete_unjudged and n_unjudged > 0)
+    top, no_positive = conventions.top_grade, conventions.no_positive
+    for j in range(n_m):
+        kind, k, rel = plan.kind[j], plan.cutoff[j], plan.rel[j]
+        # R: relevant documents of the ideal set (its graded ones: kept holes are not).
+        relevant = 0
+        if conventions.ideal_from_candidates:
+            for i in range(m):
+                relevant += whole_grade[i] >= rel
+        else:
+            for jp in range(len(j_grade)):
+                relevant += j_grade[jp] >= rel
+        reaches = top >= rel
+        lo_hi = (np.nan, np.nan)
+        if kind == KIND_AP:
+            if n_holes == 0:
+                v = ap(whole_grade, m, k, rel, relevant) if relevant > 0 else 0.0
+            else:
+                # values.ap's sum is the bounds' own, every hole non-relevant.
+                total, low, high = extremes.ap_sum_and_bounds(
+                    whole_grade, m, k, rel, reaches, relevant, outside, no_positive, table,
+                    holes, counts, sums, after, fixed)
+                v = total / relevant if relevant > 0 else 0.0
+                lo_hi = (low, high)
+        elif relevant == 0 or open_query:
+            v = 0.0
+        elif kind == KIND_RR:
+            v = rr(score, whole_grade, m, k, rel, False)
+        else:
+            v = recall(score, whole_grade, m, k, rel, relevant, False)
+        if open_query:
+            status[q, j] = INCOMPLETE
+        elif relevant == 0:
+            status[q, j] = NO_POSITIVE
+            value[q, j] = no_positive_value(no_positive)
+        else:
+            status[q, j] = SCORED
+            value[q, j] = v
+        if n_holes == 0:
+            least[q, j], greatest[q, j] = value[q, j], value[q, j]
+        elif kind == KIND_RR:
+            least[q, j], greatest[q, j] = extremes.rr_bounds(
+                whole_grade, m, k, rel, reaches, relevant, outside, n_holes, no_positive)
+        elif kind == KIND_R:
+            least[q, j], greatest[q, j] = extremes.recall_bounds(
+                whole_grade, m, k, rel, reaches, relevant, outside, n_holes, no_positive)
+        else:
+            least[q, j], greatest[q, j] = lo_hi
 
 
 @njit(cache=True, nogil=True, inline="always")
