@@ -11,7 +11,6 @@ and writes files alone gets them through a temporary folder.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ from evaluation_pipeline.engines import (
 )
 from evaluation_pipeline.engines.local import read_and_evaluate
 from evaluation_pipeline.evaluation import Lineage, read_with_lineage
+from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.budget import Budget
 from evaluation_pipeline.io.spec_files import spec_named
 from evaluation_pipeline.io.storage import PER_QUERY_FILE
@@ -134,7 +134,9 @@ def _score(inputs: ScoringInputs, spec: EvaluationSpec, engine: str, budget: Bud
     if scorer.keeps_rows:
         result = scorer.score(inputs, spec, ScoringOutput(), resources)
         return result, result.per_query, result.lineage
-    with tempfile.TemporaryDirectory(prefix="ndcg-eval-") as folder:
+    # Held while it is read (leftovers.scratch_folder): the next run's sweep of the temporary
+    # folder, in this process or another, removes only scratch folders no live writer holds.
+    with leftovers.scratch_folder("ndcg-eval-") as folder:
         staging = Staging(Path(folder))
         with staging.naming():
             target = Path(folder) / "result" / PER_QUERY_FILE
