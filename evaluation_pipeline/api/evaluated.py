@@ -3,8 +3,10 @@ and comparisons, each computed by the code of the command that writes it."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +21,7 @@ from evaluation_pipeline.analysis.diff import judgment_version_diff
 from evaluation_pipeline.api import arguments
 from evaluation_pipeline.api.in_memory import read_queries_input
 from evaluation_pipeline.evaluation import Lineage, summarize
+from evaluation_pipeline.io import leftovers
 from evaluation_pipeline.io.atomic import write_text
 from evaluation_pipeline.io.locations import location
 from evaluation_pipeline.io.result_errors import ResultsError
@@ -44,6 +47,9 @@ class Report:
                  queries: pl.DataFrame | None, queries_sha256: str | None) -> None:
         self._folder = tempfile.TemporaryDirectory(prefix="ndcg-eval-report-")
         where = Path(self._folder.name)
+        # Held for as long as this object lives: another run's sweep of the temporary folder
+        # removes only scratch folders no live process holds (io.leftovers).
+        weakref.finalize(self, os.close, leftovers.hold(where))
         self.record: dict = write_report(
             where, sort_results(evaluation.per_query), evaluation.spec, evaluation.lineage,
             queries, config, candidates=evaluation.candidates, judgments=evaluation.judgments,

@@ -4,9 +4,9 @@ pipeline remove abandoned scratch folders there) leaves it alone."""
 
 import os
 import time
+from pathlib import Path
 
-from evaluation_pipeline.api import evaluate
-from evaluation_pipeline.api import functions
+from evaluation_pipeline.api import evaluate, functions
 from evaluation_pipeline.io import leftovers
 
 JUDGMENTS = {"q1": {"a": 2, "b": 0}, "q2": {"c": 1}}
@@ -27,3 +27,14 @@ def test_a_sweep_while_the_tables_are_staged_removes_nothing(monkeypatch):
     result = evaluate(JUDGMENTS, RUN, engine="streaming")
     (folder, removed), = swept
     assert folder not in removed and result.per_query.height > 0
+
+
+def test_a_report_held_in_memory_outlives_a_sweep():
+    # Evaluation.report() builds its files in a temporary folder that lives as long as the
+    # object: a sweep by another run meanwhile must not take them.
+    report = evaluate(JUDGMENTS, RUN).report()
+    where = Path(report._folder.name)
+    old = time.time() - 3600
+    os.utime(where, (old, old))
+    assert where not in leftovers.sweep_scratch(where.parent) and where.is_dir()
+    assert report.aggregates.height > 0 and (where / "report.json").exists()
