@@ -434,6 +434,14 @@ class EvaluationSpec:
         spec no longer scores."""
         return self if self.measures is None else self.replace(measures=None, headline=None)
 
+    def headline_only(self) -> EvaluationSpec:
+        """This spec scoring its headline measures alone, beside its plain nDCG@K (which keep
+        its cutoffs): what agreement and the gate compare the raters on."""
+        if self.measures is None:
+            return self
+        kept = {*self.headline_measures, *(f"nDCG@{k}" for k in self.cutoffs)}
+        return self.replace(measures=[str(m) for m in self.measure_list if str(m) in kept])
+
     @property
     def other_measures(self) -> tuple[Measure, ...]:
         """The measures beside the spec's own nDCG@K (which the NDCG kernel scores)."""

@@ -173,7 +173,7 @@ def ndcg_by_rater(ratings: pl.DataFrame, candidates: pl.DataFrame, spec: Evaluat
         specs.append((RULE, spec))
     frames = []
     for name, under in specs:  # one scoring pass per rater: every query at once
-        per_query = with_measure_columns(score(candidates, ratings, under)).filter(
+        per_query = with_measure_columns(score(candidates, ratings, under.headline_only())).filter(
             pl.col("measure").is_in(headline))
         frames.append(per_query.group_by("ranker", "cutoff", "measure").agg(
             pl.col("value").mean().alias("mean")).with_columns(rater=pl.lit(name)))

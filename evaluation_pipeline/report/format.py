@@ -6,6 +6,7 @@ NDCG and p-values print with 4 decimals, intervals with 3; a difference carries 
 from __future__ import annotations
 
 from evaluation_pipeline.stats.inference import at_floor, below_floor
+from schemas.columns import measure_of, ndcg_name
 
 NO_NUMBER = "n/a"
 
@@ -46,10 +47,8 @@ def floor_notes(entries) -> list[str]:
 def which_measure(entry) -> str:
     """Where a table names a measure by its K (the spec's own nDCG@K, as tables did before the
     other measures): the K; any other measure by its canonical name."""
-    measure, cutoff = entry.get("measure"), entry["cutoff"]
-    if measure is None or (cutoff is not None and measure == f"nDCG@{cutoff}"):
-        return str(cutoff)
-    return measure
+    measure, cutoff = measure_of(entry), entry["cutoff"]
+    return str(cutoff) if cutoff is not None and measure == ndcg_name(cutoff) else measure
 
 
 def holm_families(entries) -> list[str]:

@@ -17,6 +17,7 @@ import numpy as np
 
 from evaluation_pipeline.spec import DEFAULT_FAMILY
 from evaluation_pipeline.stats.inference import holm
+from schemas.columns import ndcg_name
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class Family:
 
     def is_headline(self, measure: str, cutoff: int | None) -> bool:
         if self.headline is None:
-            return cutoff is not None and measure == f"nDCG@{cutoff}"
+            return cutoff is not None and measure == ndcg_name(cutoff)
         return measure in self.headline
 
     def key(self, measure: str, cutoff: int | None) -> str:
