@@ -288,7 +288,8 @@ class Numbers:
             "histogram": DifferenceHistogram(self.total.histogram[p].copy(), largest, n),
         }
 
-    def pair_slices(self, p: int, ci_level: float) -> list[dict]:
+    def pair_slices(self, p: int, ci_level: float,
+                    whole: tuple[float | None, float | None] | None = None) -> list[dict]:
         """Pair ``p``'s change broken down by slice: per slice column and value with a paired
         query, the paired mean difference, its interval (pairs of nights) and its share of the
         pair's total change (the value's sum of differences over the pair's, so the shares of
@@ -299,7 +300,8 @@ class Numbers:
         nights = plan.night_pairs
         resampled = self.total.night_groups[nights.index(p)] if p in nights else None
         total = float(sums[0, 1])
-        whole = self.pair_interval(p, ci_level)
+        # ``whole``: the pair's own interval, when the caller has it from :meth:`pair`.
+        whole = whole if whole is not None else self.pair_interval(p, ci_level)
         told = whole[0] is not None and (whole[0] > 0 or whole[1] < 0)
         out, g = [], len(plan.levels[0][1])
         for label, names in plan.levels[1:]:

@@ -260,7 +260,8 @@ def night_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pai
                         "mean_difference": s["mean_difference"],
                         "difference_low": s["difference_low"],
                         "difference_high": s["difference_high"], "share": s["share"]}
-                       for s in numbers.pair_slices(p, ci_level)],
+                       for s in numbers.pair_slices(
+                           p, ci_level, (stats["difference_low"], stats["difference_high"]))],
         })
     for c in out:
         c["headline"] = family.is_headline(c["measure"], c["cutoff"])
