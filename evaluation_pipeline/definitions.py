@@ -92,12 +92,13 @@ def setting(given: str | None, variable: settings.Setting, what: str,
 
 
 def nightly_watch(alpha: float | None = None, min_effect: float | None = None,
-                  baseline_pool: str | None = None, alert_webhook: str | None = None
-                  ) -> NightlyWatch:
+                  baseline_pool: str | None = None, alert_webhook: str | None = None,
+                  power: float | None = None) -> NightlyWatch:
     """The watch: each threshold given, else its variable's, else its default. The baseline
     pool and the webhook left out are read from their variables when a report is written."""
     return NightlyWatch(alpha=settings.ALPHA.given(alpha),
                         min_effect=settings.MIN_EFFECT.given(min_effect),
+                        power=settings.POWER.given(power),
                         baseline_pool=baseline_pool, alert_webhook=alert_webhook)
 
 
@@ -276,7 +277,7 @@ class NdcgEvaluation(dg.Component, dg.Resolvable, SettingAttributes):
             queries_path=self.queries, nightly_cron=self.nightly_cron,
             nightly_timezone=self.nightly_timezone, engine=self.engine,
             watch=nightly_watch(self.alpha, self.min_effect, self.baseline_pool,
-                                self.alert_webhook),
+                                self.alert_webhook, self.power),
             storage_options=self.storage_options, spark_master=self.spark_master,
             memory=MemoryBudget(memory_limit=self.memory_limit, spill_dir=self.spill_dir),
             key_prefix=self.key_prefix, group_name=self.group_name)

@@ -112,6 +112,10 @@ class ComponentSettings(BaseSettings):
     min_effect: float = setting(
         0.01, "the smallest drop in mean NDCG the watch calls a regression", example="0.01",
         ge=0, allow_inf_nan=False)
+    power: float = setting(
+        0.8, "the power of each comparison's detectable effect: the least change its test, at "
+        "the level its family holds it to, finds this often", example="0.8",
+        gt=0, lt=1, allow_inf_nan=False)
     baseline_pool: str | None = setting(
         None, "one pool every night is compared against, instead of the previous night",
         unset="unset: the previous night", example="pool-2026-12-01")
@@ -327,6 +331,10 @@ def alpha() -> float:
 
 def min_effect() -> float:
     return _read("min_effect")
+
+
+def power() -> float:
+    return _read("power")
 
 
 # docs/configuration.md holds the table between these lines.

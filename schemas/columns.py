@@ -295,6 +295,12 @@ HISTORY_NIGHTLY = (
     "holm_family",
     # The sign-flip resamples behind p_value (its floor is 1 / (1 + test_resamples)).
     "test_resamples",
+    # The interval at the level the family holds the test to (it excludes 0 exactly when
+    # p_value_holm < alpha), and the least change the test finds at that level and the power.
+    "adjusted_level",
+    "difference_low_adjusted",
+    "difference_high_adjusted",
+    "detectable_effect",
     "difference_min",
     "difference_max",
     "holds_for_every_grading",
@@ -340,4 +346,6 @@ HISTORY_DTYPES = {column: _history_dtype(column) for column in HISTORY_COLUMNS}
 REGRESSED = "regressed"
 IMPROVED = "improved"
 NO_CHANGE = "no_change"
-VERDICTS = (REGRESSED, IMPROVED, NO_CHANGE)
+# Neither a change nor its absence is shown: the adjusted interval reaches past min_effect.
+INCONCLUSIVE = "inconclusive"
+VERDICTS = (REGRESSED, IMPROVED, NO_CHANGE, INCONCLUSIVE)

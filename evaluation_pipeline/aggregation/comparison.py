@@ -16,6 +16,7 @@ from itertools import combinations
 
 import polars as pl
 
+from evaluation_pipeline import settings
 from evaluation_pipeline.aggregation import sums as rn
 from evaluation_pipeline.aggregation.partials import (
     PREVIOUS,
@@ -27,6 +28,10 @@ from evaluation_pipeline.stats.family import DEFAULT as DEFAULT_FAMILY
 from evaluation_pipeline.stats.family import Family
 
 NOT_PURE = "not a pure reranker comparison"
+# The level the family holds each test to and the power of its detectable effect: the
+# watch's settings (NDCG_EVAL_ALPHA, NDCG_EVAL_POWER), one answer for the report and the night.
+ALPHA = settings.ALPHA.value_default
+POWER = settings.POWER.value_default
 
 
 def paired_frame(first: pl.DataFrame, second: pl.DataFrame,
@@ -101,6 +106,8 @@ def compare_rankers(
     n_regressions: int = 10,
     differing_queries: pl.DataFrame | None = None,
     family: Family = DEFAULT_FAMILY,
+    alpha: float = ALPHA,
+    power: float = POWER,
 ) -> dict:
     """Every pair of rankers of one pool (or each against ``baseline``), per measure, Holm
     within ``family`` (the spec's: ``Family.of(spec)``).
@@ -114,14 +121,17 @@ def compare_rankers(
                       n_regressions=n_regressions, n_queries=rn.distinct_queries(per_query))
     numbers = rn.Numbers(plan, rn.local_partial(per_query, None, None, plan))
     return ranker_comparison(numbers, pairs, baseline=baseline, ci_level=ci_level,
-                             differing_queries=differing_queries, family=family)
+                             differing_queries=differing_queries, family=family, alpha=alpha,
+                             power=power)
 
 
 def ranker_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, baseline: str | None,
                       ci_level: float, differing_queries: pl.DataFrame | None = None,
-                      family: Family = DEFAULT_FAMILY) -> dict:
+                      family: Family = DEFAULT_FAMILY, alpha: float = ALPHA,
+                      power: float = POWER) -> dict:
     """report.json's ``comparison`` from the numbers of a plan whose pairs start with
-    ``pairs`` (:func:`ranker_pair_results`), Holm within ``family``."""
+    ``pairs`` (:func:`ranker_pair_results`), Holm within ``family``, each pair's adjusted
+    interval at the level the family holds it to under ``alpha``."""
     if differing_queries is not None:
         n_differing = differing_queries.height
         first_differing = differing_queries["query_id"].head(5).to_list()
@@ -129,7 +139,8 @@ def ranker_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, baseline
         n_differing, first_differing = numbers.differing()
     pure = n_differing == 0
     results = _tested(numbers, pairs, ci_level, family=family, unit="ranker pair",
-                      unit_of=lambda result: (result["first"], result["second"]))
+                      unit_of=lambda result: (result["first"], result["second"]),
+                      alpha=alpha, power=power)
     return {
         "kind": "rankers within one pool",
         "baseline": baseline,
@@ -154,6 +165,8 @@ def compare_pools(
     seed: int = 20261130,
     n_regressions: int = 10,
     family: Family = DEFAULT_FAMILY,
+    alpha: float = ALPHA,
+    power: float = POWER,
 ) -> dict:
     """The same rankers over two candidate pools: paired per ranker and measure, never pure;
     Holm within ``family`` (the spec's), as the nightly watch adjusts the same changes."""
@@ -169,7 +182,7 @@ def compare_pools(
                       n_queries=rn.distinct_queries(first, second))
     numbers = rn.Numbers(plan, rn.local_partial(second, first, None, plan))
     results = _tested(numbers, pairs, ci_level, family=family, unit="ranker",
-                      unit_of=lambda result: result["second"])
+                      unit_of=lambda result: result["second"], alpha=alpha, power=power)
     for result, (one, other) in zip(results, pairs, strict=True):
         result["mean_candidate_recall_first"] = numbers.mean_candidate_recall(one)
         result["mean_candidate_recall_second"] = numbers.mean_candidate_recall(other)
@@ -203,10 +216,11 @@ def _single(frame: pl.DataFrame, column: str) -> str | None:
 
 
 def _tested(numbers: rn.Numbers, pairs: Sequence[rn.Pair], ci_level: float, *,
-            family: Family, unit: str, unit_of) -> list[dict]:
+            family: Family, unit: str, unit_of, alpha: float, power: float) -> list[dict]:
     """The result of each pair (the plan's first ``len(pairs)``), Holm-adjusted within
-    ``family``, which is named on each (``holm_family``); ``unit``: what ``unit_of`` a result
-    returns, for the family's words."""
+    ``family``, which is named on each (``holm_family``), with its interval at the level the
+    family holds it to under ``alpha`` and its detectable effect at ``power``; ``unit``: what
+    ``unit_of`` a result returns, for the family's words."""
     results = []
     for p, (one, other) in enumerate(pairs):
         first, second = one.ranker, other.ranker
@@ -217,7 +231,8 @@ def _tested(numbers: rn.Numbers, pairs: Sequence[rn.Pair], ci_level: float, *,
         results.append({"first": first, "second": second, "cutoff": one.cutoff,
                         "measure": one.measure, **stats, "rng_key": f"{first}|{second}|{label}",
                         "histogram": histogram, "regressions": regressions})
-    adjusted = family.adjust(results, unit=unit, unit_of=unit_of)
-    for result, (p_holm, described) in zip(results, adjusted, strict=True):
-        result["p_value_holm"], result["holm_family"] = p_holm, described
+    adjusted = family.adjust(results, unit=unit, unit_of=unit_of, alpha=alpha)
+    for p, (result, test) in enumerate(zip(results, adjusted, strict=True)):
+        result["p_value_holm"], result["holm_family"] = test.p, test.family
+        result.update(numbers.adjusted(p, alpha=alpha, scale=test.scale, power=power))
     return results

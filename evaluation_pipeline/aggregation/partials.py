@@ -160,11 +160,13 @@ class Partial:
     """The sums of one chunk, or of several added in chunk order."""
     numbers: np.ndarray            # [results, groups, _NUMBERS]
     resampled: np.ndarray          # [groups, resamples, tonight's results, 2 or 4]
-    pairs: np.ndarray              # [pairs, 8]: n, sum first, sum second, sum difference,
-    #                                wins, losses, ties, largest |difference|
+    pairs: np.ndarray              # [pairs, 9]: n, sum first, sum second, sum difference,
+    #                                wins, losses, ties, largest |difference|, sum of squared
+    #                                differences
     pair_bounds: np.ndarray        # [pairs, 3]: aggregation.mean_bounds.add_pair_bounds' sums
     counted: np.ndarray            # [pairs, resamples, 2]: resampled difference and paired
     signed: np.ndarray             # [pairs, resamples]: sign-flipped difference sums
+    signs: np.ndarray              # [pairs, resamples]: sums of the signs of paired queries
     histogram: np.ndarray          # [pairs, FINE_BINS] int64
     regressions: list[list[tuple]]  # per pair: (difference, query_id, first, second), sorted
     movers: list[list[tuple]]      # per pair: (-|difference|, query_id, difference, first,
@@ -181,10 +183,11 @@ def empty(plan: Plan) -> Partial:
     return Partial(
         numbers=np.zeros((len(plan.results), groups, _NUMBERS)),
         resampled=np.zeros((groups, plan.n_bootstrap, tonight, 4 if plan.weighted else 2)),
-        pairs=np.zeros((n_pairs, 8)),
+        pairs=np.zeros((n_pairs, 9)),
         pair_bounds=np.zeros((n_pairs, 3)),
         counted=np.zeros((n_pairs, plan.n_bootstrap, 2)),
         signed=np.zeros((n_pairs, plan.n_bootstrap)),
+        signs=np.zeros((n_pairs, plan.n_bootstrap)),
         histogram=np.zeros((n_pairs, FINE_BINS), dtype=np.int64),
         regressions=[[] for _ in range(n_pairs)],
         movers=[[] for _ in range(n_pairs)],
@@ -200,11 +203,13 @@ def combine(total: Partial, part: Partial, plan: Plan) -> Partial:
     total.resampled += part.resampled
     total.pairs[:, :7] += part.pairs[:, :7]
     total.pairs[:, 7] = np.maximum(total.pairs[:, 7], part.pairs[:, 7])
+    total.pairs[:, 8] += part.pairs[:, 8]
     total.pair_bounds += part.pair_bounds
     total.counted += part.counted
     total.pair_groups += part.pair_groups
     total.night_groups += part.night_groups
     total.signed += part.signed
+    total.signs += part.signs
     total.histogram += part.histogram
     for p in range(len(plan.pairs)):
         total.regressions[p] = sorted(total.regressions[p] + part.regressions[p])[
@@ -395,7 +400,7 @@ def _add_pairs(out, index, keys, r, q, value, has, codes, plan, n) -> None:
         out.pairs[p] = [chosen.size, fa.sum(), fb.sum(), dd.sum(),
                         np.sum(dd > TIE_TOLERANCE), np.sum(dd < -TIE_TOLERANCE),
                         np.sum(np.abs(dd) <= TIE_TOLERANCE),
-                        float(np.abs(dd).max()) if chosen.size else 0.0]
+                        float(np.abs(dd).max()) if chosen.size else 0.0, float(dd @ dd)]
         # Rounded first: a difference written with a few decimals falls in the bin it starts
         # (0.1 - 1.0 is -0.9000000000000000222; a floor alone put it in the bin below -0.9).
         fine = np.clip(np.floor(np.round((dd + 1.0) * (FINE_BINS / 2), 9)), 0,
@@ -425,14 +430,19 @@ def _add_pairs(out, index, keys, r, q, value, has, codes, plan, n) -> None:
     if plan.night_pairs and len(plan.levels) > 1:
             cells = np.stack([offset + level_codes for offset, level_codes
                               in zip(plan.offsets, codes, strict=False)], axis=1)
+    # The signs summed over each pair's paired queries invert the test into its interval
+    # (stats.inference.sign_flip_interval); the paired sets are mostly one, summed once.
+    paired_sets, paired_source = distinct_columns(paired)
     sums, signed = resampled_sums(keys, plan.n_bootstrap, cells=cells,
                                   n_cells=1 if cells is None else plan.n_groups,
                                   counted=np.stack(distinct, axis=1),
-                                  signed=np.stack(differences, axis=1))
+                                  signed=np.stack([*differences, *paired_sets], axis=1))
     by_cell = sums[:, :, source]
-    for p in range(len(plan.pairs)):
+    n_pairs = len(plan.pairs)
+    for p in range(n_pairs):
         out.counted[p] = by_cell[:, 0, 2 * p:2 * p + 2]
         out.signed[p] = signed[:, p]
+        out.signs[p] = signed[:, n_pairs + paired_source[p]]
     if cells is not None:
         # The night's change by slice, each value with its interval; ``all`` is the pair's own.
         for i, p in enumerate(plan.night_pairs):

@@ -22,8 +22,10 @@ from evaluation_pipeline.aggregation.partials import (
     Result,
 )
 from evaluation_pipeline.stats.inference import (
+    detectable_effect,
     percentile_interval,
     ratio_samples,
+    sign_flip_interval,
     sign_flip_p_value,
 )
 from schemas.columns import (
@@ -246,7 +248,7 @@ class Numbers:
         """Pair ``p``'s paired statistics (n_paired, the means, the difference's interval, the
         p-value, wins, losses and ties), its most regressed queries and its histogram of
         differences."""
-        n, sum_first, sum_second, sum_d, wins, losses, ties, largest = self.total.pairs[p]
+        n, sum_first, sum_second, sum_d, wins, losses, ties, largest, _ = self.total.pairs[p]
         n = int(n)
         low, high = self.pair_interval(p, ci_level)
         n_bounded, least, greatest = self.total.pair_bounds[p]
@@ -254,10 +256,9 @@ class Numbers:
         mean_difference = sum_d / n if n else None
         difference_min = float(least / n_bounded) if n_bounded else None
         difference_max = float(greatest / n_bounded) if n_bounded else None
-        small = self.total.small[p]
-        exact = None if small is None else np.array([d for _, d in sorted(small)])
         p_value = 1.0 if n == 0 else sign_flip_p_value(
-            exact, self.total.signed[p], n=n, mean=sum_d / n, largest=largest)
+            self._exact_differences(p), self.total.signed[p], n=n, mean=sum_d / n,
+            largest=largest)
         return {
             "n_paired": n,
             "mean_first": sum_first / n if n else None,
@@ -287,6 +288,31 @@ class Numbers:
                 for _, query_id, difference, first, second in self.total.movers[p]],
             "histogram": DifferenceHistogram(self.total.histogram[p].copy(), largest, n),
         }
+
+    def adjusted(self, p: int, *, alpha: float, scale: int | None, power: float) -> dict:
+        """Pair ``p``'s statistics at the level its family holds it to (``scale``: the divisor
+        of ``alpha`` from ``stats.inference.holm_scales``; None: the pair is in no family, as
+        it has no p): the sign-flip test's interval inverted at that level, which excludes 0
+        exactly when the Holm-adjusted p is below ``alpha``, and the least change the test
+        detects there with probability ``power``."""
+        n, _, _, sum_d, _, _, _, largest, sum_squares = self.total.pairs[p]
+        n = int(n)
+        low = high = effect = None
+        if scale is not None and n:
+            low, high = sign_flip_interval(
+                self._exact_differences(p), self.total.signed[p], self.total.signs[p], n=n,
+                mean=sum_d / n, largest=largest, alpha=alpha, scale=scale)
+            effect = detectable_effect(n, sum_squares, sum_d / n, alpha=alpha, power=power,
+                                       scale=scale)
+        return {"adjusted_level": None if scale is None else 1.0 - alpha / scale,
+                "difference_low_adjusted": low, "difference_high_adjusted": high,
+                "detectable_effect": effect}
+
+    def _exact_differences(self, p: int) -> np.ndarray | None:
+        """Pair ``p``'s differences in query order while they are few enough for the exact
+        test (every sign pattern), else None."""
+        small = self.total.small[p]
+        return None if small is None else np.array([d for _, d in sorted(small)])
 
     def pair_slices(self, p: int, ci_level: float,
                     whole: tuple[float | None, float | None] | None = None) -> list[dict]:

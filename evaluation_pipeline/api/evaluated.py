@@ -154,7 +154,8 @@ class Evaluation:
         config = report_config(ci_level=ci_level, n_bootstrap=n_bootstrap, seed=seed,
                                baseline=baseline, n_regressions=n_regressions)
         options = dict(ci_level=config.ci_level, n_bootstrap=config.n_bootstrap,
-                       seed=config.seed, n_regressions=config.n_regressions)
+                       seed=config.seed, n_regressions=config.n_regressions,
+                       alpha=config.alpha, power=config.power)
         # Every measure is compared, Holm within the spec's family as report.json adjusts it;
         # ``measure`` narrows what is returned, never the family.
         chosen = self._measures(measure)

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         raise ResultsError("compare takes one result (its rankers) or two results")
     config = report_config(args)
     options = dict(ci_level=config.ci_level, n_bootstrap=config.n_bootstrap, seed=config.seed,
-                   n_regressions=config.n_regressions)
+                   n_regressions=config.n_regressions, alpha=config.alpha, power=config.power)
     loaded = [load_results(place(args, path)) for path in args.results]
     # Every measure of the results, Holm within the spec's family as report.json, the history
     # and the alert adjust them; --measure and --cutoff narrow what is shown, never the family.
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if len(loaded) == 1:
         config.check_baseline(sorted(frames[0]["ranker"].unique().to_list()))
         print(render_comparison(shown(compare_rankers(
-            frames[0], baseline=config.baseline, family=family, **options))))
+            frames[0], baseline=config.baseline, family=family, **options)), config.power))
         return 0
     (_, spec_a, old), (_, spec_b, new) = loaded
     if spec_a.spec_id != spec_b.spec_id:
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         changes = pool_diff(*(read_candidates(place(args, p), args.format)
                               for p in args.pools), *ndcg_rows)
     # Printed once both are computed: a refused diff leaves no half-printed comparison.
-    print(render_comparison(comparison))
+    print(render_comparison(comparison, config.power))
     if changes is not None:
         print()
         print(render_pool_diff(changes))

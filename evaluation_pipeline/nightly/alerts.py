@@ -63,15 +63,16 @@ from evaluation_pipeline.nightly.history import (  # the record's reading, impor
     runs_of,
     state_of,
 )
-from evaluation_pipeline.nightly.verdicts import grading_clause, p_clause
+from evaluation_pipeline.nightly.verdicts import grading_clause, interval_clause, p_clause
 from evaluation_pipeline.nightly.verdicts import regressions as headline_regressions
 from evaluation_pipeline.settings import ALERT_WEBHOOK
 from schemas.columns import label_of, measure_of
 from schemas.errors import EvaluationError
 
 REGRESSION_FIELDS = ("ranker", "cutoff", "mean_difference", "difference_low", "difference_high",
-                     "p_value", "p_value_holm", "test_resamples", "difference_min",
-                     "difference_max",
+                     "p_value", "p_value_holm", "test_resamples", "adjusted_level",
+                     "difference_low_adjusted", "difference_high_adjusted",
+                     "detectable_effect", "difference_min", "difference_max",
                      "holds_for_every_grading")
 LOG = logging.getLogger(__name__)
 
@@ -191,9 +192,8 @@ def alert_text(body: Mapping) -> str:
     lines = [f"NDCG regression in {body['candidate_pool']} against {body['previous_pool']} "
              f"(judgments {body['judgment_version']}, spec {body['spec_id']}):"]
     for r in body["regressions"]:
-        interval = ("" if r["difference_low"] is None else
-                    f" [{r['difference_low']:+.4f}, {r['difference_high']:+.4f}]")
-        lines.append(f"- {r['ranker']} {label_of(r)} {r['mean_difference']:+.4f}{interval}, "
+        lines.append(f"- {r['ranker']} {label_of(r)} {r['mean_difference']:+.4f}"
+                     f"{interval_clause(r)}, "
                      f"Holm-adjusted p {p_clause(r)}; "
                      f"{grading_clause(r)}")
     lines.append(f"report: {body['report']}")

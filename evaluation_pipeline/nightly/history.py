@@ -61,7 +61,8 @@ SHARED = (
 # Nightly comparison field -> history column (the comparisons of report.json's ``nightly``).
 FROM_COMPARISON = ("verdict", "mean_difference", "difference_low", "difference_high",
                    "p_value", "p_value_holm", "holm_family", "test_resamples",
-                   "difference_min", "difference_max",
+                   "adjusted_level", "difference_low_adjusted", "difference_high_adjusted",
+                   "detectable_effect", "difference_min", "difference_max",
                    "holds_for_every_grading")
 FROM_ATTRIBUTION = ("previous_judgment_version", "from_judgments", "from_pool")
 
@@ -127,7 +128,7 @@ def _nightly_frame(nightly: Mapping | None) -> pl.DataFrame:
         records.append({
             "ranker": c["ranker"], "measure": measure, "slice": None,
             "previous_pool": nightly["previous_pool"],
-            **{f: c[f] for f in FROM_COMPARISON},
+            **{f: c.get(f) for f in FROM_COMPARISON},
             **{f: parts.get(f) for f in FROM_ATTRIBUTION},
         })
     return pl.DataFrame(records, schema=schema)

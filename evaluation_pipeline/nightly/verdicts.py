@@ -13,7 +13,7 @@ Pure functions over per-query frames, aggregate means and timestamps: no files, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -32,6 +32,7 @@ from evaluation_pipeline.stats.family import Family
 from evaluation_pipeline.stats.inference import at_floor, below_floor
 from schemas.columns import (
     IMPROVED,
+    INCONCLUSIVE,
     NO_CHANGE,
     REGRESSED,
     TIE_TOLERANCE,
@@ -47,6 +48,7 @@ PUBLISHED_AT = "published_at"
 # The watch's defaults are its settings' (NDCG_EVAL_ALPHA, NDCG_EVAL_MIN_EFFECT).
 DEFAULT_ALPHA = settings.ALPHA.value_default
 DEFAULT_MIN_EFFECT = settings.MIN_EFFECT.value_default
+DEFAULT_POWER = settings.POWER.value_default
 # The environment variable that pins one baseline pool instead of "the previous night".
 
 # The names the comparison's fields had before they took the ranker pairs' (report.json's
@@ -145,20 +147,28 @@ def headline_version(first_evaluated_at: str, published_at: Mapping[str, str]) -
 # --- the comparison with the previous night ----------------------------------------------------
 
 
-def verdict(mean_difference: float | None, p_value_holm: float | None, *,
+def verdict(mean_difference: float | None, p_value_holm: float | None,
+            interval: tuple[float | None, float | None] = (None, None), *,
             alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT) -> str:
-    """``regressed`` when the adjusted p is below ``alpha`` and the drop is at least
-    ``min_effect``; ``improved`` for the mirror case; ``no_change`` otherwise.
+    """``regressed`` when the adjusted p is below ``alpha`` (so the adjusted ``interval``
+    excludes 0) and the drop is at least ``min_effect``; ``improved`` for the mirror case;
+    ``no_change`` when the adjusted interval lies within +-``min_effect`` (any change there
+    is smaller than the least that counts); ``inconclusive`` otherwise: the night could not
+    tell a change of ``min_effect`` from none.
 
-    "At least" forgives float rounding (TIE_TOLERANCE): 0.51 - 0.50 is a drop of 0.01.
+    "At least" and "within" forgive float rounding (TIE_TOLERANCE): 0.51 - 0.50 is a drop of
+    0.01.
     """
-    if mean_difference is None or p_value_holm is None or not p_value_holm < alpha:
+    if mean_difference is not None and p_value_holm is not None and p_value_holm < alpha:
+        if mean_difference <= -min_effect + TIE_TOLERANCE:
+            return REGRESSED
+        if mean_difference >= min_effect - TIE_TOLERANCE:
+            return IMPROVED
+    low, high = interval
+    if (low is not None and high is not None and low >= -min_effect - TIE_TOLERANCE
+            and high <= min_effect + TIE_TOLERANCE):
         return NO_CHANGE
-    if mean_difference <= -min_effect + TIE_TOLERANCE:
-        return REGRESSED
-    if mean_difference >= min_effect - TIE_TOLERANCE:
-        return IMPROVED
-    return NO_CHANGE
+    return INCONCLUSIVE
 
 
 def night_pairs(previous: Sequence[Result], current: Sequence[Result]) -> list[rn.Pair]:
@@ -189,6 +199,7 @@ def compare_nights(
     ci_level: float = 0.95,
     n_bootstrap: int = 2000,
     seed: int = 20261130,
+    power: float = DEFAULT_POWER,
 ) -> list[dict]:
     """Per ranker and cutoff of both nights: current minus previous, paired over queries.
 
@@ -198,7 +209,7 @@ def compare_nights(
     """
     return night_comparison_of_frames(
         previous, current, alpha=alpha, min_effect=min_effect, ci_level=ci_level,
-        n_bootstrap=n_bootstrap, seed=seed).comparisons
+        n_bootstrap=n_bootstrap, seed=seed, power=power).comparisons
 
 
 def night_comparison_of_frames(previous: pl.DataFrame, current: pl.DataFrame, *,
@@ -207,7 +218,8 @@ def night_comparison_of_frames(previous: pl.DataFrame, current: pl.DataFrame, *,
                                n_bootstrap: int = 2000, seed: int = 20261130,
                                queries: pl.DataFrame | None = None,
                                slices: Sequence[str] = (), n_movers: int = 10,
-                               family: Family = DEFAULT_FAMILY) -> NightComparison:
+                               family: Family = DEFAULT_FAMILY,
+                               power: float = DEFAULT_POWER) -> NightComparison:
     """:class:`NightComparison` of two nights' per-query rows, summed on this machine;
     ``queries`` and ``slices``: the queries table and the slice columns the change is broken
     down by; ``n_movers``: how many of the queries that moved most each comparison lists;
@@ -220,16 +232,17 @@ def night_comparison_of_frames(previous: pl.DataFrame, current: pl.DataFrame, *,
                       n_queries=rn.distinct_queries(previous, current))
     numbers = rn.Numbers(plan, rn.local_partial(current, previous, queries, plan))
     return night_comparison(numbers, pairs, alpha=alpha, min_effect=min_effect,
-                            ci_level=ci_level, family=family)
+                            ci_level=ci_level, family=family, power=power)
 
 
 def night_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pair: int = 0,
                      alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT,
-                     ci_level: float = 0.95, family: Family = DEFAULT_FAMILY
-                     ) -> NightComparison:
+                     ci_level: float = 0.95, family: Family = DEFAULT_FAMILY,
+                     power: float = DEFAULT_POWER) -> NightComparison:
     """:class:`NightComparison` from the numbers of a plan holding ``pairs`` (from
     :func:`night_pairs`) from its pair ``first_pair`` on; ``family``: the spec's
-    multiple-comparison family, with the measures whose verdicts alert."""
+    multiple-comparison family, with the measures whose verdicts alert; ``power``: that of
+    each comparison's detectable effect."""
     out = []
     for p, (before, now) in enumerate(pairs, start=first_pair):
         stats = numbers.pair(p, ci_level)
@@ -265,23 +278,34 @@ def night_comparison(numbers: rn.Numbers, pairs: Sequence[rn.Pair], *, first_pai
         })
     for c in out:
         c["headline"] = family.is_headline(c["measure"], c["cutoff"])
-    return NightComparison(with_verdicts(out, alpha=alpha, min_effect=min_effect,
-                                         family=family),
+    compared = with_verdicts(
+        out, alpha=alpha, min_effect=min_effect, family=family,
+        adjusted=lambda i, scale: numbers.adjusted(first_pair + i, alpha=alpha, scale=scale,
+                                                   power=power))
+    return NightComparison(compared,
                            numbers.overall_means(PREVIOUS), numbers.overall_means(TONIGHT))
 
 
 def with_verdicts(comparisons: list[dict], *, alpha: float = DEFAULT_ALPHA,
                   min_effect: float = DEFAULT_MIN_EFFECT,
-                  family: Family = DEFAULT_FAMILY) -> list[dict]:
+                  family: Family = DEFAULT_FAMILY,
+                  adjusted: Callable[[int, int | None], Mapping] | None = None) -> list[dict]:
     """Holm-adjusted p within the declared ``family`` (``stats.family``; by default every
     ranker x headline measure together, each other measure's rankers apart: a measure that
-    cannot alert does not weaken the test of one that can), the family in words, then each
-    verdict."""
-    adjusted = family.adjust([{**c, "measure": measure_of(c)} for c in comparisons],
-                             unit="ranker", unit_of=lambda c: c["ranker"])
-    return [c | {"p_value_holm": p, "holm_family": described,
-                 "verdict": verdict(c["mean_difference"], p, alpha=alpha, min_effect=min_effect)}
-            for c, (p, described) in zip(comparisons, adjusted, strict=True)]
+    cannot alert does not weaken the test of one that can), the family in words, the
+    statistics at the level the family holds each comparison to (``adjusted(i, scale)``:
+    comparison i's, ``aggregation.sums.Numbers.adjusted``), then each verdict."""
+    tests = family.adjust([{**c, "measure": measure_of(c)} for c in comparisons],
+                          unit="ranker", unit_of=lambda c: c["ranker"], alpha=alpha)
+    out = []
+    for i, (c, test) in enumerate(zip(comparisons, tests, strict=True)):
+        at_level = dict(adjusted(i, test.scale)) if adjusted is not None else {}
+        interval = (at_level.get("difference_low_adjusted"),
+                    at_level.get("difference_high_adjusted"))
+        out.append(c | {"p_value_holm": test.p, "holm_family": test.family, **at_level,
+                        "verdict": verdict(c["mean_difference"], test.p, interval,
+                                           alpha=alpha, min_effect=min_effect)})
+    return out
 
 
 def p_clause(comparison: Mapping) -> str:
@@ -366,6 +390,7 @@ def nightly_section(
     baseline_pinned: bool = False,
     alpha: float = DEFAULT_ALPHA,
     min_effect: float = DEFAULT_MIN_EFFECT,
+    power: float = DEFAULT_POWER,
 ) -> dict:
     """report.json's ``nightly``: the comparison with the previous night (or pinned baseline)
     and, when the headline versions of the two nights differ, the attribution (else null)."""
@@ -375,6 +400,7 @@ def nightly_section(
         "judgment_version": judgment_version,
         "alpha": alpha,
         "min_effect": min_effect,
+        "power": power,
         "method": COMPARISON_METHOD,
         "comparisons": comparisons,
         "attribution": attribution,
@@ -406,14 +432,28 @@ def regressions(section: Mapping | None) -> list[dict]:
             if c["verdict"] == REGRESSED and c.get("headline", True)]
 
 
+def interval_clause(comparison: Mapping) -> str:
+    """`` [-0.0710, -0.0040] (adjusted, 99.17%)``: the interval at the level the family holds
+    the comparison to, which agrees with its verdict; a comparison recorded before adjusted
+    intervals has its bootstrap interval, so labelled; "" without either."""
+    level = comparison.get("adjusted_level")
+    if level is not None and comparison.get("difference_low_adjusted") is not None:
+        return (f" [{comparison['difference_low_adjusted']:+.4f}, "
+                f"{comparison['difference_high_adjusted']:+.4f}] (adjusted, {level:.2%})")
+    if comparison.get("difference_low") is None:
+        return ""
+    return (f" [{comparison['difference_low']:+.4f}, {comparison['difference_high']:+.4f}] "
+            "(unadjusted)")
+
+
 def describe_regression(comparison: Mapping) -> str:
-    """One line naming the ranker, K, the difference, its interval and the adjusted p."""
-    interval = ("no interval" if comparison["difference_low"] is None else
-                f"[{comparison['difference_low']:+.4f}, {comparison['difference_high']:+.4f}]")
+    """One line naming the ranker, K, the difference, its adjusted interval and the adjusted
+    p."""
     label = measure_label(measure_of(comparison), comparison["cutoff"])
     return (f"{comparison['ranker']} {label} "
-            f"{comparison['mean_difference']:+.4f} {interval} over {comparison['n_paired']} "
-            f"paired queries, Holm-adjusted p {p_clause(comparison)}")
+            f"{comparison['mean_difference']:+.4f}{interval_clause(comparison) or ' no interval'}"
+            f" over {comparison['n_paired']} paired queries, Holm-adjusted p "
+            f"{p_clause(comparison)}")
 
 
 def describe_regressions(section: Mapping | None) -> str:

@@ -25,6 +25,7 @@ class WatchSettings:
 
     alpha: float = nightly.DEFAULT_ALPHA
     min_effect: float = nightly.DEFAULT_MIN_EFFECT
+    power: float = nightly.DEFAULT_POWER
     baseline_pool: str | None = None
     ci_level: float = 0.95
     n_bootstrap: int = 2000
@@ -51,6 +52,7 @@ def compared_frames(previous_per_query: pl.DataFrame | None, per_query: pl.DataF
         return None
     return nightly.night_comparison_of_frames(
         previous_per_query, per_query, alpha=settings.alpha, min_effect=settings.min_effect,
+        power=settings.power,
         ci_level=settings.ci_level, n_bootstrap=settings.n_bootstrap, seed=settings.seed,
         family=family)
 
@@ -92,7 +94,7 @@ def watch_evaluation(
     section = nightly.nightly_section(
         previous if compared is not None else None, judgment_version, comparisons,
         attribution, baseline_pinned=bool(settings.baseline_pool), alpha=settings.alpha,
-        min_effect=settings.min_effect,
+        min_effect=settings.min_effect, power=settings.power,
     )
     return NightStep(section, headline, candidate_pool == nightly.newest_pool(ready_at),
                      ready_at[candidate_pool])

@@ -327,7 +327,8 @@ def build_evaluation_assets(spec: EvaluationSpec,
         scored = (scores_stamp(storage, scores) or {}).get("scoring")
         weights, queries_manifest = read_published(
             storage, queries_file(), "the queries table")
-        config = ReportConfig()
+        # The ranker pairs are held to the watch's level, as the night's changes are.
+        config = ReportConfig(alpha=watch.alpha, power=watch.power)
         settings = watch.settings(config)
         ready, published = _nights(context.instance, storage, naming)
         previous = nightly.previous_night(pool, ready, settings.baseline_pool)
@@ -342,7 +343,7 @@ def build_evaluation_assets(spec: EvaluationSpec,
         compared = planned.night_comparison(numbers, alpha=settings.alpha,
                                             min_effect=settings.min_effect,
                                             ci_level=settings.ci_level,
-                                            family=Family.of(spec))
+                                            family=Family.of(spec), power=settings.power)
         # The history is read, extended and written by one evaluation at a time.
         with storage.locked(*history_file()):
             history, history_sha256 = _read_history(storage)

@@ -411,12 +411,14 @@ class NightlyWatch(dg.ConfigurableResource):
     """The nightly watch: verdict thresholds, a pinned baseline pool, and where alerts go.
 
     A verdict is ``regressed`` when the Holm-adjusted p is below ``alpha`` and the drop is at
-    least ``min_effect`` NDCG. Unset, ``baseline_pool`` and ``alert_webhook`` fall back to
-    NDCG_EVAL_BASELINE_POOL and NDCG_EVAL_ALERT_WEBHOOK, read when a report is written.
+    least ``min_effect``; ``power``: that of each comparison's detectable effect. Unset,
+    ``baseline_pool`` and ``alert_webhook`` fall back to NDCG_EVAL_BASELINE_POOL and
+    NDCG_EVAL_ALERT_WEBHOOK, read when a report is written.
     """
 
     alpha: float = field_of(settings.ALPHA)
     min_effect: float = field_of(settings.MIN_EFFECT)
+    power: float = field_of(settings.POWER)
     baseline_pool: str | None = field_of(settings.BASELINE_POOL, read_when_used=True)
     # Without a webhook, alerts are recorded in history/alerts.jsonl and logged only.
     alert_webhook: str | None = field_of(settings.ALERT_WEBHOOK, read_when_used=True)
@@ -424,7 +426,7 @@ class NightlyWatch(dg.ConfigurableResource):
     def settings(self, config: ReportConfig) -> WatchSettings:
         """The watch's settings; its statistics are the report's (level, resamples, seed)."""
         return WatchSettings(
-            alpha=self.alpha, min_effect=self.min_effect,
+            alpha=self.alpha, min_effect=self.min_effect, power=self.power,
             baseline_pool=self.baseline_pool or settings.BASELINE_POOL.get() or None,
             ci_level=config.ci_level, n_bootstrap=config.n_bootstrap, seed=config.seed,
         )

@@ -18,8 +18,10 @@ from evaluation_pipeline.aggregation.comparison import (
 from evaluation_pipeline.aggregation.partials import PREVIOUS, Plan, Result
 from evaluation_pipeline.evaluation import Lineage, RankerResult, result_sentence
 from evaluation_pipeline.nightly.verdicts import (
+    DEFAULT_POWER,
     NightComparison,
     grading_clause,
+    interval_clause,
     night_comparison,
     night_pairs,
     regressions,
@@ -37,6 +39,7 @@ from evaluation_pipeline.spec import EvaluationSpec
 from evaluation_pipeline.stats.family import DEFAULT as DEFAULT_FAMILY
 from evaluation_pipeline.stats.family import Family
 from evaluation_pipeline.stats.inference import (
+    ADJUSTED_INTERVAL_METHOD,
     INTERVAL_METHOD,
     RNG_DESCRIPTION,
     TEST_METHOD,
@@ -60,15 +63,15 @@ class ReportPlan:
         return sorted({r.ranker for r in self.plan.results if r.night == 0})
 
     def night_comparison(self, numbers: rn.Numbers, *, alpha: float, min_effect: float,
-                         ci_level: float, family: Family = DEFAULT_FAMILY
-                         ) -> NightComparison | None:
+                         ci_level: float, family: Family = DEFAULT_FAMILY,
+                         power: float = DEFAULT_POWER) -> NightComparison | None:
         """Tonight against the previous night from ``numbers`` (None without one);
         ``family``: the spec's multiple-comparison family (``Family.of(spec)``)."""
         if not self.has_previous:
             return None
         return night_comparison(numbers, self.night_pairs, first_pair=len(self.ranker_pairs),
                                 alpha=alpha, min_effect=min_effect, ci_level=ci_level,
-                                family=family)
+                                family=family, power=power)
 
 
 def report_plan(tonight: list[Result], queries: pl.DataFrame | None, config: ReportConfig, *,
@@ -152,7 +155,7 @@ def build_report(
     if planned.ranker_pairs:
         comparison = ranker_comparison(
             found, planned.ranker_pairs, baseline=config.baseline, ci_level=config.ci_level,
-            family=Family.of(spec),
+            family=Family.of(spec), alpha=config.alpha, power=config.power,
             differing_queries=(
                 None if candidates is None else candidate_set_differences(candidates)
             ),
@@ -195,6 +198,9 @@ def build_report(
             "interval_minimum_queries": 2,
             "test_method": TEST_METHOD,
             "test_resamples": config.n_bootstrap,
+            "alpha": config.alpha,
+            "power": config.power,
+            "adjusted_interval_method": ADJUSTED_INTERVAL_METHOD,
         },
         slices=list(slices),
         rankers=rankers,
@@ -274,11 +280,10 @@ def regression_sentence(c: dict, nightly: dict) -> str:
     """One regression against the previous night: ranker, K, by how much, the interval, the
     adjusted p and the candidate recall on both nights."""
     against = ("the pinned baseline" if nightly["baseline_pinned"] else "the previous night")
-    bounds = interval([c["difference_low"], c["difference_high"]], signed=True)
     return (
         f"{c['ranker']} {label_of(c)} regressed against {nightly['previous_pool']} "
         f"({against}, judgments {nightly['judgment_version']}): "
-        f"{number(c['mean_difference'], 3, signed=True)}{' ' + bounds if bounds else ''} over "
+        f"{number(c['mean_difference'], 3, signed=True)}{interval_clause(c)} over "
         f"{c['n_paired']:,} paired queries, Holm-adjusted p {_p(c)}; "
         f"it {grading_clause(c)}; "
         f"candidate recall {number(c['candidate_recall_current'], 3)} tonight, "
@@ -291,8 +296,7 @@ def comparison_sentence(pair: dict, comparison: dict) -> str:
         return (f"{pair['second']} vs {pair['first']}, "
                 f"{measure_label(pair['measure'], pair['cutoff'])}: no query has a number for "
                 "both.")
-    bounds = interval([pair["difference_low"], pair["difference_high"]], signed=True)
-    spread = f" {bounds}" if bounds else ""
+    spread = interval_clause(pair)
     p = f"p {_p(pair, 'p_value')}"
     if pair["p_value_holm"] is not None:
         p += f", Holm-adjusted {p_shown(pair, 'p_value_holm')}"

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
+from evaluation_pipeline import settings
 from schemas.errors import EvaluationError
 
 # Free text and the key are never slices: a slice groups queries by a shared property.
@@ -32,6 +33,10 @@ class ReportConfig:
     seed: int = 20261130
     baseline: str | None = None
     n_regressions: int = 10
+    # The level each family's tests are held to and the power of their detectable effects:
+    # the nightly watch's (NDCG_EVAL_ALPHA, NDCG_EVAL_POWER), so a report and its night agree.
+    alpha: float = field(default_factory=settings.alpha)
+    power: float = field(default_factory=settings.power)
 
     def __post_init__(self) -> None:
         if not 0 < self.ci_level < 1:

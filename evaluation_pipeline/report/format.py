@@ -57,6 +57,32 @@ def holm_families(entries) -> list[str]:
     return list(dict.fromkeys(e["holm_family"] for e in entries if e.get("holm_family")))
 
 
+def adjusted_interval(entry, digits: int = 3) -> str:
+    """A comparison's adjusted interval (the sign-flip test inverted at its family's level),
+    ``[-0.071, -0.004]``; "unbounded" where the test can reject no shift at that level; ""
+    for an entry recorded before adjusted intervals or without a p."""
+    if entry.get("adjusted_level") is None:
+        return ""
+    if entry.get("difference_low_adjusted") is None:
+        return "unbounded"
+    return interval([entry["difference_low_adjusted"], entry["difference_high_adjusted"]],
+                    digits, signed=True)
+
+
+def adjusted_notes(entries, power: float | None) -> list[str]:
+    """The note under a table with adjusted intervals: what they are, and the ``power`` of
+    the detectable effects beside them."""
+    levels = sorted({e["adjusted_level"] for e in entries if e.get("adjusted_level")})
+    if not levels:
+        return []
+    spread = (f"{levels[0]:.2%}" if len(levels) == 1
+              else f"{levels[0]:.2%} to {levels[-1]:.2%}")
+    return [f"adjusted interval: the sign-flip test inverted at the level its Holm family "
+            f"holds it to ({spread}); it excludes 0 exactly when p (Holm) is below alpha. "
+            f"detectable: the least change that test finds with probability "
+            f"{'the declared power' if power is None else f'{power:.0%}'}"]
+
+
 def interval(pair: list | tuple | None, digits: int = 3, signed: bool = False) -> str:
     """``[low, high]``, or "" when there is none (fewer than two queries with a number)."""
     if not pair or pair[0] is None:

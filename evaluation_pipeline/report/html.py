@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from evaluation_pipeline.report import night_html, svg
 from evaluation_pipeline.report.format import (
+    adjusted_interval,
+    adjusted_notes,
     floor_notes,
     holm_families,
     interval,
@@ -154,7 +156,8 @@ def _comparison(report: dict, comparison: dict) -> dict:
         "kind": comparison["kind"],
         "pairs_compared": comparison["pairs_compared"],
         "multiple_comparisons": comparison["multiple_comparisons"],
-        "families": holm_families(comparison["pairs"]) + floor_notes(comparison["pairs"]),
+        "families": (holm_families(comparison["pairs"]) + floor_notes(comparison["pairs"])
+                     + adjusted_notes(comparison["pairs"], report["statistics"].get("power"))),
         "test_method": report["statistics"]["test_method"],
         "pairs": [{
             "first": p["first"], "second": p["second"],
@@ -162,6 +165,8 @@ def _comparison(report: dict, comparison: dict) -> dict:
             "n_paired": p["n_paired"],
             "mean_difference": number(p["mean_difference"], signed=True),
             "interval": interval([p["difference_low"], p["difference_high"]], 4, signed=True),
+            "adjusted_interval": adjusted_interval(p, 4),
+            "detectable": number(p.get("detectable_effect"), 4, missing=""),
             "bounds": night_html.grading_range(p["difference_min"], p["difference_max"],
                                                p["n_bounded"], True),
             "p_value": p_shown(p), "p_value_holm": p_shown(p, "p_value_holm"),

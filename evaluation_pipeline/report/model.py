@@ -54,6 +54,13 @@ class Statistics(Record):
     """the paired test behind each p-value"""
     test_resamples: int
     """its resamples (sign patterns)"""
+    alpha: float | None = None
+    """the level each Holm family's tests are held to (`NDCG_EVAL_ALPHA`, the watch's):
+    the adjusted intervals, the ranker tiers and the verdicts read it"""
+    power: float | None = None
+    """the power of each comparison's `detectable_effect` (`NDCG_EVAL_POWER`)"""
+    adjusted_interval_method: str | None = None
+    """how an adjusted interval is made"""
 
 
 class SliceResult(Means):
@@ -76,7 +83,29 @@ class Regression(Record):
     """`ndcg_second - ndcg_first`"""
 
 
-class Pair(Record):
+class AtFamilyLevel(Record):
+    """A comparison's statistics at the level its Holm family holds it to (contract section
+    4); absent in a report written before they were recorded."""
+
+    adjusted_level: float | None = None
+    """the adjusted interval's confidence level, 1 - alpha / s: s is m - j + 1 for the test
+    Holm rejects at its j-th step of m, and m - r for every test after Holm stopped (r
+    rejected); null without a p"""
+    difference_low_adjusted: float | None = None
+    """the adjusted interval, low end: the shifts of the per-query differences the sign-flip
+    test does not reject at 1 - `adjusted_level` (the test inverted); it excludes 0 exactly
+    when `p_value_holm < alpha`; null without a p, or when the test can reject no shift at
+    that level (too few queries or resamples)"""
+    difference_high_adjusted: float | None = None
+    """its high end"""
+    detectable_effect: float | None = None
+    """the least true mean difference the test finds at 1 - `adjusted_level` with
+    probability `power`: (t(1 - alpha / 2s) + t(power)) x sd / sqrt(n_paired), t with
+    n_paired - 1 degrees of freedom, sd the paired differences' standard deviation; null with
+    fewer than two paired queries"""
+
+
+class Pair(AtFamilyLevel):
     """Two rankers on one measure, paired over the queries with a number for both."""
 
     first: str
@@ -260,7 +289,7 @@ class ChangeBySlice(Record):
     holds 0): a share of what may be no change is noise"""
 
 
-class NightComparison(Record):
+class NightComparison(AtFamilyLevel):
     """One ranker and measure of both nights; differences are this night minus the previous
     one."""
 
@@ -320,8 +349,10 @@ class NightComparison(Record):
     """the tests `p_value_holm` is adjusted over, in words, e.g. `Holm over 6 tests: 3 rankers
     x 2 measures (nDCG@5, nDCG@10)`"""
     verdict: Literal[VERDICTS]
-    """`regressed` when `p_value_holm < alpha` and `mean_difference <= -min_effect`;
-    `improved` for the mirror case; `no_change` otherwise"""
+    """`regressed` when `p_value_holm < alpha` (so the adjusted interval excludes 0) and
+    `mean_difference <= -min_effect`; `improved` for the mirror case; `no_change` when the
+    adjusted interval lies within +-`min_effect`; `inconclusive` otherwise (a change of
+    `min_effect` could not be told from none)"""
 
 
 class Attribution(Record):
@@ -355,6 +386,8 @@ class Nightly(Record):
     """the verdicts' significance threshold (`NightlyWatch.alpha`)"""
     min_effect: float
     """the least drop a regression takes (`NightlyWatch.min_effect`)"""
+    power: float | None = None
+    """the power of each comparison's `detectable_effect` (`NightlyWatch.power`)"""
     method: str
     """the comparison in words"""
     comparisons: list[NightComparison]

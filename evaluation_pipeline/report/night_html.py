@@ -5,6 +5,8 @@ that moved most and the change broken down by slice."""
 from __future__ import annotations
 
 from evaluation_pipeline.report.format import (
+    adjusted_interval,
+    adjusted_notes,
     floor_notes,
     holm_families,
     interval,
@@ -60,7 +62,8 @@ def night_section(report: dict) -> dict:
         "alpha": f"{nightly['alpha']:g}",
         "min_effect": f"{nightly['min_effect']:g}",
         "comparisons": [_comparison(c) for c in nightly["comparisons"]],
-        "families": holm_families(nightly["comparisons"]) + floor_notes(nightly["comparisons"]),
+        "families": (holm_families(nightly["comparisons"]) + floor_notes(nightly["comparisons"])
+                     + adjusted_notes(nightly["comparisons"], nightly.get("power"))),
         "movers": movers(listed),
         "slices": [_slices(c) for c in listed if c.get("slices")],
         "attribution": _attribution(nightly["attribution"]),
@@ -74,13 +77,16 @@ def _comparison(c: dict) -> dict:
         "mean_previous": number(c["mean_previous"]), "mean_current": number(c["mean_current"]),
         "mean_difference": number(c["mean_difference"], signed=True),
         "interval": interval([c["difference_low"], c["difference_high"]], 4, signed=True),
+        "adjusted_interval": adjusted_interval(c, 4),
+        "detectable": number(c.get("detectable_effect"), 4, missing=""),
         "bounds": grading_range(c["difference_min"], c["difference_max"], c["n_bounded"],
                                 True),
         "p_value": p_shown(c),
         "p_value_holm": p_shown(c, "p_value_holm"),
         "verdict": c["verdict"], "verdict_words": c["verdict"].replace("_", " ") + (
             # A measure outside the spec's headline is compared and recorded, never alerted.
-            " (no alert)" if c["verdict"] != "no_change" and not c.get("headline", True)
+            " (no alert)" if c["verdict"] in ("regressed", "improved")
+            and not c.get("headline", True)
             else ""),
         "candidate_recall_previous": number(c["candidate_recall_previous"], 3),
         "candidate_recall_current": number(c["candidate_recall_current"], 3),

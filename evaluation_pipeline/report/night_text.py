@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluation_pipeline.report.format import (
+    adjusted_interval,
+    adjusted_notes,
     floor_notes,
     holm_families,
     interval,
@@ -40,15 +42,18 @@ def render_night(report: dict, report_path: str, *, rankers: Sequence[str] | Non
     comparisons = [c for c in nightly["comparisons"] if wanted(c)]
     lines.append(aligned(
         ["ranker", "measure", "paired", "previous", "tonight", "vs prev", "interval",
-         "p (Holm)", "verdict", "recall prev", "recall now"],
+         "adjusted interval", "detectable", "p (Holm)", "verdict", "recall prev",
+         "recall now"],
         [[c["ranker"], label_of(c), c["n_paired"], number(c["mean_previous"]),
           number(c["mean_current"]), number(c["mean_difference"], signed=True),
           interval([c["difference_low"], c["difference_high"]], signed=True),
+          adjusted_interval(c), number(c.get("detectable_effect"), 3, missing=""),
           p_shown(c, "p_value_holm"),
           c["verdict"].replace("_", " "), number(c["candidate_recall_previous"], 3),
           number(c["candidate_recall_current"], 3)] for c in comparisons]))
     lines += [f"p (Holm): {family}" for family in holm_families(comparisons)]
     lines += floor_notes(comparisons)
+    lines += adjusted_notes(comparisons, nightly.get("power"))
     for c in shown(nightly | {"comparisons": comparisons}, report["headline_cutoff"]):
         title = f"{c['ranker']} {label_of(c)} ({c['verdict'].replace('_', ' ')}"
         lines += ["", f"{title}, {number(c['mean_difference'], signed=True)}): the queries "

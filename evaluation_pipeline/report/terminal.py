@@ -11,6 +11,8 @@ from evaluation_pipeline.analysis.measure_trace import COLUMNS, MeasureTrace
 from evaluation_pipeline.io.storage import AGGREGATES_FILE, HTML_FILE, REPORT_FILE
 from evaluation_pipeline.measures.parse import parse_measure
 from evaluation_pipeline.report.format import (
+    adjusted_interval,
+    adjusted_notes,
     floor_notes,
     holm_families,
     interval,
@@ -66,14 +68,16 @@ def render_report(report: dict, out: Path | None = None) -> str:
         lines += [by_measure, ""]
     lines.append(headline_table(report["results"], REPORT_VIEW))
     if report["comparison"]:
-        lines += ["", render_comparison(report["comparison"])]
+        lines += ["", render_comparison(report["comparison"],
+                                        report["statistics"].get("power"))]
     if out is not None:
         lines += ["", f"wrote {out / HTML_FILE}, {out / REPORT_FILE}, {out / AGGREGATES_FILE}"
                   + (f" and {len(report['traces'])} traces" if report["traces"] else "")]
     return "\n".join(lines)
 
 
-def render_comparison(comparison: dict) -> str:
+def render_comparison(comparison: dict, power: float | None = None) -> str:
+    """The ranker pairs' table with its notes; ``power``: that of the detectable effects."""
     lines = [f"comparison: {comparison['kind']}; {comparison.get('pairs_compared', 'per ranker')}"
              f"; multiple comparisons: {comparison['multiple_comparisons']}"]
     if comparison.get("note"):
@@ -98,18 +102,20 @@ def render_comparison(comparison: dict) -> str:
         row = [label, which(p), p["n_paired"],
                number(p["mean_difference"], signed=True),
                interval([p["difference_low"], p["difference_high"]], signed=True),
+               adjusted_interval(p), number(p.get("detectable_effect"), 3, missing=""),
                p_shown(p), p_shown(p, "p_value_holm"), p["wins"], p["losses"], p["ties"]]
         if across:
             row += [number(p["mean_candidate_recall_first"], 3),
                     number(p["mean_candidate_recall_second"], 3)]
         rows.append(row)
-    headers = ["pair", "K" if ndcg_only else "measure", "paired", "mean diff", "interval", "p",
-               "p holm", "better", "worse", "tied"]
+    headers = ["pair", "K" if ndcg_only else "measure", "paired", "mean diff", "interval",
+               "adjusted interval", "detectable", "p", "p holm", "better", "worse", "tied"]
     if across:
         headers += ["recall first", "recall second"]
     lines += ["", table(headers, rows)]
     lines += [f"p holm: {family}" for family in holm_families(comparison["pairs"])]
     lines += floor_notes(comparison["pairs"])
+    lines += adjusted_notes(comparison["pairs"], power)
     worst = [(p, r) for p in comparison["pairs"] for r in p["regressions"][:3]]
     if worst:
         lines += ["", "most regressed queries (up to 3 per pair):"]

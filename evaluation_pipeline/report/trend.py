@@ -17,7 +17,7 @@ from evaluation_pipeline.nightly.history import headline_trend
 from evaluation_pipeline.report.format import interval, number, p_shown, with_interval
 from evaluation_pipeline.report.svg import PALETTE
 from evaluation_pipeline.report.templating import render
-from schemas.columns import REGRESSED, measure_label, ndcg_name
+from schemas.columns import INCONCLUSIVE, REGRESSED, measure_label, ndcg_name
 
 REGRESSION_COLOUR = "#c0392b"
 WIDTH, HEIGHT = 820, 300
@@ -139,6 +139,9 @@ def _point(p: dict, px: float, py: float, ranker: str, label: str, report_href: 
                 f"{label} {with_interval(p['value'], [p['value_low'], p['value_high']])}"
                 + _verdict_text(p)),
         "regressed": p["verdict"] == REGRESSED,
+        # Hollow: the night could not tell a change of min_effect from none, which a quiet
+        # (filled) night did.
+        "inconclusive": p["verdict"] == INCONCLUSIVE,
     }
 
 

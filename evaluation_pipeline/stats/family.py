@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from evaluation_pipeline.spec import DEFAULT_FAMILY
-from evaluation_pipeline.stats.inference import holm
+from evaluation_pipeline.stats.inference import holm, holm_scales
 from schemas.columns import ndcg_name
 
 
@@ -46,25 +47,37 @@ class Family:
         return measure
 
     def adjust(self, tests: Sequence[Mapping], *, unit: str,
-               unit_of: Callable[[Mapping], object]) -> list[tuple[float | None, str | None]]:
+               unit_of: Callable[[Mapping], object], alpha: float | None = None
+               ) -> list[Adjusted]:
         """Per test (a mapping with ``p_value``, ``measure`` and ``cutoff``), in order: its
-        Holm-adjusted p within its family and the family in words ("Holm over 6 tests: 3
-        rankers x 2 measures (nDCG@5, nDCG@10)"); ``unit`` names what ``unit_of`` a test
-        returns (a ranker, a ranker pair). A test without a p (nothing paired) is in no family:
-        (None, None)."""
+        Holm-adjusted p within its family, the family in words ("Holm over 6 tests: 3
+        rankers x 2 measures (nDCG@5, nDCG@10)") and, given ``alpha``, the divisor of
+        ``alpha`` its adjusted interval is held to (``stats.inference.holm_scales``); ``unit``
+        names what ``unit_of`` a test returns (a ranker, a ranker pair). A test without a p
+        (nothing paired) is in no family: all None."""
         members: dict[str, list[int]] = {}
         for i, test in enumerate(tests):
             if test["p_value"] is not None:
                 members.setdefault(self.key(test["measure"], test["cutoff"]), []).append(i)
-        out: list[tuple[float | None, str | None]] = [(None, None)] * len(tests)
+        out = [Adjusted(None, None, None)] * len(tests)
         for indices in members.values():
-            adjusted = holm(np.array([tests[i]["p_value"] for i in indices], dtype=np.float64))
+            p_values = np.array([tests[i]["p_value"] for i in indices], dtype=np.float64)
+            adjusted = holm(p_values)
+            scales = (holm_scales(p_values, alpha) if alpha is not None
+                      else [None] * len(indices))
             described = describe(len(indices), unit,
                                  len({unit_of(tests[i]) for i in indices}),
                                  list(dict.fromkeys(tests[i]["measure"] for i in indices)))
-            for i, p in zip(indices, adjusted, strict=True):
-                out[i] = (float(p), described)
+            for i, p, scale in zip(indices, adjusted, scales, strict=True):
+                out[i] = Adjusted(float(p), described, None if scale is None else int(scale))
         return out
+
+
+class Adjusted(NamedTuple):
+    """One test's adjustment within its family."""
+    p: float | None  # Holm-adjusted p
+    family: str | None  # the family in words
+    scale: int | None  # alpha / scale: the level of its adjusted interval
 
 
 # The default spec's family: the tests of every ranker x nDCG@K together.

@@ -12,6 +12,7 @@ import pytest
 from evaluation_pipeline.nightly import verdicts as nightly
 from evaluation_pipeline.nightly.verdicts import (
     IMPROVED,
+    INCONCLUSIVE,
     NO_CHANGE,
     REGRESSED,
     attribute,
@@ -70,31 +71,41 @@ def test_the_headline_is_the_newest_version_published_by_the_first_evaluation():
 # --- the verdict at its boundaries ---------------------------------------------------------------
 
 
+NARROW = (-0.009, 0.009)  # an adjusted interval within +-min_effect (0.01)
+WIDE = (-0.2, 0.1)  # one that reaches past it
+
+
 @pytest.mark.parametrize(
-    ("mean_difference", "p_value_holm", "expected"),
+    ("mean_difference", "p_value_holm", "interval", "expected"),
     [
-        (-0.01, 0.049, REGRESSED),  # the drop is exactly min_effect
-        (0.50 - 0.51, 0.049, REGRESSED),  # the same drop through float rounding
-        (-0.0099, 0.001, NO_CHANGE),  # significant but too small
-        (-0.2, 0.05, NO_CHANGE),  # p must be strictly below alpha
-        (-0.2, 0.0499999, REGRESSED),
-        (0.01, 0.049, IMPROVED),
-        (0.51 - 0.50, 0.049, IMPROVED),
-        (0.0099, 0.001, NO_CHANGE),
-        (0.3, 0.2, NO_CHANGE),
-        (0.0, 0.0, NO_CHANGE),
-        (None, 0.0, NO_CHANGE),  # no query paired
+        (-0.01, 0.049, WIDE, REGRESSED),  # the drop is exactly min_effect
+        (0.50 - 0.51, 0.049, WIDE, REGRESSED),  # the same drop through float rounding
+        (-0.0099, 0.001, (-0.0101, -0.0001), INCONCLUSIVE),  # significant, maybe too small
+        (-0.0099, 0.001, (-0.00999, -0.0001), NO_CHANGE),  # significant and surely too small
+        (-0.2, 0.05, WIDE, INCONCLUSIVE),  # p must be strictly below alpha
+        (-0.2, 0.0499999, WIDE, REGRESSED),
+        (0.01, 0.049, WIDE, IMPROVED),
+        (0.51 - 0.50, 0.049, WIDE, IMPROVED),
+        (0.0099, 0.001, NARROW, NO_CHANGE),
+        (0.3, 0.2, WIDE, INCONCLUSIVE),
+        (0.001, 0.2, NARROW, NO_CHANGE),
+        (0.001, 0.2, (-0.01, 0.01), NO_CHANGE),  # within includes the ends
+        (0.001, 0.2, (-0.0101, 0.01), INCONCLUSIVE),
+        (0.001, 0.2, (None, None), INCONCLUSIVE),  # no interval: nothing could be told
+        (0.0, 0.0, NARROW, NO_CHANGE),
+        (None, 0.0, (None, None), INCONCLUSIVE),  # no query paired
     ],
 )
-def test_verdict_boundaries(mean_difference, p_value_holm, expected):
-    assert verdict(mean_difference, p_value_holm) == expected
+def test_verdict_boundaries(mean_difference, p_value_holm, interval, expected):
+    assert verdict(mean_difference, p_value_holm, interval) == expected
 
 
 def test_verdict_parameters():
-    assert verdict(-0.02, 0.08, alpha=0.1) == REGRESSED
-    assert verdict(-0.02, 0.08) == NO_CHANGE
-    assert verdict(-0.02, 0.001, min_effect=0.03) == NO_CHANGE
-    assert verdict(-0.03, 0.001, min_effect=0.03) == REGRESSED
+    assert verdict(-0.02, 0.08, WIDE, alpha=0.1) == REGRESSED
+    assert verdict(-0.02, 0.08, WIDE) == INCONCLUSIVE
+    assert verdict(-0.02, 0.001, WIDE, min_effect=0.03) == INCONCLUSIVE
+    assert verdict(-0.02, 0.001, (-0.029, -0.011), min_effect=0.03) == NO_CHANGE
+    assert verdict(-0.03, 0.001, WIDE, min_effect=0.03) == REGRESSED
 
 
 # --- Holm across rankers x cutoffs ----------------------------------------------------------------
@@ -119,8 +130,10 @@ def test_holm_by_hand():
             for (r, k), p in zip(itertools.product("ab", (5, 10)), (0.01, 0.04, 0.03, 0.005))]
     adjusted = [c["p_value_holm"] for c in with_verdicts(rows)]
     assert adjusted == pytest.approx([0.03, 0.06, 0.06, 0.02])
-    assert [c["verdict"] for c in with_verdicts(rows)] == [REGRESSED, NO_CHANGE, NO_CHANGE,
-                                                          REGRESSED]
+    # Without the statistics at the family's level there is no adjusted interval: what is not
+    # a change could not be told from one.
+    assert [c["verdict"] for c in with_verdicts(rows)] == [REGRESSED, INCONCLUSIVE,
+                                                          INCONCLUSIVE, REGRESSED]
 
 
 def two_nights(n: int = 40, seed: int = 7) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -165,7 +178,9 @@ def test_compare_nights_pairs_verdicts_and_holm_over_every_ranker_and_cutoff():
     assert drop["mean_difference"] == pytest.approx(drop["mean_current"] - drop["mean_previous"])
     assert by_key[("same", 10)]["p_value"] == 1.0
     assert by_key[("same", 10)]["verdict"] == NO_CHANGE
-    assert by_key[("steady", 10)]["verdict"] == NO_CHANGE
+    # 40 queries with noise of 0.03 cannot tell a change of 0.01 from none.
+    assert by_key[("steady", 10)]["verdict"] == INCONCLUSIVE
+    assert by_key[("steady", 10)]["detectable_effect"] > 0.01
     assert drop["candidate_recall_previous"] == pytest.approx(0.8)
     assert drop["candidate_recall_current"] == pytest.approx(0.9)
 
@@ -183,6 +198,8 @@ def test_min_effect_and_alpha_are_parameters_of_the_comparison():
     previous, current = two_nights()
     strict = compare_nights(previous, current, n_bootstrap=200, min_effect=0.5)
     assert {c["verdict"] for c in strict} == {NO_CHANGE}
+    # The intervals the verdicts read are adjusted: Holm's steps over 6 tests, 1 - 0.05 / s.
+    assert {c["adjusted_level"] for c in strict} <= {1 - 0.05 / s for s in range(1, 7)}
     flipped = compare_nights(current, previous, n_bootstrap=200)
     assert {(c["ranker"], c["cutoff"]) for c in flipped if c["verdict"] == IMPROVED} >= {
         ("drops", 10)}

@@ -54,10 +54,12 @@ def test_the_noisy_ranker_never_regresses_nor_improves(week):
     for (pool, version), section in week["sections"].items():
         for c in section["comparisons"]:
             if c["ranker"] == gen.NOISY_RANKER:
-                assert c["verdict"] == "no_change", (pool, version, c)
+                # Its noise hides a change of min_effect: never a change, and not "no change".
+                assert c["verdict"] == "inconclusive", (pool, version, c)
+                assert c["detectable_effect"] > 0.01
                 assert c["mean_difference"] != 0.0  # it does move
             if c["ranker"] == gen.REGRESSED_RANKER and pool != gen.REGRESSION_NIGHT:
-                assert c["verdict"] == "no_change", (pool, version, c)
+                assert c["verdict"] in ("no_change", "inconclusive"), (pool, version, c)
 
 
 def test_attribution_adds_up_on_the_night_the_judgments_changed(week):

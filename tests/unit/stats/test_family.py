@@ -44,29 +44,29 @@ def test_each_rule_adjusts_within_its_families_as_statsmodels_holm(rule, headlin
         tests = family_tests(RNG.uniform(0, 0.2, len(RANKERS) * len(MEASURES)))
         adjusted = Family(rule, headline).adjust(tests, unit="ranker",
                                                  unit_of=lambda t: t["ranker"])
-        assert [p for p, _ in adjusted] == pytest.approx(by_hand(tests, groups), abs=1e-15)
+        assert [a.p for a in adjusted] == pytest.approx(by_hand(tests, groups), abs=1e-15)
 
 
 def test_the_family_is_named_with_its_size_and_span():
     tests = family_tests(np.linspace(0.001, 0.1, len(RANKERS) * len(MEASURES)))
     adjusted = Family().adjust(tests, unit="ranker", unit_of=lambda t: t["ranker"])
     named = dict(zip(((t["ranker"], t["measure"]) for t in tests),
-                     (family for _, family in adjusted), strict=True))
+                     (a.family for a in adjusted), strict=True))
     assert named["dense", "nDCG@10"] == (
         "Holm over 6 tests: 3 rankers x 2 measures (nDCG@5, nDCG@10)")
     assert named["bm25", "Rprec"] == "Holm over 3 tests: 3 rankers x 1 measure (Rprec)"
     pairs = Family("all").adjust(tests[:2], unit="ranker pair", unit_of=lambda t: t["ranker"])
-    assert pairs[0][1] == "Holm over 2 tests: 2 ranker pairs x 1 measure (nDCG@5)"
+    assert pairs[0].family == "Holm over 2 tests: 2 ranker pairs x 1 measure (nDCG@5)"
 
 
 def test_a_test_without_a_p_is_in_no_family():
     tests = family_tests(np.full(len(RANKERS) * len(MEASURES), 0.01))
     tests[0]["p_value"] = None
     adjusted = Family().adjust(tests, unit="ranker", unit_of=lambda t: t["ranker"])
-    assert adjusted[0] == (None, None)
+    assert adjusted[0] == (None, None, None)
     # The other nDCG@K tests form a family of five, not six.
-    assert adjusted[1] == (pytest.approx(0.05),
-                           "Holm over 5 tests: 3 rankers x 2 measures (nDCG@5, nDCG@10)")
+    assert adjusted[1][:2] == (pytest.approx(0.05),
+                               "Holm over 5 tests: 3 rankers x 2 measures (nDCG@5, nDCG@10)")
 
 
 def test_the_spec_declares_the_family_and_the_default_keeps_the_spec_id():
@@ -89,9 +89,9 @@ def test_the_contracts_worked_case():
          ("hybrid", "nDCG@10"): 0.0410}
     tests = [{"ranker": r, "measure": m, "cutoff": int(m[5:]), "p_value": v}
              for (r, m), v in p.items()]
-    headline = [a for a, _ in Family().adjust(tests, unit="ranker", unit_of=lambda t: t["ranker"])]
+    headline = [a.p for a in Family().adjust(tests, unit="ranker", unit_of=lambda t: t["ranker"])]
     assert headline == pytest.approx([0.003, 0.096, 0.096, 0.21, 0.045, 0.096], abs=1e-15)
-    measure = [a for a, _ in Family("measure").adjust(tests, unit="ranker",
+    measure = [a.p for a in Family("measure").adjust(tests, unit="ranker",
                                                       unit_of=lambda t: t["ranker"])]
     assert measure == pytest.approx([0.0015, 0.048, 0.048, 0.21, 0.027, 0.082], abs=1e-15)
 
