@@ -17,7 +17,9 @@ from tests.support.webhook import WebhookServer
 
 REGRESSION = {"ranker": "dense-v2", "cutoff": 10, "n_paired": 40, "mean_difference": -0.0812,
               "difference_low": -0.11, "difference_high": -0.052, "p_value": 0.0002,
-              "p_value_holm": 0.0018,
+              "p_value_holm": 0.0018, "adjusted_level": 1 - 0.05 / 6,
+              "difference_low_adjusted": -0.121, "difference_high_adjusted": -0.041,
+              "detectable_effect": 0.035,
               "verdict": "regressed", "difference_min": -0.15, "difference_max": -0.01,
               "holds_for_every_grading": True}
 NOISE = {"ranker": "bm25-v3", "cutoff": 10, "n_paired": 40, "mean_difference": -0.004,
@@ -99,7 +101,8 @@ def test_a_failing_webhook_is_retried_with_backoff_and_an_alert_is_sent_once(tmp
                                    | {"measure": "nDCG@10", "holm_family": None}]
     # Slack incoming webhooks read "text".
     assert body["text"].startswith("NDCG regression in night-5 against night-4")
-    assert "dense-v2 NDCG@10 -0.0812 [-0.1100, -0.0520], Holm-adjusted p = 0.0018" in body["text"]
+    assert ("dense-v2 NDCG@10 -0.0812 [-0.1210, -0.0410] (adjusted, 99.17%), Holm-adjusted "
+            "p = 0.0018") in body["text"]
     assert "bm25-v3" not in body["text"]
     recorded = read_alerts(tmp_path / "history" / "alerts.jsonl")
     assert [r["key"] for r in recorded] == ["night-5/maint-v2/abc123"]

@@ -255,7 +255,10 @@ def test_nightly_section_and_regression_description():
     c = found[0]
     assert "drops NDCG@10" in text
     assert f"{c['mean_difference']:+.4f}" in text
-    assert f"[{c['difference_low']:+.4f}, {c['difference_high']:+.4f}]" in text
+    # The interval that agrees with the verdict: adjusted, and so labelled.
+    assert (f"[{c['difference_low_adjusted']:+.4f}, {c['difference_high_adjusted']:+.4f}] "
+            f"(adjusted, {c['adjusted_level']:.2%})") in text
+    assert c["difference_high_adjusted"] < 0
     # Beyond every one of the 300 resamples: p is the floor, 1/301, and Holm's 6 x 1/301 is
     # shown as the bound it is.
     assert c["p_value"] == 1 / 301 and c["test_resamples"] == 300
