@@ -117,6 +117,8 @@ def compare_rankers(
     """
     results = rn.results_of(per_query)
     pairs = ranker_pair_results(results, baseline)
+    family.check_resolution([first for first, _ in pairs], n_bootstrap, alpha,
+                            what="ranker pairs")
     plan = rn.plan_of(results, pairs=pairs, n_bootstrap=n_bootstrap, seed=seed,
                       n_regressions=n_regressions, n_queries=rn.distinct_queries(per_query))
     numbers = rn.Numbers(plan, rn.local_partial(per_query, None, None, plan))
@@ -176,6 +178,8 @@ def compare_pools(
     measures = [m for m in measures_of(after) if m in set(measures_of(before))]
     pairs = [(Result(PREVIOUS, ranker, *measure), Result(TONIGHT, ranker, *measure))
              for measure in measures for ranker in rankers]
+    family.check_resolution([now for _, now in pairs], n_bootstrap, alpha,
+                            what="rankers' changes between the pools")
     plan = rn.plan_of(after, previous=before,
                       pairs=pairs, n_bootstrap=n_bootstrap, seed=seed,
                       n_regressions=n_regressions,

@@ -33,10 +33,16 @@ from evaluation_pipeline.metric.ndcg import sort_results
 from evaluation_pipeline.report import ReportConfig, check_options, write_report
 from evaluation_pipeline.spec import EvaluationSpec
 from evaluation_pipeline.stats.family import Family
+from evaluation_pipeline.stats.tiers import tier_rows
 from schemas.columns import STATUSES, spec_ndcg_rows
 
 # The bounds of a mean over every grading of the holes (contract, the aggregates).
 BOUNDS = ("n_bounded", "macro_ndcg_min", "macro_ndcg_max")
+
+
+# The columns of ``Evaluation.tiers()`` and ``Report.tiers`` (report.json's ``tiers``).
+TIER_SCHEMA = {"measure": pl.String, "ranker": pl.String, "mean": pl.Float64, "rank": pl.Int64,
+               "letters": pl.String, "rank_low": pl.Int64, "rank_high": pl.Int64}
 
 
 class Report:
@@ -55,6 +61,11 @@ class Report:
             queries, config, candidates=evaluation.candidates, judgments=evaluation.judgments,
             queries_sha256=queries_sha256)
         self.aggregates = pl.read_parquet(where / AGGREGATES_FILE)
+
+    @property
+    def tiers(self) -> pl.DataFrame:
+        """report.json's ``tiers`` as a table (``Evaluation.tiers``' columns)."""
+        return pl.DataFrame(self.record.get("tiers") or [], schema=TIER_SCHEMA)
 
     @property
     def headline(self) -> list[str]:
@@ -208,6 +219,22 @@ class Evaluation:
         means = measure_means(self.per_query)
         return means.pivot(on="measure", index="ranker", values="mean").select(
             "ranker", *(n for n in names if n in means["measure"])).sort("ranker")
+
+    def tiers(self, *, ci_level: float | None = None, n_bootstrap: int | None = None,
+              seed: int | None = None) -> pl.DataFrame:
+        """Per headline measure, the rankers by mean in tiers, as report.json's ``tiers``:
+        measure, ranker, mean, rank, letters (rankers sharing a letter are not told apart by
+        their pair's Holm-adjusted test at NDCG_EVAL_ALPHA) and the rank interval those tests
+        allow (rank_low, rank_high). Empty with one ranker."""
+        rows = []
+        if len(self.rankers) > 1:
+            comparison = self.compare(ci_level=ci_level, n_bootstrap=n_bootstrap, seed=seed)
+            headline = set(self.spec.headline_measures)
+            means = {(ranker, measure): mean for ranker, measure, mean in measure_means(
+                self.per_query).select("ranker", "measure", "mean").iter_rows()}
+            rows = tier_rows([p for p in comparison["pairs"] if p["measure"] in headline],
+                             means, alpha=ReportConfig().alpha)
+        return pl.DataFrame(rows, schema=TIER_SCHEMA)
 
     def to_pandas(self):
         """``per_query`` as a pandas DataFrame (needs pandas)."""

@@ -226,6 +226,8 @@ def night_comparison_of_frames(previous: pl.DataFrame, current: pl.DataFrame, *,
     ``family``: the spec's multiple-comparison family, with the measures whose verdicts
     alert."""
     pairs = night_pairs(rn.results_of(previous, PREVIOUS), rn.results_of(current))
+    family.check_resolution([now for _, now in pairs], n_bootstrap, alpha,
+                            what="changes against the previous night")
     plan = rn.plan_of(rn.results_of(current), previous=rn.results_of(previous, PREVIOUS),
                       pairs=pairs, n_bootstrap=n_bootstrap, seed=seed,
                       queries=queries, slices=tuple(slices), n_regressions=n_movers,

@@ -44,6 +44,7 @@ from evaluation_pipeline.stats.inference import (
     RNG_DESCRIPTION,
     TEST_METHOD,
 )
+from evaluation_pipeline.stats.tiers import tier_rows
 from schemas.columns import label_of, measure_label, ndcg_name, spec_ndcg_rows
 
 
@@ -69,6 +70,8 @@ class ReportPlan:
         ``family``: the spec's multiple-comparison family (``Family.of(spec)``)."""
         if not self.has_previous:
             return None
+        family.check_resolution([now for _, now in self.night_pairs], self.plan.n_bootstrap,
+                                alpha, what="changes against the previous night")
         return night_comparison(numbers, self.night_pairs, first_pair=len(self.ranker_pairs),
                                 alpha=alpha, min_effect=min_effect, ci_level=ci_level,
                                 family=family, power=power)
@@ -153,6 +156,8 @@ def build_report(
     comparison = None
     differences: dict = {}
     if planned.ranker_pairs:
+        Family.of(spec).check_resolution([first for first, _ in planned.ranker_pairs],
+                                         config.n_bootstrap, config.alpha, what="ranker pairs")
         comparison = ranker_comparison(
             found, planned.ranker_pairs, baseline=config.baseline, ci_level=config.ci_level,
             family=Family.of(spec), alpha=config.alpha, power=config.power,
@@ -207,6 +212,7 @@ def build_report(
         results=results,
         slice_results=slice_rows,
         comparison=comparison,
+        tiers=ranker_tiers(comparison, aggregates, spec, config.alpha),
         measures=measures_section(aggregates, names),
         **({"nightly": nightly} if nightly is not None else {}),
         # Filled as the report's files are written (``report.write_report``).
@@ -223,6 +229,22 @@ def measure_order(spec: EvaluationSpec, planned: ReportPlan) -> list[str]:
         [r for r in planned.plan.results if r.night == 0])]
     declared = [str(m) for m in spec.measure_list]
     return [m for m in declared if m in present] + [m for m in present if m not in declared]
+
+
+def ranker_tiers(comparison: dict | None, aggregates: pl.DataFrame, spec: EvaluationSpec,
+                 alpha: float) -> list[dict] | None:
+    """report.json's ``tiers``: per headline measure, the rankers by mean with their compact
+    letters and rank intervals from the pairs' Holm-adjusted tests (``stats.tiers``); None
+    without every pair compared (one ranker, or each against a baseline)."""
+    if comparison is None or comparison["baseline"] is not None:
+        return None
+    headline = set(spec.headline_measures)
+    means = {(row["ranker"], row["measure"]): row["macro_value"]
+             for row in aggregates.filter((pl.col("slice_column") == "all")
+                                          & pl.col("measure").is_in(list(headline)))
+             .iter_rows(named=True)}
+    return tier_rows([p for p in comparison["pairs"] if p["measure"] in headline], means,
+                     alpha=alpha)
 
 
 def measures_section(aggregates: pl.DataFrame, names: list[str]) -> dict:

@@ -83,6 +83,23 @@ def adjusted_notes(entries, power: float | None) -> list[str]:
             f"{'the declared power' if power is None else f'{power:.0%}'}"]
 
 
+def tier_cells(tier: dict) -> list[str]:
+    """A ranker's row of the tiers table: measure, ranker, mean, letters, rank interval."""
+    low, high = tier["rank_low"], tier["rank_high"]
+    return [tier["measure"], tier["ranker"], number(tier["mean"]), tier["letters"],
+            str(low) if low == high else f"{low}-{high}"]
+
+
+TIER_HEADERS = ["measure", "ranker", "mean", "tier", "rank"]
+
+
+def tiers_note(alpha: float | None) -> str:
+    """What the tiers table says, under it."""
+    level = "alpha" if alpha is None else f"{alpha:g}"
+    return (f"tier: rankers that share a letter are not told apart by their pair's Holm-adjusted "
+            f"test at {level}; rank: the ranks those tests allow")
+
+
 def interval(pair: list | tuple | None, digits: int = 3, signed: bool = False) -> str:
     """``[low, high]``, or "" when there is none (fewer than two queries with a number)."""
     if not pair or pair[0] is None:

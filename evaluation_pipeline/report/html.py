@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from evaluation_pipeline.report import night_html, svg
 from evaluation_pipeline.report.format import (
+    TIER_HEADERS,
     adjusted_interval,
     adjusted_notes,
     floor_notes,
@@ -12,6 +13,8 @@ from evaluation_pipeline.report.format import (
     interval,
     number,
     p_shown,
+    tier_cells,
+    tiers_note,
     which_measure,
 )
 from evaluation_pipeline.report.headline import has_other_measures
@@ -39,6 +42,7 @@ def render_html(report: dict, differences: dict) -> str:
         headline_cutoff=report["headline_cutoff"],
         summary=[_result(r) for r in report["results"] if r["cutoff"] == report["headline_cutoff"]],
         by_measure=_by_measure(report) if has_other_measures(report) else None,
+        tiers=_tiers(report),
         spec_id=report["spec_id"],
         brief=brief(report["spec"]),
         nightly=night_html.night_section(report) if report.get("nightly") else None,
@@ -54,6 +58,14 @@ def render_html(report: dict, differences: dict) -> str:
         conventions=_conventions(report),
         lineage=[(key, str(value)) for key, value in lineage.items()],
     )
+
+
+def _tiers(report: dict) -> dict | None:
+    """The tiers table of the first screen (report.json's ``tiers``), or None."""
+    if not report.get("tiers"):
+        return None
+    return {"headers": TIER_HEADERS, "rows": [tier_cells(t) for t in report["tiers"]],
+            "note": tiers_note(report["statistics"].get("alpha"))}
 
 
 def _by_measure(report: dict) -> dict:

@@ -25,7 +25,7 @@ from schemas.columns import STATUSES, VERDICTS
 
 REPORT_FORMAT = "ndcg-eval-report"
 # Field names are stable within a version; a change of meaning or a removal increases it.
-REPORT_FORMAT_VERSION = 2
+REPORT_FORMAT_VERSION = 3
 
 
 class Weights(Record):
@@ -540,12 +540,33 @@ class Scoring(Record):
     """(`incremental`) queries whose rows were kept"""
 
 
+class Tier(Record):
+    """One ranker on one headline measure, among the rankers of one evaluation."""
+
+    measure: str
+    """the headline measure, by its canonical name"""
+    ranker: str
+    """the ranker"""
+    mean: float | None
+    """its mean over the queries with a number"""
+    rank: int
+    """its place by `mean` (1: the highest; ties by name)"""
+    letters: str
+    """its compact letters: two rankers share a letter exactly when their pair's
+    `p_value_holm` is not below `statistics.alpha` (the tests cannot separate them); "a" is
+    the group of the first ranker"""
+    rank_low: int
+    """the best rank the separated pairs allow: 1 + the rankers separated above it"""
+    rank_high: int
+    """the worst: the rankers less those it is separated above"""
+
+
 class Report(Record):
     """report.json: the stable, machine-readable report of one evaluation."""
 
     format: Literal["ndcg-eval-report"]
     """what the file is"""
-    format_version: Literal[2]
+    format_version: Literal[3]
     """field names are stable within it; a change of meaning or a removal increases it"""
     headline_cutoff: int
     """the largest cutoff of the spec; the headline sentences use it"""
@@ -576,6 +597,10 @@ class Report(Record):
     """the same per (ranker, cutoff, slice_column, slice_value), without `sentence`"""
     comparison: Comparison | None
     """null with one ranker"""
+    tiers: list[Tier] | None = None
+    """per headline measure, its rankers by mean with their tiers (the compact letter display
+    of the pairs' adjusted tests) and rank intervals; null without every pair of rankers
+    compared (one ranker, or a baseline), and in a report written before tiers"""
     measures: Measures
     """every measure of the spec per ranker and slice (`results` holds the spec's nDCG@K
     alone, as it did before the other measures)"""

@@ -11,6 +11,7 @@ from evaluation_pipeline.analysis.measure_trace import COLUMNS, MeasureTrace
 from evaluation_pipeline.io.storage import AGGREGATES_FILE, HTML_FILE, REPORT_FILE
 from evaluation_pipeline.measures.parse import parse_measure
 from evaluation_pipeline.report.format import (
+    TIER_HEADERS,
     adjusted_interval,
     adjusted_notes,
     floor_notes,
@@ -18,6 +19,8 @@ from evaluation_pipeline.report.format import (
     interval,
     number,
     p_shown,
+    tier_cells,
+    tiers_note,
 )
 from evaluation_pipeline.report.headline import (
     REPORT_VIEW,
@@ -67,6 +70,9 @@ def render_report(report: dict, out: Path | None = None) -> str:
     if by_measure:
         lines += [by_measure, ""]
     lines.append(headline_table(report["results"], REPORT_VIEW))
+    if report.get("tiers"):
+        lines += ["", table(TIER_HEADERS, [tier_cells(t) for t in report["tiers"]]),
+                  tiers_note(stats.get("alpha"))]
     if report["comparison"]:
         lines += ["", render_comparison(report["comparison"],
                                         report["statistics"].get("power"))]

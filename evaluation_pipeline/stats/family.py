@@ -10,6 +10,7 @@ gets one adjusted p wherever it is shown, with its family named beside it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -19,6 +20,7 @@ import numpy as np
 from evaluation_pipeline.spec import DEFAULT_FAMILY
 from evaluation_pipeline.stats.inference import holm, holm_scales
 from schemas.columns import ndcg_name
+from schemas.errors import EvaluationError
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,39 @@ class Family:
             for i, p, scale in zip(indices, adjusted, scales, strict=True):
                 out[i] = Adjusted(float(p), described, None if scale is None else int(scale))
         return out
+
+
+    def check_resolution(self, tests: Sequence, n_resamples: int, alpha: float, *,
+                         what: str) -> None:
+        """Refuse resamples too few for any test of ``tests`` (each with ``measure`` and
+        ``cutoff``, or a ``Result``) to be found at ``alpha``: the sign-flip test's least p is
+        1 / (1 + resamples), and Holm multiplies the least p of a family of m tests by m, so a
+        family needs m / (1 + resamples) < alpha. Without the refusal such a report would say
+        "no change" or "not separated" of every comparison, whatever the data. ``what`` names
+        the comparisons ("ranker pairs", "changes against the previous night")."""
+        if not n_resamples:
+            return
+        sizes: dict[str, int] = {}
+        for test in tests:
+            measure, cutoff = ((test["measure"], test["cutoff"]) if isinstance(test, Mapping)
+                               else (test.measure, test.cutoff))
+            key = self.key(measure, cutoff)
+            sizes[key] = sizes.get(key, 0) + 1
+        if not sizes:
+            return
+        family, m = max(sizes.items(), key=lambda item: item[1])
+        if m / (1 + n_resamples) >= alpha:
+            needed = math.floor(m / alpha)  # the least resamples with m / (1 + B) < alpha
+            raise TooFewResamples(
+                f"{n_resamples:,} sign-flip resamples cannot find any of the {what} at alpha "
+                f"{alpha:g}: the test's least p is 1/{n_resamples + 1:,}, and Holm over the "
+                f"{m} tests of the family {family!r} (spec field 'family': {self.rule}) "
+                f"multiplies it to {m / (1 + n_resamples):.4f}; use at least {needed:,} "
+                "resamples (--bootstrap, n_bootstrap=) or a smaller family")
+
+
+class TooFewResamples(EvaluationError):
+    """Resamples too few for the declared family's tests to reach alpha."""
 
 
 class Adjusted(NamedTuple):

@@ -35,7 +35,7 @@ def test_report_and_compare_read_a_folder_whose_report_json_is_format_1(tmp_path
 
     assert main(["report", str(folder), "--out", str(tmp_path / "again"), *FAST]) == 0
     again = json.loads((tmp_path / "again" / "report.json").read_text())
-    assert again["format_version"] == 2
+    assert again["format_version"] == 3
     assert again["results"] == report["results"]
 
     other = tmp_path / "v1"
