@@ -110,9 +110,9 @@ def test_nights_stored_with_other_dtypes_give_the_same_numbers():
     other = PREVIOUS.with_columns(pl.col("cutoff").cast(pl.Int32),
                                   pl.col("status").cast(pl.Categorical),
                                   pl.col("judged_at_k").cast(pl.Float32).cast(pl.Float64))
-    assert compare_nights(other, TONIGHT, n_bootstrap=50) == compare_nights(
+    assert compare_nights(other, TONIGHT, n_bootstrap=100) == compare_nights(
         PREVIOUS.with_columns(pl.col("judged_at_k").cast(pl.Float32).cast(pl.Float64)),
-        TONIGHT, n_bootstrap=50)
+        TONIGHT, n_bootstrap=100)
 
 
 def test_a_null_candidate_count_beside_a_count_is_evidence_of_other_sets():
@@ -120,11 +120,11 @@ def test_a_null_candidate_count_beside_a_count_is_evidence_of_other_sets():
 
     two = TONIGHT.filter(pl.col("ranker") != "c").with_columns(
         candidate_recall=pl.lit(0.5), n_candidates=pl.lit(100, dtype=pl.Int64))
-    pure = compare_rankers(two, n_bootstrap=20)
+    pure = compare_rankers(two, n_bootstrap=100)
     assert pure["pure_reranker_comparison"], pure["note"]
     mixed = two.with_columns(pl.when((pl.col("ranker") == "b") & (pl.col("query_id") < "q0005"))
                              .then(None).otherwise(pl.col("n_candidates")).alias("n_candidates"))
-    comparison = compare_rankers(mixed, n_bootstrap=20)
+    comparison = compare_rankers(mixed, n_bootstrap=100)
     assert not comparison["pure_reranker_comparison"]
     assert "for 5 queries (q0000, q0001, q0002, q0003, q0004)" in comparison["note"]
 
@@ -145,7 +145,7 @@ def test_a_difference_on_a_bin_edge_is_counted_in_the_bin_it_starts():
     rows = []
     for i, (second, first) in enumerate(pairs):
         rows += [("a", f"q{i}", float(first), "scored"), ("b", f"q{i}", float(second), "scored")]
-    pair = compare_rankers(per_query_rows(rows), n_bootstrap=10)["pairs"][0]
+    pair = compare_rankers(per_query_rows(rows), n_bootstrap=20)["pairs"][0]
     counts, edges = pair["histogram"].chart_bins()
     assert np.allclose(edges, np.linspace(-1, 1, 21))  # the largest difference is 1
     exact = [min(int((Decimal(second) - Decimal(first) + 1) / Decimal("0.1")), 19)

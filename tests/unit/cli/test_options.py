@@ -21,7 +21,7 @@ V1, V2 = LANDING / "judgments" / "maint-v1.csv", LANDING / "judgments" / "maint-
 P28, P29 = LANDING / "pools" / "pool-2026-11-28", LANDING / "pools" / "pool-2026-11-29"
 QUERIES = EXAMPLES / "queries.csv"
 RANKERS = ["'bm25-v3'", "'dense-v2'", "'hybrid-v1'"]
-FAST = ["--bootstrap", "50"]
+FAST = ["--bootstrap", "200"]
 
 # (extra score arguments, what stderr names: the option, the value refused, what may be given)
 REPORT_OPTION_ERRORS = {

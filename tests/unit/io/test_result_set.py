@@ -27,7 +27,7 @@ JUDGMENTS = EXAMPLES / "landing/judgments/maint-v2.csv"
 POOL = EXAMPLES / "landing/pools/pool-2026-11-28"
 QUERIES = EXAMPLES / "queries.csv"
 # A report with few resamples and one regression per pair: its traces/ folder is small.
-FAST_REPORT = ["--report", "--bootstrap", "50", "--regressions", "1"]
+FAST_REPORT = ["--report", "--bootstrap", "200", "--regressions", "1"]
 
 
 def score(out, *extra: str, judgments=JUDGMENTS, run=POOL) -> int:
@@ -122,13 +122,13 @@ def test_report_into_the_results_folder_keeps_the_scores_summary(tmp_path, capsy
     out = tmp_path / "out"
     assert score(out, "--cutoff", "3") == 0
     summary = (out / "summary.json").read_bytes()
-    assert main(["report", str(out), "--bootstrap", "50"]) == 0
+    assert main(["report", str(out), "--bootstrap", "200"]) == 0
     assert (out / "summary.json").read_bytes() == summary
     assert {"report.json", "per_query.parquet", "summary.json"} <= set(tree(out))
     # Elsewhere, a report replaces an earlier score's result whole: no stale summary.
     other = tmp_path / "other"
     assert score(other, "--cutoff", "5") == 0
-    assert main(["report", str(out), "--out", str(other), "--bootstrap", "50"]) == 0
+    assert main(["report", str(out), "--out", str(other), "--bootstrap", "200"]) == 0
     assert "summary.json" not in tree(other)
 
 
@@ -298,9 +298,9 @@ def test_the_pipeline_storage_is_cleaned_before_a_run(tmp_path):
 
 def test_report_lineage_records_the_queries_file_hash(tmp_path, capsys):
     out = tmp_path / "out"
-    assert score(out, "--queries", str(QUERIES), "--report", "--bootstrap", "50",
+    assert score(out, "--queries", str(QUERIES), "--report", "--bootstrap", "200",
                  "--cutoff", "5") == 0
     lineage = json.loads((out / "report.json").read_text())["lineage"]
     assert lineage["queries_sha256"] == hashlib.sha256(QUERIES.read_bytes()).hexdigest()
-    assert main(["report", str(out), "--bootstrap", "50"]) == 0  # no queries: no hash
+    assert main(["report", str(out), "--bootstrap", "200"]) == 0  # no queries: no hash
     assert "queries_sha256" not in json.loads((out / "report.json").read_text())["lineage"]

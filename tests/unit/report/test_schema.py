@@ -108,7 +108,7 @@ def test_the_pipelines_nightly_reports_hold_to_the_schema(week, tmp_path):
         rows = outcome["per_query"][(pool, version)]
         out = tmp_path / f"{pool}-{version}"
         write_report(out, rows, SPEC, Lineage.from_rows(rows), queries,
-                     ReportConfig(n_bootstrap=100), nightly=outcome["sections"][(pool, version)],
+                     ReportConfig(n_bootstrap=200), nightly=outcome["sections"][(pool, version)],
                      scoring={"path": "full", "reason": "no earlier version"})
         report = assert_valid(out / "report.json", "report.schema.json")
         assert report["nightly"]["judgment_version"] == version
@@ -120,7 +120,7 @@ def test_a_field_the_models_lack_is_refused_before_anything_is_written(week):
                                     if s["comparisons"])
     rows = outcome["per_query"][(pool, version)]
     lineage = Lineage.from_rows(rows)
-    report, _, _ = build_report(rows, SPEC, lineage, config=ReportConfig(n_bootstrap=50),
+    report, _, _ = build_report(rows, SPEC, lineage, config=ReportConfig(n_bootstrap=200),
                                 nightly=section)
     assert model.Report.checked(report) == report
     renamed = section | {"comparisons": [
@@ -128,7 +128,7 @@ def test_a_field_the_models_lack_is_refused_before_anything_is_written(week):
         for c in section["comparisons"]]}
     with pytest.raises(ValidationError, match=r"nightly\.comparisons\.0\.mean_diff\n"
                                               r"  Extra inputs are not permitted"):
-        build_report(rows, SPEC, lineage, config=ReportConfig(n_bootstrap=50), nightly=renamed)
+        build_report(rows, SPEC, lineage, config=ReportConfig(n_bootstrap=200), nightly=renamed)
     with pytest.raises(ValidationError, match="rank\n  Extra inputs are not permitted"):
         model.Report.checked(report | {"rank": 1})
     with pytest.raises(ValidationError, match="results.0.cutoff\n  Input should be a valid int"):
