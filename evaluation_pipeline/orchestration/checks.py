@@ -273,7 +273,8 @@ def build_evaluation_checks(spec: EvaluationSpec, naming: Naming = DEFAULT
                     required_resource_keys=naming.resource_keys("storage"),
                     description="No ranker regressed against the previous night (or the pinned "
                     "baseline pool): a verdict is regressed when the Holm-adjusted p is below "
-                    "NightlyWatch.alpha and NDCG dropped by at least NightlyWatch.min_effect. "
+                    "NightlyWatch.alpha (its adjusted interval excludes 0) and the headline "
+                    "measure dropped by at least NightlyWatch.min_effect. "
                     "ERROR for the night's headline evaluation (the one that alerts), WARN for "
                     "a backfill or an older judgment version.")
     def nightly_regression(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
@@ -309,6 +310,11 @@ def build_evaluation_checks(spec: EvaluationSpec, naming: Naming = DEFAULT
             "previous_pool": (section or {}).get("previous_pool") or "",
             "regressions": dg.MetadataValue.json(
                 [regression_record(c) for c in regressed]),
+            # Every headline comparison's verdict with what it rests on: an inconclusive one
+            # says how large a change the night could have told (its detectable effect).
+            "verdicts": dg.MetadataValue.json(
+                [{"verdict": c["verdict"], **regression_record(c)}
+                 for c in (section or {}).get("comparisons", ()) if c.get("headline", True)]),
         }
         if not headline and headline_version:
             metadata["headline_report_html"] = report_html(storage, pool, headline_version)
@@ -325,9 +331,9 @@ def build_evaluation_checks(spec: EvaluationSpec, naming: Naming = DEFAULT
     @dg.asset_check(asset=naming.key("evaluation_history"),
                     required_resource_keys=naming.resource_keys("storage"),
                     description="No regression of the headline trend stands on the newest "
-                    "night: per ranker and cutoff, the latest headline night with a verdict "
-                    "other than no change did not regress (a regression stands until a later "
-                    "headline night improves it).")
+                    "night: per ranker and cutoff, the latest headline night that regressed or "
+                    "improved did not regress (a regression stands until a later headline "
+                    "night improves it; no change and inconclusive nights leave it standing).")
     def headline_trend(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         (storage,) = naming.resources(context, "storage")
         history = stored_history(storage)

@@ -55,9 +55,10 @@ def headline_nights(history: pl.DataFrame, spec_id: str) -> list[tuple[str, str]
 
 def standing_regressions(history: pl.DataFrame, spec_id: str) -> list[dict]:
     """The regressions of the headline trend that still stand: per ranker and headline
-    measure, the latest headline night whose verdict was not ``no_change``, when that verdict is
-    ``regressed``. A regression stands until a later headline night improves that ranker on
-    that measure; "no change" on the nights after it means the drop is still there.
+    measure, the latest headline night whose verdict was ``regressed`` or ``improved``, when
+    that verdict is ``regressed``. A regression stands until a later headline night improves
+    that ranker on that measure; "no change" or "inconclusive" on the nights after it means the
+    drop is still there.
 
     Each: ranker, cutoff, measure, the night (candidate_pool, judgment_version), previous_pool, the
     comparison's numbers, and ``nights_since`` (headline nights after it)."""

@@ -11,7 +11,7 @@ import pytest
 from evaluation_pipeline.cli.main import main
 from evaluation_pipeline.engines import score_files
 from evaluation_pipeline.nightly.alerts import regression_record
-from evaluation_pipeline.report.format import number
+from evaluation_pipeline.report.format import adjusted_interval, number
 from evaluation_pipeline.spec import load_spec
 from schemas.columns import LINEAGE_COLUMNS, PER_QUERY_KEY, label_of
 from tests.support.temporary_pipeline import (
@@ -127,6 +127,10 @@ def printed_rows(out: str, first_header: str) -> list[dict]:
     return rows
 
 
+AT_LEVEL = ("adjusted_level", "difference_low_adjusted", "difference_high_adjusted",
+            "detectable_effect")
+
+
 def test_one_pair_of_nights_has_one_adjusted_p_and_one_verdict_everywhere(
         pipeline: Pipeline, capsys):
     # The same two evaluations (maint-v2 on the two nights) as report.json's nightly section,
@@ -145,8 +149,14 @@ def test_one_pair_of_nights_has_one_adjusted_p_and_one_verdict_everywhere(
         c = comparisons[row["ranker"], label_of(row)]
         assert (row["p_value_holm"], row["holm_family"], row["verdict"]) == (
             c["p_value_holm"], c["holm_family"], c["verdict"])
+        for field in AT_LEVEL:
+            assert row[field] == c[field] == regression_record(c)[field], field
         assert regression_record(c)["p_value_holm"] == c["p_value_holm"]
         assert regression_record(c)["holm_family"] == c["holm_family"]
+        # The interval beside the verdict agrees with it.
+        excludes = c["difference_low_adjusted"] is not None and (
+            c["difference_low_adjusted"] > 0 or c["difference_high_adjusted"] < 0)
+        assert excludes == (c["p_value_holm"] < report["nightly"]["alpha"])
 
     assert main(["history", str(pipeline.storage), "--night", POOL_2,
                  "--measure", "RR(rel=2)@10", "--measure", "nDCG@10"]) == 0
@@ -157,6 +167,7 @@ def test_one_pair_of_nights_has_one_adjusted_p_and_one_verdict_everywhere(
         c = comparisons[row["ranker"], row["measure"]]
         assert (row["p (Holm)"], row["verdict"]) == (number(c["p_value_holm"]),
                                                     c["verdict"].replace("_", " "))
+        assert row["adjusted interval"] == adjusted_interval(c)
     assert "p (Holm): Holm over 6 tests: 3 rankers x 2 measures (nDCG@5, nDCG@10)" in night
 
     folders = [str(pipeline.report(pool, VERSION).parent) for pool in (POOL_1, POOL_2)]
@@ -170,4 +181,5 @@ def test_one_pair_of_nights_has_one_adjusted_p_and_one_verdict_everywhere(
             ranker = row["pair"].split(":")[0]
             c = comparisons[ranker, row.get("measure") or f"NDCG@{row['K']}"]
             assert row["p holm"] == number(c["p_value_holm"]), (row, c)
+            assert row["adjusted interval"] == adjusted_interval(c), (row, c)
         assert "p holm: Holm over 6 tests: 3 rankers x 2 measures (nDCG@5, nDCG@10)" in out
