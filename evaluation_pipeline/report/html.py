@@ -168,8 +168,9 @@ def _comparison(report: dict, comparison: dict) -> dict:
         "kind": comparison["kind"],
         "pairs_compared": comparison["pairs_compared"],
         "multiple_comparisons": comparison["multiple_comparisons"],
-        "families": (holm_families(comparison["pairs"]) + floor_notes(comparison["pairs"])
-                     + adjusted_notes(comparison["pairs"], report["statistics"].get("power"))),
+        "families": holm_families(comparison["pairs"]),
+        "notes": (floor_notes(comparison["pairs"])
+                  + adjusted_notes(comparison["pairs"], report["statistics"].get("power"))),
         "test_method": report["statistics"]["test_method"],
         "pairs": [{
             "first": p["first"], "second": p["second"],

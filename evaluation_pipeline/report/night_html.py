@@ -62,8 +62,9 @@ def night_section(report: dict) -> dict:
         "alpha": f"{nightly['alpha']:g}",
         "min_effect": f"{nightly['min_effect']:g}",
         "comparisons": [_comparison(c) for c in nightly["comparisons"]],
-        "families": (holm_families(nightly["comparisons"]) + floor_notes(nightly["comparisons"])
-                     + adjusted_notes(nightly["comparisons"], nightly.get("power"))),
+        "families": holm_families(nightly["comparisons"]),
+        "notes": (floor_notes(nightly["comparisons"])
+                  + adjusted_notes(nightly["comparisons"], nightly.get("power"))),
         "movers": movers(listed),
         "slices": [_slices(c) for c in listed if c.get("slices")],
         "attribution": _attribution(nightly["attribution"]),
