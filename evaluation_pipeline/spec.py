@@ -149,6 +149,13 @@ def _parse_raters(rule: Any) -> str:
     return rule
 
 
+def _parse_resamples(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SpecError(f"spec field 'resamples': {value!r} is not an integer >= 1 "
+                        f"({FIELD_DOCS['resamples']})")
+    return value
+
+
 def _parse_max_grade(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise SpecError(f"spec field 'max_grade': {value!r} is not an integer >= 0 "
@@ -366,6 +373,17 @@ class EvaluationSpec:
         values=f"`{DEFAULT_FAMILY}` (the default)",
         parse=_parse_family,
         optional=True,
+    )
+    resamples: int | None = declare(
+        None,
+        "the resamples of the queries behind every interval and sign-flip test of a report "
+        "(the pipeline's, `ndcg-eval report` and `compare` without --bootstrap); the least p "
+        "of a test is 1 / (1 + resamples), so a family of m tests needs m / (1 + resamples) "
+        "below alpha, checked before a report is written; unset: 2000; in spec_id only when "
+        "set",
+        contract="section 4",
+        values="an integer `>= 1`",
+        parse=_parse_resamples, optional=True,
     )
 
     def __post_init__(self) -> None:

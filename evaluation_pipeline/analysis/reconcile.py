@@ -41,10 +41,10 @@ from schemas.ranks import rank_violations
 # moves only the bounds over the holes, never ndcg) and measures (what is measured beside
 # nDCG@K, not how nDCG counts), in the spec's own order: the walk's.
 # The walked fields: those that change an nDCG@K number (the headline only says which
-# measures alert, the family which tests are adjusted together).
+# measures alert, the family which tests are adjusted together, the resamples how finely).
 FIELDS = tuple(name for name in FIELD_DOCS
                if name not in ("cutoffs", "raters", "max_grade", "measures", "headline",
-                               "family"))
+                               "family", "resamples"))
 
 # Shapley scores 2^n specs over every candidate row; past this many row scorings (2^8 specs
 # of 10M rows, some minutes of kernel time) it is refused rather than left running.

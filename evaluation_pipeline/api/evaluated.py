@@ -163,7 +163,7 @@ class Evaluation:
                 f"other must be an Evaluation (what evaluate returns), not "
                 f"{type(other).__name__}")
         config = report_config(ci_level=ci_level, n_bootstrap=n_bootstrap, seed=seed,
-                               baseline=baseline, n_regressions=n_regressions)
+                               baseline=baseline, n_regressions=n_regressions).under(self.spec)
         options = dict(ci_level=config.ci_level, n_bootstrap=config.n_bootstrap,
                        seed=config.seed, n_regressions=config.n_regressions,
                        alpha=config.alpha, power=config.power)
@@ -257,7 +257,8 @@ def report_config(*, slices: list[str] | None = None, ci_level=None, n_bootstrap
         slices=tuple(slices) if slices else None,
         ci_level=defaults.ci_level if ci_level is None else arguments.real("ci_level",
                                                                            ci_level),
-        n_bootstrap=defaults.n_bootstrap if n_bootstrap is None else arguments.whole(
+        # None: the spec's resamples (ReportConfig.under), else the default.
+        n_bootstrap=None if n_bootstrap is None else arguments.whole(
             "n_bootstrap", n_bootstrap),
         seed=defaults.seed if seed is None else arguments.whole("seed", seed),
         baseline=arguments.text("baseline", baseline),

@@ -29,10 +29,10 @@ from schemas.columns import spec_ndcg_rows, with_measure_columns
 def run(args: argparse.Namespace) -> int:
     if len(args.results) > 2:
         raise ResultsError("compare takes one result (its rankers) or two results")
-    config = report_config(args)
+    loaded = [load_results(place(args, path)) for path in args.results]
+    config = report_config(args).under(loaded[0][1])
     options = dict(ci_level=config.ci_level, n_bootstrap=config.n_bootstrap, seed=config.seed,
                    n_regressions=config.n_regressions, alpha=config.alpha, power=config.power)
-    loaded = [load_results(place(args, path)) for path in args.results]
     # Every measure of the results, Holm within the spec's family as report.json, the history
     # and the alert adjust them; --measure and --cutoff narrow what is shown, never the family.
     # The diffs of two versions or two pools read the spec's nDCG@K rows.

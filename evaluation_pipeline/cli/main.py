@@ -53,6 +53,7 @@ from evaluation_pipeline.io.storage import HISTORY_FILE, HISTORY_FOLDER
 from evaluation_pipeline.measures.declarations import DECLARATIONS
 from evaluation_pipeline.measures.parse import MeasureError, parse_measure
 from evaluation_pipeline.report import ReportConfig
+from evaluation_pipeline.report.config import DEFAULT_RESAMPLES
 from evaluation_pipeline.spec import PROFILES
 from schemas.errors import EvaluationError
 
@@ -244,8 +245,9 @@ def _report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ci-level", type=float, default=defaults.ci_level, metavar="LEVEL",
                         help="level of the bootstrap intervals, in (0, 1) "
                         f"(default {defaults.ci_level})")
-    parser.add_argument("--bootstrap", type=int, default=defaults.n_bootstrap,
-                        help="bootstrap and randomization resamples")
+    parser.add_argument("--bootstrap", type=int, default=None,
+                        help="bootstrap and randomization resamples (default: the spec's "
+                        f"resamples, else {DEFAULT_RESAMPLES})")
     parser.add_argument("--seed", type=int, default=defaults.seed,
                         help="seed every resample derives from, recorded in report.json "
                         f"(default {defaults.seed})")

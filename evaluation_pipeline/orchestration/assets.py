@@ -328,7 +328,7 @@ def build_evaluation_assets(spec: EvaluationSpec,
         weights, queries_manifest = read_published(
             storage, queries_file(), "the queries table")
         # The ranker pairs are held to the watch's level, as the night's changes are.
-        config = ReportConfig(alpha=watch.alpha, power=watch.power)
+        config = ReportConfig(alpha=watch.alpha, power=watch.power).under(spec)
         settings = watch.settings(config)
         ready, published = _nights(context.instance, storage, naming)
         previous = nightly.previous_night(pool, ready, settings.baseline_pool)

@@ -79,7 +79,7 @@ def write_report(
     the page).
     """
     out_dir = Path(out_dir)
-    config = config or ReportConfig()
+    config = (config or ReportConfig()).under(spec)
     report, aggregates, differences = build_report(
         per_query, spec, lineage, queries, config, progress, candidates, nightly, numbers
     )

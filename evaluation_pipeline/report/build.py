@@ -139,7 +139,7 @@ def build_report(
     ``nightly.verdicts.nightly_section``) becomes the report's ``nightly`` field; reports written
     outside the pipeline have none.
     """
-    config = config or ReportConfig()
+    config = (config or ReportConfig()).under(spec)
     planned, found = numbers or local_numbers(per_query, queries, config, progress=progress)
     rankers, slices = planned.rankers, planned.slices
     aggregates = found.aggregates(

@@ -101,7 +101,8 @@ class Family:
                 f"{alpha:g}: the test's least p is 1/{n_resamples + 1:,}, and Holm over the "
                 f"{m} tests of the family {family!r} (spec field 'family': {self.rule}) "
                 f"multiplies it to {m / (1 + n_resamples):.4f}; use at least {needed:,} "
-                "resamples (--bootstrap, n_bootstrap=) or a smaller family")
+                "resamples (spec field 'resamples', --bootstrap, n_bootstrap=) or a smaller "
+                "family")
 
 
 class TooFewResamples(EvaluationError):
