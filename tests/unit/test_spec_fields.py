@@ -31,7 +31,8 @@ PAGE = REPO / "docs" / "spec.md"
 
 # Every field once, in the declarations' order.
 NAMES = ("cutoffs", "gain", "discount", "ideal", "ties", "unknown", "unjudged", "no_positive",
-         "missing_from_run", "raters", "max_grade", "scores", "measures", "headline", "family")
+         "missing_from_run", "raters", "max_grade", "scores", "measures", "headline", "family",
+         "resamples")
 
 # spec_ids computed by the spec module before its fields were declared once (each field then
 # spelled out in the dataclass, FIELD_DOCS, the choices and to_dict): a result names its spec
