@@ -26,12 +26,14 @@ from evaluation_pipeline.aggregation.partials import (
 )
 from evaluation_pipeline.stats.family import DEFAULT as DEFAULT_FAMILY
 from evaluation_pipeline.stats.family import Family
+from evaluation_pipeline.stats.verdict import verdict
 
 NOT_PURE = "not a pure reranker comparison"
 # The level the family holds each test to and the power of its detectable effect: the
 # watch's settings (NDCG_EVAL_ALPHA, NDCG_EVAL_POWER), one answer for the report and the night.
 ALPHA = settings.ALPHA.value_default
 POWER = settings.POWER.value_default
+MIN_EFFECT = settings.MIN_EFFECT.value_default
 
 
 def paired_frame(first: pl.DataFrame, second: pl.DataFrame,
@@ -169,9 +171,12 @@ def compare_pools(
     family: Family = DEFAULT_FAMILY,
     alpha: float = ALPHA,
     power: float = POWER,
+    min_effect: float = MIN_EFFECT,
 ) -> dict:
     """The same rankers over two candidate pools: paired per ranker and measure, never pure;
-    Holm within ``family`` (the spec's), as the nightly watch adjusts the same changes."""
+    Holm within ``family`` (the spec's), as the nightly watch adjusts the same changes, and each
+    change's verdict by the watch's rule (``stats.verdict``) under ``alpha`` and
+    ``min_effect``: the second pool against the first as a night against the one before."""
     rankers = sorted(set(first["ranker"].unique()) & set(second["ranker"].unique()))
     pools = _single(first, "candidate_pool"), _single(second, "candidate_pool")
     before, after = rn.results_of(first, PREVIOUS), rn.results_of(second)
@@ -190,6 +195,10 @@ def compare_pools(
     for result, (one, other) in zip(results, pairs, strict=True):
         result["mean_candidate_recall_first"] = numbers.mean_candidate_recall(one)
         result["mean_candidate_recall_second"] = numbers.mean_candidate_recall(other)
+        result["verdict"] = verdict(
+            result["mean_difference"], result["p_value_holm"],
+            (result["difference_low_adjusted"], result["difference_high_adjusted"]),
+            alpha=alpha, min_effect=min_effect)
     return {
         "kind": "rankers across two pools",
         "pool_first": pools[0],

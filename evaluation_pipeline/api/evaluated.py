@@ -185,7 +185,7 @@ class Evaluation:
             return judgment_version_diff(*grades, spec_ndcg_rows(self.per_query),
                                          spec_ndcg_rows(other.per_query))
         return narrowed(compare_pools(self.per_query, other.per_query, family=family,
-                                      **options), chosen)
+                                      min_effect=config.min_effect, **options), chosen)
 
     def _measures(self, measure: str | Sequence[str] | None) -> list[str] | None:
         """``measure`` as canonical names, each one this evaluation scored (None: all)."""

@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
                                      *ndcg_rows)
         print(render_judgment_diff(diff, grades_given=bool(grades)))
         return 0
-    comparison = shown(compare_pools(*frames, family=family, **options))
+    comparison = shown(compare_pools(*frames, family=family, min_effect=config.min_effect,
+                                     **options))
     changes = None
     if same_version and args.pools:
         changes = pool_diff(*(read_candidates(place(args, p), args.format)

@@ -30,12 +30,9 @@ from evaluation_pipeline.aggregation.partials import (
 from evaluation_pipeline.stats.family import DEFAULT as DEFAULT_FAMILY
 from evaluation_pipeline.stats.family import Family
 from evaluation_pipeline.stats.inference import at_floor, below_floor
+from evaluation_pipeline.stats.verdict import DEFAULT_ALPHA, DEFAULT_MIN_EFFECT, verdict
 from schemas.columns import (
-    IMPROVED,
-    INCONCLUSIVE,
-    NO_CHANGE,
     REGRESSED,
-    TIE_TOLERANCE,
     measure_label,
     measure_of,
 )
@@ -46,8 +43,6 @@ READY_AT = "ready_at"
 PUBLISHED_AT = "published_at"
 
 # The watch's defaults are its settings' (NDCG_EVAL_ALPHA, NDCG_EVAL_MIN_EFFECT).
-DEFAULT_ALPHA = settings.ALPHA.value_default
-DEFAULT_MIN_EFFECT = settings.MIN_EFFECT.value_default
 DEFAULT_POWER = settings.POWER.value_default
 # The environment variable that pins one baseline pool instead of "the previous night".
 
@@ -145,30 +140,6 @@ def headline_version(first_evaluated_at: str, published_at: Mapping[str, str]) -
 
 
 # --- the comparison with the previous night ----------------------------------------------------
-
-
-def verdict(mean_difference: float | None, p_value_holm: float | None,
-            interval: tuple[float | None, float | None] = (None, None), *,
-            alpha: float = DEFAULT_ALPHA, min_effect: float = DEFAULT_MIN_EFFECT) -> str:
-    """``regressed`` when the adjusted p is below ``alpha`` (so the adjusted ``interval``
-    excludes 0) and the drop is at least ``min_effect``; ``improved`` for the mirror case;
-    ``no_change`` when the adjusted interval lies within +-``min_effect`` (any change there
-    is smaller than the least that counts); ``inconclusive`` otherwise: the night could not
-    tell a change of ``min_effect`` from none.
-
-    "At least" and "within" forgive float rounding (TIE_TOLERANCE): 0.51 - 0.50 is a drop of
-    0.01.
-    """
-    if mean_difference is not None and p_value_holm is not None and p_value_holm < alpha:
-        if mean_difference <= -min_effect + TIE_TOLERANCE:
-            return REGRESSED
-        if mean_difference >= min_effect - TIE_TOLERANCE:
-            return IMPROVED
-    low, high = interval
-    if (low is not None and high is not None and low >= -min_effect - TIE_TOLERANCE
-            and high <= min_effect + TIE_TOLERANCE):
-        return NO_CHANGE
-    return INCONCLUSIVE
 
 
 def night_pairs(previous: Sequence[Result], current: Sequence[Result]) -> list[rn.Pair]:

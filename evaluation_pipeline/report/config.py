@@ -40,6 +40,8 @@ class ReportConfig:
     # the nightly watch's (NDCG_EVAL_ALPHA, NDCG_EVAL_POWER), so a report and its night agree.
     alpha: float = field(default_factory=settings.alpha)
     power: float = field(default_factory=settings.power)
+    # The least change a verdict between two pools counts (NDCG_EVAL_MIN_EFFECT, the watch's).
+    min_effect: float = field(default_factory=settings.min_effect)
     # Whether n_bootstrap was left to the spec (``under``).
     from_spec: bool = field(default=False, init=False, repr=False, compare=False)
 

@@ -111,13 +111,14 @@ def render_comparison(comparison: dict, power: float | None = None) -> str:
                adjusted_interval(p), number(p.get("detectable_effect"), 3, missing=""),
                p_shown(p), p_shown(p, "p_value_holm"), p["wins"], p["losses"], p["ties"]]
         if across:
-            row += [number(p["mean_candidate_recall_first"], 3),
+            row += [p.get("verdict", "").replace("_", " "),
+                    number(p["mean_candidate_recall_first"], 3),
                     number(p["mean_candidate_recall_second"], 3)]
         rows.append(row)
     headers = ["pair", "K" if ndcg_only else "measure", "paired", "mean diff", "interval",
                "adjusted interval", "detectable", "p", "p holm", "better", "worse", "tied"]
     if across:
-        headers += ["recall first", "recall second"]
+        headers += ["verdict", "recall first", "recall second"]
     lines += ["", table(headers, rows)]
     lines += [f"p holm: {family}" for family in holm_families(comparison["pairs"])]
     lines += floor_notes(comparison["pairs"])

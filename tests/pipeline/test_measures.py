@@ -182,4 +182,5 @@ def test_one_pair_of_nights_has_one_adjusted_p_and_one_verdict_everywhere(
             c = comparisons[ranker, row.get("measure") or f"NDCG@{row['K']}"]
             assert row["p holm"] == number(c["p_value_holm"]), (row, c)
             assert row["adjusted interval"] == adjusted_interval(c), (row, c)
+            assert row["verdict"] == c["verdict"].replace("_", " "), (row, c)
         assert "p holm: Holm over 6 tests: 3 rankers x 2 measures (nDCG@5, nDCG@10)" in out

@@ -11,10 +11,6 @@ import pytest
 
 from evaluation_pipeline.nightly import verdicts as nightly
 from evaluation_pipeline.nightly.verdicts import (
-    IMPROVED,
-    INCONCLUSIVE,
-    NO_CHANGE,
-    REGRESSED,
     attribute,
     compare_nights,
     headline_version,
@@ -24,6 +20,7 @@ from evaluation_pipeline.nightly.verdicts import (
     verdict,
     with_verdicts,
 )
+from schemas.columns import IMPROVED, INCONCLUSIVE, NO_CHANGE, REGRESSED
 
 READY = {
     "night-b": "2026-12-02T01:00:00+00:00",

@@ -42,7 +42,6 @@ import numpy as np
 import pytest
 from scipy.stats import binom, nct, norm, t
 
-from evaluation_pipeline.nightly.verdicts import verdict
 from evaluation_pipeline.stats.inference import (
     detectable_effect,
     holm,
@@ -52,6 +51,7 @@ from evaluation_pipeline.stats.inference import (
     sign_flip_interval,
     sign_flip_p_value,
 )
+from evaluation_pipeline.stats.verdict import verdict
 from schemas.columns import IMPROVED, REGRESSED
 
 ALPHA = 0.05
