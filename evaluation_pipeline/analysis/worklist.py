@@ -27,6 +27,16 @@ So a block costs one bounds call per weighted hole and grade plus one per grade,
 number of holes past K, and the width sum of a query with a hole graded adds, ranker by ranker,
 the block's what-if of the hole's kind.
 
+When the spec's headline names other measures (RR, AP, P, R, ...: the ``headline:`` field),
+the holes are the same and are ordered by the narrowing of every headline measure's bounds,
+summed over the measures, each what-if scored by the scorer on a copy of the hole's query
+(``analysis.worklist_measures``, whose docstring gives the combination rule and the cost);
+the column ``narrowing_by_measure`` then gives each measure's part, as a JSON object from the
+measure's canonical name to its expected narrowing, and ``bound_width`` is the widest of the
+query's (ranker, headline measure) widths. ``rankers`` and ``best_position`` stay as above (the
+top K at the largest nDCG cutoff). A headline of plain nDCG@K's alone (the default among them)
+keeps the worklist above, at the largest cutoff, row for row.
+
 The order is deterministic: by ``expected_narrowing`` (rounded to 1e-12, so that float noise
 cannot reorder equal scores), then ``query_id``, then ``doc_id``. No Dagster here: the command
 (``cli.holes_command``) and the asset (``orchestration.worklist_asset``) both call
@@ -38,6 +48,10 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from evaluation_pipeline.analysis.worklist_measures import (
+    measure_narrowing,
+    narrows_other_measures,
+)
 from evaluation_pipeline.metric import discounts, pool_holes
 from evaluation_pipeline.metric.gains import gains_for_grades
 from evaluation_pipeline.metric.hashing import pool_blocks
@@ -62,8 +76,10 @@ from schemas.ranks import check_ranks
 # last two make the file, once its grades are filled in, a judgment version (contract section 1):
 # every row is written as `graded`, so a row left without a grade is refused when it is read,
 # rather than landed as a grade nobody gave.
-COLUMNS = ("priority", "expected_narrowing", "guaranteed_narrowing", "query_id", "query_text",
-           "doc_id", "rankers", "best_position", "bound_width", "grade", "grade_status")
+# narrowing_by_measure only when the headline names measures beside the plain nDCG@K.
+COLUMNS = ("priority", "expected_narrowing", "guaranteed_narrowing", "narrowing_by_measure",
+           "query_id", "query_text", "doc_id", "rankers", "best_position", "bound_width",
+           "grade", "grade_status")
 # Scores within this of each other are ties (then query_id, doc_id decide).
 ROUNDING = 12
 RANKER_SEPARATOR = ","
@@ -72,9 +88,19 @@ class WorklistError(EvaluationError):
 
 
 def headline_cutoff(spec: EvaluationSpec) -> int:
-    """The cutoff whose macro NDCG per ranker the worklist narrows: the spec's largest, the one
-    the report's traces and the nightly drill-down read."""
-    return max(spec.cutoffs)
+    """The cutoff whose macro NDCG per ranker the worklist narrows: the largest of the
+    headline's plain nDCG@K (by default the spec's largest, the one the report's traces and the
+    nightly drill-down read), else the spec's largest."""
+    named = [k for k in spec.cutoffs if f"nDCG@{k}" in spec.headline_measures]
+    return max(named or spec.cutoffs)
+
+
+def narrowed_measures(spec: EvaluationSpec) -> tuple[str, ...]:
+    """The measures whose bounds the worklist narrows: nDCG at the headline cutoff, or, when
+    the spec's headline names other measures, the headline measures (canonical names)."""
+    if narrows_other_measures(spec):
+        return spec.headline_measures
+    return (f"nDCG@{headline_cutoff(spec)}",)
 
 
 def worklist(judgments: pl.DataFrame, candidates: pl.DataFrame, spec: EvaluationSpec,
@@ -97,7 +123,8 @@ def worklist(judgments: pl.DataFrame, candidates: pl.DataFrame, spec: Evaluation
     # must not move the top grade the other holes may take.
     top = spec.max_grade if spec.max_grade is not None else int(graded.max() or 0)
     k = headline_cutoff(spec)
-    spec_k = spec.replace(cutoffs=(k,), max_grade=top)
+    # The headline goes: it may name a cutoff below K (its measures are narrowed apart).
+    spec_k = spec.replace(cutoffs=(k,), max_grade=top, headline=None)
     run = candidates.select(*_run_columns(candidates, spec))
     if spec.needs_rank:
         check_ranks(run, "candidates")  # as the scorer checks a frame
@@ -109,9 +136,19 @@ def worklist(judgments: pl.DataFrame, candidates: pl.DataFrame, spec: Evaluation
     per_query, block_of = _per_query(blocks, index, found, rankers, queries)
     holes = _holes(blocks, found, version, per_query, rankers, spec.ideal == "all_judged")
     del blocks, index  # the blocks' doc order and string buffers: hundreds of MB at 10M rows
-    expected, guaranteed = _narrowing(holes, block_of, per_query, found, spec_k, top, graded,
-                                      spec.ideal == "all_judged")
-    del found
+    by_measure = None
+    if narrows_other_measures(spec):
+        del found
+        measured = measure_narrowing(
+            version, run, spec, rankers, per_query["query_id"], per_query["weight"].to_numpy(),
+            holes["q"], holes["doc_id"], top, graded)
+        expected, guaranteed = measured.expected, measured.guaranteed
+        by_measure = dict(zip(measured.measures, measured.by_measure.T))
+        per_query = per_query.with_columns(pl.Series("bound_width", measured.widest))
+    else:
+        expected, guaranteed = _narrowing(holes, block_of, per_query, found, spec_k, top,
+                                          graded, spec.ideal == "all_judged")
+        del found
     # Σ w: over the queries the evaluation has rows for.
     total_weight = float(per_query.filter("has_rows")["weight"].sum())
     scale = 1.0 / total_weight if total_weight > 0 else 0.0
@@ -141,6 +178,8 @@ def worklist(judgments: pl.DataFrame, candidates: pl.DataFrame, spec: Evaluation
         "best_position": pl.Series(best).set(pl.Series(best == 0), None),
         "bound_width": per_query["bound_width"].gather(q),
     })
+    if by_measure is not None:
+        ordered = ordered.with_columns(_by_measure(by_measure, scale, kept))
     ordered = ordered.with_columns(
         pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("priority"),
         pl.lit(None, dtype=pl.Int64).alias("grade"),
@@ -150,6 +189,16 @@ def worklist(judgments: pl.DataFrame, candidates: pl.DataFrame, spec: Evaluation
         ordered = ordered.join(queries.select("query_id", "query_text"), on="query_id",
                                how="left", maintain_order="left")
     return ordered.select([c for c in COLUMNS if c in ordered.columns])
+
+
+def _by_measure(by_measure: dict[str, np.ndarray], scale: float, kept: np.ndarray
+                ) -> pl.Series:
+    """``narrowing_by_measure``: per hole kept, a JSON object from each headline measure's name
+    to its expected narrowing (rounded as ``expected_narrowing``), in the headline's order: a
+    string, which the CSV file carries as one field."""
+    parts = pl.DataFrame({name: values[kept] * scale for name, values in by_measure.items()})
+    encoded = parts.select(pl.struct(pl.all().round(ROUNDING)).struct.json_encode())
+    return encoded.to_series().alias("narrowing_by_measure")
 
 
 def _run_columns(candidates: pl.DataFrame, spec: EvaluationSpec) -> list[str]:

@@ -19,8 +19,10 @@ The combination: per hole,
 - ``expected_m = sum_g p(g) * narrowing_m(g) / sum w``: how much the sum over the rankers of
   m's traffic-weighted mean width is expected to shrink (``p``: the shares of the grades among
   the version's graded rows, as ``worklist.grade_shares``);
-- ``expected_narrowing = sum_m expected_m``: every headline measure's widths lie in [0, 1],
-  so each counts alike, one unit of mean width of any of them as much as one of another;
+- ``expected_narrowing = sum_m expected_m``: a plain sum, every measure weighing alike. The
+  measures' values, and so their widths, lie in [0, 1] (all but DCG, whose widths count in
+  its own units), so one unit of mean width of any of them counts as much as one of another;
+  a measure whose bounds never move (Judged@k: both 1) adds 0;
 - ``guaranteed_narrowing = min_g sum_m narrowing_m(g) / sum w``: the narrowing of that sum
   whatever grade h gets.
 
@@ -31,9 +33,12 @@ Cost: one scoring of the holes' queries as they are, and one of the what-if copi
 rows number sum over holes of |grades| x (the rows of the hole's query in the run, every
 ranker's, plus its rows in the version). The copies are made by joins (no Python loop per row
 or per hole) and scored in chunks of about ``CHUNK_ROWS`` rows, so memory stays bounded
-whatever the number of holes. On the example data (57 holes of 3 rankers' 24 candidates, 4
-grades: 16k rows of copies) this is a few tens of milliseconds; 5,000 holes of queries of
-three rankers' 30 candidates make 2M rows of copies, a few seconds.
+whatever the number of holes. Measured here with a headline of nDCG@10, RR(rel=2)@10,
+AP(rel=2)@100 and R@100: the example data (57 holes, 3 rankers of 24 candidates a query, 4
+grades) in 0.04 to 0.05 s against 0.01 s for the nDCG worklist; 4,742 holes of 400 queries
+of 3 rankers' 30 candidates (2.3M rows of copies) in 1.0 to 1.6 s against 0.1 s (two shared
+cores). The time grows as the rows of copies do: with the holes, and with the length of each
+hole's query, so a query of n rows with h holes costs h x |grades| x n rows.
 """
 
 from __future__ import annotations
@@ -113,10 +118,14 @@ def measure_narrowing(version: pl.DataFrame, run: pl.DataFrame, spec: Evaluation
     widest = np.zeros(len(query_ids))
     if n_holes == 0 or n_grades == 0:
         return MeasureNarrowing(measures, by_measure, expected, guaranteed, widest)
-    scorer = _Copies(version, run, scoring, rankers, measures, top)
+    # Only the holes' queries are copied: the rest of the run and the version is left out.
+    asked = np.unique(hole_q)
+    named = query_ids.gather(asked).implode()
+    scorer = _Copies(version.filter(pl.col("query_id").is_in(named)),
+                     run.filter(pl.col("query_id").is_in(named)), scoring, rankers, measures,
+                     top)
 
     # The queries as they are: W_m(q), and the widest width of each.
-    asked = np.unique(hole_q)
     base_sums, base_widest = scorer.width_sums(pl.DataFrame({
         "query_id": query_ids.gather(asked), "doc_id": pl.Series([None] * len(asked),
                                                                  dtype=pl.String),

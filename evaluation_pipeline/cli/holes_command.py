@@ -14,16 +14,23 @@ import argparse
 
 import polars as pl
 
-from evaluation_pipeline.analysis.worklist import WorklistError, headline_cutoff, worklist
+from evaluation_pipeline.analysis.worklist import WorklistError, narrowed_measures, worklist
 from evaluation_pipeline.cli.options import place, resolve_spec
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.readers import read_candidates, read_judgments, read_queries
+from evaluation_pipeline.measures.parse import parse_measure
 from evaluation_pipeline.metric.hashing import judgments_sha256, pool_sha256
 from evaluation_pipeline.report.format import number
 from evaluation_pipeline.report.tables import aligned
 from evaluation_pipeline.report.terminal import evaluated_lines
+from schemas.columns import measure_label
 
 CSV_SUFFIX = ".csv"
+
+
+def label(measure: str) -> str:
+    """A narrowed measure as the tables name it: the spec's nDCG@K as NDCG@K."""
+    return measure_label(measure, parse_measure(measure).cutoff)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
                     "pool_sha256": pool_sha256(candidates)},
         "spec_id": spec.spec_id, "conventions": spec.describe()})))
     print(f"holes by the narrowing their grades are expected to bring to the bounds of "
-          f"NDCG@{headline_cutoff(spec)}, over {len(rankers)} ranker"
+          f"{', '.join(map(label, narrowed_measures(spec)))}, over {len(rankers)} ranker"
           f"{'s' * (len(rankers) != 1)}; queries weigh {weighted}")
     if args.out is None:
         print()

@@ -11,7 +11,7 @@ scores were computed from.
 import dagster as dg
 import polars as pl
 
-from evaluation_pipeline.analysis.worklist import headline_cutoff, worklist
+from evaluation_pipeline.analysis.worklist import headline_cutoff, narrowed_measures, worklist
 from evaluation_pipeline.io.storage import (
     judgments_file,
     pool_file,
@@ -54,11 +54,13 @@ def build_worklist_asset(spec: EvaluationSpec, naming: Naming = DEFAULT) -> dg.A
         kinds={"polars", "csv"},
         code_version=evaluation_code_version(spec),
         deps=[naming.key("query_scores"), naming.key("queries")],
-        metadata={"spec_id": spec.spec_id, "cutoff": headline_cutoff(spec)},
+        metadata={"spec_id": spec.spec_id, "cutoff": headline_cutoff(spec),
+                  "narrowed": ", ".join(narrowed_measures(spec))},
         description="The unknown and unjudged documents of an evaluation to judge next, in the "
-        "order their grades are expected to narrow the bounds of each ranker's NDCG at the "
-        "spec's largest cutoff, weighted by the queries' traffic (contract section 3, rule 8); "
-        "with its grade column filled in, the CSV file is a judgment version to land.",
+        "order their grades are expected to narrow the bounds of each ranker's headline "
+        "measures (by default nDCG at the spec's largest cutoff), weighted by the queries' "
+        "traffic (contract section 3, rule 8); with its grade column filled in, the CSV file "
+        "is a judgment version to land.",
     )
     def judging_worklist(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         storage: EvaluationStorage = getattr(context.resources, storage_key)
