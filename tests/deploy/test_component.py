@@ -49,7 +49,7 @@ def test_attributes_configure_what_the_variables_do(deployment, tmp_path):
                       queries=str(tmp_path / "queries.csv"), spec=str(spec), engine="local",
                       storage_options={"anon": False}, memory_limit="1GB",
                       spill_dir=str(tmp_path / "spill"), alpha=0.01, min_effect=0.02,
-                      baseline_pool="pool-1", alert_webhook="http://127.0.0.1:9/hook",
+                      power=0.9, baseline_pool="pool-1", alert_webhook="http://127.0.0.1:9/hook",
                       nightly_cron="0 3 * * *", nightly_timezone="Europe/Berlin",
                       spark_master="local[2]")
     assert set(attributes) == set(ATTRIBUTE_SETTINGS)  # every setting the component has

@@ -96,6 +96,7 @@ LISTED = {
     "NDCG_EVAL_NIGHTLY_TIMEZONE": ("nightly_timezone", []),
     "NDCG_EVAL_ALPHA": ("alpha", ["watch.alpha"]),
     "NDCG_EVAL_MIN_EFFECT": ("min_effect", ["watch.min_effect"]),
+    "NDCG_EVAL_POWER": ("power", ["watch.power"]),
     "NDCG_EVAL_BASELINE_POOL": ("baseline_pool", ["watch.baseline_pool"]),
     "NDCG_EVAL_ALERT_WEBHOOK": ("alert_webhook", ["watch.alert_webhook"]),
     "NDCG_EVAL_DEV": (None, []),

@@ -26,7 +26,7 @@ from evaluation_pipeline.spec import EvaluationSpec
 from tests.support.paths import EXAMPLES, P28, P29, V2
 
 MARKUP = '<script>alert("x")</script> & \'q\''
-SETTINGS = WatchSettings(n_bootstrap=100)
+SETTINGS = WatchSettings(n_bootstrap=200)
 SPEC = EvaluationSpec(cutoffs=(5, 10))
 
 
@@ -64,7 +64,7 @@ def write_pages(root: Path) -> dict:
         previous = rows
     out = root / "report"
     report = write_report(out, rows, SPEC, lineage, queries,
-                          ReportConfig(n_bootstrap=100, n_regressions=3),
+                          ReportConfig(n_bootstrap=200, n_regressions=3),
                           candidates=nights[1], judgments=judgments, nightly=step.section,
                           night_inputs=(judgments, nights[1], nights[0]))
     pages = {str(p.relative_to(out)): p.read_text() for p in sorted(out.rglob("*.html"))}
