@@ -30,6 +30,15 @@ from tests.support.paths import REPO
 TYPE = "evaluation_pipeline.definitions.NdcgEvaluation"
 
 
+@pytest.fixture(autouse=True)
+def own_instance():
+    """An instance of its own for each test: resolving the definitions reads the current
+    instance's state, and a test run before in the same process (a materialization on a
+    temporary instance since removed) can leave its instance current."""
+    with dg.instance_for_test():
+        yield
+
+
 @pytest.fixture
 def deployment(monkeypatch):
     """No NDCG_EVAL_* variable at all, as in a project that configures the component."""
