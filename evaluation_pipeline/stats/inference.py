@@ -73,16 +73,30 @@ def sign_flip_p_value(differences: np.ndarray | None, signed_sums: np.ndarray, *
     if n == 0:
         return 1.0
     observed = abs(mean)
-    # Equality up to float rounding counts as "at least as extreme", so identical rankers give 1.
-    tolerance = 1e-12 * max(1.0, largest)
-    if n <= 30 and 2**n <= n_resamples:
+    tolerance = _tolerance(largest)
+    if _exact(n, n_resamples):
         d = np.asarray(differences, dtype=np.float64)
-        patterns = ((np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1) * 2 - 1
+        patterns = _sign_patterns(n)
         flipped = np.abs((patterns * d).mean(axis=1))
         return float(np.mean(flipped >= observed - tolerance))
     flipped = np.abs(np.asarray(signed_sums, dtype=np.float64) / n)
     extreme = int(np.sum(flipped >= observed - tolerance))
     return float((1 + extreme) / (1 + n_resamples))
+
+
+def _tolerance(largest: float) -> float:
+    """Equality up to float rounding counts as "at least as extreme": identical rankers give 1."""
+    return 1e-12 * max(1.0, largest)
+
+
+def _exact(n: int, n_resamples: int) -> bool:
+    """Whether the test counts every sign pattern of ``n`` differences instead of resamples."""
+    return n <= 30 and 2**n <= n_resamples
+
+
+def _sign_patterns(n: int) -> np.ndarray:
+    """Every pattern of ``n`` signs (+1, -1), one per row."""
+    return ((np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1) * 2 - 1
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:
@@ -156,11 +170,11 @@ def sign_flip_interval(differences: np.ndarray | None, signed_sums: np.ndarray,
     when the test cannot reject at this level with any count (too few resamples for it)."""
     if n == 0:
         return None, None
-    tolerance = 1e-12 * max(1.0, largest)
+    tolerance = _tolerance(largest)
     n_resamples = len(signed_sums)
-    if differences is not None and n <= 30 and 2**n <= n_resamples:
+    if differences is not None and _exact(n, n_resamples):
         d = np.asarray(differences, dtype=np.float64)
-        patterns = ((np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1) * 2 - 1
+        patterns = _sign_patterns(n)
         flipped, signs = patterns @ d, patterns.sum(axis=1).astype(np.float64)
         p_of_count = np.arange(2**n + 1) / 2**n
     else:
