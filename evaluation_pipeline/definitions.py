@@ -2,11 +2,12 @@
 
 Everything that differs between environments arrives here, from arguments or environment
 variables: the spec file, the storage base (a folder or an fsspec URL), the landing folder, the
-queries table, the check thresholds, the nightly cron and the nightly watch.
+queries and documents tables, the check thresholds, the nightly cron and the nightly watch.
 
 The landing folder, the queries table and the storage have no default in a deployment: an
 installed package has no repository beside it, so a missing one is an error naming its variable.
-Only under the development switch (NDCG_EVAL_DEV=1: `make run`, `make ui`, the tests) do they
+The documents table, which only the judge reads, may be left out: then none is published. Only
+under the development switch (NDCG_EVAL_DEV=1: `make run`, `make ui`, the tests) do they
 default to the source checkout's example data and ``.storage/``.
 
 ``NdcgEvaluation`` is the same code location as a Dagster component (docs/dagster.md): each
@@ -30,6 +31,7 @@ from evaluation_pipeline.ingest.external_sort import parse_memory_limit
 from evaluation_pipeline.io import conditional
 from evaluation_pipeline.io.locations import storage_options
 from evaluation_pipeline.io.storage import (
+    DEFAULT_DOCUMENTS,
     DEFAULT_LANDING,
     DEFAULT_QUERIES,
     DEFAULT_SPEC,
@@ -77,13 +79,16 @@ def pipeline_spec(spec_path: str | Path | None = None) -> EvaluationSpec:
 
 
 def setting(given: str | None, variable: settings.Setting, what: str,
-            development_default: Path) -> str:
-    """``given``, else $``variable``, else (development switch only) the checkout's default."""
+            development_default: Path) -> str | None:
+    """``given``, else $``variable``, else (development switch only) the checkout's default;
+    else None for a location a deployment may leave out (``variable.required`` false)."""
     value = given or variable.get()
     if value:
         return value
     if settings.DEV.get() == "1":
         return str(development_default)
+    if not variable.required:
+        return None
     raise MissingSetting(
         f"{variable} is not set: name {what} in it (or pass it to build_definitions). "
         f"{settings.DEV.name}=1 uses the source checkout's "
@@ -133,6 +138,7 @@ def build_definitions(
     storage_base: str | None = None,
     landing_folder: str | None = None,
     queries_path: str | None = None,
+    documents_path: str | None = None,
     policy: QualityPolicy | None = None,
     nightly_cron: str | None = None,
     nightly_timezone: str | None = None,
@@ -158,6 +164,8 @@ def build_definitions(
                        DEFAULT_LANDING),
         queries_path=setting(queries_path, settings.QUERIES, "the queries table",
                              DEFAULT_QUERIES),
+        documents_path=setting(documents_path, settings.DOCUMENTS, "the documents table",
+                               DEFAULT_DOCUMENTS),
     )
     watch = watch or nightly_watch()
     check_settings(storage, watch)
@@ -238,7 +246,7 @@ def defs_yaml(type_name: str) -> str:
         lines += textwrap.wrap(documented.description, 94, initial_indent="  # ",
                                subsequent_indent="  # ")
         lines.append(f"  # (left out: {documented.json_schema_extra['left_out']})")
-        required = name in ATTRIBUTE_SETTINGS and ATTRIBUTE_SETTINGS[name].development
+        required = name in ATTRIBUTE_SETTINGS and ATTRIBUTE_SETTINGS[name].required
         lines.append(f"  {'' if required else '# '}{name}: {documented.examples[0]}")
     return "\n".join(lines) + "\n"
 
@@ -274,7 +282,8 @@ class NdcgEvaluation(dg.Component, dg.Resolvable, SettingAttributes):
             parse_memory_limit(self.memory_limit)  # a size that is none is named here
         return build_definitions(
             spec_path=self.spec, storage_base=self.storage, landing_folder=self.landing,
-            queries_path=self.queries, nightly_cron=self.nightly_cron,
+            queries_path=self.queries, documents_path=self.documents,
+            nightly_cron=self.nightly_cron,
             nightly_timezone=self.nightly_timezone, engine=self.engine,
             watch=nightly_watch(self.alpha, self.min_effect, self.baseline_pool,
                                 self.alert_webhook, self.power),

@@ -39,10 +39,10 @@ PREFIX = "NDCG_EVAL_"
 def setting(default: Any, meaning: str, *, unset: str | None = None, development: str = "",
             what: str | None = None, example: str | None = None, **rules: Any) -> Any:
     """A variable's declaration: ``default`` (None: none, and ``unset`` says what applies in
-    words; ``development``: a location a deployment must name, this under NDCG_EVAL_DEV=1),
-    ``meaning``; ``what`` names a valid value where its type does not (in a refusal, with
-    ``{choices}`` for the choices); ``example``: a value as a defs.yaml writes it; ``rules``:
-    pydantic's bounds (gt, ge, le)."""
+    words; ``development``: a location, this under NDCG_EVAL_DEV=1, that a deployment must name
+    unless ``unset`` says what leaving it out means), ``meaning``; ``what`` names a valid value
+    where its type does not (in a refusal, with ``{choices}`` for the choices); ``example``: a
+    value as a defs.yaml writes it; ``rules``: pydantic's bounds (gt, ge, le)."""
     extra = {key: value for key, value in
              (("unset", unset), ("development", development), ("what", what)) if value}
     return Field(default, description=meaning, examples=[example] if example else None,
@@ -80,6 +80,12 @@ class ComponentSettings(BaseSettings):
         None, "the queries table (query text, slices and weights)",
         development="the bundled queries table",
         example="/data/ndcg-eval/queries.csv")
+    # Only the judge reads it (judgments_llm): a deployment that does not judge names none.
+    documents: str | None = setting(
+        None, "the documents table (doc_id, title, text) the judge reads, published by the "
+        "documents asset", unset="unset: none is published; the judge's documents config "
+        "names one", development="the bundled documents table",
+        example="/data/ndcg-eval/documents.parquet")
     # What the pipeline evaluates under.
     spec: str | None = setting(
         None, "the spec file (YAML or TOML) the pipeline evaluates under",
@@ -129,7 +135,8 @@ class Settings(ComponentSettings):
     """Every variable: the component's, and those a run or a test reads on its own."""
 
     dev: str | None = setting(
-        None, "1: the storage, landing and queries default to the checkout's example data "
+        None, "1: the storage, landing, queries and documents default to the checkout's "
+        "example data "
         "(`make run`, `make ui` and the tests set it)", unset="unset")
     lock_timeout: float = setting(
         1800, "seconds a run waits for a lock another holds (`make run`: the instance; a "
@@ -200,15 +207,24 @@ class Setting:
 
     @property
     def development(self) -> str | None:
-        """A location a deployment must name: what it is under NDCG_EVAL_DEV=1, else None."""
+        """A location: what it is under NDCG_EVAL_DEV=1, else None."""
         return (self.field.json_schema_extra or {}).get("development")
+
+    @property
+    def required(self) -> bool:
+        """A location a deployment must name: one with no ``unset`` meaning beside its
+        development default."""
+        return bool(self.development) and "unset" not in (self.field.json_schema_extra or {})
 
     @property
     def default(self) -> str:
         """What applies when the variable is unset, in words."""
         default = self.value_default
         if self.development:
-            return f"none: required ({_BY_ATTRIBUTE['dev'].name}=1: {self.development})"
+            development = f"{_BY_ATTRIBUTE['dev'].name}=1: {self.development}"
+            if self.required:
+                return f"none: required ({development})"
+            return f"{self.field.json_schema_extra['unset']} ({development})"
         if default is None:
             return self.field.json_schema_extra["unset"]
         if isinstance(default, dict):

@@ -44,6 +44,13 @@ def queries_sha256(queries: pl.DataFrame) -> str:
     return hashlib.sha256(canonical.write_csv().encode()).hexdigest()
 
 
+def documents_sha256(documents: pl.DataFrame) -> str:
+    """SHA-256 of the documents table, as ``queries_sha256``: rows sorted by doc_id (unique)
+    and columns by name, so that the file's row and column order do not count."""
+    canonical = documents.select(sorted(documents.columns)).sort("doc_id")
+    return hashlib.sha256(canonical.write_csv().encode()).hexdigest()
+
+
 def judged_at_k_by_ranker(per_query: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
     """Mean judged@K per (ranker, cutoff) of the spec's nDCG@K rows that carry it (a lazy scan
     is streamed: results bigger than memory are read a slice at a time)."""

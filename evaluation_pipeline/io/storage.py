@@ -9,6 +9,7 @@ manifest beside it, and one scores and one report folder per evaluation::
     judgments/<version>/            judgments.parquet, manifest.json
     pools/<pool>/                   candidates.parquet, manifest.json
     queries/                        queries.parquet, manifest.json
+    documents/                      documents.parquet, manifest.json (the judge's documents)
     scores/<pool>/<version>/<spec_id>/    per_query.parquet, manifest.json (its stamp)
     reports/<pool>/<version>/<spec_id>/   report.json, report.html, aggregates.parquet, ...
     history/                        history.parquet, history.stamp.json, history.html,
@@ -50,6 +51,7 @@ MANIFEST_FILE = "manifest.json"
 JUDGMENTS_FILE = "judgments.parquet"
 POOL_FILE = "candidates.parquet"
 QUERIES_FILE = "queries.parquet"
+DOCUMENTS_FILE = "documents.parquet"
 # Scratch of steps that spill past the memory budget, under a local storage (hidden: no input
 # or result is ever named so).
 SPILL_FOLDER = ".spill"
@@ -78,11 +80,13 @@ DEFAULT_SPEC = resources.files("evaluation_pipeline") / SPEC_FILE
 
 # --- a source checkout's example setup: used only under the development switch ----------------
 # `make run`, `make ui` and the tests set NDCG_EVAL_DEV=1; a deployment names its landing
-# folder, queries table and storage instead (an installed package has no repository beside it).
+# folder, queries table and storage instead (an installed package has no repository beside it),
+# and a documents table if it judges.
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_STORAGE = REPO / ".storage"
 DEFAULT_LANDING = REPO / "examples" / "data" / "landing"
 DEFAULT_QUERIES = REPO / "examples" / "data" / "queries.csv"
+DEFAULT_DOCUMENTS = REPO / "examples" / "data" / "documents.csv"
 # `make run`'s week: generated once into DEFAULT_NIGHTLY, landed night by night into
 # EXAMPLE_LANDING_FOLDER under a local storage (a bucket's: under the Dagster instance folder).
 DEFAULT_NIGHTLY = REPO / "examples" / "data" / "nightly"
@@ -113,6 +117,13 @@ QUERIES_FOLDER: Place = ("queries",)
 
 def queries_file() -> Place:
     return (*QUERIES_FOLDER, QUERIES_FILE)
+
+
+DOCUMENTS_FOLDER: Place = ("documents",)
+
+
+def documents_file() -> Place:
+    return (*DOCUMENTS_FOLDER, DOCUMENTS_FILE)
 
 
 def manifest_file(folder: Place) -> Place:

@@ -1,7 +1,8 @@
 """The ingest assets: read, validate, publish, attach metadata. Nothing else happens here.
 
 ``judgments``, ``candidate_pools`` and ``queries`` publish validated inputs to the storage once
-per name and return a data version equal to their content SHA-256.
+per name and return a data version equal to their content SHA-256; ``documents`` (the judge's
+documents table) is published as the queries table is.
 """
 
 from datetime import UTC, datetime
@@ -10,14 +11,17 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
+from evaluation_pipeline import settings
 from evaluation_pipeline.analysis import quality
 from evaluation_pipeline.ingest.verify import candidate_set_disagreements
 from evaluation_pipeline.io.atomic import named_in
 from evaluation_pipeline.io.readers import read_queries
 from evaluation_pipeline.io.storage import (
+    DOCUMENTS_FOLDER,
     JUDGMENTS_FILE,
     POOL_FILE,
     QUERIES_FOLDER,
+    documents_file,
     judgments_file,
     judgments_folder,
     manifest_file,
@@ -25,6 +29,7 @@ from evaluation_pipeline.io.storage import (
     pool_folder,
     queries_file,
 )
+from evaluation_pipeline.judging.document_reader import read_documents
 from evaluation_pipeline.metric.hashing import HASH_VERSION
 from evaluation_pipeline.nightly import verdicts as nightly
 from evaluation_pipeline.orchestration.partitions import DEFAULT, Naming
@@ -53,8 +58,8 @@ def _table(frame: pl.DataFrame) -> dg.TableMetadataValue:
 
 
 def build_ingest_assets(naming: Naming = DEFAULT) -> list[dg.AssetsDefinition]:
-    """``judgments``, ``candidate_pools`` and ``queries`` of the instance ``naming`` names:
-    its asset keys, partitions, group and resource keys."""
+    """``judgments``, ``candidate_pools``, ``queries`` and ``documents`` of the instance
+    ``naming`` names: its asset keys, partitions, group and resource keys."""
     prefix = list(naming.prefix) or None
 
     @dg.asset(
@@ -199,11 +204,50 @@ def build_ingest_assets(naming: Naming = DEFAULT) -> list[dg.AssetsDefinition]:
             data_version=dg.DataVersion(sha),
         )
 
-    return [judgments, candidate_pools, queries]
+    @dg.asset(
+        key_prefix=prefix,
+        group_name=naming.group(INGEST_GROUP),
+        required_resource_keys=naming.resource_keys("landing", "storage"),
+        kinds={"polars", "parquet"},
+        description="The documents table the judge reads (doc_id, title, text): validated and "
+        "published under its content hash, replaced when it changes.",
+    )
+    def documents(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        landing, storage = naming.resources(context, "landing", "storage")
+        source = landing.documents_file()
+        if source is None:
+            raise dg.Failure(f"no documents table is named: set {settings.DOCUMENTS.name} (or "
+                             "the component's documents attribute) to the table to publish")
+        # Validated before anything is written: a refusal names the file, column, rule and
+        # rows, and leaves the published table as it was.
+        frame = read_documents(source)
+        sha = quality.documents_sha256(frame)
+        # Replaced when it changes, as the queries table: a collection's texts are re-extracted
+        # and grow, and keeping each content would keep a whole corpus per change. What a judged
+        # version was judged against is its hash, which judgments_llm records (its metadata and
+        # the gate's record) from the rows it read.
+        storage.write_parquet(frame, *documents_file())
+        manifest = {"sha256": sha, "rows": frame.height, "source": str(source),
+                    "published_at": utc_now()}
+        storage.write_json(storage.stamped(manifest, documents_file()),
+                           *manifest_file(DOCUMENTS_FOLDER))
+        context.log.info(f"documents: {frame.height} rows, sha256 {sha}")
+        return dg.MaterializeResult(
+            metadata={
+                "sha256": sha,
+                "dagster/row_count": frame.height,
+                "columns": dg.MetadataValue.json(frame.columns),
+                "source": dg.MetadataValue.path(str(source)),
+                "published": dg.MetadataValue.path(str(storage.path(*documents_file()))),
+            },
+            data_version=dg.DataVersion(sha),
+        )
+
+    return [judgments, candidate_pools, queries, documents]
 
 
 # The project's own code location's (no prefix).
-judgments, candidate_pools, queries = build_ingest_assets(DEFAULT)
+judgments, candidate_pools, queries, documents = build_ingest_assets(DEFAULT)
 
 
 # -- evaluation -------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ class Jobs(NamedTuple):
     ingest_judgments: AssetJob
     ingest_pool: AssetJob
     ingest_queries: AssetJob
+    ingest_documents: AssetJob
     evaluation: AssetJob
 
 
@@ -60,6 +61,11 @@ def build_jobs(naming: Naming = DEFAULT) -> Jobs:
             description="Validate and publish the queries table (weights and slices).",
         ),
         dg.define_asset_job(
+            naming.name("ingest_documents"),
+            selection=dg.AssetSelection.assets(naming.key("documents")),
+            description="Validate and publish the documents table the judge reads.",
+        ),
+        dg.define_asset_job(
             naming.name("evaluate"),
             selection=evaluation_selection(naming),
             description="Score one pool against one judgment version and write the report.",
@@ -68,5 +74,7 @@ def build_jobs(naming: Naming = DEFAULT) -> Jobs:
 
 
 # The project's own code location's (no prefix).
-ingest_judgments_job, ingest_pool_job, ingest_queries_job, evaluation_job = build_jobs(DEFAULT)
-jobs = [ingest_judgments_job, ingest_pool_job, ingest_queries_job, evaluation_job]
+(ingest_judgments_job, ingest_pool_job, ingest_queries_job, ingest_documents_job,
+ evaluation_job) = build_jobs(DEFAULT)
+jobs = [ingest_judgments_job, ingest_pool_job, ingest_queries_job, ingest_documents_job,
+        evaluation_job]

@@ -4,8 +4,12 @@ re-score (docs/judging.md, In Dagster).
 
 On demand only: in the ``judging`` group, in no job, schedule or sensor, and without an
 automation condition, so that no run spends money unasked. Its config names the worklist,
-the queries and documents tables, the judge, the budget, the version it fills (``base_version``,
-published: people's grades) and the pool the gate's Kendall's tau is measured over. The API key
+the queries table, the judge, the budget, the version it fills (``base_version``, published:
+people's grades) and the pool the gate's Kendall's tau is measured over. It reads the documents
+table the ``documents`` asset published (a ``documents`` config names another), and records the
+SHA-256 of the rows it read (``analysis.quality.documents_sha256``, the published manifest's) in
+its metadata and the gate's record: the version's lineage names the texts it was judged on,
+though the published table is replaced when it changes. The API key
 is read from NDCG_EVAL_JUDGE_API_KEY when the step runs (``settings.JUDGE_API_KEY``); it is in
 no config, metadata or file.
 
@@ -40,10 +44,13 @@ import polars as pl
 from pydantic import Field
 
 from evaluation_pipeline import settings
+from evaluation_pipeline.analysis.quality import documents_sha256
 from evaluation_pipeline.io.atomic import atomic_write
 from evaluation_pipeline.io.readers import read_queries
 from evaluation_pipeline.io.storage import (
+    DOCUMENTS_FOLDER,
     LANDED_JUDGMENTS_FOLDER,
+    documents_file,
     judgments_file,
     judgments_folder,
     pool_file,
@@ -90,7 +97,9 @@ class JudgeConfig(dg.Config):
     pool: str = Field(description="the published pool the gate measures Kendall's tau over")
     worklist: str = Field(description="the worklist (ndcg-eval holes, judging_worklist) or a "
                              "file of query_id, doc_id pairs, judged in its order")
-    documents: str = Field(description="the documents table (doc_id, title, text)")
+    documents: str | None = Field(
+        default=None, description="the documents table (doc_id, title, text) (default: the "
+        "published one, the documents asset's)")
     queries: str | None = Field(
         default=None, description="the queries table with query_text (default: the landing's)")
     judge_url: str = Field(description="the OpenAI-compatible endpoint or its /v1 base")
@@ -125,8 +134,34 @@ def _options(config: JudgeConfig, out: Path, queries: str) -> argparse.Namespace
         deadline=config.deadline, timeout=config.timeout, temperature=config.temperature,
         price_per_1k_tokens=config.price_per_1k_tokens, judge_url=config.judge_url,
         model=config.model, rater=config.rater, out=out, worklist=Path(config.worklist),
-        pairs=None, queries=Path(queries), documents=Path(config.documents),
+        pairs=None, queries=Path(queries),
+        documents=None if config.documents is None else Path(config.documents),
         template=None if config.template is None else Path(config.template))
+
+
+def published_documents(storage: EvaluationStorage, landing: LandingZone, naming: Naming
+                        ) -> tuple[pl.DataFrame, str, str]:
+    """The documents table the ``documents`` asset published, checked by its model again:
+    (its rows, its place, their SHA-256). Refused when none is published, or when the rows are
+    not the ones its manifest names (being replaced, or changed after publish), so that the
+    hash recorded is always a published one."""
+    manifest = storage.manifest(*DOCUMENTS_FOLDER)
+    if manifest is None:
+        named = landing.documents_file()
+        how = (f"set {settings.DOCUMENTS.name} (the component's documents attribute) to the "
+               "table for the documents_changed sensor to publish" if named is None else
+               f"{settings.DOCUMENTS.name} names {named}: materialize documents (job "
+               f"{naming.name('ingest_documents')}) to publish it")
+        raise dg.Failure(f"no documents table is published: {how}, or name a table in this "
+                         "run's documents config")
+    where = str(storage.path(*documents_file()))
+    frame = validate("Documents", storage.read_parquet(*documents_file()), where)
+    sha = documents_sha256(frame)
+    if sha != manifest["sha256"]:
+        raise dg.Failure(f"{where}: its rows hash to sha256 {sha}, not the {manifest['sha256']} "
+                         "its manifest names: it is being replaced, or it changed after it was "
+                         "published. Materialize documents again, then this asset")
+    return frame, where, sha
 
 
 def landed_frame(ratings: pl.DataFrame, spec: EvaluationSpec, verdict: Verdict,
@@ -182,7 +217,8 @@ def build_judging_assets(spec: EvaluationSpec, naming: Naming = DEFAULT
         group_name=naming.group(WORKLIST_GROUP),
         required_resource_keys={landing_key, storage_key},
         kinds={"polars", "csv"},
-        deps=[naming.key("judging_worklist")],
+        # The documents it reads by default: the UI shows which table a version was judged on.
+        deps=[naming.key("judging_worklist"), naming.key("documents")],
         metadata={"spec_id": spec.spec_id},
         description="On demand: an LLM judge grades a worklist's holes (and documents people "
         "graded, for the gate) into a new judgment version; the gate measures it against "
@@ -208,13 +244,21 @@ def build_judging_assets(spec: EvaluationSpec, naming: Naming = DEFAULT
         people = people_ratings(base, config.base_version)
         candidates = storage.read_parquet(*pool_file(config.pool))
         template = load_template(None if config.template is None else Path(config.template))
-        queries, documents = read_queries(queries_path), read_documents(config.documents)
+        queries = read_queries(queries_path)
+        if config.documents is not None:  # the run's own table, as ndcg-eval judge reads it
+            documents, documents_source = read_documents(config.documents), config.documents
+            documents_hash = documents_sha256(documents)
+        else:
+            documents, documents_source, documents_hash = published_documents(
+                storage, landing, naming)
+        context.log.info(f"documents: {documents.height} rows of {documents_source}, sha256 "
+                         f"{documents_hash}")
         holes = read_pairs(config.worklist)
         if config.budget is not None:
             holes = holes.head(config.budget)
         calibration = calibration_pairs(people, holes, queries, documents, config.calibration)
         pairs = with_texts(pl.concat([holes, calibration.select(holes.columns)]), queries,
-                           documents, config.worklist, str(queries_path), config.documents)
+                           documents, config.worklist, str(queries_path), documents_source)
         rater = config.rater or default_rater(config.model, template)
         cache_dir = Path(config.cache) if config.cache else (
             Path(storage.root()) / CACHE_FOLDER if storage.is_local() else None)
@@ -254,7 +298,10 @@ def build_judging_assets(spec: EvaluationSpec, naming: Naming = DEFAULT
         buffer = io.BytesIO()
         ratings.write_parquet(buffer, compression="zstd", statistics=True)
         storage.write(ratings_place(config.version), lambda h: h.write(buffer.getvalue()))
-        storage.write_json(verdict.to_dict(), *verdict_place(config.version))
+        # The verdict names the documents the version was judged on: its lineage.
+        storage.write_json(verdict.to_dict() | {"documents_sha256": documents_hash,
+                                                "documents": documents_source},
+                           *verdict_place(config.version))
         landed = _land(landing, config.version, landed_frame(ratings, spec, verdict, base))
         context.log.info(f"{config.version}: {verdict.reason}; landed at {landed}")
         tokens = int(judged["judge_tokens"].sum() or 0)
@@ -266,6 +313,8 @@ def build_judging_assets(spec: EvaluationSpec, naming: Naming = DEFAULT
             "rater": rater,
             "model": config.model,
             "template_sha256": template.sha256,
+            "documents_sha256": documents_hash,
+            "documents": dg.MetadataValue.path(documents_source),
             "pairs_judged": judged.height,
             "holes_judged": holes.height,
             "calibration_judged": calibration.height,

@@ -66,6 +66,7 @@ SENSOR_NAME_TAG = "dagster/sensor_name"
 # A code location with several instances has these under each instance's prefix.
 DRIVEN_SENSORS = (
     "queries_changed",
+    "documents_changed",
     "judgment_versions_landed",
     "candidate_pools_landed",
     "evaluations_ready",

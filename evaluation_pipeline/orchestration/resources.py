@@ -69,8 +69,10 @@ def field_of(variable: settings.Setting, *, read_when_used: bool = False, over: 
     location a deployment must name). ``read_when_used``: unset (None), the variable, else its
     default, is read when the field is used; ``over``: the field's entries go over the
     variable's."""
-    if variable.development:
+    if variable.required:
         return pydantic.Field(description=variable.meaning)
+    if variable.development:  # named, or none (definitions.py gives the development default)
+        return pydantic.Field(None, description=f"{variable.meaning} ({variable.default})")
     if read_when_used:
         return pydantic.Field(None, description=f"{variable.meaning} (unset: {variable.name}, "
                                                 f"else {variable.default})")
@@ -354,10 +356,12 @@ class EvaluationStorage(dg.ConfigurableResource):
 
 
 class LandingZone(dg.ConfigurableResource):
-    """Where judgment files, pool folders and the queries table arrive."""
+    """Where judgment files, pool folders, the queries table and the documents table arrive."""
 
     folder: str = field_of(settings.LANDING)
     queries_path: str = field_of(settings.QUERIES)
+    # None: the deployment names no documents table (it does not judge, or names one per run).
+    documents_path: str | None = field_of(settings.DOCUMENTS)
 
     def root(self) -> Path:
         return Path(self.folder).resolve()
@@ -386,6 +390,10 @@ class LandingZone(dg.ConfigurableResource):
 
     def queries_file(self) -> Path:
         return Path(self.queries_path).resolve()
+
+    def documents_file(self) -> Path | None:
+        """The documents table, or None when none is named."""
+        return Path(self.documents_path).resolve() if self.documents_path else None
 
 
 class QualityPolicy(dg.ConfigurableResource):

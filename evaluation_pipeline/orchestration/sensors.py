@@ -19,8 +19,14 @@ from dataclasses import astuple
 
 import dagster as dg
 
+from evaluation_pipeline import settings
 from evaluation_pipeline.io.landing import FileHashes, FileStamp, LandingError
-from evaluation_pipeline.io.storage import QUERIES_FOLDER, judgments_folder, pool_folder
+from evaluation_pipeline.io.storage import (
+    DOCUMENTS_FOLDER,
+    QUERIES_FOLDER,
+    judgments_folder,
+    pool_folder,
+)
 from evaluation_pipeline.orchestration.jobs import build_jobs
 from evaluation_pipeline.orchestration.liveness import IN_FLIGHT, fail_dead_runs
 from evaluation_pipeline.orchestration.partitions import (
@@ -73,7 +79,8 @@ def landing_stamps(cursors: Mapping[str, str | None]) -> FileHashes:
 # runner starts its sensors without one (so that what a failed run left is requested again),
 # and without the stamps it would hash every file ever landed, each night.
 STAMPS_KEY = "ndcg_eval/landing_file_stamps"
-LANDING_SENSORS = ("queries_changed", "judgment_versions_landed", "candidate_pools_landed")
+LANDING_SENSORS = ("queries_changed", "documents_changed", "judgment_versions_landed",
+                   "candidate_pools_landed")
 
 
 def stamped_cursors(instance: dg.DagsterInstance, sensor_names: list[str]) -> dict[str, str]:
@@ -111,7 +118,8 @@ def _landed_cursor(cursor: str | None, storage: str
 
 def _queries_cursor(cursor: str | None, storage: str
                     ) -> tuple[str | None, dict[str, FileStamp]]:
-    """The content hash of the queries table last seen in ``storage`` and its file stamp.
+    """The content hash of the queries (or documents) table last seen in ``storage`` and its
+    file stamp.
 
     A cursor written before file stamps were kept is the bare hash."""
     if not cursor or not cursor.startswith("{"):
@@ -129,6 +137,24 @@ def _run_key(instance: dg.DagsterInstance, content_key: str, storage: Evaluation
     if storage.manifest(*folder) is not None:
         return content_key
     return attempt_run_key(instance, content_key, INGEST_TAG)
+
+
+def _table_sensor_result(context, source, kind: str, what: str, folder: tuple[str, ...],
+                         storage: EvaluationStorage, naming: Naming = DEFAULT):
+    """Request an ingest of the one table at ``source`` (the queries or the documents table)
+    when its file's hash is new to ``storage``, or its publication in ``folder`` vanished after
+    a run published it. ``kind``: the asset's name, in the content key."""
+    where = storage_key(storage)
+    previous, known = _queries_cursor(context.cursor, where)
+    hashes = FileHashes(known)
+    sha = hashes.sha256(source)
+    context.update_cursor(json.dumps({"sha256": sha, "files": _stamps_json(hashes.settled),
+                                      "storage": where}, sort_keys=True))
+    content_key = f"{naming.name(kind)}:{sha}@{where}"
+    run_key = _run_key(context.instance, content_key, storage, folder)
+    if previous == sha and run_key == content_key:
+        return dg.SkipReason(f"{what} unchanged")
+    return dg.RunRequest(run_key=run_key, tags={SOURCE_TAG: sha, INGEST_TAG: content_key})
 
 
 def _landed_sensor_result(context, list_landed, partitions_def, job, kind, storage, place,
@@ -230,20 +256,28 @@ def build_ingest_sensors(naming: Naming = DEFAULT) -> list[dg.SensorDefinition]:
         source = landing.queries_file()
         if not source.is_file():
             return dg.SkipReason(f"no queries table at {source}")
-        where = storage_key(storage)
-        previous, known = _queries_cursor(context.cursor, where)
-        hashes = FileHashes(known)
-        sha = hashes.sha256(source)
-        context.update_cursor(json.dumps({"sha256": sha, "files": _stamps_json(hashes.settled),
-                                          "storage": where}, sort_keys=True))
-        content_key = f"{naming.name('queries')}:{sha}@{where}"
-        run_key = _run_key(context.instance, content_key, storage, QUERIES_FOLDER)
-        if previous == sha and run_key == content_key:
-            return dg.SkipReason("queries table unchanged")
-        return dg.RunRequest(run_key=run_key,
-                             tags={SOURCE_TAG: sha, INGEST_TAG: content_key})
+        return _table_sensor_result(context, source, "queries", "queries table", QUERIES_FOLDER,
+                                    storage, naming)
 
-    return [judgment_versions_sensor, candidate_pools_sensor, queries_sensor]
+    @dg.sensor(
+        name=naming.name("documents_changed"),
+        job=jobs.ingest_documents,
+        required_resource_keys=naming.resource_keys("landing", "storage"),
+        minimum_interval_seconds=INTERVAL_SECONDS,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="The documents table the judge reads is ingested when its content changes.",
+    )
+    def documents_sensor(context: dg.SensorEvaluationContext, **_by_key):
+        landing, storage = naming.resources(context, "landing", "storage")
+        source = landing.documents_file()
+        if source is None:
+            return dg.SkipReason(f"no documents table named ({settings.DOCUMENTS.name} unset)")
+        if not source.is_file():
+            return dg.SkipReason(f"no documents table at {source}")
+        return _table_sensor_result(context, source, "documents", "documents table",
+                                    DOCUMENTS_FOLDER, storage, naming)
+
+    return [judgment_versions_sensor, candidate_pools_sensor, queries_sensor, documents_sensor]
 
 
 def build_evaluation_sensor(spec: EvaluationSpec,

@@ -55,7 +55,8 @@ def test_attributes_configure_what_the_variables_do(deployment, tmp_path):
     spec = tmp_path / "spec.yaml"
     spec.write_text("profile: trec_eval\ncutoffs: [10]\n")
     attributes = dict(storage=str(tmp_path / "storage"), landing=str(tmp_path / "landing"),
-                      queries=str(tmp_path / "queries.csv"), spec=str(spec), engine="local",
+                      queries=str(tmp_path / "queries.csv"),
+                      documents=str(tmp_path / "documents.csv"), spec=str(spec), engine="local",
                       storage_options={"anon": False}, memory_limit="1GB",
                       spill_dir=str(tmp_path / "spill"), alpha=0.01, min_effect=0.02,
                       power=0.9, baseline_pool="pool-1", alert_webhook="http://127.0.0.1:9/hook",
@@ -182,18 +183,20 @@ def test_the_project_keeps_its_names(deployment, tmp_path):
                  queries=str(tmp_path / "q.csv"))
     own = names(NdcgEvaluation(**where).build_defs())
     assert own["jobs"] == {"ingest_judgments", "ingest_candidate_pool", "ingest_queries",
-                           "evaluate"}
+                           "ingest_documents", "evaluate"}
     assert own["sensors"] == {"judgment_versions_landed", "candidate_pools_landed",
-                              "queries_changed", "evaluations_ready", "evaluation_automation"}
+                              "queries_changed", "documents_changed", "evaluations_ready",
+                              "evaluation_automation"}
     assert own["schedules"] == {"nightly_evaluation"}
     assert own["resources"] == {"storage", "landing", "policy", "watch", "scoring", "memory"}
-    assert own["assets"] == {"judgments", "candidate_pools", "queries", "query_scores",
-                             "evaluation_report", "evaluation_history", "judging_worklist",
-                             "judgments_llm"}
+    assert own["assets"] == {"judgments", "candidate_pools", "queries", "documents",
+                             "query_scores", "evaluation_report", "evaluation_history",
+                             "judging_worklist", "judgments_llm"}
     assert own["partitions"] == {"judgment_versions", "candidate_pools"}
     groups = NdcgEvaluation(**where).build_defs().get_repository_def().assets_defs_by_key
     assert {key.to_user_string(): a.group_names_by_key[key] for key, a in groups.items()} == {
         "judgments": "ingest", "candidate_pools": "ingest", "queries": "ingest",
+        "documents": "ingest",
         "query_scores": "evaluation", "evaluation_report": "evaluation",
         "evaluation_history": "evaluation", "judging_worklist": "judging",
         "judgments_llm": "judging"}

@@ -19,6 +19,7 @@ from evaluation_pipeline.definitions import (
 )
 from evaluation_pipeline.engines import ENGINES
 from evaluation_pipeline.io.storage import (
+    DEFAULT_DOCUMENTS,
     DEFAULT_LANDING,
     DEFAULT_QUERIES,
     DEFAULT_STORAGE,
@@ -29,13 +30,15 @@ from schemas.errors import EvaluationError
 from tests.support.paths import REPO
 
 LOCATIONS = ("NDCG_EVAL_STORAGE", "NDCG_EVAL_LANDING", "NDCG_EVAL_QUERIES")
+# A location a deployment may leave out: only the judge reads it.
+OPTIONAL_LOCATIONS = ("NDCG_EVAL_DOCUMENTS",)
 
 
 @pytest.fixture
 def deployment(monkeypatch):
     """An environment like a deployment's: no development switch, no location set."""
     monkeypatch.delenv(settings.DEV.name, raising=False)
-    for variable in LOCATIONS:
+    for variable in LOCATIONS + OPTIONAL_LOCATIONS:
         monkeypatch.delenv(variable, raising=False)
     return monkeypatch
 
@@ -49,13 +52,25 @@ def test_a_missing_location_is_an_error_naming_its_variable(deployment, tmp_path
         build_definitions()
 
 
-def test_configured_locations_are_used_as_given(deployment, tmp_path):
+def test_the_documents_table_may_be_left_out(deployment, tmp_path):
     for variable in LOCATIONS:
+        deployment.setenv(variable, str(tmp_path / variable.lower()))
+    landing = build_definitions().resources["landing"]
+    assert landing.documents_path is None and landing.documents_file() is None
+    assert settings.DOCUMENTS.default.startswith("unset: none is published")
+    assert not settings.DOCUMENTS.required
+    assert all(getattr(settings, name.removeprefix(settings.PREFIX)).required
+               for name in LOCATIONS)
+
+
+def test_configured_locations_are_used_as_given(deployment, tmp_path):
+    for variable in LOCATIONS + OPTIONAL_LOCATIONS:
         deployment.setenv(variable, str(tmp_path / variable.lower()))
     resources_ = build_definitions().resources
     assert resources_["storage"].base == str(tmp_path / "ndcg_eval_storage")
     assert resources_["landing"].folder == str(tmp_path / "ndcg_eval_landing")
     assert resources_["landing"].queries_path == str(tmp_path / "ndcg_eval_queries")
+    assert resources_["landing"].documents_path == str(tmp_path / "ndcg_eval_documents")
     # Arguments win over the environment.
     given = build_definitions(storage_base=str(tmp_path / "given")).resources["storage"]
     assert given.base == str(tmp_path / "given")
@@ -67,6 +82,8 @@ def test_the_development_switch_means_the_checkouts_example_data(deployment):
     assert resources_["storage"].base == str(DEFAULT_STORAGE)
     assert resources_["landing"].folder == str(DEFAULT_LANDING)
     assert resources_["landing"].queries_path == str(DEFAULT_QUERIES)
+    assert resources_["landing"].documents_path == str(DEFAULT_DOCUMENTS)
+    assert DEFAULT_DOCUMENTS.is_file()
 
 
 def test_the_default_spec_is_package_data(deployment, tmp_path):
@@ -87,6 +104,7 @@ LISTED = {
     "NDCG_EVAL_STORAGE_OPTIONS": ("storage_options", ["storage.storage_options"]),
     "NDCG_EVAL_LANDING": ("landing", ["landing.folder"]),
     "NDCG_EVAL_QUERIES": ("queries", ["landing.queries_path"]),
+    "NDCG_EVAL_DOCUMENTS": ("documents", ["landing.documents_path"]),
     "NDCG_EVAL_SPEC": ("spec", []),
     "NDCG_EVAL_ENGINE": ("engine", ["scoring.engine"]),
     "NDCG_EVAL_SPARK_MASTER": ("spark_master", ["scoring.spark_master"]),
@@ -157,7 +175,7 @@ def test_each_resource_field_takes_its_variables_default_and_meaning(deployment)
             key, field_name = place.split(".")
             field = type(resources_[key]).model_fields[field_name]
             fields[place] = field
-            if variable.development:  # a deployment names it: no default
+            if variable.required:  # a deployment names it: no default
                 assert field.is_required(), place
             else:  # the variable's default, or None: the variable is read when it is used
                 assert field.default in (variable.value_default, None), place

@@ -56,6 +56,7 @@ def test_every_asset_materialized_for_a_pool_and_version(pipeline: Pipeline):
     jobs = [(o.job, o.partition, o.success) for o in pipeline.first_outcomes]
     assert jobs == [
         ("ingest_queries", None, True),
+        ("ingest_documents", None, True),
         ("ingest_judgments", VERSION_1, True),
         ("ingest_candidate_pool", POOL_1, True),
         ("evaluate", evaluation_key(POOL_1, VERSION_1), True),
@@ -275,9 +276,10 @@ def test_the_next_main_job_hashes_only_files_changed_since_the_last(tmp_path: Pa
         env = make_pipeline(tmp_path, instance)
         env.land_version(VERSION_1)
         env.land_pool(POOL_1)
-        landed = sorted(p.name for p in env.landing.rglob("*") if p.is_file()
-                        and p.name != "_READY") + ["queries.csv"]
-        for path in [*env.landing.rglob("*"), env.root / "queries.csv"]:
+        landed = sorted([p.name for p in env.landing.rglob("*") if p.is_file()
+                         and p.name != "_READY"] + ["documents.csv", "queries.csv"])
+        for path in [*env.landing.rglob("*"), env.root / "queries.csv",
+                     env.root / "documents.csv"]:
             if path.is_file():
                 _settle(path, 3600)
         assert all(o.success for o in env.runner.run_until_quiet())
@@ -290,8 +292,8 @@ def test_the_next_main_job_hashes_only_files_changed_since_the_last(tmp_path: Pa
         hashed.read.clear()
         runner = LocalRunner(env.defs, instance)
         seeded = stamped_cursors(instance, runner.driven_sensors())
-        assert sorted(seeded) == ["candidate_pools_landed", "judgment_versions_landed",
-                                  "queries_changed"]
+        assert sorted(seeded) == ["candidate_pools_landed", "documents_changed",
+                                  "judgment_versions_landed", "queries_changed"]
         runner.cursors.update(seeded)
         assert runner.run_until_quiet() == [] and hashed.read == []
         version = env.landing / "judgments" / f"{VERSION_1}.csv"
@@ -372,10 +374,11 @@ def test_whole_definitions_load_with_configured_schedule(tmp_path: Path):
                                                                       "Europe/Berlin")
     sensors = {s.name: s for s in defs.sensors}
     assert set(sensors) == {"judgment_versions_landed", "candidate_pools_landed",
-                            "queries_changed", "evaluations_ready", "evaluation_automation"}
+                            "queries_changed", "documents_changed", "evaluations_ready",
+                            "evaluation_automation"}
     assert all(s.default_status == dg.DefaultSensorStatus.RUNNING for s in sensors.values())
     assert {j.name for j in defs.jobs} >= {"ingest_judgments", "ingest_candidate_pool",
-                                           "ingest_queries", "evaluate"}
+                                           "ingest_queries", "ingest_documents", "evaluate"}
 
 
 def test_spec_file_sets_spec_id_and_code_version(tmp_path: Path):

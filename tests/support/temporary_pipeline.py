@@ -50,6 +50,10 @@ def make_pipeline(root: Path, instance: dg.DagsterInstance, **kwargs) -> Pipelin
     (landing / "judgments").mkdir(parents=True)
     (landing / "pools").mkdir()
     queries = Path(shutil.copy(EXAMPLES / "queries.csv", root / "queries.csv"))
+    # A copy, as the queries table: a test may change it, and the checkout's stays as it is.
+    if "documents_path" not in kwargs:
+        kwargs["documents_path"] = str(shutil.copy(EXAMPLES / "documents.csv",
+                                                   root / "documents.csv"))
     defs = build_definitions(storage_base=str(root / "storage"), landing_folder=str(landing),
                              queries_path=str(queries), **kwargs)
     return Pipeline(root, landing, root / "storage", defs, instance, LocalRunner(defs, instance),

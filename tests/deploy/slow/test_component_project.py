@@ -145,11 +145,11 @@ def test_a_dg_project_with_two_instances_lists_scaffolds_and_evaluates_each(tmp_
         assets = {a["asset_key"] for a in listed["assets"]
                   if a["source"].endswith(source)}
         assert assets == {f"{name}/{asset}" for asset in (
-            "judgments", "candidate_pools", "queries", "query_scores", "evaluation_report",
-            "evaluation_history", "judging_worklist", "judgments_llm")}
+            "judgments", "candidate_pools", "queries", "documents", "query_scores",
+            "evaluation_report", "evaluation_history", "judging_worklist", "judgments_llm")}
         assert {job["name"] for job in listed["jobs"] if job["source"].endswith(source)} == {
             f"{name}__{job}" for job in ("ingest_judgments", "ingest_candidate_pool",
-                                         "ingest_queries", "evaluate")}
+                                         "ingest_queries", "ingest_documents", "evaluate")}
         assert f"{name}__nightly_evaluation" in {s["name"] for s in listed["schedules"]}
         assert f"{name}__evaluations_ready" in {s["name"] for s in listed["sensors"]}
         assert f"{name}__storage" in {r["name"] for r in listed["resources"]}
