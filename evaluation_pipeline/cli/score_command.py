@@ -47,10 +47,11 @@ from evaluation_pipeline.io.storage import PER_QUERY_FILE, SUMMARY_FILE
 from evaluation_pipeline.metric.ndcg import sort_results
 from evaluation_pipeline.metric.raters import is_rated
 from evaluation_pipeline.report import ReportConfig, check_options, write_report
+from evaluation_pipeline.report.tables import aligned
 from evaluation_pipeline.report.terminal import progress, render_report, render_summary
 from evaluation_pipeline.spec import EvaluationSpec
 from schemas import InputError
-from schemas.columns import PER_QUERY_KEY, is_spec_ndcg_row, spec_ndcg_rows
+from schemas.columns import PER_QUERY_KEY, spec_ndcg_rows
 from schemas.errors import violation
 
 # The per-query columns summarize reads for its means and counts (evaluation.summarize).
@@ -113,10 +114,11 @@ def _score(args: argparse.Namespace, spec: EvaluationSpec, config: ReportConfig 
         # prove before they read them back (cli.results.rows_alteration).
         summary["stamp"] = integrity.dataset_stamp(Path(target))
         write_json(Summary.checked(summary), folder / SUMMARY_FILE)
-    _print_summary(summary, args.out)
-    if spec.other_measures:
-        print()
-        print(other_measures_table(_other_measures(target, remote)))
+    side_by_side = (measures_side_by_side(_measure_rows(target, remote),
+                                          [str(m) for m in spec.measure_list])
+                    if spec.other_measures else None)
+    print(render_summary(summary, side_by_side))
+    print(f"\nwrote {inside(args.out, PER_QUERY_FILE)} and {inside(args.out, SUMMARY_FILE)}")
     if config is not None:
         if result.candidates is None:
             # Traces re-rank the pool's rows of each regressed query: an engine that streamed
@@ -151,34 +153,56 @@ def _read_scores(target: Location | str, remote: bool, full: bool) -> pl.DataFra
         engine="streaming")
 
 
-def _other_measures(target: Location | str, remote: bool) -> pl.LazyFrame:
-    """The rows of the measures beside the spec's nDCG@K, as a scan (streamed where local)."""
+def _measure_rows(target: Location | str, remote: bool) -> pl.LazyFrame:
+    """Every measure's rows (ranker, measure, value), as a scan (streamed where local)."""
     where = location(target) if remote else target
-    columns = ["ranker", "cutoff", "measure", "value"]
-    rows = (read_dataset(where, columns).lazy() if is_remote(where)
+    columns = ["ranker", "measure", "value"]
+    return (read_dataset(where, columns).lazy() if is_remote(where)
             else scan_dataset(where).select(columns))
-    own = is_spec_ndcg_row()
-    return rows.filter(~own.fill_null(False))
 
 
 def _rankers(per_query: pl.DataFrame) -> list[str]:
     return sorted(per_query["ranker"].unique().to_list())
 
 
-def other_measures_table(rows: pl.LazyFrame) -> str:
-    """Each ranker's mean of each measure beside the spec's nDCG@K (``rows``: theirs alone),
-    over the queries that have a number (as the nDCG@K means), and how many queries have
-    none; summed in one streamed pass, the rows never held."""
-    rows = measure_means(rows).iter_rows()
-    lines = [f"{'ranker':<22} {'measure':<22} {'mean':>7} {'queries':>8} {'no number':>9}"]
-    lines += [f"{ranker:<22} {measure:<22} {'n/a' if mean is None else f'{mean:.4f}':>7} "
-              f"{n:>8} {none:>9}" for ranker, measure, mean, n, none in rows]
-    return "\n".join(lines)
+def measures_side_by_side(rows: pl.LazyFrame, names: list[str]) -> str:
+    """Rankers by measures, in the spec's order of ``names``, as TREC overviews and
+    ir_measures' ``calc_aggregate`` print them: each cell a ranker's mean of a measure over the
+    queries with a number (as the nDCG@K means), summed in one streamed pass, the rows never
+    held. Under the table, how many queries each mean is over: the measures' populations differ
+    when a measure leaves some queries without a number (contract section 4)."""
+    means = {(ranker, measure): (mean, n, none)
+             for ranker, measure, mean, n, none in measure_means(rows).iter_rows()}
+    rankers = sorted({ranker for ranker, _ in means})
+    body = [[ranker, *(_mean_cell(means.get((ranker, name))) for name in names)]
+            for ranker in rankers]
+    return "\n".join([aligned(["ranker", *names], body),
+                      _populations({name: {means[r, name][1:] for r in rankers
+                                           if (r, name) in means} for name in names})])
 
 
-def _print_summary(summary: dict, out: Path | str) -> None:
-    print(render_summary(summary))
-    print(f"\nwrote {inside(out, PER_QUERY_FILE)} and {inside(out, SUMMARY_FILE)}")
+def _mean_cell(found: tuple | None) -> str:
+    return "n/a" if found is None or found[0] is None else f"{found[0]:.4f}"
+
+
+def _populations(counts: dict[str, set[tuple[int, int]]]) -> str:
+    """Over how many queries each measure's means are: one sentence when every mean is over as
+    many, else each measure's (a range where the rankers differ)."""
+    def over(pairs: set[tuple[int, int]]) -> str:
+        if not pairs:
+            return "none"
+        if len(pairs) == 1:
+            (n, none), = pairs
+            return f"{n} of {n + none}"
+        numbers = sorted(n for n, _ in pairs)
+        return f"{numbers[0]} to {numbers[-1]}"
+
+    if len({frozenset(pairs) for pairs in counts.values()}) == 1 and all(
+            len(pairs) == 1 for pairs in counts.values()):
+        return (f"each mean over the {over(next(iter(counts.values())))} queries with a number; "
+                "the others are counted apart by their status")
+    return "queries with a number: " + ", ".join(f"{name} {over(pairs)}"
+                                                  for name, pairs in counts.items())
 
 
 def inside(folder: Location | str, name: str) -> Location | str:

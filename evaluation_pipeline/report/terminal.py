@@ -52,9 +52,10 @@ def evaluated_lines(document: dict) -> list[str]:
     ]
 
 
-def render_summary(summary: dict) -> str:
-    """summary.json (``ndcg-eval score``): macro means and status counts, no intervals."""
-    return "\n".join([*evaluated_lines(summary), "",
+def render_summary(summary: dict, measures: str | None = None) -> str:
+    """summary.json (``ndcg-eval score``): macro means and status counts, no intervals;
+    ``measures``, the rankers by every measure of the spec, first when given."""
+    return "\n".join([*evaluated_lines(summary), "", *([measures, ""] if measures else []),
                       headline_table(summary["results"], SUMMARY_VIEW)])
 
 
