@@ -24,6 +24,12 @@ from evaluation_pipeline.analysis.explain import explain as trace_of
 from evaluation_pipeline.analysis.measure_trace import MeasureTrace, explain_measure, is_spec_ndcg
 from evaluation_pipeline.analysis.reconcile import ReconcileError, Scorer, plan
 from evaluation_pipeline.analysis.reconcile import reconcile as reconciled
+from evaluation_pipeline.analysis.reconcile_measures import (
+    API_OPTIONS,
+    MeasureScorer,
+    plan_measure_walk,
+    reconcile_measure,
+)
 from evaluation_pipeline.api import arguments
 from evaluation_pipeline.api.arguments import ApiOptionError
 from evaluation_pipeline.api.evaluated import Evaluation
@@ -215,6 +221,8 @@ def reconcile(
     order: Sequence[str] | None = None,
     shapley: bool = False,
     sensitivity: bool = False,
+    measure: str | Measure | None = None,
+    to_measure: str | Measure | None = None,
     judgment_version: str | None = None,
     pool: str | None = None,
     ranker: str | None = None,
@@ -222,10 +230,20 @@ def reconcile(
     """As ``ndcg-eval reconcile --json``: the walk from spec ``source`` to ``target`` field by
     field, what each convention does to the mean (with ``shapley``, each field's mean
     contribution over all orders; with ``sensitivity``, each field of ``source`` set to each
-    alternative). Specs are profile names, spec files or ``EvaluationSpec``s."""
+    alternative). Specs are profile names, spec files or ``EvaluationSpec``s.
+
+    ``measure`` (``"AP(rel=1)@100"``, as --measure) compares that measure instead of NDCG@K,
+    on both sides unless ``to_measure`` names the target's (of its family; without ``target``
+    the walk stays within ``source``): the measure's differing parameters are steps too
+    (``analysis.reconcile_measures``)."""
     shapley = arguments.flag("shapley", shapley)
     sensitivity = arguments.flag("sensitivity", sensitivity)
     ranker = arguments.text("ranker", ranker)
+    if measure is not None or to_measure is not None:
+        return _reconcile_measure(
+            judgments, run, source, target, measure, to_measure, cutoffs=cutoffs,
+            queries=queries, order=order, shapley=shapley, sensitivity=sensitivity,
+            judgment_version=judgment_version, pool=pool, ranker=ranker)
     if target is None and not sensitivity:
         raise ReconcileError("give a target spec to walk to, or sensitivity=True to vary the "
                              "source alone")
@@ -246,6 +264,42 @@ def reconcile(
     scorer = Scorer(grades, candidates, table, lineage)
     scorer.add(the_plan.source, rows)
     return reconciled(scorer, the_plan, shapley=shapley, sensitivity=sensitivity)
+
+
+def _reconcile_measure(judgments: Any, run: Any, source: SpecLike, target: SpecLike,
+                       measure: str | Measure | None, to_measure: str | Measure | None, *,
+                       cutoffs: Sequence[int] | None, queries: Any,
+                       order: Sequence[str] | str | None, shapley: bool, sensitivity: bool,
+                       judgment_version: str | None, pool: str | None, ranker: str | None
+                       ) -> dict:
+    """``reconcile`` of a measure: its walk through the spec's fields and the measure's
+    parameters, every option checked before the inputs are read."""
+    if sensitivity:
+        raise ReconcileError("sensitivity varies the spec's fields for NDCG@K; with measure= "
+                             "give a target spec or to_measure= to walk to")
+    if target is None and to_measure is None:
+        raise ReconcileError("give a target spec or to_measure= to walk to")
+    order = order.split(",") if isinstance(order, str) else order
+    names = {"measure": measure, "to_measure": to_measure}
+    for name, value in names.items():
+        if value is not None and not isinstance(value, Measure):
+            names[name] = arguments.text(name, value)
+    the_plan = plan_measure_walk(
+        resolve_spec(source), None if target is None else resolve_spec(target),
+        names["measure"], names["to_measure"],
+        cutoffs=None if cutoffs is None else check_cutoffs(cutoffs),
+        order=None if order is None else arguments.names("order", order),
+        source_label=_label(source), target_label="" if target is None else _label(target),
+        options=API_OPTIONS)
+    start = the_plan.step_spec(())
+    table = read_queries_input(queries)[0] if queries is not None else None
+    scoring = ScoringInputs(as_input(judgments, "judgments"), as_input(run, "run"),
+                            judgment_version=judgment_version, pool=pool, ranker=ranker)
+    grades, candidates, rows, lineage = read_and_evaluate(
+        scoring, start, ranks=start.needs_rank or the_plan.target.needs_rank)
+    scorer = MeasureScorer(grades, candidates, table, lineage)
+    scorer.add(start, rows)
+    return reconcile_measure(scorer, the_plan, shapley=shapley)
 
 
 def agreement(

@@ -284,6 +284,14 @@ def _reconcile_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     parser.add_argument("--judgment-version", help="version name when the file carries none")
     parser.add_argument("--pool", help="candidate pool name when the file carries none")
     parser.add_argument("--ranker", help="ranker name for a run file without one")
+    parser.add_argument("--measure", metavar="NAME",
+                        help="compare this measure instead of NDCG@K, in ir_measures' syntax "
+                        "(AP(rel=2)@100, RR(rel=2)@10, nDCG(dcg=log2)@10; docs/spec.md, "
+                        "Measures), on both sides unless --to-measure names the --to side's; "
+                        "its differing parameters (rel, cutoff, dcg, ...) are steps too")
+    parser.add_argument("--to-measure", metavar="NAME",
+                        help="the --to side's measure, of --measure's family (AP(rel=1)@100 "
+                        "-> AP(rel=2)@100); without --to, walk within the --from spec")
     _storage_arguments(parser)
     return parser
 
