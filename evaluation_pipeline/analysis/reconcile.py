@@ -271,8 +271,8 @@ def walk(scorer: Scorer, the_plan: Plan) -> dict:
     means = [scorer.means(spec) for spec in specs]
     changes = [_query_changes(a, b) for a, b in zip(frames, frames[1:])]
     steps = [
-        {"field": name, "before": _value(the_plan.source, name),
-         "after": _value(the_plan.target, name), "spec_id": spec.spec_id}
+        {"field": name, "before": field_value(the_plan.source, name),
+         "after": field_value(the_plan.target, name), "spec_id": spec.spec_id}
         for name, spec in zip(the_plan.fields, specs[1:])
     ]
     results = []
@@ -281,17 +281,17 @@ def walk(scorer: Scorer, the_plan: Plan) -> dict:
         rows = []
         for i, step in enumerate(steps):
             before, after = means[i].get(key), means[i + 1].get(key)
-            rows.append({**step, **_numbers(after), **_change(before, after),
+            rows.append({**step, **_numbers(after), **mean_change(before, after),
                          **_movers(changes[i], key)})
         results.append({
             "ranker": key[0], "cutoff": key[1], "start": _numbers(start), "steps": rows,
-            "end": _numbers(end), "total": _change(start, end),
+            "end": _numbers(end), "total": mean_change(start, end),
         })
     return {"order": list(the_plan.fields), "order_source": the_plan.order_source,
             "steps": steps, "results": results}
 
 
-def _value(spec: EvaluationSpec, name: str) -> Any:
+def field_value(spec: EvaluationSpec, name: str) -> Any:
     """A field's value as the spec's canonical form writes it; None for an optional field the
     spec leaves unset (``scores``: read as doubles)."""
     return spec.to_dict().get(name)
@@ -308,7 +308,7 @@ def _numbers(mean: Mean | None) -> dict:
             "n_with_number": mean.n_with_number}
 
 
-def _change(before: Mean | None, after: Mean | None) -> dict:
+def mean_change(before: Mean | None, after: Mean | None) -> dict:
     def difference(field: str) -> float | None:
         a = getattr(before, field, None)
         b = getattr(after, field, None)
@@ -372,12 +372,12 @@ def shapley_values(scorer: Scorer, the_plan: Plan) -> dict:
     for key in _keys(list(value.values())):
         entry: dict[str, Any] = {"ranker": key[0], "cutoff": key[1]}
         for measure, name in (("macro", "values"), ("weighted", "weighted_values")):
-            entry[name] = _shapley_for(fields, value, key, measure)
+            entry[name] = shapley_shares(fields, value, key, measure)
         results.append(entry)
     return {"n_scorings": len(value), "results": results}
 
 
-def _shapley_for(fields, value, key, measure) -> dict[str, float] | None:
+def shapley_shares(fields, value, key, measure) -> dict[str, float] | None:
     def v(subset: tuple[str, ...]) -> float | None:
         mean = value[tuple(name for name in fields if name in subset)].get(key)
         return None if mean is None else getattr(mean, measure)
@@ -417,10 +417,10 @@ def sensitivities(scorer: Scorer, spec: EvaluationSpec,
     for key in _keys(list(means.values())):
         fields = []
         for name, options in variants.items():
-            rows = [{"value": _value(s, name), "spec_id": s.spec_id,
+            rows = [{"value": field_value(s, name), "spec_id": s.spec_id,
                      **_numbers(means[s.spec_id].get(key))} for _, s in options]
             fields.append({
-                "field": name, "current": _value(spec, name),
+                "field": name, "current": field_value(spec, name),
                 "range": _range(r["macro_ndcg"] for r in rows),
                 "weighted_range": _range(r["weighted_ndcg"] for r in rows),
                 "alternatives": rows,

@@ -42,10 +42,10 @@ from evaluation_pipeline.analysis.reconcile import (
     Mean,
     ReconcileError,
     Scorer,
-    _change,
-    _shapley_for,
-    _value,
     check_shapley_bound,
+    field_value,
+    mean_change,
+    shapley_shares,
 )
 from evaluation_pipeline.measures.declarations import NOT_PROVIDED
 from evaluation_pipeline.measures.parse import Measure, MeasureError, parse_measure
@@ -221,8 +221,8 @@ def plan_measure_walk(
     for name in FIELDS:
         reason = not_applicable(name, start, end, (source, target))
         if reason is not None:
-            skipped.append({"field": name, "before": _value(source, name),
-                            "after": _value(target, name),
+            skipped.append({"field": name, "before": field_value(source, name),
+                            "after": field_value(target, name),
                             "differs": getattr(source, name) != getattr(target, name),
                             "why": reason})
         elif getattr(source, name) != getattr(target, name):
@@ -337,10 +337,10 @@ def walk(scorer: MeasureScorer, the_plan: MeasurePlan) -> dict:
         rows = []
         for i, step in enumerate(steps):
             before, after = means[i].get(ranker), means[i + 1].get(ranker)
-            rows.append({**step, **_numbers(after), **_change(before, after),
+            rows.append({**step, **_numbers(after), **mean_change(before, after),
                          **_movers(changes[i], ranker)})
         results.append({"ranker": ranker, "start": _numbers(start), "steps": rows,
-                        "end": _numbers(end), "total": _change(start, end)})
+                        "end": _numbers(end), "total": mean_change(start, end)})
     return {"order": list(fields), "order_source": the_plan.order_source,
             "parameters": [name for name in fields if name in params],
             "not_applicable": list(the_plan.not_applicable), "steps": steps,
@@ -366,7 +366,7 @@ def _setting(spec: EvaluationSpec, measure: Measure, name: str) -> Any:
     """A step's value on one side: the spec field's canonical form, or the measure's parameter
     (None when the measure leaves it to its default behaviour: no cutoff, the spec's gain)."""
     if name in FIELDS:
-        return _value(spec, name)
+        return field_value(spec, name)
     value = measure[name]
     return None if value is NOT_PROVIDED else value
 
@@ -423,7 +423,7 @@ def shapley_values(scorer: MeasureScorer, the_plan: MeasurePlan) -> dict:
     for ranker in sorted({key for state in value.values() for key in state}):
         results.append({
             "ranker": ranker,
-            "values": _shapley_for(fields, value, ranker, "macro"),
-            "weighted_values": _shapley_for(fields, value, ranker, "weighted"),
+            "values": shapley_shares(fields, value, ranker, "macro"),
+            "weighted_values": shapley_shares(fields, value, ranker, "weighted"),
         })
     return {"n_scorings": len(value), "results": results}

@@ -138,7 +138,7 @@ def render_measure_reconcile(document: dict) -> str:
                      f"({n} spec{'s' if n != 1 else ''} scored)")
     for result in walk["results"]:
         lines += ["", f"{result['ranker']}, {measures['from']} -> {measures['to']}",
-                  reconcile_view._walk_table(_as_walk_rows(result), shapley.get(
+                  reconcile_view.walk_table(_as_walk_rows(result), shapley.get(
                       result["ranker"]), document["weights"], walk["shapley"] is not None)]
     return "\n".join(lines)
 
@@ -159,5 +159,5 @@ def _as_walk_rows(result: dict) -> dict:
 
 
 def _shown(value, unset: str = "None") -> str:
-    return unset if value is None else reconcile_view._value(value)
+    return unset if value is None else reconcile_view.shown_value(value)
 

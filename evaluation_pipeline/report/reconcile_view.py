@@ -39,11 +39,11 @@ def _render_walk(walk: dict, source: dict, target: dict, weighted: bool) -> list
     for result in walk["results"]:
         key = (result["ranker"], result["cutoff"])
         lines += ["", f"{result['ranker']}, NDCG@{result['cutoff']}",
-                  _walk_table(result, shapley.get(key), weighted, walk["shapley"] is not None)]
+                  walk_table(result, shapley.get(key), weighted, walk["shapley"] is not None)]
     return lines
 
 
-def _walk_table(result: dict, shapley: dict | None, weighted: bool, with_shapley: bool) -> str:
+def walk_table(result: dict, shapley: dict | None, weighted: bool, with_shapley: bool) -> str:
     headers = ["step", "field", "before -> after", "macro", "change"]
     if weighted:
         headers += ["weighted", "w.change"]
@@ -74,7 +74,8 @@ def _walk_table(result: dict, shapley: dict | None, weighted: bool, with_shapley
     rows[0] += [""] * (len(headers) - len(rows[0]))
     movers = [""]
     for i, step in enumerate(result["steps"], start=1):
-        rows.append([str(i), step["field"], f"{_value(step['before'])} -> {_value(step['after'])}",
+        change = f"{shown_value(step['before'])} -> {shown_value(step['after'])}"
+        rows.append([str(i), step["field"], change,
                      *numbers(step, step), *attribution(step["field"]), step["n_changed"],
                      step["n_status_changed"]])
         movers.append(", ".join(_mover(m) for m in step["movers"]))
@@ -93,7 +94,7 @@ def _render_sensitivity(sensitivity: dict, source: dict, weighted: bool) -> list
             rows.append([field["field"], _num(field["range"]),
                          *([_num(field["weighted_range"])] if weighted else [])])
             texts.append(", ".join(
-                f"{_value(a['value'])} {_num(a['macro_ndcg']) or 'n/a'}"
+                f"{shown_value(a['value'])} {_num(a['macro_ndcg']) or 'n/a'}"
                 + ("*" if a["value"] == field["current"] else "")
                 for a in field["alternatives"]))
         lines += ["", f"{result['ranker']}, NDCG@{result['cutoff']}",
@@ -117,7 +118,7 @@ def _mover(mover: dict) -> str:
             f"->{_num(after) or mover['status_after'] or '(none)'}")
 
 
-def _value(value: Any) -> str:
+def shown_value(value: Any) -> str:
     if isinstance(value, dict):  # an explicit gain map
         return "{" + ", ".join(f"{grade}: {gain:g}" for grade, gain in value.items()) + "}"
     return str(value)
