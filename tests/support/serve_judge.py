@@ -4,17 +4,24 @@ a careful judge gives each document for each query), keyed by what the prompt ho
 query's text and the document's passage.
 
     python -m tests.support.serve_judge [--port 8765] [--accuracy 0.9] [--seed 0]
+                                        [--ready-file FILE]
 
-serves it on 127.0.0.1 until interrupted, printing its base URL first (docs/judging.md, How
-far the bounds narrowed).
+serves it on 127.0.0.1 until interrupted (Ctrl-C) or terminated (SIGTERM, as `kill` sends),
+printing its base URL first. Building the grade table takes a few seconds before the server
+listens; with ``--ready-file`` the base URL is also written to FILE (whole, by a rename) once
+it answers, and the file is removed when it stops, so a script starting it in the background
+waits for the file (docs/judging.md, How far the bounds narrowed on the example week).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 import time
 from functools import cache
+from pathlib import Path
 
 import polars as pl
 
@@ -45,14 +52,31 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--accuracy", type=float, default=0.9,
                         help="the share of pairs answered with the true grade")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ready-file", type=Path,
+                        help="write the base URL to this file once the server answers; "
+                             "removed when it stops")
     args = parser.parse_args(argv)
-    server = JudgeServer(example_grades(), accuracy=args.accuracy, seed=args.seed,
-                         port=args.port)
-    print(server.base_url, flush=True)
+    # SIGTERM stops it as Ctrl-C does: the server closed and the ready file removed.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    ready = args.ready_file
     try:
+        server = JudgeServer(example_grades(), accuracy=args.accuracy, seed=args.seed,
+                             port=args.port)
+    except KeyboardInterrupt:
+        return
+    try:
+        print(server.base_url, flush=True)
+        if ready is not None:
+            partial = ready.with_name(f".{ready.name}.{os.getpid()}")
+            partial.write_text(server.base_url + "\n", encoding="utf-8")
+            partial.replace(ready)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
+        pass
+    finally:
+        if ready is not None:
+            ready.unlink(missing_ok=True)
         server.close()
 
 
