@@ -17,7 +17,7 @@ from evaluation_pipeline.orchestration.liveness import (
 )
 
 # Some seconds of work for SQLite: a statement that waits as a frozen server's would.
-SLOW = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 30000000) "
+SLOW = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000000) "
         "SELECT count(*) FROM n")
 
 
