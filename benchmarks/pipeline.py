@@ -3,6 +3,7 @@ each of its steps, beside ``ndcg-eval score --report`` on one of its evaluations
 
     python benchmarks/pipeline.py --queries 100k [--rankers 3] [--candidates 100] [--seed 7]
                                   [--out DIR] [--memory-limit 2GB] [--new-version]
+                                  [--spec FILE] [--reuse] [--main-job-only]
 
 Generates (seeded) a landing folder as a nightly would leave it: one pool of ``--rankers``
 rankers reranking the same ``--candidates`` candidates per query, one Parquet file per ranker,
@@ -13,6 +14,13 @@ runs the main job (``python -m evaluation_pipeline.main_job``) on a fresh Dagste
 (``NDCG_EVAL_LANDING``, ``NDCG_EVAL_STORAGE``, ``NDCG_EVAL_QUERIES``; spills under ``--out``,
 ``NDCG_EVAL_SPILL_DIR``), and ``ndcg-eval score --report`` on the second version.
 
+With ``--spec FILE``, both evaluate under that spec: the main job as ``NDCG_EVAL_SPEC`` and
+``ndcg-eval score --report`` as ``--spec`` (e.g. ``benchmarks/specs/trec_dl.yaml``, the TREC DL
+measures, beside ``benchmarks/specs/ndcg10.yaml``, the same conventions with nDCG@10 alone);
+without it, the pipeline's spec ($NDCG_EVAL_SPEC, else the packaged one). The result names the
+spec. ``--reuse`` keeps a landing folder already generated at ``--out``; ``--main-job-only``
+skips ``ndcg-eval score --report``.
+
 With ``--new-version``, a third version lands after the main job (the second with
 ``THIRD_REGRADED`` of its queries regraded and ``THIRD_ADDED`` more given grades for candidates
 it did not judge) and the main job runs again, re-evaluating every pool against it: once with
@@ -21,7 +29,9 @@ same instance and storage, with it switched off (``NDCG_EVAL_INCREMENTAL=0``).
 
 Peak RSS is of the whole process tree, sampled from /proc every 0.1 s; each step's figures come
 from Dagster's STEP_START and STEP_SUCCESS events in the instance, the peak being the highest
-sample inside the step's window. CPU seconds are user + system of the command's processes.
+sample inside the step's window. CPU seconds are user + system of the command's processes; a
+step's, the tree's CPU seconds (its processes' own and their waited-for children's, sampled
+with the RSS) between the last sample before the step's window and the first after it.
 """
 
 from __future__ import annotations
@@ -159,17 +169,28 @@ class Measured:
     cpu: float
     peak_rss: int  # bytes, of the whole process tree
     returncode: int
-    samples: list[tuple[float, int]] = field(default_factory=list)  # (epoch seconds, bytes)
+    # (epoch seconds, bytes, CPU seconds of the tree so far)
+    samples: list[tuple[float, int, float]] = field(default_factory=list)
 
     def peak_between(self, start: float, end: float) -> int:
-        inside = [rss for t, rss in self.samples if start <= t <= end]
+        inside = [rss for t, rss, _ in self.samples if start <= t <= end]
         return max(inside, default=0)
+
+    def cpu_between(self, start: float, end: float) -> float:
+        """CPU seconds of the tree from the last sample at or before ``start`` to the first at
+        or after ``end`` (so up to a sample's interval more than the window)."""
+        before = [cpu for t, _, cpu in self.samples if t <= start]
+        after = [cpu for t, _, cpu in self.samples if t >= end]
+        if not self.samples:
+            return 0.0
+        return ((after[0] if after else self.samples[-1][2])
+                - (before[-1] if before else self.samples[0][2]))
 
 
 def measure(command: list[str], env: dict, log: Path) -> Measured:
     """Run ``command``, sampling the RSS of its process tree, output to ``log``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    samples: list[tuple[float, int]] = []
+    samples: list[tuple[float, int, float]] = []
     started = time.perf_counter()
     with open(log, "w") as output:
         process = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT,
@@ -178,7 +199,7 @@ def measure(command: list[str], env: dict, log: Path) -> Measured:
 
         def sample() -> None:
             while not done.is_set():
-                samples.append((time.time(), tree_rss(process.pid)))
+                samples.append((time.time(), *tree_usage(process.pid)))
                 done.wait(SAMPLE_SECONDS)
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
@@ -188,15 +209,17 @@ def measure(command: list[str], env: dict, log: Path) -> Measured:
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    peak = max((rss for _, rss in samples), default=0)
+    peak = max((rss for _, rss, _ in samples), default=0)
     return Measured(wall, cpu, peak, code, samples)
 
 
-def tree_rss(root: int) -> int:
-    """Resident bytes of ``root`` and every process below it."""
+def tree_usage(root: int) -> tuple[int, float]:
+    """Resident bytes of ``root`` and every process below it, and their CPU seconds so far
+    (user + system, each process's own and its waited-for children's)."""
     parents: dict[int, int] = {}
     rss: dict[int, int] = {}
-    page = os.sysconf("SC_PAGE_SIZE")
+    cpu: dict[int, float] = {}
+    page, tick = os.sysconf("SC_PAGE_SIZE"), os.sysconf("SC_CLK_TCK")
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -208,12 +231,15 @@ def tree_rss(root: int) -> int:
         fields = stat[stat.rindex(")") + 2:].split()
         parents[int(entry)] = int(fields[1])
         rss[int(entry)] = int(statm.split()[1]) * page
-    total, stack = 0, [root]
+        # utime, stime, cutime, cstime: the stat file's fields 14 to 17, in clock ticks
+        cpu[int(entry)] = sum(int(ticks) for ticks in fields[11:15]) / tick
+    total, seconds, stack = 0, 0.0, [root]
     while stack:
         pid = stack.pop()
         total += rss.get(pid, 0)
+        seconds += cpu.get(pid, 0.0)
         stack += [child for child, parent in parents.items() if parent == pid]
-    return total
+    return total, seconds
 
 
 # -- Dagster's step events ---------------------------------------------------------------------
@@ -256,10 +282,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep a landing folder already generated at --out")
     parser.add_argument("--main-job-only", action="store_true",
                         help="skip ndcg-eval score --report (the 1B-row manual run)")
+    parser.add_argument("--spec", type=Path,
+                        help="spec file of the main job (NDCG_EVAL_SPEC) and of ndcg-eval score "
+                             "--report (--spec); default: $NDCG_EVAL_SPEC, else the packaged one")
     parser.add_argument("--new-version", action="store_true",
                         help=f"then land {THIRD_VERSION} and run the main job again, with the "
                              "incremental scoring and without it")
     args = parser.parse_args(argv)
+    spec = args.spec.resolve() if args.spec else None
+    if spec is not None and not spec.is_file():
+        parser.error(f"--spec {args.spec}: no such file")
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     landing = out / "landing"
@@ -278,19 +310,23 @@ def main(argv: list[str] | None = None) -> int:
            "NDCG_EVAL_SPILL_DIR": str(out / "spill"), "PYTHONPATH": str(REPO)}
     if args.memory_limit:
         env["NDCG_EVAL_MEMORY_LIMIT"] = args.memory_limit
+    if spec is not None:
+        env["NDCG_EVAL_SPEC"] = str(spec)
     job = measure([sys.executable, "-m", "evaluation_pipeline.main_job"], env, out / "main.log")
     steps = step_windows(home)
     for step in steps:
         step["wall"] = step["end"] - step["start"]
         step["peak_rss"] = job.peak_between(step["start"], step["end"])
+        step["cpu"] = job.cpu_between(step["start"], step["end"])
     # Between steps: start-up, sensor ticks and run launches, the closing summary.
-    between = [rss for t, rss in job.samples
+    between = [rss for t, rss, _ in job.samples
                if not any(s["start"] <= t <= s["end"] for s in steps)]
     cli = None if args.main_job_only else measure(
         [sys.executable, "-m", "evaluation_pipeline", "score", "--judgments",
          str(landing / "judgments" / f"{VERSIONS[1]}.parquet"), "--run",
          str(landing / "pools" / POOL), "--queries", str(out / "queries.parquet"),
-         "--out", str(out / "cli"), "--report"], env, out / "cli.log")
+         "--out", str(out / "cli"), "--report", *(["--spec", str(spec)] if spec else [])],
+        env, out / "cli.log")
 
     new_version = new_version_runs(landing, out, env, args) if args.new_version else None
 
@@ -298,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         "new_version": new_version,
         "rows": rows, "queries": args.queries, "rankers": args.rankers,
         "candidates": args.candidates, "seed": args.seed, "memory_limit": args.memory_limit,
+        "spec": env.get("NDCG_EVAL_SPEC"),
         "cpus": os.cpu_count(), "load_average": os.getloadavg(),
         "main_job": {"wall": job.wall, "cpu": job.cpu, "peak_rss": job.peak_rss,
                      "ok": job.returncode == 0, "peak_rss_between_steps": max(between, default=0)},
@@ -337,6 +374,7 @@ def new_version_runs(landing: Path, out: Path, env: dict, args) -> dict:
             "wall": run.wall, "cpu": run.cpu, "peak_rss": run.peak_rss,
             "ok": run.returncode == 0,
             "scoring_steps": [{"partition": s["partition"], "wall": s["end"] - s["start"],
+                               "cpu": run.cpu_between(s["start"], s["end"]),
                                "peak_rss": run.peak_between(s["start"], s["end"]),
                                "engine": scoring_engine(home, s["partition"])}
                               for s in scoring]}
@@ -364,7 +402,8 @@ def table(result: dict) -> str:
 
     lines = [f"{result['rows']:,} candidate rows ({result['queries']:,} queries x "
              f"{result['rankers']} rankers x {result['candidates']}), load average "
-             f"{result['load_average'][0]:.1f} on {result['cpus']} CPUs", "",
+             f"{result['load_average'][0]:.1f} on {result['cpus']} CPUs, spec "
+             f"{result.get('spec') or 'the packaged one'}", "",
              "| what | wall | CPU | peak RSS |", "|---|---|---|---|"]
     job = result["main_job"]
     lines.append(f"| main job{'' if job['ok'] else ' (FAILED)'} | {job['wall']:.1f} s | "
@@ -372,19 +411,21 @@ def table(result: dict) -> str:
     # The steps run one after another: the rest is the start, the instance, the sensor ticks,
     # the runs' records and the closing summary.
     outside = job["wall"] - sum(step["wall"] for step in result["steps"])
-    lines.append(f"| main job, between steps | {outside:.1f} s | | "
+    outside_cpu = job["cpu"] - sum(step.get("cpu", 0.0) for step in result["steps"])
+    lines.append(f"| main job, between steps | {outside:.1f} s | {outside_cpu:.1f} s | "
                  f"{gb(job['peak_rss_between_steps'])} |")
     for step in result["steps"]:
         lines.append(f"| {step['job']} {step['partition']}: {step['step']}"
-                     f"{'' if step['ok'] else ' (FAILED)'} | {step['wall']:.1f} s | | "
-                     f"{gb(step['peak_rss'])} |")
+                     f"{'' if step['ok'] else ' (FAILED)'} | {step['wall']:.1f} s | "
+                     f"{step.get('cpu', 0.0):.1f} s | {gb(step['peak_rss'])} |")
     for kind, run in (result["new_version"] or {}).items():
         lines.append(f"| {THIRD_VERSION} lands, main job again ({kind} scoring)"
                      f"{'' if run['ok'] else ' (FAILED)'} | {run['wall']:.1f} s | "
                      f"{run['cpu']:.1f} s | {gb(run['peak_rss'])} |")
         for step in run["scoring_steps"]:
             lines.append(f"| ... query_scores {step['partition']} ({step['engine']}) | "
-                         f"{step['wall']:.1f} s | | {gb(step['peak_rss'])} |")
+                         f"{step['wall']:.1f} s | {step.get('cpu', 0.0):.1f} s | "
+                         f"{gb(step['peak_rss'])} |")
     cli = result["score_report"]
     if cli is None:
         return "\n".join(lines)
