@@ -69,11 +69,16 @@ def _imported() -> dict[str, set[str]]:
 
 
 def test_every_imported_package_is_installed_by_a_declared_dependency():
-    allowed = _installed_by(_declared())
+    declared = _declared()
+    allowed = _installed_by(declared)
     providers = metadata.packages_distributions()
     missing = {}
     for module, files in sorted(_imported().items()):
         distributions = {d.lower().replace("_", "-") for d in providers.get(module, [])}
+        # An extra this install left out (`make test` without EXTRAS=spark): its package is
+        # not here to name the modules it provides, so the module is known by its own name.
+        if not distributions and module.lower().replace("_", "-") in declared:
+            continue
         if not distributions & allowed:
             missing[module] = sorted(files)
     assert not missing, (
