@@ -66,8 +66,9 @@ def _states(pipeline):
 
 def test_a_new_version_is_scored_against_the_newest_14_nights_and_the_rest_on_demand(
         pipeline, monkeypatch, capsys):
-    published = pipeline.runner.run_until_quiet()  # the 20 pools and the queries, no version
-    assert all(o.success for o in published) and len(published) == NIGHTS + 1
+    # The 20 pools, the queries and the documents tables; no version.
+    published = pipeline.runner.run_until_quiet()
+    assert all(o.success for o in published) and len(published) == NIGHTS + 2
     pipeline.land_version(VERSION_1)
     outcomes = pipeline.runner.run_until_quiet()
     evaluated = sorted(o.partition for o in outcomes if o.job == "evaluate")
