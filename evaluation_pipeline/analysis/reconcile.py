@@ -318,35 +318,49 @@ def mean_change(before: Mean | None, after: Mean | None) -> dict:
 
 
 def _query_changes(before: pl.DataFrame, after: pl.DataFrame) -> pl.DataFrame:
-    """Per-query rows whose status or number differs between two scorings, largest move first
-    (a number that appears or disappears moves by its own size)."""
-    keys = list(NDCG_KEY)
-    before, after = spec_ndcg_rows(before), spec_ndcg_rows(after)
-    joined = before.select(*keys, status_before="status", ndcg_before="ndcg").join(
-        after.select(*keys, status_after="status", ndcg_after="ndcg"),
+    """The NDCG walk's changed queries: the spec's nDCG@K rows, per (ranker, query, cutoff)."""
+    return query_changes(spec_ndcg_rows(before), spec_ndcg_rows(after), NDCG_KEY, "ndcg")
+
+
+def query_changes(before: pl.DataFrame, after: pl.DataFrame, keys: Sequence[str],
+                  number: str) -> pl.DataFrame:
+    """Per ``keys`` (one query's number: ``query_id`` among them), the rows whose status or
+    ``number`` differs between two scorings, as ``<number>_before``/``_after``; within each
+    group of the other keys, largest move first (a number that appears or disappears moves
+    by its own size)."""
+    keys = list(keys)
+    joined = before.select(*keys, status_before="status", **{f"{number}_before": number}).join(
+        after.select(*keys, status_after="status", **{f"{number}_after": number}),
         on=keys, how="full", coalesce=True)
-    old, new = pl.col("ndcg_before"), pl.col("ndcg_after")
+    old, new = pl.col(f"{number}_before"), pl.col(f"{number}_after")
     status_changed = pl.col("status_before").ne_missing(pl.col("status_after"))
     number_changed = ((new - old).abs() > NUMBER_TOLERANCE).fill_null(False) | (
         old.is_null() != new.is_null())
     move = (new.fill_null(0.0) - old.fill_null(0.0)).abs()
+    groups = [key for key in keys if key != "query_id"]
     return (
         joined.with_columns(status_changed.alias("status_changed"), move.alias("move"))
         .filter(status_changed | number_changed)
-        .sort(["ranker", "cutoff", "move", "query_id"], descending=[False, False, True, False])
+        .sort([*groups, "move", "query_id"], descending=[*(False for _ in groups), True, False])
     )
 
 
 def _movers(changes: pl.DataFrame, key: tuple[str, int]) -> dict:
     ranker, cutoff = key
-    mine = changes.filter((pl.col("ranker") == ranker) & (pl.col("cutoff") == cutoff))
+    return movers(changes, {"ranker": ranker, "cutoff": cutoff}, "ndcg")
+
+
+def movers(changes: pl.DataFrame, group: Mapping[str, Any], number: str) -> dict:
+    """How many of one group's queries a step changed (``query_changes``' rows; ``group``:
+    the value of each of its other keys), how many changed status, and the largest movers."""
+    mine = changes.filter(*(pl.col(name) == value for name, value in group.items()))
     return {
         "n_changed": mine.height,
         "n_status_changed": int(mine["status_changed"].sum()),
         "movers": [
             {"query_id": row["query_id"], "status_before": row["status_before"],
-             "status_after": row["status_after"], "ndcg_before": row["ndcg_before"],
-             "ndcg_after": row["ndcg_after"]}
+             "status_after": row["status_after"], f"{number}_before": row[f"{number}_before"],
+             f"{number}_after": row[f"{number}_after"]}
             for row in mine.head(N_MOVERS).iter_rows(named=True)
         ],
     }

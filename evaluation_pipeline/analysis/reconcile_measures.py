@@ -37,14 +37,14 @@ from evaluation_pipeline.aggregation.aggregate_table import aggregate
 from evaluation_pipeline.analysis.measure_trace import is_spec_ndcg
 from evaluation_pipeline.analysis.reconcile import (
     FIELDS,
-    N_MOVERS,
-    NUMBER_TOLERANCE,
     Mean,
     ReconcileError,
     Scorer,
     check_shapley_bound,
     field_value,
     mean_change,
+    movers,
+    query_changes,
     shapley_shares,
 )
 from evaluation_pipeline.measures.declarations import NOT_PROVIDED
@@ -322,7 +322,8 @@ def walk(scorer: MeasureScorer, the_plan: MeasurePlan) -> dict:
     frames = [scorer.rows(spec) for spec in specs]
     means = [scorer.means(spec) for spec in specs]
     _check_end(scorer, the_plan, specs[-1])
-    changes = [_query_changes(a, b) for a, b in zip(frames, frames[1:])]
+    changes = [query_changes(a, b, ["ranker", "query_id"], "value")
+               for a, b in zip(frames, frames[1:])]
     params = the_plan.source_measure.declaration.params
     steps = [
         {"field": name, "kind": "spec" if name in FIELDS else "measure",
@@ -338,7 +339,7 @@ def walk(scorer: MeasureScorer, the_plan: MeasurePlan) -> dict:
         for i, step in enumerate(steps):
             before, after = means[i].get(ranker), means[i + 1].get(ranker)
             rows.append({**step, **_numbers(after), **mean_change(before, after),
-                         **_movers(changes[i], ranker)})
+                         **movers(changes[i], {"ranker": ranker}, "value")})
         results.append({"ranker": ranker, "start": _numbers(start), "steps": rows,
                         "end": _numbers(end), "total": mean_change(start, end)})
     return {"order": list(fields), "order_source": the_plan.order_source,
@@ -376,39 +377,6 @@ def _numbers(mean: Mean | None) -> dict:
         return {"macro_value": None, "weighted_value": None, "n_with_number": 0}
     return {"macro_value": mean.macro, "weighted_value": mean.weighted,
             "n_with_number": mean.n_with_number}
-
-
-def _query_changes(before: pl.DataFrame, after: pl.DataFrame) -> pl.DataFrame:
-    """Per (ranker, query), the rows whose status or value differs between two states (each
-    state's own measure), largest move first; ``analysis.reconcile``'s rule for NDCG."""
-    keys = ["ranker", "query_id"]
-    joined = before.select(*keys, status_before="status", value_before="value").join(
-        after.select(*keys, status_after="status", value_after="value"),
-        on=keys, how="full", coalesce=True)
-    old, new = pl.col("value_before"), pl.col("value_after")
-    status_changed = pl.col("status_before").ne_missing(pl.col("status_after"))
-    number_changed = ((new - old).abs() > NUMBER_TOLERANCE).fill_null(False) | (
-        old.is_null() != new.is_null())
-    move = (new.fill_null(0.0) - old.fill_null(0.0)).abs()
-    return (
-        joined.with_columns(status_changed.alias("status_changed"), move.alias("move"))
-        .filter(status_changed | number_changed)
-        .sort(["ranker", "move", "query_id"], descending=[False, True, False])
-    )
-
-
-def _movers(changes: pl.DataFrame, ranker: str) -> dict:
-    mine = changes.filter(pl.col("ranker") == ranker)
-    return {
-        "n_changed": mine.height,
-        "n_status_changed": int(mine["status_changed"].sum()),
-        "movers": [
-            {"query_id": row["query_id"], "status_before": row["status_before"],
-             "status_after": row["status_after"], "value_before": row["value_before"],
-             "value_after": row["value_after"]}
-            for row in mine.head(N_MOVERS).iter_rows(named=True)
-        ],
-    }
 
 
 def shapley_values(scorer: MeasureScorer, the_plan: MeasurePlan) -> dict:
