@@ -40,14 +40,18 @@ def ranker_counts(pool: pl.DataFrame) -> pl.DataFrame:
 
 def queries_sha256(queries: pl.DataFrame) -> str:
     """SHA-256 of the queries table, rows sorted by query_id and columns by name."""
-    canonical = queries.select(sorted(queries.columns)).sort("query_id")
-    return hashlib.sha256(canonical.write_csv().encode()).hexdigest()
+    return _table_sha256(queries, "query_id")
 
 
 def documents_sha256(documents: pl.DataFrame) -> str:
-    """SHA-256 of the documents table, as ``queries_sha256``: rows sorted by doc_id (unique)
-    and columns by name, so that the file's row and column order do not count."""
-    canonical = documents.select(sorted(documents.columns)).sort("doc_id")
+    """SHA-256 of the documents table, rows sorted by doc_id and columns by name."""
+    return _table_sha256(documents, "doc_id")
+
+
+def _table_sha256(table: pl.DataFrame, key: str) -> str:
+    """SHA-256 of a table's CSV text with its columns sorted by name and its rows by ``key``
+    (unique), so that the file's row and column order do not count."""
+    canonical = table.select(sorted(table.columns)).sort(key)
     return hashlib.sha256(canonical.write_csv().encode()).hexdigest()
 
 

@@ -21,6 +21,7 @@ from evaluation_pipeline.io.storage import (
     JUDGMENTS_FILE,
     POOL_FILE,
     QUERIES_FOLDER,
+    Place,
     documents_file,
     judgments_file,
     judgments_folder,
@@ -33,6 +34,7 @@ from evaluation_pipeline.judging.document_reader import read_documents
 from evaluation_pipeline.metric.hashing import HASH_VERSION
 from evaluation_pipeline.nightly import verdicts as nightly
 from evaluation_pipeline.orchestration.partitions import DEFAULT, Naming
+from evaluation_pipeline.orchestration.resources import EvaluationStorage
 from schemas.columns import UNKNOWN
 from schemas.names import check_safe_name
 
@@ -188,21 +190,9 @@ def build_ingest_assets(naming: Naming = DEFAULT) -> list[dg.AssetsDefinition]:
         sha = quality.queries_sha256(frame)
         # Unlike versions and pools, the queries table is replaced when it changes: weights are
         # traffic, which moves, and every report records the hash it used.
-        storage.write_parquet(frame, *queries_file())
-        manifest = {"sha256": sha, "rows": frame.height, "source": str(source),
-                    "published_at": utc_now()}
-        storage.write_json(storage.stamped(manifest, queries_file()),
-                           *manifest_file(QUERIES_FOLDER))
-        context.log.info(f"queries: {frame.height} rows, sha256 {sha}")
-        return dg.MaterializeResult(
-            metadata={
-                "sha256": sha,
-                "dagster/row_count": frame.height,
-                "columns": dg.MetadataValue.json(frame.columns),
-                "source": dg.MetadataValue.path(str(source)),
-            },
-            data_version=dg.DataVersion(sha),
-        )
+        metadata = _publish_replaced(context, storage, "queries", frame, sha, source,
+                                     QUERIES_FOLDER, queries_file())
+        return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(sha))
 
     @dg.asset(
         key_prefix=prefix,
@@ -226,24 +216,31 @@ def build_ingest_assets(naming: Naming = DEFAULT) -> list[dg.AssetsDefinition]:
         # and grow, and keeping each content would keep a whole corpus per change. What a judged
         # version was judged against is its hash, which judgments_llm records (its metadata and
         # the gate's record) from the rows it read.
-        storage.write_parquet(frame, *documents_file())
-        manifest = {"sha256": sha, "rows": frame.height, "source": str(source),
-                    "published_at": utc_now()}
-        storage.write_json(storage.stamped(manifest, documents_file()),
-                           *manifest_file(DOCUMENTS_FOLDER))
-        context.log.info(f"documents: {frame.height} rows, sha256 {sha}")
-        return dg.MaterializeResult(
-            metadata={
-                "sha256": sha,
-                "dagster/row_count": frame.height,
-                "columns": dg.MetadataValue.json(frame.columns),
-                "source": dg.MetadataValue.path(str(source)),
-                "published": dg.MetadataValue.path(str(storage.path(*documents_file()))),
-            },
-            data_version=dg.DataVersion(sha),
-        )
+        metadata = _publish_replaced(context, storage, "documents", frame, sha, source,
+                                     DOCUMENTS_FOLDER, documents_file())
+        metadata["published"] = dg.MetadataValue.path(str(storage.path(*documents_file())))
+        return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(sha))
 
     return [judgments, candidate_pools, queries, documents]
+
+
+def _publish_replaced(context: dg.AssetExecutionContext, storage: EvaluationStorage, name: str,
+                      frame: pl.DataFrame, sha: str, source: Path, folder: Place,
+                      place: Place) -> dict:
+    """Publish a table that is replaced when it changes (the queries and documents tables):
+    its rows, then its manifest (content hash, rows, source, time) last; the materialization's
+    metadata."""
+    storage.write_parquet(frame, *place)
+    manifest = {"sha256": sha, "rows": frame.height, "source": str(source),
+                "published_at": utc_now()}
+    storage.write_json(storage.stamped(manifest, place), *manifest_file(folder))
+    context.log.info(f"{name}: {frame.height} rows, sha256 {sha}")
+    return {
+        "sha256": sha,
+        "dagster/row_count": frame.height,
+        "columns": dg.MetadataValue.json(frame.columns),
+        "source": dg.MetadataValue.path(str(source)),
+    }
 
 
 # The project's own code location's (no prefix).
