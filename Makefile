@@ -39,11 +39,13 @@ run: $(call stamp,$(EXTRAS))
 # landing folder of `make run`'s week. `dagster dev` and its children stop with make: on
 # Ctrl-C, SIGTERM, or when make itself is killed (evaluation_pipeline/dev_ui.py, exec'd by the
 # recipe's shell so that make is its parent). The week is played first only when no `make run`
-# has landed it yet: on an existing instance the UI starts at once.
+# has landed it yet: on an existing instance the UI starts at once. The sensors evaluate under
+# the week's spec (evaluation_pipeline/orchestration/example_week.py), or NDCG_EVAL_SPEC's.
 ui: $(call stamp,$(EXTRAS))
 	@[ -d .storage/example-landing ] && [ -f .dagster_home/dagster.yaml ] || $(MAKE) --no-print-directory run
 	NDCG_EVAL_DEV=1 DAGSTER_HOME=$(CURDIR)/.dagster_home NDCG_EVAL_LANDING=$(CURDIR)/.storage/example-landing \
 	NDCG_EVAL_QUERIES=$(CURDIR)/examples/data/nightly/queries.csv \
+	NDCG_EVAL_SPEC=$${NDCG_EVAL_SPEC:-$(CURDIR)/examples/trec_dl_spec.yaml} \
 	exec $(BIN)/python -m evaluation_pipeline.dev_ui -w workspace.yaml -h 127.0.0.1 -p $(UI_PORT)
 
 # The tests in two tiers (README "Tests"), each on two workers, a test file per worker at a time

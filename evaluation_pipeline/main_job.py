@@ -1,5 +1,6 @@
 """`make run`: a week of nightly example pools lands night by night; each landing is ingested
-and evaluated, and the run ends with the week's trend, night by night, then its regressions.
+and evaluated (under the TREC DL measures of examples/trec_dl_spec.yaml unless $NDCG_EVAL_SPEC
+names a spec), and the run ends with the week's trend, night by night, then its regressions.
 
 The runs go through the pipeline's own sensors and jobs against a persistent Dagster instance
 in ``.dagster_home/`` (so ``dagster dev -w workspace.yaml`` shows them afterwards), and results
@@ -220,7 +221,7 @@ def _run(home: Path) -> int:
     from evaluation_pipeline.cli import main as cli
     from evaluation_pipeline.cli.history_command import render_regressions, trend_rows
     from evaluation_pipeline.definitions import build_definitions, pipeline_spec
-    from evaluation_pipeline.orchestration.example_week import run_week, week_folders
+    from evaluation_pipeline.orchestration.example_week import run_week, week_folders, week_spec
     from evaluation_pipeline.orchestration.local_runner import (
         LocalRunner,
         StopRequested,
@@ -237,15 +238,19 @@ def _run(home: Path) -> int:
         store_stamps,
     )
 
-    spec = pipeline_spec()
-    # make run lands the example week night by night; a configured landing folder is run as it is.
+    # make run lands the example week night by night, under the week's spec unless one is
+    # named; a configured landing folder is run as it is.
     week = not settings.LANDING.get()
     if week:
-        storage = build_definitions().resources["storage"]
+        spec_path = week_spec()
+        storage = build_definitions(spec_path=spec_path).resources["storage"]
         landing, queries = week_folders(storage, home)
-        defs = build_definitions(landing_folder=str(landing), queries_path=str(queries))
+        defs = build_definitions(spec_path=spec_path, landing_folder=str(landing),
+                                 queries_path=str(queries))
     else:
+        spec_path = None
         defs = build_definitions()
+    spec = pipeline_spec(spec_path)
     resources = defs.resources
     # Under the lock, before any run: what a killed run left in the storage is put back (a
     # result folder caught between its two renames) or removed (temporary files, staging and
@@ -286,7 +291,7 @@ def _run(home: Path) -> int:
             print("nothing new in the landing folder; the results below are current")
         root = resources["storage"].root()
         if week:
-            print(f"\n{week_hint(home, root, landing, queries)}")
+            print(f"\n{week_hint(home, root, landing, queries, spec_path)}")
             # The week's table, then its regressions: the last lines on the screen.
             print(f"\nThe week night by night (ndcg-eval history {root}):")
             cli.main(["history", str(root)])
@@ -318,12 +323,13 @@ def ui_port() -> str:
     return os.environ.get(UI_PORT) or DEFAULT_UI_PORT
 
 
-def week_hint(home: Path, root: str, landing: Path, queries: Path) -> str:
+def week_hint(home: Path, root: str, landing: Path, queries: Path, spec: str) -> str:
     """How to browse the week's instance: `make ui`, or `dagster dev` from any folder with the
-    whole environment the week ran with."""
+    whole environment the week ran with (its spec too: the sensors evaluate under it)."""
     port = shlex.quote(ui_port())
     ui = " ".join(f"{setting.name}={shlex.quote(str(value))}" for setting, value in (
-        (settings.STORAGE, root), (settings.LANDING, landing), (settings.QUERIES, queries)))
+        (settings.STORAGE, root), (settings.LANDING, landing), (settings.QUERIES, queries),
+        (settings.SPEC, Path(spec).resolve())))
     return (f"Dagster instance: {home}; browse it with `make ui` (http://127.0.0.1:{port}), "
             f"or from any folder with\n  DAGSTER_HOME={shlex.quote(str(home))} {ui} dagster dev "
             f"-w {shlex.quote(str(REPO / 'workspace.yaml'))} -h 127.0.0.1 -p {port}")

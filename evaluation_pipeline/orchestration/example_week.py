@@ -5,6 +5,11 @@ The week is written once by ``examples/generate_example_data.py --nightly`` into
 ``examples/data/nightly/`` and lands in ``<storage>/example-landing/`` (a bucket's in the
 instance folder): a landing of its own, so the bundled two-pool landing stays as it is. A
 second run lands nothing new and runs nothing.
+
+The week is evaluated under the measures the TREC Deep Learning track reports
+(``examples/trec_dl_spec.yaml``: nDCG@10, RR(rel=2)@10, AP(rel=2)@100, R@100, with nDCG@10 the
+headline), unless $NDCG_EVAL_SPEC names another spec: the example shows every measure through the
+watch, and the one headline that alerts.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+from evaluation_pipeline import settings
 from evaluation_pipeline.io.storage import DEFAULT_NIGHTLY, EXAMPLE_LANDING_FOLDER, REPO
 from evaluation_pipeline.orchestration.local_runner import LocalRunner, RunOutcome
 from evaluation_pipeline.orchestration.resources import EvaluationStorage
@@ -24,6 +30,8 @@ from schemas.errors import EvaluationError
 GENERATOR = REPO / "examples" / "generate_example_data.py"
 # The queries table the generator writes beside the week's inputs.
 QUERIES_NAME = "queries.csv"
+# The spec the week is evaluated under when none is named ($NDCG_EVAL_SPEC).
+WEEK_SPEC = REPO / "examples" / "trec_dl_spec.yaml"
 
 
 def generator() -> ModuleType:
@@ -33,6 +41,11 @@ def generator() -> ModuleType:
     sys.modules[spec.name] = module  # its dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
+
+
+def week_spec() -> str:
+    """The spec file the week is evaluated under: $NDCG_EVAL_SPEC, else ``WEEK_SPEC``."""
+    return settings.SPEC.get() or str(WEEK_SPEC)
 
 
 def week_folders(storage: EvaluationStorage, instance_home: Path,

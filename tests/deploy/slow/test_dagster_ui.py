@@ -7,8 +7,8 @@ then `dagster dev` serves that instance on 127.0.0.1, and a headless Chromium (D
 plots, the Jobs page, the Overview timeline and the regressed run. What a page draws as a
 colour is read back through the webserver's GraphQL, from the same browser session.
 
-``SAVE_UI_SCREENSHOTS=<folder>`` keeps the two screenshots the docs show there
-(ui-asset-checks.png, ui-partitions.png).
+``SAVE_UI_SCREENSHOTS=<folder>`` keeps the three screenshots the docs show there
+(ui-asset-checks.png, ui-partitions.png, ui-plots.png).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 
 from evaluation_pipeline.orchestration.checks import HEADLINE_REGRESSED, NIGHTLY_TAG
+from evaluation_pipeline.orchestration.example_week import WEEK_SPEC
+from evaluation_pipeline.spec import load_spec
 from tests.support.dagster_dev import dagster_dev, location_entry
 from tests.support.example_run import example_week
 from tests.support.paths import REPO
@@ -35,6 +37,11 @@ NIGHTS = [f"pool-2026-12-0{day}" for day in range(1, 8)]
 # Each night's headline version: maint-v2 was published after the third night.
 HEADLINES = [(night, "maint-v1" if i < 3 else "maint-v2") for i, night in enumerate(NIGHTS)]
 SCREENSHOTS = os.environ.get("SAVE_UI_SCREENSHOTS")
+RANKERS = ("bm25-v3", "dense-v2", "hybrid-v1")
+# `make run`'s week declares the TREC DL set; nDCG@10 is its headline, plotted as ndcg@10/<ranker>
+# (numeric_metadata), and the other three measures are recorded, not plotted.
+SPEC = load_spec(WEEK_SPEC)
+HEADLINE_SERIES = {f"ndcg@10/{ranker}" for ranker in RANKERS}
 
 CHECK_EXECUTIONS = """
 query ($check: String!, $asset: [String!]!) {
@@ -63,7 +70,8 @@ def server(tmp_path_factory):
     env = os.environ | {"DAGSTER_HOME": str(week.home), "NDCG_EVAL_STORAGE": str(storage),
                         "NDCG_EVAL_DEV": "1"}
     env |= {"NDCG_EVAL_LANDING": str(storage / "example-landing"),
-            "NDCG_EVAL_QUERIES": str(REPO / "examples" / "data" / "nightly" / "queries.csv")}
+            "NDCG_EVAL_QUERIES": str(REPO / "examples" / "data" / "nightly" / "queries.csv"),
+            "NDCG_EVAL_SPEC": str(WEEK_SPEC)}
     with dagster_dev(env, lambda base: location_entry(base) is not None,
                      STARTUP_SECONDS) as base:
         yield base
@@ -118,7 +126,7 @@ def test_the_history_check_names_the_regressed_night_on_the_newest_night(page):
     text = _open(page, "/assets/evaluation_history?view=checks", f"newest night {NIGHTS[-1]}")
     assert "Failed" in text
     assert f"newest night {NIGHTS[-1]}" in text
-    assert f"dense-v2 NDCG@5 regressed on {REGRESSED} ({HEADLINE})" in text
+    assert f"dense-v2 NDCG@10 regressed on {REGRESSED} ({HEADLINE})" in text
     _save(page, "ui-asset-checks.png")
     (latest, *_) = _graphql(page, CHECK_EXECUTIONS, check="headline_trend",
                             asset=["evaluation_history"])["assetCheckExecutions"]
@@ -149,17 +157,25 @@ def test_the_headline_partition_fails_with_error_and_the_older_version_with_warn
     assert "report_html" in older
 
 
-def test_the_plots_hold_one_point_per_night_of_the_headline_evaluations(page):
+def test_the_plots_hold_one_series_per_ranker_and_headline_measure_one_point_per_night(page):
+    assert SPEC.headline_measures == ("nDCG@10",) and len(SPEC.measures) == 4
     _open(page, "/assets/evaluation_history", "Plots")
     page.get_by_text("Plots", exact=True).first.click()
-    page.get_by_text("ndcg@5/hybrid-v1").first.wait_for(timeout=30_000)
+    for label in sorted(HEADLINE_SERIES):  # the plots' titles, as the page draws them
+        page.get_by_text(label, exact=True).first.wait_for(timeout=30_000)
+    # The screenshot opens on the headline's plots (Dagster's own row counts come first).
+    page.get_by_text(min(HEADLINE_SERIES), exact=True).first.evaluate(
+        "title => title.scrollIntoView({block: 'start'})")
+    _save(page, "ui-plots.png")
     events = _graphql(page, HISTORY_MATERIALIZATIONS)["assetOrError"]["assetMaterializations"]
-    for ranker in ("bm25-v3", "dense-v2", "hybrid-v1"):
-        for cutoff in (5, 10):
-            label = f"ndcg@{cutoff}/{ranker}"
-            points = sorted((float(e["timestamp"]), e["partition"]) for e in events
-                            if any(m["label"] == label for m in e["metadataEntries"]))
-            assert [tuple(p.split("|")) for _, p in points] == HEADLINES, label
+    plotted = {m["label"] for e in events for m in e["metadataEntries"]
+               if m.get("floatValue") is not None}
+    # Exactly the headline's series: RR, AP and R are in the history, not on the plots.
+    assert plotted == HEADLINE_SERIES, plotted
+    for label in sorted(HEADLINE_SERIES):
+        points = sorted((float(e["timestamp"]), e["partition"]) for e in events
+                        if any(m["label"] == label for m in e["metadataEntries"]))
+        assert [tuple(p.split("|")) for _, p in points] == HEADLINES, label
 
 
 def test_the_runs_are_listed_under_the_evaluate_job_and_on_the_timeline(page):
