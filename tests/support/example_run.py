@@ -50,15 +50,23 @@ def example_storage(tmp_path_factory=None) -> Path:
     return built_once("example-run", landing) / "storage"
 
 
-def example_week(tmp_path_factory=None) -> Week:
+def example_week(tmp_path_factory=None, engine: str | None = None) -> Week:
     """`make run`'s main job (no landing named: the example week, night by night) on a fresh
-    instance with `make run`'s dagster.yaml, run from the checkout. Read it; never write to it."""
+    instance with `make run`'s dagster.yaml, run from the checkout; ``engine`` names the scoring
+    engine (``NDCG_EVAL_ENGINE``; spark on ``local[2]``), else the default's. Read it; never
+    write to it."""
+    given = {"NDCG_EVAL_DEV": "1"}
+    if engine:
+        given["NDCG_EVAL_ENGINE"] = engine
+    if engine == "spark":
+        given |= {"NDCG_EVAL_SPARK_MASTER": "local[2]", "PYSPARK_PYTHON": sys.executable}
+
     def instance(root: Path) -> None:
         (root / "home").mkdir()
         (root / "home" / "dagster.yaml").write_text(INSTANCE_YAML)
-        _run(root, {"NDCG_EVAL_DEV": "1"}, cwd=REPO)
+        _run(root, given, cwd=REPO)
 
-    root = built_once("example-week", instance)
+    root = built_once(f"example-week-{engine}" if engine else "example-week", instance)
     return Week(root / "home", root / "storage", (root / "stdout").read_text())
 
 
