@@ -89,12 +89,22 @@ class Order:
 def detect(paths: list[Path], keys: list[str], fill: Fill, batch_rows: int) -> Order | None:
     """The input's key groups in input order (``Order``), or None when a key group is split
     (its rows in two places, in one file or two) or, for a run, a ranker's queries are: the
-    input then needs the external sort. One streamed pass over the key columns."""
+    input then needs the external sort. One streamed pass over the key columns, which ends at
+    the first batch that holds a key group twice.
+
+    The pass holds a row per contiguous run of a key: a row per group for a grouped input, but
+    a row per input row for a shuffled one (20M rows held some 4 GB). A shuffled input repeats
+    a key within its first batch, so it is told apart there, holding one batch."""
     parts: list[pl.DataFrame] = []
+    files: dict[str, int] = {}
     for frame, path in _key_batches(paths, keys, fill, batch_rows):
         starts = block_starts(frame, keys)
-        parts.append(frame.gather(starts[:-1]).with_columns(
-            rows=pl.Series(np.diff(starts), dtype=pl.Int64), file=pl.lit(str(path))))
+        heads = frame.gather(starts[:-1])
+        if heads.select(pl.struct(keys).is_duplicated().any()).item():
+            return None
+        parts.append(heads.with_columns(
+            rows=pl.Series(np.diff(starts), dtype=pl.Int64),
+            file=pl.lit(files.setdefault(str(path), len(files)), dtype=pl.Int32)))
     if not parts:
         return None
     groups = _join_across_batches(pl.concat(parts), keys)

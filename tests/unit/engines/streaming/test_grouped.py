@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluation_pipeline.engines import score_files
-from evaluation_pipeline.engines.streaming import grouped_digest
+from evaluation_pipeline.engines.streaming import grouped_digest, grouping
 from evaluation_pipeline.engines.streaming.grouped_digest import GroupedDigest
 from evaluation_pipeline.engines.streaming.grouping import GROUPED_NOTE, detect
 from evaluation_pipeline.metric import hashing
@@ -140,6 +140,27 @@ def test_detection_tells_sorted_grouped_and_split_apart(tmp_path):
     # Each query whole but a ranker's queries interleaved with another's: not grouped either.
     interleaved = run.sort(_number(), "ranker", maintain_order=True)
     assert _keys(interleaved, tmp_path) is None
+
+
+def test_a_shuffled_run_is_told_apart_in_its_first_batch(tmp_path, monkeypatch):
+    # The pass holds a row per run of a key: over a shuffled input, a row per input row. It
+    # ends at the first batch that repeats a key instead of holding them all.
+    _, run = _data(queries=40)
+    read = []
+    batches = grouping._key_batches
+
+    def counted(*args):
+        for batch in batches(*args):
+            read.append(batch[0].height)
+            yield batch
+
+    monkeypatch.setattr(grouping, "_key_batches", counted)
+    shuffled = run.sample(fraction=1.0, shuffle=True, seed=3)
+    assert _keys(shuffled, tmp_path, batch_rows=50) is None
+    assert read == [50] and run.height > 5 * 50
+    read.clear()
+    grouped = _keys(_grouped(run, ["ranker", "query_id", "doc_id"]), tmp_path, batch_rows=50)
+    assert grouped is not None and sum(read) == run.height
 
 
 @settings(max_examples=25, deadline=None)
