@@ -293,9 +293,13 @@ def _run(home: Path) -> int:
         if week:
             print(f"\n{week_hint(home, root, landing, queries, spec_path)}")
             # The week's table, then its regressions: the last lines on the screen.
-            print(f"\nThe week night by night (ndcg-eval history {root}):")
-            cli.main(["history", str(root)])
-            print(f"\n{render_regressions(trend_rows(root), root)}")
+            # The week's spec only: a storage may hold the week under another spec too (an
+            # earlier make run, or NDCG_EVAL_SPEC), whose rows would repeat every night.
+            print(f"\nThe week night by night (ndcg-eval history {root} --spec-id "
+                  f"{spec.spec_id}):")
+            cli.main(["history", str(root), "--spec-id", spec.spec_id])
+            trend = trend_rows(root, spec_id=spec.spec_id)
+            print(f"\n{render_regressions(trend, root, spec.spec_id)}")
         else:
             print(f"\nDagster instance: {home}; browse it with\n  DAGSTER_HOME={home} "
                   f"dagster dev -w workspace.yaml -h 127.0.0.1 -p {ui_port()}, with this run's "

@@ -127,8 +127,10 @@ def alert_state(alert: dict) -> str:
     return f"not delivered ({(alert.get('delivery') or {}).get('error')})"  # recorded only
 
 
-def render_regressions(trend: pl.DataFrame, storage: Location | str) -> str:
-    """The regressed nights of a trend, set apart, with the command that drills into each."""
+def render_regressions(trend: pl.DataFrame, storage: Location | str,
+                       spec_id: str | None = None) -> str:
+    """The regressed nights of a trend, set apart, with the command that drills into each
+    (under ``spec_id`` when the trend is of one spec among several)."""
     regressed = trend.filter(pl.col("verdict") == "regressed")
     if regressed.is_empty():
         return "No ranker regressed against its previous night."
@@ -142,7 +144,9 @@ def render_regressions(trend: pl.DataFrame, storage: Location | str) -> str:
              aligned(["night", "judgments", "ranker", "measure", "vs prev", "interval",
                       "p (Holm)", "previous night"], rows, left=4)]
     for night in dict.fromkeys(regressed["candidate_pool"].to_list()):
-        lines.append(f"drill down: ndcg-eval history {shlex.quote(str(storage))} --night {night}")
+        spec = f" --spec-id {spec_id}" if spec_id else ""
+        lines.append(f"drill down: ndcg-eval history {shlex.quote(str(storage))} --night {night}"
+                     f"{spec}")
     return "\n".join(lines)
 
 

@@ -117,6 +117,14 @@ def test_the_regressions_are_set_apart_with_their_drill_down(storage):
         (gen.REGRESSION_NIGHT, gen.REGRESSED_RANKER, "NDCG@10")]
     assert all(float(r[4]) < 0 and r[-1] != gen.REGRESSION_NIGHT for r in rows)
     assert lines[-1] == f"drill down: ndcg-eval history {root} --night {gen.REGRESSION_NIGHT}"
+    # Of one spec among several (make run's week on a storage that holds another's): the
+    # drill-down names it, and the trend is that spec's alone.
+    (spec_id,) = set(history_command.trend_rows(root)["spec_id"])
+    assert history_command.trend_rows(root, spec_id="0" * 16).is_empty()
+    block = history_command.render_regressions(
+        history_command.trend_rows(root, spec_id=spec_id), root, spec_id)
+    assert block.splitlines()[-1] == (
+        f"drill down: ndcg-eval history {root} --night {gen.REGRESSION_NIGHT} --spec-id {spec_id}")
     calm = history_command.trend_rows(root).filter(pl.col("verdict") != "regressed")
     assert history_command.render_regressions(calm, root) == (
         "No ranker regressed against its previous night.")
