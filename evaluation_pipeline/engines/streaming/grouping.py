@@ -94,7 +94,9 @@ def detect(paths: list[Path], keys: list[str], fill: Fill, batch_rows: int) -> O
 
     The pass holds a row per contiguous run of a key: a row per group for a grouped input, but
     a row per input row for a shuffled one (20M rows held some 4 GB). A shuffled input repeats
-    a key within its first batch, so it is told apart there, holding one batch."""
+    a key within its first batch, so it is told apart there, holding one batch. An input whose
+    repeats all lie farther apart than a batch (each query's first rows, then each one's
+    second, ...) is still read to its end before it is found split."""
     parts: list[pl.DataFrame] = []
     files: dict[str, int] = {}
     for frame, path in _key_batches(paths, keys, fill, batch_rows):

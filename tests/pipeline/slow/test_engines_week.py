@@ -3,7 +3,9 @@ R@100) on each scoring engine: the main job with ``NDCG_EVAL_ENGINE`` streaming 
 (``local[2]``) writes, for each of the week's 14 evaluations, the report.json,
 aggregates.parquet and report.html of the default engine's run (the in-memory engine, at this
 size) byte for byte, its per-query rows (Spark's as a folder of parts) to 1e-12, and its
-history rows (their times aside). Slow: three main jobs, one of them on Spark.
+history rows (their times aside). As `make run` runs, the engine scores the first version's
+seven nights and the increment the second's, from them (the manifests say which). Slow: three
+main jobs, one of them on Spark.
 """
 
 from __future__ import annotations
@@ -64,12 +66,26 @@ def test_each_report_is_the_default_engines_byte_for_byte(default, other):
                 default / folder / file).read_bytes(), (engine, folder / file)
 
 
-def test_the_engine_that_scored_is_the_one_named(other):
+def _scorers(storage) -> dict[tuple[str, str], str]:
+    """(pool, version) -> the engine its scores' manifest names."""
+    return {(m.parts[-4], m.parts[-3]): json.loads(m.read_text())["engine"]
+            for m in storage.glob("scores/*/*/*/manifest.json")}
+
+
+def test_each_engine_scored_the_first_version_and_the_increment_the_second(default, other):
+    # As `make run` runs: maint-v1's seven nights are scored in full by the engine named (the
+    # default's is the in-memory one at this size); maint-v2's start from them, by the increment.
     engine, storage = other
-    scores = sorted(storage.glob("scores/*/*/*/per_query.parquet"))
-    assert len(scores) == EVALUATIONS
+    for base, expected in ((default, "local"), (storage, engine)):
+        scorers = _scorers(base)
+        assert len(scorers) == EVALUATIONS
+        assert {v: {e for (_, version), e in scorers.items() if version == v}
+                for v in ("maint-v1", "maint-v2")} == {
+            "maint-v1": {expected}, "maint-v2": {"incremental"}}, base
     # Spark writes a folder of parts with its marker; the others, one file.
-    assert all((p / "_SUCCESS").exists() == (engine == "spark") for p in scores), engine
+    scores = sorted(storage.glob("scores/*/*/*/per_query.parquet"))
+    assert all((p / "_SUCCESS").exists() == (engine == "spark") for p in scores
+               if p.parts[-3] == "maint-v1"), engine
 
 
 def test_per_query_rows_are_the_default_engines(default, other):
