@@ -142,6 +142,28 @@ def test_detection_tells_sorted_grouped_and_split_apart(tmp_path):
     assert _keys(interleaved, tmp_path) is None
 
 
+def test_detection_over_two_files_finds_a_group_cut_by_their_boundary(tmp_path):
+    _, run = _data(queries=12)
+    keys = ["ranker", "query_id"]
+    grouped = _grouped(run, ["ranker", "query_id", "doc_id"])
+    same = grouped.select(pl.struct(keys).eq(pl.struct(keys).shift(1)).fill_null(False)
+                          ).to_series().to_list()
+    middle = grouped.height // 2
+    inside = next(i for i in range(middle, grouped.height) if same[i])
+    between = next(i for i in range(middle, grouped.height) if not same[i])
+    paths = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    for cut, split in ((inside, True), (between, False)):
+        grouped.head(cut).write_parquet(paths[0])
+        grouped.slice(cut).write_parquet(paths[1])
+        found = detect(paths, keys, {}, 7)
+        # A new file starts a group: one cut inside a group is that group twice.
+        assert (found is None) == split, cut
+        if found is not None:
+            assert found.groups["rows"].sum() == grouped.height
+            assert found.groups.select(keys).equals(
+                grouped.select(keys).unique(maintain_order=True))
+
+
 def test_a_shuffled_run_is_told_apart_in_its_first_batch(tmp_path, monkeypatch):
     # The pass holds a row per run of a key: over a shuffled input, a row per input row. It
     # ends at the first batch that repeats a key instead of holding them all.
