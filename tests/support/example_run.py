@@ -25,6 +25,7 @@ from pathlib import Path
 from evaluation_pipeline.main_job import INSTANCE_YAML
 from tests.support.cache import built_once
 from tests.support.paths import EXAMPLES, REPO
+from tests.support.spark_session import LOCAL_SPARK_ENV
 
 MAIN_TIMEOUT = 900
 
@@ -55,11 +56,8 @@ def example_week(tmp_path_factory=None, engine: str | None = None) -> Week:
     instance with `make run`'s dagster.yaml, run from the checkout; ``engine`` names the scoring
     engine (``NDCG_EVAL_ENGINE``; spark on ``local[2]``), else the default's. Read it; never
     write to it."""
-    given = {"NDCG_EVAL_DEV": "1"}
-    if engine:
-        given["NDCG_EVAL_ENGINE"] = engine
-    if engine == "spark":
-        given |= {"NDCG_EVAL_SPARK_MASTER": "local[2]", "PYSPARK_PYTHON": sys.executable}
+    given = {"NDCG_EVAL_DEV": "1"} | (LOCAL_SPARK_ENV if engine == "spark" else
+                                      {"NDCG_EVAL_ENGINE": engine} if engine else {})
 
     def instance(root: Path) -> None:
         (root / "home").mkdir()

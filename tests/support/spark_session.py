@@ -10,8 +10,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 
 import pytest
+
+# The environment under which the main job scores on a local Spark session of two cores, its
+# workers this interpreter.
+LOCAL_SPARK_ENV = {"NDCG_EVAL_ENGINE": "spark", "NDCG_EVAL_SPARK_MASTER": "local[2]",
+                   "PYSPARK_PYTHON": sys.executable}
 
 
 def java_works() -> bool:

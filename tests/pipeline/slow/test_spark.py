@@ -24,7 +24,7 @@ from evaluation_pipeline.io.storage import history_file
 from schemas.columns import PER_QUERY_KEY
 from tests.support.example_run import example_storage
 from tests.support.paths import EXAMPLES, REPO
-from tests.support.spark_session import requires_spark
+from tests.support.spark_session import LOCAL_SPARK_ENV, requires_spark
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (the `spark` extra)")
 pytestmark = requires_spark
@@ -56,8 +56,7 @@ def runs(tmp_path_factory):
     (root / "spark").mkdir()
     # The default engine's run is the clean run other files compare against too.
     default = example_storage(tmp_path_factory)
-    spark = _main_job(root / "spark", landing, NDCG_EVAL_ENGINE="spark",
-                           NDCG_EVAL_SPARK_MASTER="local[2]", PYSPARK_PYTHON=sys.executable)
+    spark = _main_job(root / "spark", landing, **LOCAL_SPARK_ENV)
     return default, spark
 
 
